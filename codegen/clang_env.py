@@ -1,0 +1,80 @@
+"""libclang and the compiler builtin headers it needs.
+
+The libclang PyPI wheel ships libclang.so but no clang resource headers, so
+stddef.h/stdbool.h/stdint.h must come from an installed compiler. Without them clang
+turns `size_t` and `bool` into `int` after a single fatal diagnostic.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from types import ModuleType
+
+from .errors import SetupError
+
+BUILTIN_ENV = "MIOGEN_BUILTIN_INCLUDE"
+_REQUIRED = ("stddef.h", "stdbool.h", "stdint.h")
+
+
+def cindex() -> ModuleType:
+    """The `clang.cindex` module, with a clear error when libclang is unusable."""
+    try:
+        import clang.cindex as ci
+    except ImportError:
+        raise SetupError("libclang is not installed: pip install libclang==18.1.1 (or run `make venv`)") from None
+    try:
+        ci.conf.lib  # noqa: B018 - loads libclang.so
+    except Exception as exc:  # cindex raises LibclangError, a plain Exception
+        raise SetupError(f"cannot load libclang.so from the libclang wheel: {exc}") from None
+    return ci
+
+
+def _has_builtins(d: Path) -> bool:
+    return all((d / name).is_file() for name in _REQUIRED)
+
+
+def _ask(cmd: list[str]) -> str | None:
+    if shutil.which(cmd[0]) is None:
+        return None
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return out.stdout.strip() or None
+
+
+@functools.cache
+def find_builtin_include() -> Path:
+    """The first directory holding the compiler's stddef.h, stdbool.h and stdint.h.
+
+    Looks at $MIOGEN_BUILTIN_INCLUDE, then `clang -print-resource-dir`, then
+    `gcc`/`cc -print-file-name=include`.
+    """
+    tried: list[str] = []
+    env = os.environ.get(BUILTIN_ENV)
+    if env:
+        if _has_builtins(Path(env)):
+            return Path(env)
+        raise SetupError(
+            f"${BUILTIN_ENV}={env} does not hold {', '.join(_REQUIRED)}; point it at a compiler's builtin include dir"
+        )
+    resource = _ask(["clang", "-print-resource-dir"])
+    if resource:
+        tried.append(f"clang: {resource}/include")
+        if _has_builtins(Path(resource) / "include"):
+            return Path(resource) / "include"
+    for cc in ("gcc", "cc"):
+        found = _ask([cc, "-print-file-name=include"])
+        if found:
+            tried.append(f"{cc}: {found}")
+            if os.path.isabs(found) and _has_builtins(Path(found)):
+                return Path(found)
+    raise SetupError(
+        "cannot find the compiler builtin headers (stddef.h, stdbool.h, stdint.h) that the libclang wheel lacks; "
+        "install gcc or clang, or set $" + BUILTIN_ENV + " to their directory"
+        + (f" (tried {'; '.join(tried)})" if tried else " (no clang, gcc or cc on PATH)")
+    )

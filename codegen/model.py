@@ -1,0 +1,213 @@
+"""The API model: frozen dataclasses that a spec YAML file serialises one to one.
+
+Everything here is derived from a header by the parser (names, types, values, layout,
+flags); nothing holds prose from the header.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+SCHEMA_VERSION = 1
+
+#: Kind of the innermost (named) type of a C type.
+BaseKind = Literal[
+    "void", "bool", "char", "int", "float", "enum", "struct", "union", "handle", "callback", "opaque"
+]
+Direction = Literal["in", "out", "inout", "unknown"]
+Memory = Literal["host", "device", "unknown"]
+Shape = Literal["scalar", "array", "buffer", "callback", "unknown"]
+#: Where a proposed role came from: the C type, the doc tag, the target's name rules,
+#: nothing yet (an annotation must decide), or a hand-written annotation.
+Provenance = Literal["type", "doc", "name", "none", "annotation"]
+DocTag = Literal["in", "out", "inout"]
+
+
+def _meta(*, key: str | None = None, omit_default: bool = False, flow: bool = False) -> dict[str, object]:
+    return {"key": key, "omit_default": omit_default, "flow": flow}
+
+
+@dataclass(frozen=True)
+class CType:
+    """A normalised C type: a named base type under `depth` pointers.
+
+    `const[0]` is the constness of the base, `const[i]` that of the i-th pointer level
+    (counting outward), so `const void *const *` is depth 2, const (True, True, False).
+    """
+
+    kind: BaseKind
+    name: str
+    depth: int = field(default=0, metadata=_meta(omit_default=True))
+    const: tuple[bool, ...] = field(default=(False,), metadata=_meta(omit_default=True, flow=True))
+    array: int | None = field(default=None, metadata=_meta(omit_default=True))
+
+    @property
+    def is_pointer(self) -> bool:
+        return self.depth > 0
+
+    @property
+    def pointee_const(self) -> bool:
+        """Constness of what the outermost pointer points to."""
+        return self.depth > 0 and self.const[self.depth - 1]
+
+
+@dataclass(frozen=True)
+class RoleSource:
+    """Provenance of each part of a `Role`."""
+
+    direction: Provenance
+    memory: Provenance
+    shape: Provenance
+
+
+@dataclass(frozen=True)
+class Role:
+    """Proposed role of a pointer parameter, each part with its provenance."""
+
+    direction: Direction
+    memory: Memory
+    shape: Shape
+    source: RoleSource
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str | None
+    c: str
+    type: CType = field(metadata=_meta(flow=True))
+    default: str | None = field(default=None, metadata=_meta(omit_default=True))
+    doc_tag: DocTag | None = field(default=None, metadata=_meta(omit_default=True))
+    doc_optional: bool = field(default=False, metadata=_meta(omit_default=True))
+    role: Role | None = field(default=None, metadata=_meta(omit_default=True, flow=True))
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    returns: CType = field(metadata=_meta(flow=True))
+    params: tuple[Param, ...]
+    group: str | None = field(default=None, metadata=_meta(omit_default=True))
+    beta: bool = field(default=False, metadata=_meta(omit_default=True))
+    deprecated: bool = field(default=False, metadata=_meta(omit_default=True))
+
+
+@dataclass(frozen=True)
+class EnumConstant:
+    name: str
+    value: int
+    alias_of: str | None = field(default=None, metadata=_meta(omit_default=True))
+    beta: bool = field(default=False, metadata=_meta(omit_default=True))
+    deprecated: bool = field(default=False, metadata=_meta(omit_default=True))
+
+
+@dataclass(frozen=True)
+class Enum:
+    name: str
+    underlying: str
+    constants: tuple[EnumConstant, ...] = field(metadata=_meta(flow=False))
+    group: str | None = field(default=None, metadata=_meta(omit_default=True))
+    beta: bool = field(default=False, metadata=_meta(omit_default=True))
+
+
+@dataclass(frozen=True)
+class Field:
+    """A struct/union member; an anonymous nested record has `name` None and `record` set."""
+
+    name: str | None
+    offset: int
+    type: CType | None = field(default=None, metadata=_meta(omit_default=True, flow=True))
+    c: str | None = field(default=None, metadata=_meta(omit_default=True))
+    record: Record | None = field(default=None, metadata=_meta(omit_default=True))
+
+
+@dataclass(frozen=True)
+class Record:
+    """A struct or union with its layout as clang computes it (bytes)."""
+
+    name: str
+    kind: Literal["struct", "union"]
+    size: int
+    align: int
+    fields: tuple[Field, ...]
+    tag: str | None = field(default=None, metadata=_meta(omit_default=True))
+    typedef: str | None = field(default=None, metadata=_meta(omit_default=True))
+    group: str | None = field(default=None, metadata=_meta(omit_default=True))
+    beta: bool = field(default=False, metadata=_meta(omit_default=True))
+
+
+@dataclass(frozen=True)
+class Callback:
+    """A function-pointer typedef."""
+
+    name: str
+    returns: CType = field(metadata=_meta(flow=True))
+    params: tuple[Param, ...]
+    beta: bool = field(default=False, metadata=_meta(omit_default=True))
+
+
+@dataclass(frozen=True)
+class Handle:
+    """An opaque handle: `typedef struct <tag> *<name>` over an empty struct."""
+
+    name: str
+    tag: str
+    group: str | None = field(default=None, metadata=_meta(omit_default=True))
+    beta: bool = field(default=False, metadata=_meta(omit_default=True))
+
+
+@dataclass(frozen=True)
+class Typedef:
+    """Any other typedef the API uses (e.g. the accelerator queue)."""
+
+    name: str
+    type: CType = field(metadata=_meta(flow=True))
+    c: str = ""
+
+
+@dataclass(frozen=True)
+class HeaderInfo:
+    name: str
+    sha256: str
+
+
+@dataclass(frozen=True)
+class ParseInfo:
+    language: str
+    beta: bool
+    defines: tuple[str, ...] = field(metadata=_meta(flow=True))
+
+
+@dataclass(frozen=True)
+class Spec:
+    schema_version: int
+    generator_version: str
+    target: str
+    miopen_version: str
+    rocm_release: str | None
+    header: HeaderInfo
+    parse: ParseInfo
+    handles: tuple[Handle, ...]
+    typedefs: tuple[Typedef, ...]
+    enums: tuple[Enum, ...]
+    records: tuple[Record, ...]
+    callbacks: tuple[Callback, ...]
+    functions: tuple[Function, ...]
+
+    def function(self, name: str) -> Function:
+        for f in self.functions:
+            if f.name == name:
+                return f
+        raise KeyError(name)
+
+    def enum(self, name: str) -> Enum:
+        for e in self.enums:
+            if e.name == name:
+                return e
+        raise KeyError(name)
+
+    def record(self, name: str) -> Record:
+        for r in self.records:
+            if r.name == name:
+                return r
+        raise KeyError(name)

@@ -1,0 +1,553 @@
+"""libclang -> model: parse a miopen.h into a `Spec`.
+
+The header is parsed as C++ (from MIOpen 2.20 it is valid only as C++), descending into
+`extern "C"`. With the beta API on it is parsed twice, with and without the beta macro,
+and whatever only the beta parse declares is flagged beta (functions, enums, constants).
+Any diagnostic of error severity fails the parse: a half-resolved header silently turns
+unknown types into `int`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from . import GENERATOR_VERSION, doc, roles
+from .clang_env import cindex, find_builtin_include
+from .errors import HeaderError
+from .model import (
+    SCHEMA_VERSION,
+    BaseKind,
+    Callback,
+    CType,
+    Enum,
+    EnumConstant,
+    Field,
+    Function,
+    Handle,
+    HeaderInfo,
+    Param,
+    ParseInfo,
+    Record,
+    Spec,
+    Typedef,
+)
+from .target import Target
+
+_GENERIC_HINTS = (
+    ("'stddef.h' file not found", "the compiler builtin headers are not on the include path; install gcc or clang "
+     "or set $MIOGEN_BUILTIN_INCLUDE (miogen finds them itself unless told not to)"),
+    ("'stdbool.h' file not found", "the compiler builtin headers are not on the include path; install gcc or clang"),
+    ("'stdint.h' file not found", "the compiler builtin headers are not on the include path; install gcc or clang"),
+    ("unknown type name 'uint64_t'", "<stdint.h> was never included: the HIP header on the include path must "
+     "include <stdint.h> (miopen.h relies on it for uint64_t/int32_t)"),
+    ("unknown type name 'int32_t'", "<stdint.h> was never included: the HIP header on the include path must "
+     "include <stdint.h>"),
+    ("unknown type name 'size_t'", "<stddef.h> did not define size_t: check the builtin include directory"),
+    ("does not support default arguments", "this header uses C++ default arguments: parse it with --language c++"),
+    ("must use 'struct' tag", "this header uses a struct without its tag (valid only in C++): parse it with "
+     "--language c++"),
+    ("use of undeclared identifier 'nullptr'", "this header uses C++ nullptr: parse it with --language c++"),
+)
+
+_INT_KINDS = {
+    "INT": "int", "UINT": "unsigned int", "LONG": "long", "ULONG": "unsigned long", "LONGLONG": "long long",
+    "ULONGLONG": "unsigned long long", "SHORT": "short", "USHORT": "unsigned short", "SCHAR": "signed char",
+    "UCHAR": "unsigned char", "INT128": "__int128", "UINT128": "unsigned __int128",
+}
+_FLOAT_KINDS = {"FLOAT": "float", "DOUBLE": "double", "LONGDOUBLE": "long double", "HALF": "_Float16"}
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """How to run clang over a header."""
+
+    includes: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    beta: bool = False
+    language: str = "c++"
+    shims: bool = True
+    builtin_include: Path | None | bool = True  # True: find it; None/False: none; Path: this one
+
+
+def check_header_file(path: Path) -> bytes:
+    """The header's bytes, or a clear error for something that is not a header."""
+    if not path.exists():
+        raise HeaderError(f"{path}: no such file")
+    if not path.is_file():
+        raise HeaderError(f"{path}: not a regular file (pass the path of miopen.h itself)")
+    data = path.read_bytes()
+    if not data.strip():
+        raise HeaderError(f"{path}: the file is empty; expected MIOpen's miopen.h")
+    if b"\0" in data[:65536]:
+        raise HeaderError(f"{path}: this is a binary file, not a C header; expected MIOpen's miopen.h")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise HeaderError(f"{path}:{line}: not UTF-8 text ({exc.reason}); expected MIOpen's miopen.h") from None
+    return data
+
+
+def clang_args(opts: ParseOptions, target: Target, beta: bool) -> list[str]:
+    lang = opts.language
+    args = ["-x", "c++", "-std=c++17"] if lang == "c++" else ["-x", "c", "-std=c11"]
+    for inc in opts.includes:
+        args += ["-I", str(inc)]
+    if opts.shims:
+        args += ["-I", str(target.shim_dir)]  # last: real headers on the user's -I paths win
+    builtin = opts.builtin_include
+    if builtin is True:
+        builtin = find_builtin_include()
+    if isinstance(builtin, Path):
+        args += ["-isystem", str(builtin)]
+    else:
+        args += ["-nostdinc", "-nostdinc++"]
+    for d in opts.defines:
+        args += ["-D", d]
+    if beta:
+        args += ["-D", target.beta_macro]
+    return args
+
+
+def _hint(message: str, target: Target) -> str | None:
+    for h in target.diagnostic_hints:
+        if h.match in message:
+            return h.hint
+    for match, hint in _GENERIC_HINTS:
+        if match in message:
+            return hint
+    return None
+
+
+def _translation_unit(header: Path, args: list[str], target: Target) -> Any:
+    ci = cindex()
+    index = ci.Index.create()
+    flags = ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES | ci.TranslationUnit.PARSE_INCOMPLETE
+    try:
+        tu = index.parse(str(header), args=args, options=flags)
+    except ci.TranslationUnitLoadError as exc:
+        raise HeaderError(f"{header}: libclang could not parse the file ({exc}); args: {' '.join(args)}") from None
+    errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
+    if errors:
+        lines = []
+        for d in errors[:10]:
+            loc = d.location
+            where = f"{loc.file.name}:{loc.line}:{loc.column}" if loc.file else str(header)
+            hint = _hint(d.spelling, target)
+            lines.append(f"{where}: error: {d.spelling}" + (f"\n    fix: {hint}" if hint else ""))
+        more = f"\n  ... and {len(errors) - 10} more" if len(errors) > 10 else ""
+        raise HeaderError(
+            f"{header}: {len(errors)} error(s) while parsing; refusing to write a spec from a broken parse:\n  "
+            + "\n  ".join(lines) + more
+        )
+    return tu
+
+
+def _top_level(tu: Any, header: Path) -> list[Any]:
+    """Declarations whose location is the header itself, in order, inside `extern "C"` too."""
+    ci = cindex()
+    main = str(header)
+    out: list[Any] = []
+
+    def walk(cursor: Any) -> None:
+        for ch in cursor.get_children():
+            if ch.kind == ci.CursorKind.LINKAGE_SPEC or ch.kind == ci.CursorKind.NAMESPACE:
+                walk(ch)
+                continue
+            f = ch.location.file
+            if f is not None and f.name == main:
+                out.append(ch)
+
+    walk(tu.cursor)
+    return out
+
+
+class _Builder:
+    """Turns the cursors of one translation unit into model objects."""
+
+    def __init__(self, header: Path, text: str, target: Target) -> None:
+        self.ci = cindex()
+        self.header = header
+        self.data = text.encode("utf-8")
+        self.target = target
+        self.groups = doc.GroupIndex(text)
+        self.handles: dict[str, str] = {}  # typedef name -> struct tag
+        self.callbacks: set[str] = set()
+        self.enums: set[str] = set()
+        self.records: dict[str, str] = {}  # clang decl hash key -> model name
+        self.tu: Any = None
+
+    # ------------------------------------------------------------------ types
+    def _error(self, cursor: Any, message: str) -> HeaderError:
+        loc = cursor.location
+        return HeaderError(f"{loc.file.name if loc.file else self.header}:{loc.line}:{loc.column}: {message}")
+
+    def ctype(self, t: Any, where: Any) -> CType:
+        TK = self.ci.TypeKind
+        consts: list[bool] = []  # outermost first
+        array: int | None = None
+        cur = t
+        while True:
+            const = cur.is_const_qualified()
+            while cur.kind == TK.ELABORATED:
+                cur = cur.get_named_type()
+            if cur.kind == TK.POINTER:
+                consts.append(const)
+                cur = cur.get_pointee()
+                continue
+            if cur.kind == TK.CONSTANTARRAY and array is None and not consts:
+                array = cur.element_count
+                cur = cur.element_type
+                continue
+            kind, name = self._base(cur, where)
+            consts.append(const)
+            break
+        depth = len(consts) - 1
+        return CType(kind=kind, name=name, depth=depth, const=tuple(reversed(consts)), array=array)
+
+    def _base(self, t: Any, where: Any) -> tuple[BaseKind, str]:
+        TK = self.ci.TypeKind
+        k = t.kind
+        if k == TK.TYPEDEF:
+            name = t.get_declaration().spelling
+            if name in self.handles:
+                return "handle", name
+            if name in self.callbacks:
+                return "callback", name
+            if name in self.enums:
+                return "enum", name
+            if name in self.records.values():
+                return self._record_kind(t.get_canonical()), name
+            canon = t.get_canonical()
+            ck = canon.kind
+            if ck == TK.POINTER:
+                pointee = canon.get_pointee()
+                return ("callback" if pointee.kind == TK.FUNCTIONPROTO else "opaque"), name
+            if ck == TK.ENUM:
+                return "enum", name
+            if ck == TK.RECORD:
+                return self._record_kind(canon), name
+            kind, _ = self._builtin(canon, where)
+            return kind, name
+        if k == TK.RECORD:
+            return self._record_kind(t), t.get_declaration().spelling
+        if k == TK.ENUM:
+            return "enum", t.get_declaration().spelling
+        return self._builtin(t, where)
+
+    def _record_kind(self, t: Any) -> BaseKind:
+        return "union" if t.get_declaration().kind == self.ci.CursorKind.UNION_DECL else "struct"
+
+    def _builtin(self, t: Any, where: Any) -> tuple[BaseKind, str]:
+        name = t.kind.name
+        if name == "VOID":
+            return "void", "void"
+        if name == "BOOL":
+            return "bool", "bool"
+        if name in ("CHAR_S", "CHAR_U"):
+            return "char", "char"
+        if name in _INT_KINDS:
+            return "int", _INT_KINDS[name]
+        if name in _FLOAT_KINDS:
+            return "float", _FLOAT_KINDS[name]
+        raise self._error(where, f"unsupported type '{t.spelling}' (kind {name}); miogen cannot bind it")
+
+    # ------------------------------------------------------------------ declarations
+    def collect_names(self, cursors: list[Any]) -> None:
+        """First pass: which typedef names are handles, callbacks, enums and records."""
+        CK = self.ci.CursorKind
+        TK = self.ci.TypeKind
+        for c in cursors:
+            if c.kind == CK.ENUM_DECL and c.is_definition():
+                self.enums.add(c.spelling)
+            elif c.kind == CK.TYPEDEF_DECL:
+                canon = c.underlying_typedef_type.get_canonical()
+                if canon.kind == TK.POINTER:
+                    pointee = canon.get_pointee()
+                    if pointee.kind == TK.FUNCTIONPROTO:
+                        self.callbacks.add(c.spelling)
+                    elif pointee.kind == TK.RECORD:
+                        decl = pointee.get_declaration()
+                        loc = decl.location.file
+                        if loc is not None and loc.name == str(self.header) and not list(pointee.get_fields()):
+                            self.handles[c.spelling] = decl.spelling
+                elif canon.kind == TK.ENUM:
+                    self.enums.add(c.spelling)
+
+    def _comment_before(self, cursor: Any) -> str | None:
+        return cursor.raw_comment  # type: ignore[no-any-return]
+
+    def _group(self, cursor: Any, comment: str | None) -> str | None:
+        return doc.ingroup(comment) or self.groups.at(cursor.location.line)
+
+    def function(self, c: Any) -> Function:
+        comment = c.raw_comment
+        tags = doc.param_tags(comment)
+        params = []
+        for a in c.get_arguments():
+            name = a.spelling or None
+            ctype = self.ctype(a.type, a)
+            tag = tags.get(name) if name else None
+            p = Param(
+                name=name,
+                c=a.type.spelling,
+                type=ctype,
+                default=self._default(a),
+                doc_tag=tag.direction if tag else None,
+                doc_optional=bool(tag and tag.optional),
+            )
+            params.append(replace(p, role=roles.propose(p, self.target)))
+        return Function(
+            name=c.spelling,
+            returns=self.ctype(c.result_type, c),
+            params=tuple(params),
+            group=self._group(c, comment),
+            deprecated=doc.is_deprecated(comment),
+        )
+
+    def _default(self, parm: Any) -> str | None:
+        for ch in parm.get_children():
+            if ch.kind.is_expression():
+                ext = ch.extent
+                return self.data[ext.start.offset : ext.end.offset].decode("utf-8")
+        return None
+
+    def enum(self, c: Any) -> Enum:
+        constants: list[EnumConstant] = []
+        first_by_value: dict[int, str] = {}
+        for e in c.get_children():
+            if e.kind != self.ci.CursorKind.ENUM_CONSTANT_DECL:
+                continue
+            value = int(e.enum_value)
+            alias = self._alias_target(e) or first_by_value.get(value)
+            first_by_value.setdefault(value, e.spelling)
+            constants.append(
+                EnumConstant(
+                    name=e.spelling, value=value, alias_of=alias, deprecated=doc.is_deprecated(e.raw_comment, member=True)
+                )
+            )
+        comment = c.raw_comment
+        return Enum(
+            name=c.spelling,
+            underlying=c.enum_type.get_canonical().spelling,
+            constants=tuple(constants),
+            group=self._group(c, comment),
+        )
+
+    def _alias_target(self, e: Any) -> str | None:
+        """The constant this one is defined as (`A = B`), if any."""
+        CK = self.ci.CursorKind
+        for ch in e.walk_preorder():
+            if ch.kind == CK.DECL_REF_EXPR and ch.referenced is not None and ch.referenced.kind == CK.ENUM_CONSTANT_DECL:
+                expr = [t.spelling for t in e.get_tokens()]
+                if len(expr) == 3 and expr[1] == "=":  # exactly `A = B`
+                    return str(ch.referenced.spelling)
+        return None
+
+    def record(self, c: Any, name: str, typedef: str | None, tag: str | None) -> Record:
+        CK = self.ci.CursorKind
+        t = c.type
+        fields: list[Field] = []
+        for ch in c.get_children():
+            if ch.kind == CK.FIELD_DECL:
+                offset = t.get_offset(ch.spelling)
+                fields.append(Field(name=ch.spelling, offset=offset // 8, type=self.ctype(ch.type, ch), c=ch.type.spelling))
+            elif ch.kind in (CK.UNION_DECL, CK.STRUCT_DECL) and ch.is_anonymous():
+                inner = self.record(ch, "", None, None)
+                first = next((f.name for f in inner.fields if f.name), None)
+                if first is None:
+                    raise self._error(ch, "anonymous record without named members is not supported")
+                offset = t.get_offset(first) // 8
+                fields.append(Field(name=None, offset=offset, record=inner))
+        return Record(
+            name=name,
+            kind="union" if c.kind == CK.UNION_DECL else "struct",
+            size=t.get_size(),
+            align=t.get_align(),
+            fields=tuple(fields),
+            tag=tag,
+            typedef=typedef,
+            group=self._group(c, c.raw_comment) if name else None,
+        )
+
+    def callback(self, c: Any) -> Callback:
+        TK = self.ci.TypeKind
+        proto = c.underlying_typedef_type.get_canonical().get_pointee()
+        # parameter names, when written, come from the PARM_DECL children of the typedef
+        names = [ch.spelling or None for ch in c.walk_preorder() if ch.kind == self.ci.CursorKind.PARM_DECL]
+        arg_types = list(proto.argument_types()) if proto.kind == TK.FUNCTIONPROTO else []
+        params = []
+        for i, at in enumerate(arg_types):
+            name = names[i] if i < len(names) else None
+            params.append(Param(name=name, c=at.spelling, type=self.ctype(at, c)))
+        return Callback(name=c.spelling, returns=self.ctype(proto.get_result(), c), params=tuple(params))
+
+
+def _is_anonymous_record(c: Any) -> bool:
+    toks = [t.spelling for t in c.get_tokens()][:2]
+    return len(toks) == 2 and toks[1] == "{"
+
+
+def build_spec(tu: Any, header: Path, text: str, target: Target) -> dict[str, list[Any]]:
+    """All API items of one parse, in header order."""
+    b = _Builder(header, text, target)
+    CK = b.ci.CursorKind
+    cursors = _top_level(tu, header)
+    b.collect_names(cursors)
+    handles: list[Handle] = []
+    typedefs: list[Typedef] = []
+    enums: list[Enum] = []
+    records: list[Record] = []
+    callbacks: list[Callback] = []
+    functions: list[Function] = []
+    pending_records: dict[str, Any] = {}  # usr -> anonymous record cursor awaiting its typedef
+    for c in cursors:
+        k = c.kind
+        if k == CK.FUNCTION_DECL:
+            functions.append(b.function(c))
+        elif k == CK.ENUM_DECL and c.is_definition():
+            enums.append(b.enum(c))
+        elif k in (CK.STRUCT_DECL, CK.UNION_DECL) and c.is_definition():
+            if not list(c.type.get_fields()):
+                continue  # the empty struct behind an opaque handle
+            if _is_anonymous_record(c):
+                pending_records[c.get_usr()] = c
+            else:
+                records.append(b.record(c, c.spelling, None, c.spelling))
+                b.records[c.get_usr()] = c.spelling
+        elif k == CK.TYPEDEF_DECL:
+            name = c.spelling
+            if name in b.handles:
+                handles.append(Handle(name=name, tag=b.handles[name], group=b._group(c, c.raw_comment)))
+            elif name in b.callbacks:
+                callbacks.append(b.callback(c))
+            elif name in b.enums:
+                continue
+            else:
+                under = c.underlying_typedef_type
+                decl = under.get_canonical().get_declaration()
+                usr = decl.get_usr() if decl is not None else ""
+                if usr in pending_records:
+                    b.records[usr] = name
+                    records.append(b.record(pending_records.pop(usr), name, name, None))
+                elif usr in b.records:
+                    records = [replace(r, typedef=name) if r.name == b.records[usr] else r for r in records]
+                else:
+                    typedefs.append(Typedef(name=name, type=b.ctype(under, c), c=under.spelling))
+    return {
+        "handles": handles, "typedefs": typedefs, "enums": enums, "records": records,
+        "callbacks": callbacks, "functions": functions,
+    }
+
+
+def stable_names(tu: Any, header: Path) -> tuple[set[str], dict[str, set[str]]]:
+    """Names declared without the beta macro: every top-level name, and each enum's constants."""
+    ci = cindex()
+    CK = ci.CursorKind
+    names: set[str] = set()
+    constants: dict[str, set[str]] = {}
+    for c in _top_level(tu, header):
+        names.add(c.spelling)
+        if c.kind == CK.ENUM_DECL:
+            constants[c.spelling] = {e.spelling for e in c.get_children() if e.kind == CK.ENUM_CONSTANT_DECL}
+    return names, constants
+
+
+def _flag_beta(items: dict[str, list[Any]], stable: tuple[set[str], dict[str, set[str]]]) -> dict[str, list[Any]]:
+    """Mark what only the beta parse declares."""
+    names, constants = stable
+    out: dict[str, list[Any]] = {}
+    for key, values in items.items():
+        flagged = []
+        for v in values:
+            if v.name not in names:
+                v = replace(v, beta=True)
+            elif key == "enums":
+                known = constants.get(v.name, set())
+                v = replace(v, constants=tuple(c if c.name in known else replace(c, beta=True) for c in v.constants))
+            flagged.append(v)
+        out[key] = flagged
+    return out
+
+
+_VERSION_MACRO = re.compile(r"#\s*define\s+MIOPEN_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
+
+
+def normalise_version(text: str) -> str:
+    """'3.00.0' -> '3.0.0'; raises ValueError for anything but three numbers."""
+    parts = text.strip().split(".")
+    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+        raise ValueError(text)
+    return ".".join(str(int(p)) for p in parts)
+
+
+def detect_version(header: Path) -> str | None:
+    """The version from an installed `version.h` beside the header, if there is one."""
+    vh = header.parent / "version.h"
+    if not vh.is_file():
+        return None
+    found = dict(_VERSION_MACRO.findall(vh.read_text(encoding="utf-8", errors="replace")))
+    if set(found) != {"MAJOR", "MINOR", "PATCH"}:
+        return None
+    return normalise_version(f"{found['MAJOR']}.{found['MINOR']}.{found['PATCH']}")
+
+
+def parse_header(
+    header: Path,
+    target: Target,
+    opts: ParseOptions = ParseOptions(),
+    miopen_version: str | None = None,
+    rocm_release: str | None = None,
+) -> Spec:
+    """Parse `header` into a spec (see module doc)."""
+    header = header.resolve() if header.exists() else header
+    data = check_header_file(header)
+    text = data.decode("utf-8")
+    if miopen_version is None:
+        miopen_version = detect_version(header)
+        if miopen_version is None:
+            raise HeaderError(
+                f"{header}: cannot tell the MIOpen version (no version.h beside the header); pass --miopen-version X.Y.Z"
+            )
+    try:
+        miopen_version = normalise_version(miopen_version)
+    except ValueError:
+        raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {miopen_version!r}") from None
+    items = build_spec(_translation_unit(header, clang_args(opts, target, opts.beta), target), header, text, target)
+    if opts.beta:
+        stable = stable_names(_translation_unit(header, clang_args(opts, target, False), target), header)
+        items = _flag_beta(items, stable)
+    _check_is_target(header, items, target)
+    defines = tuple(opts.defines) + ((target.beta_macro,) if opts.beta else ())
+    return Spec(
+        schema_version=SCHEMA_VERSION,
+        generator_version=GENERATOR_VERSION,
+        target=target.name,
+        miopen_version=miopen_version,
+        rocm_release=rocm_release or target.releases.get(miopen_version),
+        header=HeaderInfo(name=header.name, sha256=hashlib.sha256(data).hexdigest()),
+        parse=ParseInfo(language=opts.language, beta=opts.beta, defines=defines),
+        handles=tuple(items["handles"]),
+        typedefs=tuple(items["typedefs"]),
+        enums=tuple(items["enums"]),
+        records=tuple(items["records"]),
+        callbacks=tuple(items["callbacks"]),
+        functions=tuple(items["functions"]),
+    )
+
+
+def _check_is_target(header: Path, items: dict[str, list[Any]], target: Target) -> None:
+    has_status = any(e.name == target.status_type for e in items["enums"])
+    fns = [f for f in items["functions"] if f.name.startswith(target.function_prefix)]
+    if not has_status or not fns:
+        raise HeaderError(
+            f"{header}: this does not look like {target.header}: "
+            + (f"no enum {target.status_type}" if not has_status else "")
+            + (" and " if not has_status and not fns else "")
+            + (f"no function named {target.function_prefix}*" if not fns else "")
+            + f" (found {len(items['functions'])} function(s), {len(items['enums'])} enum(s))"
+        )

@@ -1,0 +1,49 @@
+"""Proposed roles of pointer parameters: the C type decides first, the doc tag breaks ties.
+
+Doc tags are noisy (workspaces tagged input, perfResults tagged input), so they never
+override what the type says; they only settle what the type leaves open (`void *`).
+What neither settles stays `unknown` with provenance `none`, for an annotation to decide.
+"""
+
+from __future__ import annotations
+
+from .model import Direction, Memory, Param, Provenance, Role, RoleSource, Shape
+from .target import Target
+
+
+def _role(
+    direction: tuple[Direction, Provenance], memory: tuple[Memory, Provenance], shape: tuple[Shape, Provenance]
+) -> Role:
+    return Role(
+        direction=direction[0],
+        memory=memory[0],
+        shape=shape[0],
+        source=RoleSource(direction=direction[1], memory=memory[1], shape=shape[1]),
+    )
+
+
+def propose(p: Param, target: Target) -> Role | None:
+    """The role of a pointer parameter, or None for a by-value one (handles included)."""
+    t = p.type
+    if t.kind == "callback" and t.depth == 0:
+        return _role(("in", "type"), ("host", "type"), ("callback", "type"))
+    if t.depth == 0:
+        return None
+    const = t.pointee_const
+    if t.kind == "void" and t.depth == 1:
+        if p.name in target.host_scalar_names:
+            return _role(("in", "type" if const else "name"), ("host", "name"), ("scalar", "name"))
+        if const:
+            return _role(("in", "type"), ("device", "type"), ("buffer", "type"))
+        if p.doc_tag:
+            return _role((p.doc_tag, "doc"), ("device", "type"), ("buffer", "type"))
+        return _role(("unknown", "none"), ("device", "type"), ("buffer", "type"))
+    if t.kind == "void" and t.depth == 2:
+        if const:  # const void *const *: an array of device pointers
+            return _role(("in", "type"), ("host", "type"), ("array", "type"))
+        return _role(("out", "type"), ("host", "type"), ("scalar", "type"))  # void **: returns a pointer
+    if const:
+        return _role(("in", "type"), ("host", "type"), ("array", "type"))
+    if t.kind == "char":
+        return _role(("out", "type"), ("host", "type"), ("array", "type"))
+    return _role(("out", "type"), ("host", "type"), ("scalar", "type"))

@@ -1,0 +1,275 @@
+"""Spec YAML <-> model, with strict validation that names the YAML path of a bad key.
+
+Serialisation is driven by the model's dataclass fields (their order, defaults and
+`metadata`), so load -> dump reproduces a dumped file byte for byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import types
+import typing
+from pathlib import Path
+from typing import Any, TypeVar
+
+import yaml
+
+from . import model
+from .errors import SpecError
+
+T = TypeVar("T")
+
+try:  # PyYAML's C implementation; the pure-Python one is the fallback.
+    _BaseLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
+    _BaseDumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment]
+except AttributeError:  # pragma: no cover - only without libyaml
+    _BaseLoader = yaml.SafeLoader
+    _BaseDumper = yaml.SafeDumper
+
+
+_HINTS: dict[type, dict[str, Any]] = {}
+
+
+def _hints(cls: type) -> dict[str, Any]:
+    if cls not in _HINTS:
+        _HINTS[cls] = typing.get_type_hints(cls)
+    return _HINTS[cls]
+
+
+def _key(f: dataclasses.Field[Any]) -> str:
+    return str(f.metadata.get("key") or f.name)
+
+
+# --------------------------------------------------------------------------- dump
+#
+# The spec is emitted as YAML events straight from the model, through libyaml's emitter:
+# PyYAML's Python representer and resolver would cost more than the whole parse.
+
+_PLAN: dict[type, list[tuple[str, str, Any, bool, bool]]] = {}
+_RESOLVER = yaml.resolver.Resolver()
+_STR_TAG = "tag:yaml.org,2002:str"
+_plain_ok: dict[str, bool] = {}
+
+
+def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool]]:
+    """(attribute, key, default or MISSING, omit when default, flow) per field."""
+    if cls not in _PLAN:
+        _PLAN[cls] = [
+            (f.name, _key(f), f.default, bool(f.metadata.get("omit_default")), bool(f.metadata.get("flow")))
+            for f in dataclasses.fields(cls)
+        ]
+    return _PLAN[cls]
+
+
+def _scalar(value: Any) -> yaml.ScalarEvent:
+    if value is None:
+        return yaml.ScalarEvent(None, None, (True, False), "null")
+    if isinstance(value, bool):
+        return yaml.ScalarEvent(None, None, (True, False), "true" if value else "false")
+    if isinstance(value, int):
+        return yaml.ScalarEvent(None, None, (True, False), str(value))
+    text = str(value)
+    ok = _plain_ok.get(text)
+    if ok is None:  # a string that would read back as another type must be quoted
+        ok = _plain_ok[text] = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
+    return yaml.ScalarEvent(None, None, (ok, True), text)
+
+
+def _events(obj: Any, flow: bool, out: list[yaml.Event]) -> None:
+    if dataclasses.is_dataclass(obj):
+        out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
+        for attr, key, default, omit, field_flow in _plan(type(obj)):
+            value = getattr(obj, attr)
+            if omit and value == default:
+                continue
+            out.append(_scalar(key))
+            _events(value, flow or field_flow, out)
+        out.append(yaml.MappingEndEvent())
+    elif isinstance(obj, tuple):
+        out.append(yaml.SequenceStartEvent(None, None, True, flow_style=flow))
+        for v in obj:
+            _events(v, flow, out)
+        out.append(yaml.SequenceEndEvent())
+    elif isinstance(obj, dict):
+        out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
+        for k, v in obj.items():
+            out.append(_scalar(k))
+            _events(v, flow, out)
+        out.append(yaml.MappingEndEvent())
+    else:
+        out.append(_scalar(obj))
+
+
+def dumps(spec: Any) -> str:
+    """YAML text of a model object (a spec, or any dataclass of the model)."""
+    events: list[yaml.Event] = [yaml.StreamStartEvent(), yaml.DocumentStartEvent(explicit=False)]
+    _events(spec, False, events)
+    events += [yaml.DocumentEndEvent(explicit=False), yaml.StreamEndEvent()]
+    text: str = yaml.emit(events, Dumper=_BaseDumper, width=4096, allow_unicode=True)
+    return text
+
+
+def dump(spec: model.Spec, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(dumps(spec), encoding="utf-8")
+
+
+# --------------------------------------------------------------------------- load
+
+
+class _Invalid(Exception):
+    def __init__(self, path: str, message: str) -> None:
+        super().__init__(message)
+        self.path = path
+        self.message = message
+
+
+def _typename(value: Any) -> str:
+    return "null" if value is None else type(value).__name__
+
+
+def _convert(tp: Any, value: Any, path: str) -> Any:
+    origin = typing.get_origin(tp)
+    if origin is typing.Union or origin is types.UnionType:
+        args = typing.get_args(tp)
+        if value is None and type(None) in args:
+            return None
+        inner = [a for a in args if a is not type(None)]
+        if len(inner) == 1:
+            return _convert(inner[0], value, path)
+        raise _Invalid(path, f"unsupported union {tp}")  # pragma: no cover
+    if origin is typing.Literal:
+        allowed = typing.get_args(tp)
+        if value not in allowed or isinstance(value, bool):
+            raise _Invalid(path, f"expected one of {', '.join(map(str, allowed))}; got {value!r}")
+        return value
+    if origin is tuple:
+        item_tp = typing.get_args(tp)[0]
+        if not isinstance(value, list):
+            raise _Invalid(path, f"expected a list; got {_typename(value)}")
+        return tuple(_convert(item_tp, v, f"{path}[{i}]") for i, v in enumerate(value))
+    if origin is dict:
+        key_tp, value_tp = typing.get_args(tp)
+        if not isinstance(value, dict):
+            raise _Invalid(path, f"expected a mapping; got {_typename(value)}")
+        return {
+            _convert(key_tp, str(k), f"{path}.{k}"): _convert(value_tp, v, f"{path}.{k}") for k, v in value.items()
+        }
+    if dataclasses.is_dataclass(tp):
+        return _from_mapping(tp, value, path)  # type: ignore[arg-type]
+    if tp is bool:
+        if not isinstance(value, bool):
+            raise _Invalid(path, f"expected true or false; got {_typename(value)} {value!r}")
+        return value
+    if tp is int:
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise _Invalid(path, f"expected an integer; got {_typename(value)} {value!r}")
+        return value
+    if tp is str:
+        if not isinstance(value, str):
+            raise _Invalid(path, f"expected a string; got {_typename(value)} {value!r}")
+        return value
+    raise _Invalid(path, f"unsupported type {tp}")  # pragma: no cover
+
+
+def _from_mapping(cls: type[T], data: Any, path: str, skip: tuple[str, ...] = ()) -> T:
+    where = path or "<top level>"
+    if not isinstance(data, dict):
+        raise _Invalid(path, f"expected a mapping for {cls.__name__}; got {_typename(data)}")
+    hints = _hints(cls)
+    fields = {_key(f): f for f in dataclasses.fields(cls) if f.name not in skip}  # type: ignore[arg-type]
+    for key in data:
+        if key not in fields:
+            raise _Invalid(
+                f"{path}.{key}" if path else str(key),
+                f"unknown key in {cls.__name__} at {where}; allowed keys: {', '.join(fields)}",
+            )
+    kwargs: dict[str, Any] = {}
+    for key, f in fields.items():
+        sub = f"{path}.{key}" if path else key
+        if key not in data:
+            if f.default is dataclasses.MISSING:
+                raise _Invalid(sub, f"missing required key '{key}' in {cls.__name__} at {where}")
+            continue
+        kwargs[f.name] = _convert(hints[f.name], data[key], sub)
+    return cls(**kwargs)
+
+
+def _line_of(text: str, path: str) -> int | None:
+    """1-based line of the YAML node at `path` (best effort, for error messages)."""
+    import re
+
+    try:
+        node: yaml.Node | None = yaml.compose(text, Loader=_BaseLoader)
+    except yaml.YAMLError:
+        return None
+    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+        if node is None:
+            return None
+        if part.startswith("[") and isinstance(node, yaml.SequenceNode):
+            idx = int(part[1:-1])
+            node = node.value[idx] if idx < len(node.value) else None
+        elif isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if k.value == part]
+            if not match:
+                return node.start_mark.line + 1
+            key, value = match[0]
+            node = value if part != path.rsplit(".", 1)[-1] else key
+        else:
+            break
+    return None if node is None else node.start_mark.line + 1
+
+
+def loads(text: str, source: str = "<spec>") -> model.Spec:
+    """Parse and validate spec text; errors name `source`, the line and the YAML path."""
+    try:
+        data = yaml.load(text, Loader=_BaseLoader)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"{source}: a spec must be a YAML mapping; got {_typename(data)}")
+    version = data.get("schema_version")
+    if version != model.SCHEMA_VERSION:
+        raise SpecError(
+            f"{source}: schema_version: this generator reads schema version {model.SCHEMA_VERSION}; "
+            f"the file has {version!r} (re-run `miogen parse` to regenerate it)",
+            path="schema_version",
+        )
+    try:
+        return _from_mapping(model.Spec, data, "")
+    except _Invalid as exc:
+        line = _line_of(text, exc.path)
+        at = f"{source}:{line}" if line else source
+        raise SpecError(f"{at}: {exc.path}: {exc.message}", path=exc.path) from None
+
+
+def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
+    """Load and validate any YAML file into the dataclass `cls` (errors name the YAML path)."""
+    text = _read(path)
+    try:
+        data = yaml.load(text, Loader=_BaseLoader)
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        return _from_mapping(cls, data, "", skip)
+    except _Invalid as exc:
+        line = _line_of(text, exc.path)
+        raise SpecError(f"{path}{f':{line}' if line else ''}: {exc.path}: {exc.message}", path=exc.path) from None
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise SpecError(f"{path}: not a UTF-8 text file") from None
+
+
+def load(path: Path) -> model.Spec:
+    return loads(_read(path), str(path))
+
+
+def sha256_of(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()

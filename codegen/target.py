@@ -1,0 +1,43 @@
+"""Target facts (names, prefixes, status type, shims) read from specs/<target>/target.yaml."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from .spec_io import load_as
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_TARGET = REPO_ROOT / "specs" / "miopen" / "target.yaml"
+
+
+@dataclass(frozen=True)
+class DiagnosticHint:
+    match: str
+    hint: str
+
+
+@dataclass(frozen=True)
+class Target:
+    name: str
+    header: str
+    function_prefix: str
+    status_type: str
+    success_constant: str
+    beta_macro: str
+    object_macro: str
+    library_names: tuple[str, ...]
+    host_scalar_names: tuple[str, ...]
+    releases: dict[str, str]
+    diagnostic_hints: tuple[DiagnosticHint, ...]
+    path: Path = Path()
+
+    @property
+    def shim_dir(self) -> Path:
+        """The target's minimal stand-ins for headers its header includes."""
+        return self.path.parent / "shims"
+
+
+def load_target(path: Path = DEFAULT_TARGET) -> Target:
+    target = load_as(Target, path, skip=("path",))
+    return Target(**{**target.__dict__, "path": path})
