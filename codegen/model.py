@@ -24,8 +24,11 @@ Provenance = Literal["type", "doc", "name", "none", "annotation"]
 DocTag = Literal["in", "out", "inout"]
 
 
-def _meta(*, key: str | None = None, omit_default: bool = False, flow: bool = False) -> dict[str, object]:
-    return {"key": key, "omit_default": omit_default, "flow": flow}
+def _meta(
+    *, key: str | None = None, omit_default: bool = False, flow: bool = False, flow_items: bool = False
+) -> dict[str, object]:
+    """YAML layout of a field: its key, whether a default value is left out, flow style."""
+    return {"key": key, "omit_default": omit_default, "flow": flow, "flow_items": flow_items}
 
 
 @dataclass(frozen=True)
@@ -105,7 +108,7 @@ class EnumConstant:
 class Enum:
     name: str
     underlying: str
-    constants: tuple[EnumConstant, ...] = field(metadata=_meta(flow=False))
+    constants: tuple[EnumConstant, ...] = field(metadata=_meta(flow_items=True))
     group: str | None = field(default=None, metadata=_meta(omit_default=True))
     beta: bool = field(default=False, metadata=_meta(omit_default=True))
 
@@ -125,7 +128,7 @@ class Field:
 class Record:
     """A struct or union with its layout as clang computes it (bytes)."""
 
-    name: str
+    name: str | None
     kind: Literal["struct", "union"]
     size: int
     align: int

@@ -98,15 +98,13 @@ def clang_args(opts: ParseOptions, target: Target, beta: bool) -> list[str]:
     for inc in opts.includes:
         args += ["-I", str(inc)]
     if opts.shims:
-        args += ["-I", str(target.shim_dir)]  # last: real headers on the user's -I paths win
+        args += ["-idirafter", str(target.shim_dir)]  # last of all: real headers anywhere win
     builtin = opts.builtin_include
     if builtin is True:
         builtin = find_builtin_include()
     if isinstance(builtin, Path):
         args += ["-isystem", str(builtin)]
-    else:
-        args += ["-nostdinc", "-nostdinc++"]
-    for d in opts.defines:
+    for d in (*target.default_defines, *opts.defines):
         args += ["-D", d]
     if beta:
         args += ["-D", target.beta_macro]
@@ -327,7 +325,10 @@ class _Builder:
             first_by_value.setdefault(value, e.spelling)
             constants.append(
                 EnumConstant(
-                    name=e.spelling, value=value, alias_of=alias, deprecated=doc.is_deprecated(e.raw_comment, member=True)
+                    name=e.spelling,
+                    value=value,
+                    alias_of=alias,
+                    deprecated=doc.is_deprecated(e.raw_comment or self._trailing_comment(e), member=True),
                 )
             )
         comment = c.raw_comment
@@ -337,6 +338,13 @@ class _Builder:
             constants=tuple(constants),
             group=self._group(c, comment),
         )
+
+    _TRAILING = re.compile(rb"[ \t]*,?[ \t]*(/\*.*?\*/|//[^\n]*)", re.S)
+
+    def _trailing_comment(self, cursor: Any) -> str | None:
+        """A member comment right after the declaration (and its comma) that clang did not attach."""
+        m = self._TRAILING.match(self.data, cursor.extent.end.offset)
+        return m.group(1).decode("utf-8") if m else None
 
     def _alias_target(self, e: Any) -> str | None:
         """The constant this one is defined as (`A = B`), if any."""
@@ -357,7 +365,7 @@ class _Builder:
                 offset = t.get_offset(ch.spelling)
                 fields.append(Field(name=ch.spelling, offset=offset // 8, type=self.ctype(ch.type, ch), c=ch.type.spelling))
             elif ch.kind in (CK.UNION_DECL, CK.STRUCT_DECL) and ch.is_anonymous():
-                inner = self.record(ch, "", None, None)
+                inner = self.record(ch, None, None, None)
                 first = next((f.name for f in inner.fields if f.name), None)
                 if first is None:
                     raise self._error(ch, "anonymous record without named members is not supported")
@@ -375,14 +383,17 @@ class _Builder:
         )
 
     def callback(self, c: Any) -> Callback:
+        """A function-pointer typedef; parameters as written (names and typedef'd types) when spelt out."""
         TK = self.ci.TypeKind
         proto = c.underlying_typedef_type.get_canonical().get_pointee()
-        # parameter names, when written, come from the PARM_DECL children of the typedef
-        names = [ch.spelling or None for ch in c.walk_preorder() if ch.kind == self.ci.CursorKind.PARM_DECL]
+        written = [ch for ch in c.walk_preorder() if ch.kind == self.ci.CursorKind.PARM_DECL]
         arg_types = list(proto.argument_types()) if proto.kind == TK.FUNCTIONPROTO else []
         params = []
         for i, at in enumerate(arg_types):
-            name = names[i] if i < len(names) else None
+            if len(written) == len(arg_types):
+                name, at = written[i].spelling or None, written[i].type
+            else:
+                name = None
             params.append(Param(name=name, c=at.spelling, type=self.ctype(at, c)))
         return Callback(name=c.spelling, returns=self.ctype(proto.get_result(), c), params=tuple(params))
 
@@ -522,7 +533,7 @@ def parse_header(
         stable = stable_names(_translation_unit(header, clang_args(opts, target, False), target), header)
         items = _flag_beta(items, stable)
     _check_is_target(header, items, target)
-    defines = tuple(opts.defines) + ((target.beta_macro,) if opts.beta else ())
+    defines = (*target.default_defines, *opts.defines, *((target.beta_macro,) if opts.beta else ()))
     return Spec(
         schema_version=SCHEMA_VERSION,
         generator_version=GENERATOR_VERSION,

@@ -46,17 +46,24 @@ def _key(f: dataclasses.Field[Any]) -> str:
 # The spec is emitted as YAML events straight from the model, through libyaml's emitter:
 # PyYAML's Python representer and resolver would cost more than the whole parse.
 
-_PLAN: dict[type, list[tuple[str, str, Any, bool, bool]]] = {}
+_PLAN: dict[type, list[tuple[str, str, Any, bool, bool, bool]]] = {}
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
 _plain_ok: dict[str, bool] = {}
 
 
-def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool]]:
-    """(attribute, key, default or MISSING, omit when default, flow) per field."""
+def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]]:
+    """(attribute, key, default or MISSING, omit when default, flow, flow items) per field."""
     if cls not in _PLAN:
         _PLAN[cls] = [
-            (f.name, _key(f), f.default, bool(f.metadata.get("omit_default")), bool(f.metadata.get("flow")))
+            (
+                f.name,
+                _key(f),
+                f.default,
+                bool(f.metadata.get("omit_default")),
+                bool(f.metadata.get("flow")),
+                bool(f.metadata.get("flow_items")),
+            )
             for f in dataclasses.fields(cls)
         ]
     return _PLAN[cls]
@@ -76,20 +83,20 @@ def _scalar(value: Any) -> yaml.ScalarEvent:
     return yaml.ScalarEvent(None, None, (ok, True), text)
 
 
-def _events(obj: Any, flow: bool, out: list[yaml.Event]) -> None:
+def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False) -> None:
     if dataclasses.is_dataclass(obj):
         out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
-        for attr, key, default, omit, field_flow in _plan(type(obj)):
+        for attr, key, default, omit, field_flow, items in _plan(type(obj)):
             value = getattr(obj, attr)
             if omit and value == default:
                 continue
             out.append(_scalar(key))
-            _events(value, flow or field_flow, out)
+            _events(value, flow or field_flow, out, items)
         out.append(yaml.MappingEndEvent())
     elif isinstance(obj, tuple):
         out.append(yaml.SequenceStartEvent(None, None, True, flow_style=flow))
         for v in obj:
-            _events(v, flow, out)
+            _events(v, flow or item_flow, out)
         out.append(yaml.SequenceEndEvent())
     elif isinstance(obj, dict):
         out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))

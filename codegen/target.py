@@ -26,6 +26,7 @@ class Target:
     success_constant: str
     beta_macro: str
     object_macro: str
+    default_defines: tuple[str, ...]
     library_names: tuple[str, ...]
     host_scalar_names: tuple[str, ...]
     releases: dict[str, str]

@@ -1,0 +1,194 @@
+"""Each setup mistake (research §4) and each not-a-header input ends in a clear error, never a wrong spec."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from codegen import clang_env
+from codegen.errors import HeaderError, SetupError
+from codegen.parser import ParseOptions, parse_header
+
+from .helpers import FIXTURE_HEADER, fixture_spec, target
+
+
+def _parse(header: Path = FIXTURE_HEADER, **kw: object) -> None:
+    parse_header(header, target(), ParseOptions(**kw), miopen_version="1.0.0")  # type: ignore[arg-type]
+
+
+def _shim_tree(tmp_path: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        p = tmp_path / "inc" / rel
+        p.parent.mkdir(parents=True, exist_ok=True)
+        p.write_text(text)
+    return tmp_path / "inc"
+
+
+GOOD_CONFIG = "#define MIOPEN_BACKEND_OPENCL 0\n#define MIOPEN_BACKEND_HIP 1\n"
+GOOD_EXPORT = "#define MIOPEN_EXPORT\n"
+GOOD_HIP = "#include <stdint.h>\ntypedef struct ihipStream_t* hipStream_t;\n"
+
+
+def test_missing_builtin_headers() -> None:
+    with pytest.raises(HeaderError) as e:
+        _parse(builtin_include=None)
+    msg = str(e.value)
+    assert "'stddef.h' file not found" in msg
+    assert "miopen.h:" in msg and "fix: the compiler builtin headers are not on the include path" in msg
+
+
+def test_builtin_dir_from_env_must_hold_the_headers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    clang_env.find_builtin_include.cache_clear()
+    monkeypatch.setenv(clang_env.BUILTIN_ENV, str(tmp_path))
+    try:
+        with pytest.raises(SetupError, match=r"does not hold stddef.h, stdbool.h, stdint.h"):
+            clang_env.find_builtin_include()
+    finally:
+        clang_env.find_builtin_include.cache_clear()
+
+
+def test_no_compiler_to_ask(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    clang_env.find_builtin_include.cache_clear()
+    monkeypatch.delenv(clang_env.BUILTIN_ENV, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path))
+    try:
+        with pytest.raises(SetupError, match=r"cannot find the compiler builtin headers .*no clang, gcc or cc on PATH"):
+            clang_env.find_builtin_include()
+    finally:
+        clang_env.find_builtin_include.cache_clear()
+
+
+def test_builtin_dir_is_found_by_itself() -> None:
+    clang_env.find_builtin_include.cache_clear()
+    d = clang_env.find_builtin_include()
+    assert (d / "stddef.h").is_file() and (d / "stdbool.h").is_file()
+
+
+def test_hip_header_without_stdint(tmp_path: Path) -> None:
+    inc = _shim_tree(tmp_path, {"hip/hip_runtime_api.h": "typedef struct ihipStream_t* hipStream_t;\n"})
+    with pytest.raises(HeaderError) as e:
+        _parse(includes=(inc,))
+    msg = str(e.value)
+    assert "unknown type name 'uint64_t'" in msg
+    assert "the HIP header on the include path must include <stdint.h>" in msg
+
+
+def test_half_defined_config_h(tmp_path: Path) -> None:
+    inc = _shim_tree(tmp_path, {"miopen/config.h": "#define MIOPEN_BACKEND_OPENCL 0\n"})
+    with pytest.raises(HeaderError) as e:
+        _parse(includes=(inc,))
+    msg = str(e.value)
+    assert "unknown type name 'miopenAcceleratorQueue_t'" in msg
+    assert "must define both MIOPEN_BACKEND_HIP (1) and MIOPEN_BACKEND_OPENCL (0)" in msg
+
+
+def test_no_shims_at_all() -> None:
+    with pytest.raises(HeaderError) as e:
+        _parse(shims=False, includes=())
+    msg = str(e.value)
+    assert "'miopen/config.h' file not found" in msg
+    assert "pass -I /opt/rocm/include" in msg
+
+
+def test_empty_export_h(tmp_path: Path) -> None:
+    inc = _shim_tree(tmp_path, {"miopen/export.h": ""})
+    with pytest.raises(HeaderError) as e:
+        _parse(includes=(inc,))
+    msg = str(e.value)
+    assert "MIOPEN_EXPORT" in msg and "export.h must define MIOPEN_EXPORT" in msg
+
+
+def test_own_complete_shims_work_without_miogens(tmp_path: Path) -> None:
+    inc = _shim_tree(
+        tmp_path, {"miopen/config.h": GOOD_CONFIG, "miopen/export.h": GOOD_EXPORT, "hip/hip_runtime_api.h": GOOD_HIP}
+    )
+    spec = parse_header(FIXTURE_HEADER, target(), ParseOptions(beta=True, shims=False, includes=(inc,)))
+    assert spec.functions == fixture_spec(True).functions
+
+
+@pytest.mark.skipif(
+    not Path("/usr/include/hip/hip_runtime_api.h").exists(), reason="needs Debian's libamdhip64-dev (.ci/run installs it)"
+)
+def test_real_hip_headers_give_the_same_spec() -> None:
+    """Debian's real HIP 5.2.3 headers (found on the system path before miogen's shims) vs the shims alone."""
+    real = parse_header(FIXTURE_HEADER, target(), ParseOptions(beta=True, includes=(Path("/usr/include"),)))
+    shim = parse_header(FIXTURE_HEADER, target(), ParseOptions(beta=True, includes=(target().shim_dir,)))
+    assert real == shim
+
+
+def test_real_hip_without_platform_macro_is_explained(tmp_path: Path) -> None:
+    inc = _shim_tree(tmp_path, {"hip/hip_runtime_api.h": '#error "Must define exactly one of __HIP_PLATFORM_AMD__ or __HIP_PLATFORM_NVIDIA__"\n'})
+    with pytest.raises(HeaderError, match=r"keep the target's default -D __HIP_PLATFORM_AMD__"):
+        _parse(includes=(inc,))
+
+
+def test_c_mode_errors_point_to_cxx() -> None:
+    with pytest.raises(HeaderError) as e:
+        _parse(language="c", beta=True)
+    msg = str(e.value)
+    assert "parse it with --language c++" in msg
+
+
+# ---------------------------------------------------------------- not a header
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(HeaderError, match=r"no such file"):
+        _parse(tmp_path / "nope.h")
+
+
+def test_directory(tmp_path: Path) -> None:
+    with pytest.raises(HeaderError, match=r"not a regular file"):
+        _parse(tmp_path)
+
+
+@pytest.mark.parametrize("content", [b"", b"  \n\n\t\n"])
+def test_empty(tmp_path: Path, content: bytes) -> None:
+    h = tmp_path / "miopen.h"
+    h.write_bytes(content)
+    with pytest.raises(HeaderError, match=r"the file is empty"):
+        _parse(h)
+
+
+def test_binary(tmp_path: Path) -> None:
+    h = tmp_path / "miopen.h"
+    h.write_bytes(b"\x7fELF\x02\x01\x01\x00" + bytes(range(256)) * 8)
+    with pytest.raises(HeaderError, match=r"binary file, not a C header"):
+        _parse(h)
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    h = tmp_path / "miopen.h"
+    h.write_bytes(b"/* ok */\nint x; /* \xff\xfe */\n")
+    with pytest.raises(HeaderError, match=r"miopen.h:2: not UTF-8 text"):
+        _parse(h)
+
+
+def test_truncated(tmp_path: Path) -> None:
+    text = FIXTURE_HEADER.read_text()
+    cut = text.index("MIOPEN_EXPORT miopenStatus_t miopenSetTensorDescriptor(")
+    h = tmp_path / "miopen" / "miopen.h"
+    h.parent.mkdir()
+    h.write_text(text[: cut + 80])
+    with pytest.raises(HeaderError) as e:
+        _parse(h)
+    assert f"{h}:" in str(e.value) and "error" in str(e.value)
+
+
+def test_not_miopen(tmp_path: Path) -> None:
+    h = tmp_path / "zlib.h"
+    h.write_text("#include <stddef.h>\ntypedef struct z_stream_s z_stream;\nint deflate(z_stream *strm, int flush);\n")
+    with pytest.raises(HeaderError, match=r"does not look like miopen.h: no enum miopenStatus_t and no function named miopen\*"):
+        _parse(h)
+
+
+def test_version_must_be_known(tmp_path: Path) -> None:
+    h = tmp_path / "miopen.h"
+    shutil.copy(FIXTURE_HEADER, h)
+    with pytest.raises(HeaderError, match=r"cannot tell the MIOpen version .*pass --miopen-version"):
+        parse_header(h, target())
+    with pytest.raises(HeaderError, match=r"--miopen-version: expected X.Y.Z"):
+        parse_header(h, target(), miopen_version="3.x")
+    assert parse_header(h, target(), miopen_version="3.00.0").miopen_version == "3.0.0"
