@@ -30,7 +30,7 @@ def cindex() -> ModuleType:
         ci.conf.lib  # noqa: B018 - loads libclang.so
     except Exception as exc:  # cindex raises LibclangError, a plain Exception
         raise SetupError(f"cannot load libclang.so from the libclang wheel: {exc}") from None
-    return ci
+    return ci  # type: ignore[no-any-return]
 
 
 def _has_builtins(d: Path) -> bool:

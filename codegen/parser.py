@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -149,17 +150,17 @@ def _top_level(tu: Any, header: Path) -> list[Any]:
     """Declarations whose location is the header itself, in order, inside `extern "C"` too."""
     ci = cindex()
     main = str(header)
+    nested = (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.NAMESPACE)
     out: list[Any] = []
 
     def walk(cursor: Any) -> None:
         for ch in cursor.get_children():
-            if ch.kind == ci.CursorKind.LINKAGE_SPEC or ch.kind == ci.CursorKind.NAMESPACE:
+            if ch.kind in nested:
                 walk(ch)
                 continue
-            f = ch.location.file
+            f = ch.location.file  # the expansion location: macro-made declarations count too
             if f is not None and f.name == main:
                 out.append(ch)
-
     walk(tu.cursor)
     return out
 
@@ -356,7 +357,7 @@ class _Builder:
                     return str(ch.referenced.spelling)
         return None
 
-    def record(self, c: Any, name: str, typedef: str | None, tag: str | None) -> Record:
+    def record(self, c: Any, name: str | None, typedef: str | None, tag: str | None) -> Record:
         CK = self.ci.CursorKind
         t = c.type
         fields: list[Field] = []
@@ -528,10 +529,15 @@ def parse_header(
         miopen_version = normalise_version(miopen_version)
     except ValueError:
         raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {miopen_version!r}") from None
-    items = build_spec(_translation_unit(header, clang_args(opts, target, opts.beta), target), header, text, target)
     if opts.beta:
-        stable = stable_names(_translation_unit(header, clang_args(opts, target, False), target), header)
-        items = _flag_beta(items, stable)
+        # the two parses run side by side: libclang releases the GIL while it parses
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            stable_tu = pool.submit(_translation_unit, header, clang_args(opts, target, False), target)
+            beta_tu = _translation_unit(header, clang_args(opts, target, True), target)
+            items = build_spec(beta_tu, header, text, target)
+            items = _flag_beta(items, stable_names(stable_tu.result(), header))
+    else:
+        items = build_spec(_translation_unit(header, clang_args(opts, target, False), target), header, text, target)
     _check_is_target(header, items, target)
     defines = (*target.default_defines, *opts.defines, *((target.beta_macro,) if opts.beta else ()))
     return Spec(

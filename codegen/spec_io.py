@@ -49,7 +49,6 @@ def _key(f: dataclasses.Field[Any]) -> str:
 _PLAN: dict[type, list[tuple[str, str, Any, bool, bool, bool]]] = {}
 _RESOLVER = yaml.resolver.Resolver()
 _STR_TAG = "tag:yaml.org,2002:str"
-_plain_ok: dict[str, bool] = {}
 
 
 def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]]:
@@ -69,7 +68,19 @@ def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]]:
     return _PLAN[cls]
 
 
+_scalars: dict[tuple[type, Any], yaml.ScalarEvent] = {}
+
+
 def _scalar(value: Any) -> yaml.ScalarEvent:
+    """The (shared, read-only) scalar event of a value."""
+    key = (type(value), value)
+    event = _scalars.get(key)
+    if event is None:
+        event = _scalars[key] = _new_scalar(value)
+    return event
+
+
+def _new_scalar(value: Any) -> yaml.ScalarEvent:
     if value is None:
         return yaml.ScalarEvent(None, None, (True, False), "null")
     if isinstance(value, bool):
@@ -77,33 +88,40 @@ def _scalar(value: Any) -> yaml.ScalarEvent:
     if isinstance(value, int):
         return yaml.ScalarEvent(None, None, (True, False), str(value))
     text = str(value)
-    ok = _plain_ok.get(text)
-    if ok is None:  # a string that would read back as another type must be quoted
-        ok = _plain_ok[text] = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False)) == _STR_TAG
-    return yaml.ScalarEvent(None, None, (ok, True), text)
+    # a string that would read back as another type (null, true, 1.0, ...) must be quoted
+    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
+    return yaml.ScalarEvent(None, None, (tag == _STR_TAG, True), text)
+
+
+_MAP_END = yaml.MappingEndEvent()
+_SEQ_END = yaml.SequenceEndEvent()
 
 
 def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False) -> None:
-    if dataclasses.is_dataclass(obj):
+    plan = _PLAN.get(type(obj)) or (_plan(type(obj)) if dataclasses.is_dataclass(obj) else None)
+    if plan is not None:
         out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
-        for attr, key, default, omit, field_flow, items in _plan(type(obj)):
+        for attr, key, default, omit, field_flow, items in plan:
             value = getattr(obj, attr)
             if omit and value == default:
                 continue
             out.append(_scalar(key))
-            _events(value, flow or field_flow, out, items)
-        out.append(yaml.MappingEndEvent())
+            if value is None or type(value) in (str, int, bool):
+                out.append(_scalar(value))
+            else:
+                _events(value, flow or field_flow, out, items)
+        out.append(_MAP_END)
     elif isinstance(obj, tuple):
         out.append(yaml.SequenceStartEvent(None, None, True, flow_style=flow))
         for v in obj:
             _events(v, flow or item_flow, out)
-        out.append(yaml.SequenceEndEvent())
+        out.append(_SEQ_END)
     elif isinstance(obj, dict):
         out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
         for k, v in obj.items():
             out.append(_scalar(k))
             _events(v, flow, out)
-        out.append(yaml.MappingEndEvent())
+        out.append(_MAP_END)
     else:
         out.append(_scalar(obj))
 

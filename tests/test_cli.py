@@ -1,0 +1,72 @@
+"""`python -m codegen` / `miogen`: help, parse, check, and errors without tracebacks."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from codegen.spec_io import dumps, load
+
+from .helpers import FIXTURE_HEADER, REPO, fixture_spec
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codegen", *args], capture_output=True, text=True, cwd=REPO)
+
+
+def test_help_explains_every_option() -> None:
+    out = _run("parse", "--help")
+    assert out.returncode == 0
+    for opt in ("-I DIR", "-D NAME[=VALUE]", "--beta", "--miopen-version X.Y.Z", "--rocm-release", "--language",
+                "--no-shims", "--builtin-include", "--target", "-o SPEC.yaml"):
+        assert opt in out.stdout, opt
+    top = _run("--help")
+    assert "parse" in top.stdout and "check" in top.stdout
+
+
+def test_parse_writes_the_spec(tmp_path: Path) -> None:
+    out = tmp_path / "spec.yaml"
+    r = _run("parse", str(FIXTURE_HEADER), "--beta", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    assert "42 functions (4 beta)" in r.stderr
+    assert out.read_text() == dumps(fixture_spec(True))
+
+
+def test_parse_with_defines_and_includes(tmp_path: Path) -> None:
+    out = tmp_path / "spec.yaml"
+    r = _run("parse", str(FIXTURE_HEADER), "-D", "MIOGEN_UNUSED=1", "-I", str(tmp_path),
+             "--miopen-version", "3.3.0", "-o", str(out))
+    assert r.returncode == 0, r.stderr
+    spec = load(out)
+    assert spec.miopen_version == "3.3.0" and spec.rocm_release == "rocm-6.3.0"
+    assert spec.parse.defines == ("__HIP_PLATFORM_AMD__", "MIOGEN_UNUSED=1")
+    assert not spec.parse.beta and len(spec.functions) == 38
+
+
+def test_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:
+    bad = tmp_path / "empty.h"
+    bad.write_text("")
+    r = _run("parse", str(bad), "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2
+    assert r.stderr.startswith("miogen: error:") and "Traceback" not in r.stderr
+    assert not (tmp_path / "x.yaml").exists()
+    r = _run("parse", str(FIXTURE_HEADER), "--no-shims", "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and "'miopen/config.h' file not found" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_check(tmp_path: Path) -> None:
+    good = tmp_path / "good.yaml"
+    good.write_text(dumps(fixture_spec()))
+    r = _run("check", str(good))
+    assert r.returncode == 0 and "ok: MIOpen 3.4.1: 42 functions" in r.stdout
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(dumps(fixture_spec()).replace("  tag: miopenHandle\n", "  tag: [miopenHandle]\n", 1))
+    r = _run("check", str(bad))
+    assert r.returncode == 2 and "handles[0].tag: expected a string; got list" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_console_script_is_declared() -> None:
+    text = (REPO / "pyproject.toml").read_text()
+    assert 'miogen = "codegen.cli:main"' in text

@@ -1,0 +1,103 @@
+"""The committed specs of the seven real releases hold what the real headers declare."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import pytest
+
+from codegen import model
+from codegen.spec_io import load
+
+from .helpers import SPECS
+
+# MIOpen version -> (functions with the beta API, functions without it), per the real headers.
+COUNTS = {
+    "2.15.0": (168, 168),
+    "2.20.0": (192, 192),
+    "3.0.0": (205, 203),
+    "3.1.0": (213, 203),
+    "3.2.0": (236, 210),
+    "3.3.0": (256, 214),
+    "3.5.2": (274, 234),
+}
+
+
+@functools.cache
+def spec(version: str) -> model.Spec:
+    return load(SPECS / f"{version}.yaml")
+
+
+@pytest.mark.parametrize("version", sorted(COUNTS))
+def test_function_counts(version: str) -> None:
+    s = spec(version)
+    with_beta, without = COUNTS[version]
+    assert len(s.functions) == with_beta
+    assert sum(not f.beta for f in s.functions) == without
+    assert s.miopen_version == version and s.parse.beta
+    assert len(s.header.sha256) == 64
+
+
+@pytest.mark.parametrize("version", sorted(COUNTS))
+def test_invariants(version: str) -> None:
+    s = spec(version)
+    assert all(f.name.startswith("miopen") for f in s.functions)
+    returns = {f.name: f.returns for f in s.functions}
+    assert returns.pop("miopenGetErrorString") == model.CType(kind="char", name="char", depth=1, const=(True, False))
+    assert set(returns.values()) == {model.CType(kind="enum", name="miopenStatus_t")}
+    perf = s.record("miopenConvAlgoPerf_t")
+    assert (perf.size, perf.align, perf.fields[0].name, perf.fields[0].offset) == (16, 8, None, 0)
+    assert [f.name for f in perf.fields[0].record.fields] == ["fwd_algo", "bwd_weights_algo", "bwd_data_algo"]  # type: ignore[union-attr]
+    sol = s.record("miopenConvSolution_t")
+    assert (sol.size, [f.offset for f in sol.fields]) == (32, [0, 8, 16, 24])
+    assert [c.name for c in s.callbacks] == ["miopenAllocatorFunction", "miopenDeallocatorFunction"]
+    # nothing became int by accident: every size_t stayed size_t
+    ver = s.function("miopenGetVersion")
+    assert [p.type.name for p in ver.params] == ["size_t"] * 3
+    # every pointer parameter has a proposed role
+    for f in s.functions:
+        for p in f.params:
+            assert (p.role is not None) == (p.type.depth > 0 or p.type.kind == "callback"), (f.name, p.name)
+
+
+def test_tensor_argument_struct_and_renumbering() -> None:
+    assert "miopenTensorArgument_t" not in {r.name for r in spec("2.15.0").records}
+    for v in ("2.20.0", "3.3.0", "3.5.2"):
+        arg = spec(v).record("miopenTensorArgument_t")
+        assert (arg.typedef, arg.size) == (None, 24)
+    ids = {c.name: c.value for c in spec("3.3.0").enum("miopenTensorArgumentId_t").constants}
+    assert ids["miopenTensorArgumentIsScalar"] == 2**31
+    assert spec("3.3.0").enum("miopenTensorArgumentId_t").underlying == "unsigned int"
+
+
+def test_alias_and_moves_in_352() -> None:
+    s = spec("3.5.2")
+    find = {c.name: c for c in s.enum("miopenConvolutionFindMode_t").constants}
+    assert find["miopenConvolutionFindModeDefault"].alias_of == "miopenConvolutionFindModeDynamicHybrid"
+    assert not s.enum("miopenAlphaBetaCase_t").beta
+    assert spec("3.3.0").enum("miopenAlphaBetaCase_t").beta
+    assert "miopenBackendDescriptor_t" not in {h.name for h in s.handles}
+    assert len(s.handles) == 20
+
+
+def test_handles_per_release() -> None:
+    assert [len(spec(v).handles) for v in sorted(COUNTS)] == [14, 17, 18, 18, 21, 21, 20]
+
+
+def test_beta_constants_inside_stable_enums() -> None:
+    dt = {c.name: c for c in spec("3.3.0").enum("miopenDataType_t").constants}
+    assert dt["miopenFloat8"].beta and dt["miopenBFloat8"].beta and not dt["miopenFloat"].beta
+    assert not spec("3.3.0").enum("miopenDataType_t").beta
+
+
+def test_default_arguments_since_330() -> None:
+    kth = {p.name: p.default for p in spec("3.3.0").function("miopenKthvalueForward").params}
+    assert (kth["dim"], kth["keepDim"]) == ("-1", "false")
+
+
+def test_no_header_prose_in_specs() -> None:
+    """Committed specs hold names, types, values and flags only."""
+    for path in sorted(Path(SPECS).glob("*.*.*.yaml")):
+        text = path.read_text()
+        assert "/*" not in text and "@param" not in text and "@brief" not in text, path

@@ -1,0 +1,112 @@
+"""Spec files: strict loading with the YAML path of each bad key; byte-exact round trips."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from codegen.errors import SpecError
+from codegen.spec_io import dumps, load, load_as, loads
+from codegen.target import Target
+
+from .helpers import SPECS, fixture_spec
+
+
+def _broken(edit: str, replacement: str) -> str:
+    text = dumps(fixture_spec())
+    assert edit in text, edit
+    return text.replace(edit, replacement, 1)
+
+
+@pytest.mark.parametrize(
+    ("edit", "replacement", "message"),
+    [
+        # wrong type
+        ("{name: miopenTensorArgumentIsScalar, value: 2147483648}", "{name: miopenTensorArgumentIsScalar, value: lots}",
+         r"enums\[3\]\.constants\[6\]\.value: expected an integer; got str 'lots'"),
+        ("  size: 16\n", "  size: sixteen\n", r"records\[1\]\.size: expected an integer; got str 'sixteen'"),
+        ("parse:\n  language: c++\n  beta: true", "parse:\n  language: c++\n  beta: 1",
+         r"parse\.beta: expected true or false; got int 1"),
+        # a value outside its enumeration
+        ("type: {kind: handle, name: miopenHandle_t}", "type: {kind: handel, name: miopenHandle_t}",
+         r"functions\[\d+\]\.params\[0\]\.type\.kind: expected one of void, bool, .* got 'handel'"),
+        # unknown key
+        ("  tag: miopenHandle\n", "  tag: miopenHandle\n  colour: blue\n",
+         r"handles\[0\]\.colour: unknown key in Handle at handles\[0\]; allowed keys: name, tag, group, beta"),
+        # missing field
+        ("- name: miopenStatus_t\n  underlying: unsigned int\n", "- name: miopenStatus_t\n",
+         r"enums\[0\]\.underlying: missing required key 'underlying' in Enum at enums\[0\]"),
+        # a list where a mapping belongs
+        ("header:\n  name: miopen.h\n", "header:\n- name: miopen.h\n", r"header: expected a mapping for HeaderInfo; got list"),
+    ],
+)
+def test_malformed_spec_names_the_yaml_path(edit: str, replacement: str, message: str) -> None:
+    text = _broken(edit, replacement)
+    with pytest.raises(SpecError, match=message) as e:
+        loads(text, "bad.yaml")
+    assert str(e.value).startswith("bad.yaml:")  # file and line first
+    assert e.value.path is not None
+
+
+def test_error_carries_the_line(tmp_path: Path) -> None:
+    text = _broken("  tag: miopenHandle\n", "  tag: miopenHandle\n  colour: blue\n")
+    line = text.splitlines().index("  colour: blue") + 1
+    p = tmp_path / "s.yaml"
+    p.write_text(text)
+    with pytest.raises(SpecError, match=rf"^{p}:{line}: handles\[0\]\.colour"):
+        load(p)
+
+
+def test_schema_version_mismatch() -> None:
+    text = dumps(fixture_spec()).replace("schema_version: 1", "schema_version: 99", 1)
+    with pytest.raises(SpecError, match=r"schema_version: this generator reads schema version 1; the file has 99"):
+        loads(text, "old.yaml")
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [("functions: [", r"not valid YAML"), ("- a\n- b\n", r"must be a YAML mapping; got list"), ("", r"got null")],
+)
+def test_not_a_spec(text: str, message: str) -> None:
+    with pytest.raises(SpecError, match=message):
+        loads(text, "x.yaml")
+
+
+def test_unreadable(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match=r"cannot read"):
+        load(tmp_path / "missing.yaml")
+    (tmp_path / "bin.yaml").write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(SpecError, match=r"not a UTF-8 text file"):
+        load(tmp_path / "bin.yaml")
+
+
+def test_target_file_errors_name_the_path(tmp_path: Path) -> None:
+    good = (SPECS / "target.yaml").read_text()
+    p = tmp_path / "target.yaml"
+    p.write_text(good.replace("status_type: miopenStatus_t", "status_type: [miopenStatus_t]"))
+    with pytest.raises(SpecError, match=r"status_type: expected a string; got list"):
+        load_as(Target, p, skip=("path",))
+    p.write_text(good.replace("  - match:", "  - matches:", 1))
+    with pytest.raises(SpecError, match=r"diagnostic_hints\[0\]\.matches: unknown key"):
+        load_as(Target, p, skip=("path",))
+
+
+def test_round_trip_of_committed_specs() -> None:
+    specs = sorted(SPECS.glob("*.*.*.yaml"))
+    assert len(specs) == 7, [p.name for p in specs]
+    for path in specs:
+        text = path.read_text()
+        assert dumps(load(path)) == text, path
+
+
+def test_dump_quotes_what_would_read_back_as_another_type() -> None:
+    from dataclasses import replace
+
+    spec = fixture_spec()
+    odd = replace(spec, rocm_release="null", target="true", miopen_version="1.0")
+    text = dumps(odd)
+    data = yaml.safe_load(text)
+    assert (data["rocm_release"], data["target"], data["miopen_version"]) == ("null", "true", "1.0")
+    assert loads(text) == odd
