@@ -70,20 +70,60 @@ def _parser() -> argparse.ArgumentParser:
         description="Load and validate spec files; a malformed spec is reported with the YAML path of the bad key.",
     )
     c.add_argument("specs", type=Path, nargs="+", metavar="SPEC.yaml")
+    c.add_argument(
+        "--annotations", type=Path, metavar="YAML",
+        help="also run the annotation gate with this annotations file (e.g. specs/miopen/annotations.yaml)",
+    )
+
+    r = sub.add_parser(
+        "render",
+        help="render a spec into Python bindings",
+        description="Render a spec plus annotations into a bindings package (raw ctypes layer, typed API, .pyi). "
+        "Fails at the annotation gate when a pointer parameter is unclassified or an annotation is stale.",
+    )
+    r.add_argument("spec", type=Path, metavar="SPEC.yaml")
+    r.add_argument("--annotations", type=Path, default=DEFAULT_TARGET.parent / "annotations.yaml", metavar="YAML",
+                   help="annotations file (default: specs/miopen/annotations.yaml)")
+    r.add_argument("--history", type=Path, metavar="DIR",
+                   help="directory of committed specs, to record the release that introduced each function")
+    r.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML", help="target facts file")
+    r.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="package directory to write")
     return ap
 
 
+def _render(args: argparse.Namespace) -> int:
+    import time
+
+    from .render import generate
+    from .target import load_target
+
+    t0 = time.perf_counter()
+    files = generate(args.spec, args.annotations, load_target(args.target), args.output, args.history)
+    print(f"{args.output}: {len(files)} files from {args.spec} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    return 0
+
+
 def _check(args: argparse.Namespace) -> int:
+    from .annotate import load_annotations, resolve
     from .spec_io import load
 
+    ann = load_annotations(args.annotations) if args.annotations else None
+    failed = 0
     for path in args.specs:
         spec = load(path)
+        if ann is not None:
+            try:
+                resolve(spec, ann)
+            except CodegenError as exc:
+                print(f"{path}: {exc}", file=sys.stderr)
+                failed += 1
+                continue
         beta = sum(f.beta for f in spec.functions)
         print(
             f"{path}: ok: MIOpen {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
             f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles"
         )
-    return 0
+    return 2 if failed else 0
 
 
 def _parse(args: argparse.Namespace) -> int:
@@ -118,6 +158,8 @@ def main(argv: list[str] | None = None) -> int:
             return _parse(args)
         if args.command == "check":
             return _check(args)
+        if args.command == "render":
+            return _render(args)
     except CodegenError as exc:
         print(f"miogen: error: {exc}", file=sys.stderr)
         return 2

@@ -214,7 +214,7 @@ def _from_mapping(cls: type[T], data: Any, path: str, skip: tuple[str, ...] = ()
     for key, f in fields.items():
         sub = f"{path}.{key}" if path else key
         if key not in data:
-            if f.default is dataclasses.MISSING:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise _Invalid(sub, f"missing required key '{key}' in {cls.__name__} at {where}")
             continue
         kwargs[f.name] = _convert(hints[f.name], data[key], sub)

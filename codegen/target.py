@@ -18,6 +18,12 @@ class DiagnosticHint:
 
 
 @dataclass(frozen=True)
+class StatusException:
+    name: str
+    also: str | None = None
+
+
+@dataclass(frozen=True)
 class Target:
     name: str
     header: str
@@ -31,6 +37,10 @@ class Target:
     host_scalar_names: tuple[str, ...]
     releases: dict[str, str]
     diagnostic_hints: tuple[DiagnosticHint, ...]
+    error_base: str
+    status_exceptions: dict[str, StatusException]
+    status_warnings: tuple[str, ...]
+    status_hints: dict[str, str]
     path: Path = Path()
 
     @property

@@ -1,0 +1,325 @@
+"""Declarative semantics: what the header cannot say, from general rules plus `annotations.yaml`.
+
+The spec proposes a role for every pointer parameter from its C type (and doc tag). This
+module resolves each parameter to final semantics: direction, host/device memory, shape,
+array length links, nullability, and the create/destroy pair of every opaque handle type.
+General rules (below, parameterised by the `rules:` section) cover the common cases; the
+file's `functions:` section holds the exceptions. The gate lists every pointer parameter
+still unclassified and every annotation naming something absent from the spec.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Literal
+
+from . import model
+from .errors import CodegenError
+from .spec_io import load_as
+
+Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaque"]
+
+
+# --------------------------------------------------------------------------- the file
+
+
+@dataclass(frozen=True)
+class LengthCall:
+    """An array whose length comes from another call (e.g. GetTensorDescriptorSize)."""
+
+    call: str
+    result: str
+
+
+@dataclass(frozen=True)
+class ParamNote:
+    direction: Literal["in", "out", "inout"] | None = None
+    memory: Literal["host", "device"] | None = None
+    shape: Shape | None = None
+    length: str | None = None  # a by-value integer parameter holding the element count
+    length_call: LengthCall | None = None
+    count: str | None = None  # an output receiving how many elements were filled
+    nullable: bool | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class FunctionNote:
+    params: dict[str, ParamNote] = field(default_factory=dict)
+    since: str | None = None  # first release declaring the function
+    until: str | None = None  # last release declaring it
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class Ownership:
+    create: tuple[str, ...] = ()
+    destroy: str | None = None
+    owner: str | None = None  # destroyed together with this other handle type
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class Rules:
+    count_names: tuple[str, ...]  # by-value integers that count an adjacent array
+    nullable_buffers: tuple[str, ...]  # device buffers that may be null (workspaces)
+    scratch_buffers: tuple[str, ...]  # device buffers the call reads and writes
+
+
+@dataclass(frozen=True)
+class Annotations:
+    schema_version: int
+    rules: Rules
+    handles: dict[str, Ownership]
+    functions: dict[str, FunctionNote]
+
+
+def load_annotations(path: Path) -> Annotations:
+    ann = load_as(Annotations, path)
+    if ann.schema_version != 1:
+        raise CodegenError(f"{path}: schema_version: expected 1; got {ann.schema_version}")
+    return ann
+
+
+# --------------------------------------------------------------------------- resolved semantics
+
+
+@dataclass(frozen=True)
+class ParamSem:
+    """Final semantics of one parameter (by-value ones get shape `value`)."""
+
+    name: str
+    index: int
+    type: model.CType
+    direction: Literal["in", "out", "inout"]
+    memory: Literal["host", "device"]
+    shape: Shape | Literal["value"]
+    source: str  # type / doc / name / rule / annotation
+    length: str | None = None
+    length_call: LengthCall | None = None
+    count: str | None = None
+    nullable: bool = False
+    default: str | None = None
+    hidden: bool = False  # filled in by the wrapper (a length of an input array)
+
+
+@dataclass(frozen=True)
+class FunctionSem:
+    name: str
+    params: tuple[ParamSem, ...]
+    creates: str | None = None  # the handle type this function creates (owned result)
+
+    def param(self, name: str) -> ParamSem:
+        for p in self.params:
+            if p.name == name:
+                return p
+        raise KeyError(name)
+
+
+@dataclass(frozen=True)
+class HandleSem:
+    name: str
+    tag: str
+    create: tuple[str, ...]
+    destroy: str | None
+    owner: str | None
+
+
+@dataclass(frozen=True)
+class Semantics:
+    functions: dict[str, FunctionSem]
+    handles: dict[str, HandleSem]
+
+
+class AnnotationGateError(CodegenError):
+    """Generation must stop: parameters left unclassified or annotations that match nothing."""
+
+
+_INT_NAMES = {"int", "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "short",
+              "unsigned short", "size_t", "int32_t", "uint32_t", "int64_t", "uint64_t"}
+
+
+def _is_count(p: model.Param) -> bool:
+    return p.type.depth == 0 and p.type.kind == "int" and p.type.name in _INT_NAMES
+
+
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+def _in_range(version: str, note: FunctionNote) -> bool:
+    v = _version_key(version)
+    if note.since and v < _version_key(note.since):
+        return False
+    return not (note.until and v > _version_key(note.until))
+
+
+def resolve(spec: model.Spec, ann: Annotations) -> Semantics:
+    """Apply the rules and the annotations to `spec`; raise the gate error if anything is left open."""
+    problems: list[str] = []
+    names = {f.name: f for f in spec.functions}
+    for fname, note in sorted(ann.functions.items()):
+        if fname not in names:
+            if _in_range(spec.miopen_version, note) and (note.since or note.until):
+                problems.append(f"annotation for {fname}: not in MIOpen {spec.miopen_version} although its "
+                                f"since/until range includes it")
+            elif not (note.since or note.until):
+                problems.append(f"annotation for {fname}: no such function in MIOpen {spec.miopen_version} "
+                                f"(typo, or add since:/until: to scope it)")
+            continue
+        pnames = {p.name for p in names[fname].params}
+        for pname in sorted(note.params):
+            if pname not in pnames:
+                problems.append(f"annotation for {fname}.{pname}: no such parameter "
+                                f"(has: {', '.join(str(n) for n in pnames)})")
+    functions: dict[str, FunctionSem] = {}
+    for f in spec.functions:
+        sem, open_params = _resolve_function(f, ann)
+        functions[f.name] = sem
+        problems += open_params
+    for fs in functions.values():
+        for ps in fs.params:
+            lc = ps.length_call
+            if lc is None:
+                continue
+            if lc.call not in names:
+                problems.append(f"{fs.name}.{ps.name}: length_call {lc.call} is not in MIOpen {spec.miopen_version}")
+                continue
+            callee = names[lc.call]
+            mine = {p.name for p in names[fs.name].params}
+            if lc.result not in {p.name for p in callee.params}:
+                problems.append(f"{fs.name}.{ps.name}: {lc.call} has no parameter {lc.result!r}")
+            missing = [p.name for p in callee.params if p.name != lc.result and p.name not in mine]
+            if missing:
+                problems.append(f"{fs.name}.{ps.name}: {lc.call} needs {', '.join(map(str, missing))}, "
+                                f"which {fs.name} does not have")
+    handles = _resolve_handles(spec, ann, functions, problems)
+    functions = {
+        n: replace(fs, creates=next((h.name for h in handles.values() if n in h.create), None))
+        for n, fs in functions.items()
+    }
+    if problems:
+        raise AnnotationGateError(
+            f"annotation gate: {len(problems)} problem(s) in MIOpen {spec.miopen_version} "
+            f"(fix specs/miopen/annotations.yaml):\n  " + "\n  ".join(problems)
+        )
+    return Semantics(functions=functions, handles=handles)
+
+
+def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem, list[str]]:
+    note = ann.functions.get(f.name, FunctionNote())
+    rules = ann.rules
+    problems: list[str] = []
+    params: list[ParamSem] = []
+    by_name = {p.name: p for p in f.params}
+    for i, p in enumerate(f.params):
+        name = p.name or f"arg{i}"
+        pn = note.params.get(name, ParamNote())
+        if p.role is None:
+            sem = ParamSem(name=name, index=i, type=p.type, direction="in", memory="host", shape="value",
+                           source="type", default=p.default)
+            if pn != ParamNote():
+                sem = _apply(sem, pn)
+            params.append(sem)
+            continue
+        r = p.role
+        direction, memory, shape = r.direction, r.memory, r.shape
+        source: str = r.source.direction
+        nullable = p.doc_optional
+        if shape == "buffer" and name in rules.scratch_buffers and direction == "unknown":
+            direction, source = "inout", "rule"
+        if shape == "buffer" and name in rules.nullable_buffers:
+            nullable = True
+        if p.type.kind == "void" and r.memory == "host" and shape == "scalar" and p.type.depth == 1:
+            shape = "scalar"  # a host scalar typed by the data type (alpha/beta)
+        if p.type.kind == "callback":
+            nullable = True  # null callbacks restore defaults
+        sem = ParamSem(
+            name=name, index=i, type=p.type,
+            direction=direction if direction != "unknown" else "in",
+            memory=memory if memory != "unknown" else "host",
+            shape=shape if shape != "unknown" else "scalar",
+            source=source, nullable=nullable, default=p.default,
+        )
+        unknown = [k for k, v in (("direction", direction), ("memory", memory), ("shape", shape)) if v == "unknown"]
+        if pn != ParamNote():
+            sem = _apply(sem, pn)
+            unknown = [k for k in unknown if getattr(pn, k) is None]
+        if sem.shape == "array" and sem.direction == "in" and not (sem.length or sem.length_call):
+            count = _adjacent_count(f, i, rules)
+            if count:
+                sem = replace(sem, length=count, source=sem.source if pn.length else "rule")
+        if sem.shape in ("array", "blob") and not (sem.length or sem.length_call):
+            unknown.append("length")
+        if unknown:
+            problems.append(f"{f.name}.{name} ({p.c}): unclassified {', '.join(unknown)} — add e.g. "
+                            f"`{f.name}: {{params: {{{name}: {{{unknown[0]}: ...}}}}}}`")
+        params.append(sem)
+    # lengths of input arrays are filled in from the sequences: hide them from the Python signature
+    hidden = {s.length for s in params if s.length and s.direction == "in" and s.shape in ("array", "blob")}
+    for s in params:
+        for link in (s.length, s.count):
+            if link and link not in by_name:
+                problems.append(f"{f.name}.{s.name}: links to {link!r}, which is not a parameter")
+        if s.length_call and s.length_call.call == f.name:
+            problems.append(f"{f.name}.{s.name}: length_call names the function itself")
+    params = [replace(s, hidden=True) if s.name in hidden and s.shape == "value" else s for s in params]
+    counts = {s.count for s in params if s.count}
+    params = [replace(s, hidden=True) if s.name in counts else s for s in params]
+    return FunctionSem(name=f.name, params=tuple(params)), problems
+
+
+def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
+    changes: dict[str, object] = {"source": "annotation"}
+    for k in ("direction", "memory", "shape", "length", "length_call", "count", "nullable"):
+        v = getattr(pn, k)
+        if v is not None:
+            changes[k] = v
+    return replace(sem, **changes)  # type: ignore[arg-type]
+
+
+def _adjacent_count(f: model.Function, i: int, rules: Rules) -> str | None:
+    """The count of the array at `i`: a by-value integer named like a count, before or right after it."""
+    candidates = [p for p in f.params[:i] if _is_count(p) and p.name in rules.count_names]
+    if i + 1 < len(f.params):
+        nxt = f.params[i + 1]
+        if _is_count(nxt) and nxt.name in rules.count_names:
+            return nxt.name
+    return candidates[-1].name if candidates else None
+
+
+def _resolve_handles(
+    spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem], problems: list[str]
+) -> dict[str, HandleSem]:
+    names = {f.name for f in spec.functions}
+    known = {h.name for h in spec.handles}
+    for hname in sorted(ann.handles):
+        if hname not in known:
+            problems.append(f"annotation for handle {hname}: no such handle type in MIOpen {spec.miopen_version}")
+    out: dict[str, HandleSem] = {}
+    for h in spec.handles:
+        base = h.tag[len("miopen"):] if h.tag.startswith("miopen") else h.tag
+        note = ann.handles.get(h.name)
+        if note is not None:
+            create = tuple(c for c in note.create if c in names)
+            destroy = note.destroy if note.destroy in names else None
+            if note.destroy and note.destroy not in names:
+                # a destroy function added in a later release: the handle cannot be destroyed here
+                destroy = None
+            owner = note.owner
+        else:
+            create = tuple(
+                n for n, fs in functions.items()
+                if n.startswith("miopenCreate") and any(
+                    s.type.kind == "handle" and s.type.name == h.name and s.type.depth == 1 and s.direction == "out"
+                    for s in fs.params
+                )
+            )
+            destroy = f"miopenDestroy{base}" if f"miopenDestroy{base}" in names else None
+            owner = None
+            if create and destroy is None:
+                problems.append(f"handle {h.name}: no miopenDestroy{base}; annotate its destroy function "
+                                f"(or `destroy: null` with owner/why)")
+        out[h.name] = HandleSem(name=h.name, tag=h.tag, create=create, destroy=destroy, owner=owner)
+    return out

@@ -1,0 +1,626 @@
+"""Spec + annotations -> generated/: the ctypes layer, typed wrappers and stubs, via Jinja templates.
+
+Everything a template needs is computed here into small frozen plans, so templates read like
+their output. Output is deterministic: header order, no hashes of sets, no absolute paths.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import jinja2
+
+from . import GENERATOR_VERSION, naming
+from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
+from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
+from .model import CType, Record, Spec
+from .target import Target
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+OUTPUTS = ("__init__.py", "_support.py", "raw.py", "errors.py", "api.py", "api.pyi", "py.typed")
+
+
+# --------------------------------------------------------------------------- plans
+
+
+@dataclass(frozen=True)
+class ParamPlan:
+    c_name: str
+    py: str  # Python parameter name ("" when not in the signature)
+    hint: str  # type hint in the signature
+    default: str | None  # Python default expression
+    pre: tuple[str, ...]  # statements before the call: checks and conversions of arguments
+    mid: tuple[str, ...]  # then: lengths filled in from the converted input sequences
+    alloc: tuple[str, ...]  # then: output storage
+    arg: str  # the C argument expression
+    out: str | None  # expression of the returned value
+    out_hint: str | None
+    out_name: str | None  # field name in a result tuple
+
+
+@dataclass(frozen=True)
+class FunctionPlan:
+    c_name: str
+    py_name: str
+    params: tuple[ParamPlan, ...]
+    post: tuple[str, ...]
+    returns: str  # return type hint
+    result_class: str | None  # NamedTuple for several outputs
+    result_fields: tuple[tuple[str, str], ...]
+    return_expr: str
+    restype: str
+    argtypes: tuple[str, ...]
+    status: bool  # returns the status type
+    summary: str  # `name(args)` line for the docstring
+    group: str | None
+    beta: bool
+    deprecated: bool
+    added_in: str | None
+    destroys: str | None  # the handle class this function destroys (its wrapper closes the object)
+    destroys_param: str | None
+    keep: tuple[str, ...]  # C-side callback objects to keep alive after the call
+    keep_on: str | None  # ... on this handle argument
+
+    @property
+    def signature(self) -> str:
+        return ", ".join(f"{p.py}: {p.hint}" + (f" = {p.default}" if p.default is not None else "")
+                         for p in self.params if p.py)
+
+    @property
+    def arg_names(self) -> tuple[str, ...]:
+        return tuple(p.py for p in self.params if p.py)
+
+
+@dataclass(frozen=True)
+class EnumPlan:
+    c_name: str
+    py_name: str
+    ctype: str
+    members: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True)
+class FieldPlan:
+    name: str
+    ctype: str
+    py_hint: str
+    convert: str  # expression converting `c.<name>` to Python
+
+
+@dataclass(frozen=True)
+class RecordPlan:
+    c_name: str
+    py_name: str
+    kind: str
+    fields: tuple[tuple[str, str], ...]  # (name, ctype) for _fields_
+    anonymous: tuple[str, ...]
+    nested: tuple[RecordPlan, ...]
+    flat: tuple[FieldPlan, ...]  # fields of the Python record, anonymous members flattened
+    size: int
+    align: int
+
+
+@dataclass(frozen=True)
+class HandlePlan:
+    c_name: str
+    py_name: str
+    create: tuple[str, ...]
+    destroy: str | None
+    owner: str | None
+
+
+@dataclass(frozen=True)
+class CallbackPlan:
+    c_name: str
+    py_name: str
+    restype: str
+    argtypes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Plan:
+    spec: Spec
+    target: Target
+    banner_info: str
+    enums: tuple[EnumPlan, ...]
+    records: tuple[RecordPlan, ...]
+    handles: tuple[HandlePlan, ...]
+    callbacks: tuple[CallbackPlan, ...]
+    opaque_typedefs: tuple[str, ...]
+    functions: tuple[FunctionPlan, ...]
+    status_enum: str
+    status_class: str
+
+
+class _Planner:
+    def __init__(self, spec: Spec, sem: Semantics, target: Target, added_in: dict[str, str]) -> None:
+        self.spec = spec
+        self.sem = sem
+        self.target = target
+        self.prefix = target.function_prefix
+        self.added_in = added_in
+        self.enum_names = {e.name for e in spec.enums}
+        self.handle_class = {h.name: naming.class_name(h.tag, self.prefix) for h in spec.handles}
+        self.record_class = {r.name: naming.class_name(r.name, self.prefix) for r in spec.records if r.name}
+        self.enum_class = {e.name: naming.class_name(e.name, self.prefix) for e in spec.enums}
+        self.fn_py = {f.name: naming.function_name(f.name, self.prefix) for f in spec.functions}
+        self.destroy_of = {h.destroy: self.handle_class[h.name] for h in sem.handles.values() if h.destroy}
+
+    # ------------------------------------------------------------------ types
+    def scalar_hint(self, t: CType) -> str:
+        k = t.kind
+        if k == "bool":
+            return "bool"
+        if k == "int":
+            return "int"
+        if k == "float":
+            return "float"
+        if k == "enum":
+            return f"{self.enum_class.get(t.name, 'int')} | int"
+        if k == "handle":
+            return self.handle_class[t.name]
+        if k in ("struct", "union"):
+            return self.record_class.get(t.name, "object")
+        return "int"
+
+    def out_hint(self, t: CType) -> str:
+        k = t.kind
+        if k == "enum":
+            return f"{self.enum_class[t.name]} | int" if t.name in self.enum_class else "int"
+        if k == "handle":
+            return f"{self.handle_class[t.name]} | None"
+        if k in ("struct", "union"):
+            return self.record_class[t.name]
+        if k in ("void", "opaque") or t.depth > 0:
+            return "int | None"
+        return self.scalar_hint(t)
+
+    def convert_out(self, t: CType, expr: str, owned: bool, owner: str | None) -> str:
+        """Python value of a C value `expr` of base type `t` (one element)."""
+        k = t.kind
+        if k == "enum" and t.name in self.enum_class:
+            return f"_s.to_enum({self.enum_class[t.name]}, {expr})"
+        if k == "handle":
+            return f"{self.handle_class[t.name]}._from_c({expr}, {owned}{', ' + owner if owner else ''})"
+        if k in ("struct", "union"):
+            return f"{self.record_class[t.name]}._from_c({expr})"
+        if k == "bool":
+            return f"bool({expr})"
+        return expr
+
+    def elem(self, t: CType) -> str:
+        """The `_s.Elem` converting input-array elements of base type `t` (a module-level constant)."""
+        base = t.kind
+        if base == "handle":
+            return f"_s.handle_elem({self.handle_class[t.name]})"
+        if base == "void":
+            return "_s.buffer_elem()"
+        if base == "enum":
+            return f"_s.enum_elem({base_ctype(t, self.spec)}, {self.enum_class[t.name]})"
+        if base == "int":
+            lo, hi = int_range(t.name)
+            return f"_s.int_elem({INT_CTYPES[t.name]}, {lo}, {hi})"
+        if base == "float":
+            return f"_s.float_elem({FLOAT_CTYPES[t.name]})"
+        if base == "bool":
+            return "_s.bool_elem(ctypes.c_bool)"
+        if base in ("struct", "union"):
+            return f"_s.struct_elem(_raw.{t.name})"
+        return "_s.buffer_elem()"
+
+    # ------------------------------------------------------------------ functions
+    def function(self, fs: FunctionSem) -> FunctionPlan:
+        spec_fn = self.spec.function(fs.name)
+        fn = fs.name
+        params: list[ParamPlan] = []
+        post: list[str] = []
+        py_names = {p.name: self._py_param(p.name) for p in fs.params}
+        by_name = {p.name: p for p in fs.params}
+        # groups of input arrays sharing a hidden length
+        shared: dict[str, list[str]] = {}
+        for p in fs.params:
+            if p.length and p.direction == "in" and p.shape in ("array", "blob") and by_name[p.length].hidden:
+                shared.setdefault(p.length, []).append(p.name)
+        owner_param = self._owner_param(fs)
+        creates = fs.creates
+        has_default = False
+        for p in fs.params:
+            plan = self.param(fs, p, py_names, shared, owner_param, creates)
+            if plan.default is not None:
+                has_default = True
+            elif has_default and plan.py:
+                plan = ParamPlan(**{**plan.__dict__, "default": "None", "hint": plan.hint + " | None"})
+            params.append(plan)
+        outs = [(p.out_name or "", p.out_hint or "object", p.out or "") for p in params if p.out]
+        status = spec_fn.returns.kind == "enum" and spec_fn.returns.name == self.target.status_type
+        if not status:
+            t = spec_fn.returns
+            if t.kind == "char" and t.depth == 1:
+                outs = [("result", "str", "_ret.decode('utf-8', 'replace') if _ret is not None else ''")]
+            elif t.kind != "void" or t.depth:
+                outs = [("result", self.out_hint(t), "_ret")]
+        if not outs:
+            returns, result_class, return_expr = "None", None, "None"
+        elif len(outs) == 1:
+            returns, result_class, return_expr = outs[0][1], None, outs[0][2]
+        else:
+            result_class = naming.result_name(fn, self.prefix)
+            returns = result_class
+            return_expr = f"{result_class}({', '.join(o[2] for o in outs)})"
+        c_params = ", ".join(p.name or "" for p in spec_fn.params)
+        destroys = self.destroy_of.get(fn)
+        destroys_param = next(
+            (py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"
+             and destroys and self.handle_class[p.type.name] == destroys), None)
+        keep = tuple("_" + py_names[p.name] for p in fs.params if p.shape == "callback")
+        keep_on = next((py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"), None)
+        return FunctionPlan(
+            c_name=fn,
+            py_name=self.fn_py[fn],
+            params=tuple(params),
+            post=tuple(post),
+            returns=returns,
+            result_class=result_class,
+            result_fields=tuple((o[0], o[1]) for o in outs) if result_class else (),
+            return_expr=return_expr,
+            restype="ctypes.c_uint" if status else ctype(spec_fn.returns, self.spec),
+            argtypes=tuple(ctype(p.type, self.spec) for p in spec_fn.params),
+            status=status,
+            summary=f"{fn}({c_params})",
+            group=spec_fn.group,
+            beta=spec_fn.beta,
+            deprecated=spec_fn.deprecated,
+            added_in=self.added_in.get(fn),
+            destroys=destroys,
+            destroys_param=destroys_param,
+            keep=keep,
+            keep_on=keep_on,
+        )
+
+    def _py_param(self, name: str) -> str:
+        py = naming.param_name(name)
+        return py if not py.startswith("_") else "p" + py
+
+    def _owner_param(self, fs: FunctionSem) -> str | None:
+        if fs.creates is None:
+            return None
+        owner = self.sem.handles[fs.creates].owner
+        if owner is None:
+            return None
+        for p in fs.params:
+            if p.shape == "value" and p.type.kind == "handle" and p.type.name == owner:
+                return self._py_param(p.name)
+        return None
+
+    def param(
+        self,
+        fs: FunctionSem,
+        p: ParamSem,
+        py_names: dict[str, str],
+        shared: dict[str, list[str]],
+        owner_param: str | None,
+        creates: str | None,
+    ) -> ParamPlan:
+        fn = fs.name
+        py = py_names[p.name]
+        v = "_" + py  # the C-side variable
+        t = p.type
+        q = f'"{py}"'
+        default = self._default(p)
+        base = dict(c_name=p.name, py="", hint="", default=None, pre=(), mid=(), alloc=(), arg=v, out=None,
+                    out_hint=None, out_name=None)
+
+        def make(**kw: object) -> ParamPlan:
+            return ParamPlan(**{**base, **kw})  # type: ignore[arg-type]
+
+        if p.hidden and p.shape == "value":  # a length filled in from input sequences
+            arrays = shared.get(p.name, [])
+            if len(arrays) == 1:
+                return make(mid=(f"{v} = 0 if _{py_names[arrays[0]]} is None else len(_{py_names[arrays[0]]})",))
+            listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
+            return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
+        if p.hidden:  # an output count consumed by an output array
+            return make(alloc=(f"{v} = {base_ctype(t, self.spec)}()",), arg=f"_byref({v})")
+        if p.shape == "value":
+            return self._value_param(p, py, v, q, default, make)
+        nullable = "True" if p.nullable else "False"
+        opt = " | None" if p.nullable else ""
+        if p.shape == "callback":
+            return make(py=py, hint=f"Callable[..., Any]{opt}", default=default,
+                        pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
+        if p.shape == "opaque":
+            return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
+                        pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
+        if p.shape == "buffer":
+            pre = (f"{v} = {py} if type({py}) is int and {py} >= 0 else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
+            if p.direction == "out" and t.kind != "void" and t.depth == 1 and p.memory == "host":
+                pass
+            return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
+        if p.shape == "string":
+            if p.direction == "in":
+                return make(py=py, hint=f"str{opt}", default=default,
+                            pre=(f"{v} = _s.as_cstring({py}, {q}, _fn, {nullable})",))
+            return self._out_bytes(fs, p, py, v, make, text=True)
+        if p.shape == "blob":
+            if p.direction == "in":
+                return make(py=py, hint="bytes", default=default,
+                            pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
+            return self._out_bytes(fs, p, py, v, make, text=False)
+        if p.shape == "array":
+            if p.direction == "in":
+                elem = self.elem(t)
+                hint = f"Sequence[{self._elem_hint(t)}]{opt}"
+                return make(py=py, hint=hint, default=default,
+                            pre=(f"{v} = _s.in_array({py}, {self._const(elem)}, {q}, _fn, {nullable})",))
+            return self._out_array(fs, p, py, v, make, owner_param, creates)
+        # shape scalar
+        if t.kind == "void" and p.memory == "host" and t.depth == 1:  # a host scaling factor
+            pre = (f"{v} = _byref(_c_float({py})) if type({py}) is float else _s.host_scalar({py}, {q}, _fn)",)
+            return make(py=py, hint="float | ctypes.c_float | ctypes.c_double", default=default, pre=pre)
+        if p.direction == "in":  # a single element passed by pointer
+            ct = base_ctype(t, self.spec) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
+            conv = self._scalar_in(t, py, q, p.nullable)
+            pre = conv + (f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable
+                          else f"{v} = _byref({ct}({py}))",)
+            return make(py=py, hint=self.scalar_hint(t) + opt, default=default, pre=pre)
+        ct = "ctypes.c_void_p" if (t.kind == "void" and t.depth == 2) else base_ctype(t, self.spec)
+        owned = creates is not None and t.kind == "handle" and t.name == creates
+        value = self.convert_out(t, f"{v}.value" if t.kind not in ("struct", "union") else v, owned, owner_param)
+        out_name = py
+        if p.direction == "inout":
+            conv = self._scalar_in(t, py, q, False)
+            return make(py=py, hint=self.scalar_hint(t), default=default,
+                        pre=conv + (f"{v} = {ct}({py})",), arg=f"_byref({v})",
+                        out=value, out_hint=self.out_hint(t), out_name=out_name)
+        hint = self.out_hint(t)
+        if owned:  # a create function: the new object, never None
+            value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
+            hint = self.handle_class[t.name]
+        return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=out_name)
+
+    def _const(self, expr: str) -> str:
+        return expr  # element converters are cheap to build; kept inline for readability
+
+    def _elem_hint(self, t: CType) -> str:
+        if t.kind == "void":
+            return "DeviceBuffer | None"
+        if t.kind in ("struct", "union"):
+            return f"_raw.{t.name} | tuple[Any, ...]"
+        return self.scalar_hint(t)
+
+    def _scalar_in(self, t: CType, py: str, q: str, nullable: bool) -> tuple[str, ...]:
+        guard = f"{py} is not None and " if nullable else ""
+        k = t.kind
+        if k == "int" and t.depth <= 1:
+            lo, hi = int_range(t.name)
+            return (f"if {guard}(type({py}) is not int or not {lo} <= {py} <= {hi}):",
+                    f"    {py} = _s.as_int({py}, {lo}, {hi}, {q}, _fn)")
+        if k == "float":
+            return (f"if {guard}type({py}) is not float:", f"    {py} = _s.as_float({py}, {q}, _fn)")
+        if k == "bool":
+            return (f"if {guard}type({py}) is not bool:", f"    {py} = _s.as_bool({py}, {q}, _fn)")
+        if k == "enum" and t.name in self.enum_class:
+            cls = self.enum_class[t.name]
+            return (f"if {guard}type({py}) is not {cls}:", f"    {py} = _s.as_enum({py}, {cls}, {q}, _fn)")
+        if k == "handle":
+            cls = self.handle_class[t.name]
+            return (f"{py} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})",)  # type: ignore[return-value]
+        return ()
+
+    def _value_param(self, p: ParamSem, py: str, v: str, q: str, default: str | None, make: object) -> ParamPlan:
+        t = p.type
+        mk = make  # type: ignore[assignment]
+        k = t.kind
+        if k == "handle":
+            cls = self.handle_class[t.name]
+            nullable = "True" if p.nullable else "False"
+            pre = (f"if type({py}) is {cls} and {py}._ptr is not None:",
+                   f"    {v} = {py}._ptr",
+                   "else:",
+                   f"    {v} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})")
+            return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)  # type: ignore[operator,no-any-return]
+        if k == "opaque":
+            return mk(py=py, hint="Stream", default=default,  # type: ignore[operator,no-any-return]
+                      pre=(f"{v} = _s.as_stream({py}, {q}, _fn)",))
+        if k == "callback":
+            return mk(py=py, hint="Callable[..., Any] | None", default=default,  # type: ignore[operator,no-any-return]
+                      pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
+        if k in ("struct", "union"):
+            return mk(py=py, hint=f"_raw.{t.name}", default=default, pre=(f"{v} = {py}",))  # type: ignore[operator,no-any-return]
+        return mk(py=py, hint=self.scalar_hint(t), default=default, arg=py,  # type: ignore[operator,no-any-return]
+                  pre=self._scalar_in(t, py, q, False))
+
+    def _default(self, p: ParamSem) -> str | None:
+        d = p.default
+        if d is None:
+            return None
+        mapping = {"nullptr": "None", "NULL": "None", "false": "False", "true": "True"}
+        if d in mapping:
+            return mapping[d]
+        try:
+            return repr(int(d, 0))
+        except ValueError:
+            pass
+        try:
+            return repr(float(d.rstrip("fF")))
+        except ValueError:
+            return None
+
+    def _length_expr(self, fs: FunctionSem, p: ParamSem, py: str) -> tuple[tuple[str, ...], str]:
+        """Statements and the expression giving the element count of an output array/blob."""
+        if p.length_call:
+            callee = self.sem.functions[p.length_call.call]
+            names = {q.name: self._py_param(q.name) for q in fs.params}
+            args = ", ".join(names[q.name] for q in callee.params
+                             if q.name != p.length_call.result and not q.hidden and q.direction != "out")
+            var = f"_len_{self.fn_py[callee.name]}"
+            return (f"{var} = {self.fn_py[callee.name]}({args})",), var
+        assert p.length is not None
+        lp = self._py_param(p.length)
+        length_param = fs.param(p.length)
+        if length_param.shape == "value":
+            return (f"_s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn)",), lp
+        return (), f"_{lp}.value"
+
+    def _out_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: object, owner_param: str | None,
+                   creates: str | None) -> ParamPlan:
+        t = p.type
+        stmts, n = self._length_expr(fs, p, py)
+        if t.kind == "void" and t.depth == 2:
+            ct = "ctypes.c_void_p"
+        elif t.kind in ("struct", "union"):
+            ct = f"_raw.{t.name}"
+        else:
+            ct = base_ctype(t, self.spec)
+        count = f"_{self._py_param(p.count)}.value" if p.count else None
+        upto = f"min({count}, {n})" if count else n
+        owned = creates is not None and t.kind == "handle" and t.name == creates
+        elem = self.convert_out(t, "_e", owned, owner_param)
+        out = f"{v}[:{upto}]" if elem == "_e" else f"[{elem} for _e in {v}[:{upto}]]"
+        hint = f"list[{self.out_hint(t)}]"
+        return make(alloc=stmts + (f"{v} = ({ct} * {n})()",), out=out, out_hint=hint,  # type: ignore[operator,no-any-return]
+                    out_name=py)
+
+    def _out_bytes(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: object, text: bool) -> ParamPlan:
+        stmts, n = self._length_expr(fs, p, py)
+        out = f"{v}.value.decode('utf-8', 'replace')" if text else f"{v}.raw[:{n}]"
+        return make(pre=stmts + (f"{v} = ctypes.create_string_buffer({n})",),  # type: ignore[operator,no-any-return]
+                    out=out, out_hint="str" if text else "bytes", out_name=py)
+
+    # ------------------------------------------------------------------ other items
+    def record(self, r: Record, name: str, py_name: str) -> RecordPlan:
+        fields: list[tuple[str, str]] = []
+        anonymous: list[str] = []
+        nested: list[RecordPlan] = []
+        flat: list[FieldPlan] = []
+        for i, f in enumerate(r.fields):
+            if f.record is not None:
+                inner_name = f"{name}_anon{i}"
+                inner = self.record(f.record, inner_name, inner_name)
+                nested.append(inner)
+                fields.append((f"_anon{i}", inner_name))
+                anonymous.append(f"_anon{i}")
+                flat.extend(inner.flat)
+            else:
+                assert f.type is not None and f.name is not None
+                fields.append((f.name, ctype(f.type, self.spec)))
+                t = f.type
+                if t.depth == 0 and t.kind in ("int", "float", "bool", "enum"):
+                    flat.append(FieldPlan(f.name, ctype(t, self.spec), self.out_hint(t),
+                                          self.convert_out(t, f"c.{f.name}", False, None)))
+                else:
+                    flat.append(FieldPlan(f.name, ctype(t, self.spec), "int | None", f"c.{f.name}"))
+        return RecordPlan(c_name=name, py_name=py_name, kind=r.kind, fields=tuple(fields), anonymous=tuple(anonymous),
+                          nested=tuple(nested), flat=tuple(flat), size=r.size, align=r.align)
+
+
+def plan(spec: Spec, ann: Annotations, target: Target, banner_info: str, added_in: dict[str, str] | None = None) -> Plan:
+    sem = resolve(spec, ann)
+    pl = _Planner(spec, sem, target, added_in or {})
+    enums = tuple(
+        EnumPlan(e.name, pl.enum_class[e.name], INT_CTYPES.get(e.underlying, "ctypes.c_uint"),
+                 tuple((c.name, c.value) for c in e.constants))
+        for e in spec.enums
+    )
+    records = tuple(pl.record(r, r.name or "", pl.record_class[r.name]) for r in spec.records if r.name)
+    handles = tuple(
+        HandlePlan(h.name, pl.handle_class[h.name], sem.handles[h.name].create, sem.handles[h.name].destroy,
+                   pl.handle_class.get(sem.handles[h.name].owner or "", None))
+        for h in spec.handles
+    )
+    callbacks = tuple(
+        CallbackPlan(c.name, naming.class_name(c.name, target.function_prefix),
+                     "ctypes.c_void_p" if c.returns.kind == "void" and c.returns.depth == 1 else ctype(c.returns, spec),
+                     tuple(ctype(p.type, spec) for p in c.params))
+        for c in spec.callbacks
+    )
+    functions = tuple(pl.function(sem.functions[f.name]) for f in spec.functions)
+    status_enum = target.status_type
+    return Plan(
+        spec=spec, target=target, banner_info=banner_info, enums=enums, records=records, handles=handles,
+        callbacks=callbacks, opaque_typedefs=tuple(t.name for t in spec.typedefs), functions=functions,
+        status_enum=status_enum, status_class=pl.enum_class[status_enum],
+    )
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def _env() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["pylist"] = lambda xs: "[" + ", ".join(xs) + "]"
+    return env
+
+
+def banner(spec_name: str, spec_sha: str, ann_sha: str) -> str:
+    return (
+        f"# Generated by miogen {GENERATOR_VERSION} from {spec_name} (sha256 {spec_sha})\n"
+        f"# and annotations.yaml (sha256 {ann_sha}). Do not edit: run `make generate`."
+    )
+
+
+def render(p: Plan) -> dict[str, str]:
+    """File name -> text of every generated file."""
+    env = _env()
+    ctx = {"p": p, "banner": p.banner_info, "prefix": p.target.function_prefix,
+           "library_names": repr(tuple(p.target.library_names)), "miopen_version": p.spec.miopen_version}
+    out: dict[str, str] = {}
+    for name in OUTPUTS:
+        if name == "py.typed":
+            out[name] = ""
+            continue
+        out[name] = env.get_template(name + ".j2").render(ctx)
+    return out
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def write(files: dict[str, str], out_dir: Path) -> list[Path]:
+    """Write the files; remove stale generated files this renderer owns."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        path = out_dir / name
+        if not path.exists() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def added_in_history(spec_dir: Path) -> dict[str, str]:
+    """Function -> first committed release (by version order) that declares it."""
+    from .spec_io import load
+
+    def key(p: Path) -> tuple[int, ...]:
+        return tuple(int(x) for x in p.name[: -len(".yaml")].split("."))
+
+    first: dict[str, str] = {}
+    for path in sorted(spec_dir.glob("*.*.*.yaml"), key=key):
+        spec = load(path)
+        for f in spec.functions:
+            first.setdefault(f.name, spec.miopen_version)
+    return first
+
+
+def generate(spec_path: Path, ann_path: Path, target: Target, out_dir: Path, history: Path | None) -> list[Path]:
+    """Render `spec_path` with `ann_path` into `out_dir`; returns the files written."""
+    from .annotate import load_annotations
+    from .spec_io import load
+
+    spec = load(spec_path)
+    ann = load_annotations(ann_path)
+    info = banner(spec_path.name, hashlib.sha256(spec_path.read_bytes()).hexdigest(),
+                  hashlib.sha256(ann_path.read_bytes()).hexdigest())
+    added = added_in_history(history) if history else {}
+    return write(render(plan(spec, ann, target, info, added)), out_dir)
