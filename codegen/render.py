@@ -7,8 +7,10 @@ their output. Output is deterministic: header order, no hashes of sets, no absol
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import jinja2
 
@@ -149,6 +151,15 @@ class _Planner:
         self.destroy_of = {h.destroy: self.handle_class[h.name] for h in sem.handles.values() if h.destroy}
 
     # ------------------------------------------------------------------ types
+    def api_ctype(self, t: CType) -> str:
+        """ctypes expression of the base type of `t`, as written inside api.py."""
+        expr = base_ctype(t, self.spec)
+        return f"_raw.{expr}" if t.kind in ("struct", "union", "callback") else expr
+
+    @staticmethod
+    def pointee(t: CType) -> CType:
+        return CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0), const=t.const[: max(t.depth, 1)])
+
     def scalar_hint(self, t: CType) -> str:
         k = t.kind
         if k == "bool":
@@ -198,7 +209,7 @@ class _Planner:
         if base == "void":
             return "_s.buffer_elem()"
         if base == "enum":
-            return f"_s.enum_elem({base_ctype(t, self.spec)}, {self.enum_class[t.name]})"
+            return f"_s.enum_elem({self.api_ctype(t)}, {self.enum_class[t.name]})"
         if base == "int":
             lo, hi = int_range(t.name)
             return f"_s.int_elem({INT_CTYPES[t.name]}, {lo}, {hi})"
@@ -216,7 +227,7 @@ class _Planner:
         fn = fs.name
         params: list[ParamPlan] = []
         post: list[str] = []
-        py_names = {p.name: self._py_param(p.name) for p in fs.params}
+        py_names = self.py_params(fs)
         by_name = {p.name: p for p in fs.params}
         # groups of input arrays sharing a hidden length
         shared: dict[str, list[str]] = {}
@@ -279,6 +290,18 @@ class _Planner:
             keep_on=keep_on,
         )
 
+    def py_params(self, fs: FunctionSem) -> dict[str, str]:
+        """Python names of the parameters; where two C names snake to the same name, the one not
+        already spelt that way keeps its C spelling (e.g. `stateStep` beside `state_step`)."""
+        names = {p.name: self._py_param(p.name) for p in fs.params}
+        counts: dict[str, int] = {}
+        for py in names.values():
+            counts[py] = counts.get(py, 0) + 1
+        for c_name, py in list(names.items()):
+            if counts[py] > 1 and c_name != py:
+                names[c_name] = c_name if c_name not in names.values() else f"{py}_{list(names).index(c_name)}"
+        return names
+
     def _py_param(self, name: str) -> str:
         py = naming.param_name(name)
         return py if not py.startswith("_") else "p" + py
@@ -312,8 +335,8 @@ class _Planner:
         base = dict(c_name=p.name, py="", hint="", default=None, pre=(), mid=(), alloc=(), arg=v, out=None,
                     out_hint=None, out_name=None)
 
-        def make(**kw: object) -> ParamPlan:
-            return ParamPlan(**{**base, **kw})  # type: ignore[arg-type]
+        def make(**kw: Any) -> ParamPlan:
+            return ParamPlan(**{**base, **kw})
 
         if p.hidden and p.shape == "value":  # a length filled in from input sequences
             arrays = shared.get(p.name, [])
@@ -322,7 +345,7 @@ class _Planner:
             listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
             return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
         if p.hidden:  # an output count consumed by an output array
-            return make(alloc=(f"{v} = {base_ctype(t, self.spec)}()",), arg=f"_byref({v})")
+            return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
         if p.shape == "value":
             return self._value_param(p, py, v, q, default, make)
         nullable = "True" if p.nullable else "False"
@@ -357,15 +380,15 @@ class _Planner:
             return self._out_array(fs, p, py, v, make, owner_param, creates)
         # shape scalar
         if t.kind == "void" and p.memory == "host" and t.depth == 1:  # a host scaling factor
-            pre = (f"{v} = _byref(_c_float({py})) if type({py}) is float else _s.host_scalar({py}, {q}, _fn)",)
-            return make(py=py, hint="float | ctypes.c_float | ctypes.c_double", default=default, pre=pre)
+            scalar = f"{v} = _byref(_c_float({py})) if type({py}) is float else _s.host_scalar({py}, {q}, _fn)"
+            return make(py=py, hint="float | ctypes.c_float | ctypes.c_double", default=default, pre=(scalar,))
         if p.direction == "in":  # a single element passed by pointer
-            ct = base_ctype(t, self.spec) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
+            ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
             conv = self._scalar_in(t, py, q, p.nullable)
             pre = conv + (f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable
                           else f"{v} = _byref({ct}({py}))",)
             return make(py=py, hint=self.scalar_hint(t) + opt, default=default, pre=pre)
-        ct = "ctypes.c_void_p" if (t.kind == "void" and t.depth == 2) else base_ctype(t, self.spec)
+        ct = "ctypes.c_void_p" if (t.kind == "void" and t.depth == 2) else self.api_ctype(t)
         owned = creates is not None and t.kind == "handle" and t.name == creates
         value = self.convert_out(t, f"{v}.value" if t.kind not in ("struct", "union") else v, owned, owner_param)
         out_name = py
@@ -373,8 +396,8 @@ class _Planner:
             conv = self._scalar_in(t, py, q, False)
             return make(py=py, hint=self.scalar_hint(t), default=default,
                         pre=conv + (f"{v} = {ct}({py})",), arg=f"_byref({v})",
-                        out=value, out_hint=self.out_hint(t), out_name=out_name)
-        hint = self.out_hint(t)
+                        out=value, out_hint=self.out_hint(self.pointee(t)), out_name=out_name)
+        hint = self.out_hint(self.pointee(t))
         if owned:  # a create function: the new object, never None
             value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
             hint = self.handle_class[t.name]
@@ -406,30 +429,30 @@ class _Planner:
             return (f"if {guard}type({py}) is not {cls}:", f"    {py} = _s.as_enum({py}, {cls}, {q}, _fn)")
         if k == "handle":
             cls = self.handle_class[t.name]
-            return (f"{py} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})",)  # type: ignore[return-value]
+            return (f"{py} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})",)
         return ()
 
-    def _value_param(self, p: ParamSem, py: str, v: str, q: str, default: str | None, make: object) -> ParamPlan:
+    def _value_param(self, p: ParamSem, py: str, v: str, q: str, default: str | None, make: Callable[..., ParamPlan]) -> ParamPlan:
         t = p.type
-        mk = make  # type: ignore[assignment]
+        mk = make
         k = t.kind
         if k == "handle":
             cls = self.handle_class[t.name]
             nullable = "True" if p.nullable else "False"
             pre = (f"if type({py}) is {cls} and {py}._ptr is not None:",
-                   f"    {v} = {py}._ptr",
+                   f"    {v}: int | None = {py}._ptr",
                    "else:",
                    f"    {v} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})")
-            return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)  # type: ignore[operator,no-any-return]
+            return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)
         if k == "opaque":
-            return mk(py=py, hint="Stream", default=default,  # type: ignore[operator,no-any-return]
+            return mk(py=py, hint="Stream", default=default,
                       pre=(f"{v} = _s.as_stream({py}, {q}, _fn)",))
         if k == "callback":
-            return mk(py=py, hint="Callable[..., Any] | None", default=default,  # type: ignore[operator,no-any-return]
+            return mk(py=py, hint="Callable[..., Any] | None", default=default,
                       pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
         if k in ("struct", "union"):
-            return mk(py=py, hint=f"_raw.{t.name}", default=default, pre=(f"{v} = {py}",))  # type: ignore[operator,no-any-return]
-        return mk(py=py, hint=self.scalar_hint(t), default=default, arg=py,  # type: ignore[operator,no-any-return]
+            return mk(py=py, hint=f"_raw.{t.name}", default=default, pre=(f"{v} = {py}",))
+        return mk(py=py, hint=self.scalar_hint(t), default=default, arg=py,
                   pre=self._scalar_in(t, py, q, False))
 
     def _default(self, p: ParamSem) -> str | None:
@@ -452,19 +475,19 @@ class _Planner:
         """Statements and the expression giving the element count of an output array/blob."""
         if p.length_call:
             callee = self.sem.functions[p.length_call.call]
-            names = {q.name: self._py_param(q.name) for q in fs.params}
+            names = self.py_params(fs)
             args = ", ".join(names[q.name] for q in callee.params
                              if q.name != p.length_call.result and not q.hidden and q.direction != "out")
             var = f"_len_{self.fn_py[callee.name]}"
             return (f"{var} = {self.fn_py[callee.name]}({args})",), var
         assert p.length is not None
-        lp = self._py_param(p.length)
+        lp = self.py_params(fs)[p.length]
         length_param = fs.param(p.length)
         if length_param.shape == "value":
             return (f"_s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn)",), lp
         return (), f"_{lp}.value"
 
-    def _out_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: object, owner_param: str | None,
+    def _out_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: Callable[..., ParamPlan], owner_param: str | None,
                    creates: str | None) -> ParamPlan:
         t = p.type
         stmts, n = self._length_expr(fs, p, py)
@@ -473,20 +496,20 @@ class _Planner:
         elif t.kind in ("struct", "union"):
             ct = f"_raw.{t.name}"
         else:
-            ct = base_ctype(t, self.spec)
-        count = f"_{self._py_param(p.count)}.value" if p.count else None
+            ct = self.api_ctype(t)
+        count = f"_{self.py_params(fs)[p.count]}.value" if p.count else None
         upto = f"min({count}, {n})" if count else n
         owned = creates is not None and t.kind == "handle" and t.name == creates
         elem = self.convert_out(t, "_e", owned, owner_param)
         out = f"{v}[:{upto}]" if elem == "_e" else f"[{elem} for _e in {v}[:{upto}]]"
-        hint = f"list[{self.out_hint(t)}]"
-        return make(alloc=stmts + (f"{v} = ({ct} * {n})()",), out=out, out_hint=hint,  # type: ignore[operator,no-any-return]
+        hint = f"list[{self.out_hint(self.pointee(t))}]"
+        return make(alloc=stmts + (f"{v} = ({ct} * {n})()",), out=out, out_hint=hint,
                     out_name=py)
 
-    def _out_bytes(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: object, text: bool) -> ParamPlan:
+    def _out_bytes(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: Callable[..., ParamPlan], text: bool) -> ParamPlan:
         stmts, n = self._length_expr(fs, p, py)
         out = f"{v}.value.decode('utf-8', 'replace')" if text else f"{v}.raw[:{n}]"
-        return make(pre=stmts + (f"{v} = ctypes.create_string_buffer({n})",),  # type: ignore[operator,no-any-return]
+        return make(pre=stmts + (f"{v} = ctypes.create_string_buffer({n})",),
                     out=out, out_hint="str" if text else "bytes", out_name=py)
 
     # ------------------------------------------------------------------ other items
@@ -516,8 +539,11 @@ class _Planner:
                           nested=tuple(nested), flat=tuple(flat), size=r.size, align=r.align)
 
 
-def plan(spec: Spec, ann: Annotations, target: Target, banner_info: str, added_in: dict[str, str] | None = None) -> Plan:
-    sem = resolve(spec, ann)
+def plan(
+    spec: Spec, ann: Annotations, target: Target, banner_info: str, added_in: dict[str, str] | None = None,
+    *, strict: bool = True,
+) -> Plan:
+    sem = resolve(spec, ann, strict=strict)
     pl = _Planner(spec, sem, target, added_in or {})
     enums = tuple(
         EnumPlan(e.name, pl.enum_class[e.name], INT_CTYPES.get(e.underlying, "ctypes.c_uint"),
