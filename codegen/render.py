@@ -357,9 +357,10 @@ class _Planner:
             return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
                         pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
         if p.shape == "buffer":
-            pre = (f"{v} = {py} if type({py}) is int and {py} >= 0 else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
-            if p.direction == "out" and t.kind != "void" and t.depth == 1 and p.memory == "host":
-                pass
+            pre: tuple[str, ...] = (
+                f"{v} = {py} if type({py}) is int and {py} >= 0 else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
+            if not (t.kind == "void" and t.depth == 1):  # a typed pointer to device memory: cast the address
+                pre += (f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec).replace('ctypes.', 'ctypes.')})",)
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
         if p.shape == "string":
             if p.direction == "in":
@@ -385,9 +386,8 @@ class _Planner:
         if p.direction == "in":  # a single element passed by pointer
             ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
             conv = self._scalar_in(t, py, q, p.nullable)
-            pre = conv + (f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable
-                          else f"{v} = _byref({ct}({py}))",)
-            return make(py=py, hint=self.scalar_hint(t) + opt, default=default, pre=pre)
+            ref = f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable else f"{v} = _byref({ct}({py}))"
+            return make(py=py, hint=self.scalar_hint(t) + opt, default=default, pre=(*conv, ref))
         ct = "ctypes.c_void_p" if (t.kind == "void" and t.depth == 2) else self.api_ctype(t)
         owned = creates is not None and t.kind == "handle" and t.name == creates
         value = self.convert_out(t, f"{v}.value" if t.kind not in ("struct", "union") else v, owned, owner_param)

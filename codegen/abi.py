@@ -1,0 +1,655 @@
+"""ABI proof: a gcc-compiled layout probe and a stub library generated from a spec, and a driver
+that pushes every typed wrapper through the stub and checks the values both ways.
+
+Known values written by the stubs (parameter index i, element k, struct field m):
+ints 2+i(+k+m), floats 0.25+i(+k+m), bools true, enums the enum's last constant, handles
+0x10000+0x100*i(+8k), pointers 0x20000+0x100*i(+8k), blobs bytes (i+k)&255, strings "stub";
+an output count is min(length, 2).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import subprocess
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import jinja2
+
+from .annotate import FunctionSem, ParamSem, Semantics
+from .ctypes_map import INT_BITS, int_range
+from .errors import CodegenError
+from .model import CType, Record, Spec
+from .render import TEMPLATES
+from .target import Target
+
+# --------------------------------------------------------------------------- known values
+
+
+def out_int(i: int, k: int = 0, m: int = 0) -> int:
+    return 2 + i + k + m
+
+
+def out_float(i: int, k: int = 0, m: int = 0) -> float:
+    return 0.25 + i + k + m
+
+
+def out_handle(i: int, k: int = 0) -> int:
+    return 0x10000 + 0x100 * i + 8 * k
+
+
+def out_ptr(i: int, k: int = 0) -> int:
+    return 0x20000 + 0x100 * i + 8 * k
+
+
+def count_of(n: int) -> int:
+    return min(n, 2)
+
+
+# --------------------------------------------------------------------------- C++ sources
+
+
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def _flat_fields(r: Record, spec: Spec) -> list[tuple[str, CType]]:
+    return [(n, t) for n, t, _ in _flat_fields_u(r)]
+
+
+def _flat_fields_u(r: Record, group: str | None = None) -> list[tuple[str, CType, str | None]]:
+    """Fields with anonymous members flattened; members of one anonymous union share a group name."""
+    out: list[tuple[str, CType, str | None]] = []
+    for i, f in enumerate(r.fields):
+        if f.record is not None:
+            inner = f"{group or ''}u{i}" if f.record.kind == "union" else group
+            out += _flat_fields_u(f.record, inner)
+        elif f.name is not None and f.type is not None:
+            out.append((f.name, f.type, group))
+    return out
+
+
+def probe_source(spec: Spec, header: Path, banner: str) -> str:
+    records = [{"name": r.name, "fields": [n for n, _ in _flat_fields(r, spec)]} for r in spec.records if r.name]
+    enums = [{"name": e.name, "constants": [c.name for c in e.constants]} for e in spec.enums]
+    return _env().get_template("probe.cpp.j2").render(banner=banner, header=str(header), records=records, enums=enums)
+
+
+def _last_enum(spec: Spec, name: str) -> int:
+    return spec.enum(name).constants[-1].value
+
+
+class _Stub:
+    def __init__(self, spec: Spec, sem: Semantics) -> None:
+        self.spec = spec
+        self.sem = sem
+
+    def fmt(self, t: CType, expr: str) -> str:
+        """C++ expression formatting one value of base type `t` (depth ignored)."""
+        k = t.kind
+        if k == "int":
+            return f"unum(static_cast<unsigned long long>({expr}))" if not INT_BITS[t.name][1] else \
+                f"num(static_cast<long long>({expr}))"
+        if k == "enum":
+            return f"unum(static_cast<unsigned long long>({expr}))"
+        if k == "bool":
+            return f"num(({expr}) ? 1 : 0)"
+        if k == "float":
+            return f"flt(static_cast<double>({expr}))"
+        if k == "char":
+            return f"num(static_cast<long long>({expr}))"
+        if k in ("struct", "union"):
+            rec = self.spec.record(t.name)
+            parts = [self.fmt(ft, f"({expr}).{fn}") if ft.depth == 0 else f"ptr(reinterpret_cast<const void*>(({expr}).{fn}))"
+                     for fn, ft in _flat_fields(rec, self.spec)]
+            return '"(" + ' + ' + ";" + '.join(parts) + ' + ")"'
+        return f"ptr(reinterpret_cast<const void*>({expr}))"
+
+    def known(self, t: CType, i: int, k: str = "0", m: int = 0) -> str:
+        """C++ expression of the known value for an element of base type `t`."""
+        kind = t.kind
+        if kind == "int":
+            return f"static_cast<{t.name}>({2 + i + m} + {k})"
+        if kind == "float":
+            return f"static_cast<{t.name}>({0.25 + i + m} + {k})"
+        if kind == "bool":
+            return "true"
+        if kind == "enum":
+            return f"static_cast<{t.name}>({_last_enum(self.spec, t.name)}u)"
+        if kind == "char":
+            return f"static_cast<char>({2 + i} + {k})"
+        if kind == "handle" or kind == "opaque":
+            return f"reinterpret_cast<{t.name}>(static_cast<uintptr_t>({out_handle(i)} + 8 * ({k})))"
+        return f"reinterpret_cast<void*>(static_cast<uintptr_t>({out_ptr(i)} + 8 * ({k})))"
+
+    def fill(self, t: CType, target: str, i: int, k: str) -> list[str]:
+        """Statements writing the known value of element k into `target` (an lvalue of base type t)."""
+        if t.kind in ("struct", "union"):
+            lines = []
+            seen: set[str] = set()
+            for m, (fname, ft, group) in enumerate(_flat_fields_u(self.spec.record(t.name))):
+                if group is not None:  # only the first member of an anonymous union is written
+                    if group in seen:
+                        continue
+                    seen.add(group)
+                if ft.depth == 0 and ft.kind in ("int", "float", "bool", "enum"):
+                    lines.append(f"{target}.{fname} = {self.known(ft, i, k, m)};")
+            return lines
+        if t.kind == "void" and t.depth == 2:
+            return [f"{target} = {self.known(CType(kind='void', name='void'), i, k)};"]
+        return [f"{target} = {self.known(CType(kind=t.kind, name=t.name), i, k)};"]
+
+    def length_expr(self, fs: FunctionSem, p: ParamSem) -> str:
+        if p.length_call:
+            callee = self.sem.functions[p.length_call.call]
+            j = callee.param(p.length_call.result).index
+            return str(out_int(j))
+        assert p.length is not None
+        lp = fs.param(p.length)
+        return f"static_cast<long long>({p.length})" if lp.shape == "value" else f"static_cast<long long>(*{p.length})"
+
+    def function(self, fs: FunctionSem) -> dict[str, Any]:
+        f = self.spec.function(fs.name)
+        status = f.returns.kind == "enum" and f.returns.name == self.spec.functions[0].returns.name
+        body: list[str] = []
+        writes: list[str] = []
+        counts: dict[str, str] = {}
+        for p in fs.params:
+            if p.count:
+                counts[p.count] = self.length_expr(fs, p)
+        opaque = next((p.name for p in fs.params if p.shape == "opaque"), None)
+        for p in fs.params:
+            t, n = p.type, p.name
+            tag = f'"\\t{n}="'
+            if p.shape == "value":
+                body.append(f"s += {tag}; s += {self.fmt(t, n)};")
+                continue
+            if p.name in counts:  # a count output
+                writes.append(f"if({n}) *{n} = static_cast<{t.name if t.kind == 'int' else 'int'}>"
+                              f"(std::min<long long>({counts[p.name]}, 2));")
+                continue
+            if p.shape == "callback":
+                body.append(f"s += {tag}; s += ptr(reinterpret_cast<const void*>({n}));")
+                cb = next(c for c in self.spec.callbacks if c.name == t.name)
+                args = []
+                voids = 0
+                for a in cb.params:
+                    if a.type.depth > 0:
+                        args.append((opaque or "nullptr") if voids == 0 else f"reinterpret_cast<void*>({0x3000 + voids})")
+                        voids += 1
+                    else:
+                        args.append("64")
+                call = f"{n}({', '.join(args)})"
+                if cb.returns.kind == "void" and cb.returns.depth == 0:
+                    writes.append(f"if({n}) {{ {call}; s += \"\\t{n}.called=1\"; }}")
+                else:
+                    writes.append(f"if({n}) {{ s += \"\\t{n}.ret=\" + {self.fmt(cb.returns, call)}; }}")
+                continue
+            if p.shape in ("buffer", "opaque"):
+                body.append(f"s += {tag}; s += ptr({n});")
+                continue
+            if p.shape == "scalar" and t.kind == "void" and t.depth == 1 and p.memory == "host":
+                body.append(f"s += {tag}; s += ({n} ? flt(*static_cast<const float*>({n})) : std::string(\"null\"));")
+                continue
+            if p.shape == "string" and p.direction == "in":
+                body.append(f"s += {tag}; s += std::string({n} ? {n} : \"(null)\");")
+                continue
+            if p.shape == "blob" and p.direction == "in":
+                body.append(f"s += {tag}; s += hex({n}, {self.length_expr(fs, p)});")
+                continue
+            if p.shape == "array" and p.direction in ("in", "inout"):
+                elem = CType(kind=t.kind, name=t.name, depth=t.depth - 1)
+                length = self.length_expr(fs, p)
+                body.append(f"s += {tag}; s += \"[\";")
+                body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
+                            f"{{ if(k) s += \",\"; s += {self.fmt(elem, f'{n}[k]')}; }}")
+                body.append('s += "]";')
+                continue
+            if p.shape in ("array", "blob", "string"):  # outputs
+                length = self.length_expr(fs, p)
+                if p.shape == "string":
+                    writes.append(f"if({n} && {length} > 0) std::snprintf({n}, {length}, \"stub\");")
+                elif p.shape == "blob":
+                    writes.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
+                                  f"{n}[k] = static_cast<char>(({p.index} + k) & 255);")
+                else:
+                    upto = f"std::min<long long>({length}, 2)" if p.count else length
+                    elem = CType(kind=t.kind, name=t.name, depth=t.depth - 1)
+                    fill = " ".join(self.fill(elem, f"{n}[k]", p.index, "k"))
+                    writes.append(f"for(long long k = 0; {n} && k < {upto}; ++k) {{ {fill} }}")
+                continue
+            # scalar by pointer
+            elem = CType(kind=t.kind, name=t.name, depth=t.depth - 1)
+            if p.direction in ("in", "inout"):
+                body.append(f"s += {tag}; s += ({n} ? {self.fmt(elem, f'*{n}')} : std::string(\"null\"));")
+            if p.direction in ("out", "inout"):
+                fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0"))
+                writes.append(f"if({n}) {{ {fill} }}")
+        params = ", ".join(f"{p.c} {p.name}" for p in f.params)
+        ret = "miopenStatus_t" if status else _c_spelling(f.returns)
+        fallback = '"stub"' if f.returns.kind == "char" else "{}"
+        return {"name": f.name, "params": params, "returns": ret if not status else f.returns.name,
+                "body": body + writes, "status": status, "fallback": fallback}
+
+
+def _c_spelling(t: CType) -> str:
+    text = ("const " if t.const[0] else "") + t.name
+    for level in range(1, t.depth + 1):
+        text += " *" + (" const" if t.const[level] else "")
+    return text
+
+
+def stub_source(spec: Spec, sem: Semantics, header: Path, banner: str) -> str:
+    stub = _Stub(spec, sem)
+    fns = [stub.function(sem.functions[f.name]) for f in spec.functions]
+    return _env().get_template("stub.cpp.j2").render(banner=banner, header=str(header), functions=fns)
+
+
+def compile_cpp(source: str, out: Path, target: Target, shared: bool, includes: tuple[Path, ...] = (),
+                beta: bool = True) -> Path:
+    """g++ the source (against the header and the target's shims); raises with the compiler's output."""
+    src = out.with_suffix(".cpp")
+    src.write_text(source, encoding="utf-8")
+    cmd = ["g++", "-std=c++17", "-O0", "-w", "-o", str(out), str(src)]
+    cmd += ["-shared", "-fPIC"] if shared else []
+    for inc in includes:
+        cmd += ["-I", str(inc)]
+    cmd += ["-idirafter", str(target.shim_dir)]
+    cmd += [f"-D{d}" for d in target.default_defines]
+    if beta:
+        cmd += [f"-D{target.beta_macro}"]
+    res = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise CodegenError(f"g++ failed for {src}:\n{res.stderr[-4000:]}")
+    return out
+
+
+# --------------------------------------------------------------------------- layout check
+
+
+def check_layout(probe: Path, raw: ModuleType, spec: Spec) -> list[str]:
+    """Differences between the compiler's layout/values (probe output) and the ctypes layer."""
+    out = subprocess.run([str(probe)], capture_output=True, text=True, check=True).stdout
+    problems: list[str] = []
+    checked = 0
+    for line in out.splitlines():
+        rec = json.loads(line)
+        checked += 1
+        if "enum" in rec:
+            cls = getattr(raw, rec["enum"])
+            value = cls[rec["constant"]].value
+            if value != rec["value"]:
+                problems.append(f"{rec['enum']}.{rec['constant']}: C {rec['value']} vs ctypes {value}")
+        elif "field" in rec:
+            cls = getattr(raw, rec["record"])
+            off = getattr(cls, rec["field"]).offset
+            if off != rec["offset"]:
+                problems.append(f"{rec['record']}.{rec['field']}: offset C {rec['offset']} vs ctypes {off}")
+        else:
+            cls = getattr(raw, rec["record"])
+            if (ctypes.sizeof(cls), ctypes.alignment(cls)) != (rec["size"], rec["align"]):
+                problems.append(f"{rec['record']}: size/align C {rec['size']}/{rec['align']} vs ctypes "
+                                f"{ctypes.sizeof(cls)}/{ctypes.alignment(cls)}")
+    if checked == 0:
+        problems.append("the probe printed nothing")
+    return problems
+
+
+# --------------------------------------------------------------------------- call-through driver
+
+
+@dataclass
+class CallResult:
+    function: str
+    problems: list[str]
+
+
+class Driver:
+    """Calls every typed wrapper of a rendered package through the stub library and checks both ways."""
+
+    def __init__(self, pkg: ModuleType, spec: Spec, sem: Semantics, stub: ctypes.CDLL, prefix: str) -> None:
+        from . import naming
+
+        self.pkg = pkg
+        self.api = pkg.api
+        self.raw = pkg.raw
+        self.spec = spec
+        self.sem = sem
+        self.stub = stub
+        self.prefix = prefix
+        self.naming = naming
+        stub.miogen_stub_log.restype = ctypes.c_char_p
+        stub.miogen_stub_set_status.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        self.handle_class = {h.name: getattr(self.api, naming.class_name(h.tag, prefix)) for h in spec.handles}
+        self.enum_class = {e.name: getattr(self.raw, e.name) for e in spec.enums}
+
+    def log(self) -> list[dict[str, str]]:
+        text = (self.stub.miogen_stub_log() or b"").decode()
+        calls = []
+        for line in text.splitlines():
+            fn, *items = line.split("\t")
+            entry = {"": fn}
+            for item in items:
+                key, _, value = item.partition("=")
+                entry[key] = value
+            calls.append(entry)
+        return calls
+
+    # ---------------------------------------------------------------- arguments
+    def value_for(self, p: ParamSem, i: int, k: int = 0) -> tuple[Any, str]:
+        """A Python argument for one element, and how the stub should log it."""
+        t = p.type
+        kind = t.kind
+        if kind == "handle":
+            addr = 0x50000 + 0x10 * i + 8 * k
+            return self.handle_class[t.name].from_address(addr), str(addr)
+        if kind == "enum":
+            member = list(self.enum_class[t.name])[-1]
+            return member, str(int(member.value))
+        if kind == "bool":
+            return True, "1"
+        if kind == "float":
+            v = 1.5 + i + k
+            return v, repr(v)
+        if kind == "int":
+            lo, hi = int_range(t.name)
+            v = min(3 + i + k, hi)
+            return v, str(v)
+        if kind == "char":
+            return 65, "65"
+        return 0x80000 + 0x100 * i + 8 * k, str(0x80000 + 0x100 * i + 8 * k)
+
+    def args_for(self, fs: FunctionSem, plan_params: list[tuple[str, str]]) -> tuple[list[Any], dict[str, str]]:
+        """Positional arguments for the visible parameters, and the expected stub log entries."""
+        visible = {c: py for c, py in plan_params if py}
+        args: list[Any] = []
+        expect: dict[str, str] = {}
+        lengths: dict[str, int] = {}
+        for p in fs.params:
+            if p.shape in ("array",) and p.direction in ("in", "inout") and p.length:
+                lengths[p.length] = 3
+        for p in fs.params:
+            n, i = p.name, p.index
+            if n not in visible:
+                if n in lengths and p.shape == "value":
+                    expect[n] = str(lengths[n])
+                continue
+            if p.shape == "value":
+                if n in {q.length for q in fs.params if q.direction == "out" and q.shape in ("array", "blob", "string")}:
+                    args.append(4)
+                    expect[n] = "4"
+                    continue
+                if p.type.kind == "opaque":
+                    v = 0x60000 + i
+                    args.append(v)
+                    expect[n] = str(v)
+                    continue
+                if p.type.kind == "callback":
+                    args.append(None)
+                    expect[n] = "0"
+                    continue
+                v, e = self.value_for(p, i)
+                args.append(v)
+                expect[n] = e
+            elif p.shape == "callback":
+                args.append(_Callback(p.type, self.spec))
+            elif p.shape in ("buffer", "opaque"):
+                v = 0x70000 + 0x100 * i
+                args.append(v)
+                expect[n] = str(v)
+            elif p.shape == "scalar" and p.type.kind == "void" and p.memory == "host":
+                v = 0.5 + i
+                args.append(v)
+                expect[n] = repr(v)
+            elif p.shape == "string":
+                args.append("abc")
+                expect[n] = "abc"
+            elif p.shape == "blob":
+                args.append(b"\x01\x02\x03")
+                expect[n] = "010203"
+            elif p.shape == "array":
+                elem = ParamSem(name=n, index=i, type=CType(kind=p.type.kind, name=p.type.name,
+                                                            depth=p.type.depth - 1),
+                                direction="in", memory=p.memory, shape="scalar", source="type")
+                values, logged = [], []
+                for k in range(3):
+                    if elem.type.kind in ("struct", "union"):
+                        v, e = self.struct_value(elem.type, i, k)
+                    elif elem.type.kind == "void":
+                        v, e = 0x90000 + 0x100 * i + 8 * k, str(0x90000 + 0x100 * i + 8 * k)
+                    else:
+                        v, e = self.value_for(elem, i, k)
+                    values.append(v)
+                    logged.append(e)
+                args.append(values)
+                expect[n] = "[" + ",".join(logged) + "]"
+            else:  # scalar passed by pointer (in / inout)
+                elem = ParamSem(name=n, index=i, type=CType(kind=p.type.kind, name=p.type.name),
+                                direction="in", memory="host", shape="scalar", source="type")
+                v, e = self.value_for(elem, i)
+                args.append(v)
+                expect[n] = e
+        return args, expect
+
+    def struct_value(self, t: CType, i: int, k: int) -> tuple[Any, str]:
+        cls = getattr(self.raw, t.name)
+        obj = cls()
+        logged = []
+        for m, (fname, ft) in enumerate(_flat_fields(self.spec.record(t.name), self.spec)):
+            if ft.depth == 0 and ft.kind == "int":
+                v = 3 + i + k + m
+                setattr(obj, fname, v)
+                logged.append(str(v))
+            elif ft.depth == 0 and ft.kind == "enum":
+                v = list(self.enum_class[ft.name])[-1].value
+                setattr(obj, fname, v)
+                logged.append(str(v))
+            elif ft.depth == 0 and ft.kind == "float":
+                v2 = 1.5 + i + k + m
+                setattr(obj, fname, v2)
+                logged.append(repr(v2))
+            else:
+                logged.append("0")
+        return obj, "(" + ";".join(logged) + ")"
+
+    # ---------------------------------------------------------------- outputs
+    def expected_out(self, fs: FunctionSem, p: ParamSem) -> Any:
+        t = p.type
+        elem = CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0))
+        if p.shape in ("array", "blob", "string"):
+            if p.length_call:
+                callee = self.sem.functions[p.length_call.call]
+                n = out_int(callee.param(p.length_call.result).index)
+            else:
+                n = 4
+            if p.shape == "string":
+                return "stub"
+            if p.shape == "blob":
+                return bytes((p.index + k) & 255 for k in range(n))
+            upto = count_of(n) if p.count else n
+            return [self.known_py(elem, p.index, k) for k in range(upto)]
+        return self.known_py(elem, p.index, 0)
+
+    def known_py(self, t: CType, i: int, k: int) -> Any:
+        kind = t.kind
+        if kind == "int":
+            return out_int(i, k)
+        if kind == "float":
+            return ("approx", out_float(i, k))
+        if kind == "bool":
+            return True
+        if kind == "enum":
+            return _last_enum(self.spec, t.name)
+        if kind == "handle":
+            return ("handle", out_handle(i, k))
+        if kind == "opaque":
+            return out_handle(i, k)
+        if kind in ("struct", "union"):
+            vals: list[Any] = []
+            first: dict[str, Any] = {}
+            for m, (_, ft, group) in enumerate(_flat_fields_u(self.spec.record(t.name))):
+                if group is not None and group in first:  # reads what the union's first member wrote
+                    vals.append(first[group])
+                    continue
+                if ft.depth == 0 and ft.kind == "int":
+                    vals.append(out_int(i, k, m))
+                elif ft.depth == 0 and ft.kind == "enum":
+                    vals.append(_last_enum(self.spec, ft.name))
+                elif ft.depth == 0 and ft.kind == "float":
+                    vals.append(("approx", out_float(i, k, m)))
+                elif ft.depth == 0 and ft.kind == "bool":
+                    vals.append(True)
+                else:
+                    vals.append(None)
+                if group is not None:
+                    first[group] = vals[-1]
+            return tuple(vals)
+        return out_ptr(i, k)
+
+    @staticmethod
+    def same(expected: Any, actual: Any) -> bool:
+        if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "approx":
+            return isinstance(actual, float) and abs(actual - expected[1]) < 1e-6
+        if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "handle":
+            return getattr(actual, "address", None) == expected[1]
+        if isinstance(expected, (list, tuple)):
+            return (isinstance(actual, (list, tuple)) and len(actual) == len(expected)
+                    and all(Driver.same(e, a) for e, a in zip(expected, actual, strict=True)))
+        return bool(expected == actual)
+
+    # ---------------------------------------------------------------- one call
+    def call(self, fs: FunctionSem, plan_params: list[tuple[str, str]], py_name: str,
+             out_names: list[str]) -> CallResult:
+        problems: list[str] = []
+        fn = getattr(self.api, py_name)
+        args, expect = self.args_for(fs, plan_params)
+        self.stub.miogen_stub_reset()
+        try:
+            result = fn(*args)
+        except Exception as exc:  # noqa: BLE001 - reported as a problem
+            return CallResult(fs.name, [f"raised {type(exc).__name__}: {exc}"])
+        calls = [c for c in self.log() if c[""] == fs.name]
+        if len(calls) != 1:
+            return CallResult(fs.name, [f"expected 1 logged call, got {len(calls)}"])
+        logged = calls[0]
+        for name, value in expect.items():
+            got = logged.get(name)
+            if got is None:
+                problems.append(f"{name}: not logged")
+            elif not _same_text(value, got):
+                problems.append(f"{name}: passed {value}, C saw {got}")
+        outs = {p.name: p for p in fs.params if p.direction in ("out", "inout") and p.shape not in ("value", "buffer")
+                and not p.hidden and p.shape != "callback"}
+        if outs:
+            values = [result] if len(out_names) == 1 else list(result)
+            for c_name, value in zip(out_names, values, strict=False):
+                exp = self.expected_out(fs, outs[c_name])
+                if not self.same(exp, value):
+                    problems.append(f"output {c_name}: expected {exp!r}, got {value!r}")
+        return CallResult(fs.name, problems)
+
+
+def _same_text(expected: str, got: str) -> bool:
+    if expected == got:
+        return True
+    try:
+        return abs(float(expected) - float(got)) < 1e-6
+    except ValueError:
+        pass
+    if expected.startswith("[") and got.startswith("["):
+        e, g = expected[1:-1].split(","), got[1:-1].split(",")
+        return len(e) == len(g) and all(_same_text(a, b) for a, b in zip(e, g, strict=True))
+    if expected.startswith("(") and got.startswith("("):
+        e, g = expected[1:-1].split(";"), got[1:-1].split(";")
+        return len(e) == len(g) and all(_same_text(a, b) for a, b in zip(e, g, strict=True))
+    return False
+
+
+class _Callback:
+    """A Python callable for a callback parameter; records its calls."""
+
+    def __init__(self, t: CType, spec: Spec) -> None:
+        cb = next(c for c in spec.callbacks if c.name == t.name)
+        self.returns_value = not (cb.returns.kind == "void" and cb.returns.depth == 0)
+        self.calls: list[tuple[Any, ...]] = []
+
+    def __call__(self, *args: Any) -> Any:
+        self.calls.append(args)
+        return 0x4000 if self.returns_value else None
+
+
+def run_call_through(pkg: ModuleType, spec: Spec, sem: Semantics, stub: ctypes.CDLL, prefix: str,
+                     plans: dict[str, tuple[str, list[tuple[str, str]], list[str]]]) -> list[CallResult]:
+    """Drive every function; `plans` maps C name -> (python name, [(c param, py param)], [out param names])."""
+    driver = Driver(pkg, spec, sem, stub, prefix)
+    results = []
+    for f in spec.functions:
+        py_name, params, outs = plans[f.name]
+        results.append(driver.call(sem.functions[f.name], params, py_name, outs))
+    return results
+
+
+def make_tempdir() -> Path:
+    return Path(tempfile.mkdtemp(prefix="miogen-abi-"))
+
+
+@dataclass
+class Report:
+    version: str
+    layout_checked: int
+    layout_problems: list[str]
+    calls: list[CallResult]
+
+    @property
+    def ok(self) -> bool:
+        return not self.layout_problems and all(not c.problems for c in self.calls)
+
+    def summary(self) -> str:
+        bad = [c for c in self.calls if c.problems]
+        lines = [f"MIOpen {self.version}: layout {self.layout_checked} facts, {len(self.layout_problems)} mismatches; "
+                 f"call-through {len(self.calls)} functions, {len(bad)} failing"]
+        lines += [f"  layout: {p}" for p in self.layout_problems]
+        for c in bad:
+            lines += [f"  {c.function}: {p}" for p in c.problems]
+        return "\n".join(lines)
+
+
+def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Path,
+          includes: tuple[Path, ...] = ()) -> Report:
+    """Render `spec`, compile the probe and the stub against `header`, and run both checks."""
+    import importlib
+    import sys
+
+    from .annotate import load_annotations, resolve
+    from .render import plan, render, write
+
+    ann = load_annotations(ann_path)
+    sem = resolve(spec, ann)
+    pl = plan(spec, ann, target, "# abi-check build")
+    pkg_name = f"miogen_abi_{spec.miopen_version.replace('.', '_')}_{id(workdir) & 0xffff:x}"
+    write(render(pl), workdir / pkg_name)
+    banner = f"miogen abi-check of MIOpen {spec.miopen_version}"
+    probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,
+                        spec.parse.beta)
+    stub_path = compile_cpp(stub_source(spec, sem, header.resolve(), banner), workdir / "libstub.so", target, True,
+                            includes, spec.parse.beta)
+    sys.path.insert(0, str(workdir))
+    try:
+        pkg = importlib.import_module(pkg_name)
+    finally:
+        sys.path.remove(str(workdir))
+    stub = ctypes.CDLL(str(stub_path))
+    pkg._support.load_library(stub)
+    layout_out = subprocess.run([str(probe)], capture_output=True, text=True, check=True).stdout
+    layout = check_layout(probe, pkg.raw, spec)
+    plans = {
+        f.c_name: (f.py_name, [(p.c_name, p.py) for p in f.params], [p.c_name for p in f.params if p.out])
+        for f in pl.functions
+    }
+    calls = run_call_through(pkg, spec, sem, stub, target.function_prefix, plans)
+    return Report(spec.miopen_version, len(layout_out.splitlines()), layout, calls)
