@@ -10,12 +10,16 @@ SPEC_DIR       := specs/miopen
 HEADER     ?=
 PARSE_ARGS ?=
 
-.PHONY: all venv specs generate test typecheck bench clean help
+ANNOTATIONS    := $(SPEC_DIR)/annotations.yaml
+GENERATED      := generated
+
+.PHONY: all venv specs generate check-generated abi-check test typecheck bench clean help
 
 all: generate
 
 help:
-	@echo "make generate            validate the committed specs (rendering: see issue 3)"
+	@echo "make generate            render generated/ from specs/miopen/$(MIOPEN_VERSION).yaml (HEADER=... parses first)"
+	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<MIOPEN_VERSION>.yaml"
 	@echo "make test                unit, golden and setup-error tests + mypy --strict"
 	@echo "make bench               speed benchmarks (figures printed)"
@@ -33,17 +37,42 @@ specs: $(STAMP)
 	$(PY) -m codegen parse $(HEADER) --beta --miopen-version $(MIOPEN_VERSION) $(PARSE_ARGS) -o $(SPEC_DIR)/$(MIOPEN_VERSION).yaml
 
 generate: $(STAMP)
-	$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml
+ifneq ($(HEADER),)
+	$(PY) -m codegen parse $(HEADER) --beta --miopen-version $(MIOPEN_VERSION) $(PARSE_ARGS) -o $(SPEC_DIR)/$(MIOPEN_VERSION).yaml
+endif
+	$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS)
+	$(PY) -m codegen render $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
 
+# CI: the committed generated/ must be exactly what `make generate` renders.
+check-generated: $(STAMP)
+	rm -rf .check-generated
+	$(PY) -m codegen render $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated
+	diff -r -x __pycache__ $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
+	rm -rf .check-generated
+
+abi-check: $(STAMP)
+	@test -n "$(HEADER)" || { echo "usage: make abi-check HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z]"; exit 2; }
+	$(PY) -m codegen abi-check $(HEADER) --miopen-version $(MIOPEN_VERSION) $(PARSE_ARGS)
+
+# mypy --strict on codegen/, and on runtime/ + generated/ assembled as the installed `miopen` package
+# (twice: with the .pyi stubs, and the implementation itself without them).
 typecheck: $(STAMP)
 	$(PY) -m mypy --strict codegen
+	rm -rf .typecheck && mkdir -p .typecheck/stubs/miopen .typecheck/impl/miopen
+	cp -r runtime/. .typecheck/stubs/miopen/ && cp -r $(GENERATED) .typecheck/stubs/miopen/_generated
+	cp -r runtime/. .typecheck/impl/miopen/ && cp -r $(GENERATED) .typecheck/impl/miopen/_generated
+	rm -f .typecheck/impl/miopen/_generated/*.pyi
+	cd .typecheck/stubs && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental -p miopen
+	cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental -p miopen
+	rm -rf .typecheck
 
-test: $(STAMP)
+test: $(STAMP) check-generated typecheck
 	$(PY) -m pytest tests
-	$(PY) -m mypy --strict codegen
 
 bench: $(STAMP)
-	$(PY) benchmarks/parse_speed.py
+	$(PY) benchmarks/render_speed.py
+	$(PY) benchmarks/import_time.py
+	$(PY) benchmarks/call_overhead.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache
+	rm -rf $(VENV) .pytest_cache .mypy_cache .check-generated .typecheck

@@ -34,6 +34,17 @@ def out_int(i: int, k: int = 0, m: int = 0) -> int:
     return 2 + i + k + m
 
 
+def wide(type_name: str, small: int) -> int:
+    """A value that uses the whole width (and sign) of an integer type, so width/sign mix-ups show."""
+    bits, signed = INT_BITS[type_name]
+    if bits == 8:
+        return small
+    offset = {16: 1000, 32: 70000, 64: 1 << 40}[bits]
+    if signed:
+        return -(offset + small)
+    return (1 << (bits - 1)) + small
+
+
 def out_float(i: int, k: int = 0, m: int = 0) -> float:
     return 0.25 + i + k + m
 
@@ -48,6 +59,10 @@ def out_ptr(i: int, k: int = 0) -> int:
 
 def count_of(n: int) -> int:
     return min(n, 2)
+
+
+#: elements the driver passes in (and the stub logs of) an input array MIOpen sizes itself
+UNSIZED_LENGTH = 3
 
 
 # --------------------------------------------------------------------------- C++ sources
@@ -85,9 +100,11 @@ def _last_enum(spec: Spec, name: str) -> int:
 
 
 class _Stub:
-    def __init__(self, spec: Spec, sem: Semantics) -> None:
+    def __init__(self, spec: Spec, sem: Semantics, status_type: str) -> None:
         self.spec = spec
         self.sem = sem
+        self.status_type = status_type
+        self.length_sources = length_sources(sem)
 
     def fmt(self, t: CType, expr: str) -> str:
         """C++ expression formatting one value of base type `t` (depth ignored)."""
@@ -110,11 +127,14 @@ class _Stub:
             return '"(" + ' + ' + ";" + '.join(parts) + ' + ")"'
         return f"ptr(reinterpret_cast<const void*>({expr}))"
 
-    def known(self, t: CType, i: int, k: str = "0", m: int = 0) -> str:
+    def known(self, t: CType, i: int, k: str = "0", m: int = 0, small: bool = False) -> str:
         """C++ expression of the known value for an element of base type `t`."""
         kind = t.kind
         if kind == "int":
-            return f"static_cast<{t.name}>({2 + i + m} + {k})"
+            if small or k != "0":
+                return f"static_cast<{t.name}>({2 + i + m} + {k})"
+            v = wide(t.name, 2 + i + m)
+            return f"static_cast<{t.name}>({v}{'LL' if INT_BITS[t.name][1] else 'ULL'})"
         if kind == "float":
             return f"static_cast<{t.name}>({0.25 + i + m} + {k})"
         if kind == "bool":
@@ -127,7 +147,7 @@ class _Stub:
             return f"reinterpret_cast<{t.name}>(static_cast<uintptr_t>({out_handle(i)} + 8 * ({k})))"
         return f"reinterpret_cast<void*>(static_cast<uintptr_t>({out_ptr(i)} + 8 * ({k})))"
 
-    def fill(self, t: CType, target: str, i: int, k: str) -> list[str]:
+    def fill(self, t: CType, target: str, i: int, k: str, small: bool = False) -> list[str]:
         """Statements writing the known value of element k into `target` (an lvalue of base type t)."""
         if t.kind in ("struct", "union"):
             lines = []
@@ -142,9 +162,11 @@ class _Stub:
             return lines
         if t.kind == "void" and t.depth == 2:
             return [f"{target} = {self.known(CType(kind='void', name='void'), i, k)};"]
-        return [f"{target} = {self.known(CType(kind=t.kind, name=t.name), i, k)};"]
+        return [f"{target} = {self.known(CType(kind=t.kind, name=t.name), i, k, small=small)};"]
 
     def length_expr(self, fs: FunctionSem, p: ParamSem) -> str:
+        if p.unsized:
+            return str(UNSIZED_LENGTH)
         if p.length_call:
             callee = self.sem.functions[p.length_call.call]
             j = callee.param(p.length_call.result).index
@@ -155,7 +177,7 @@ class _Stub:
 
     def function(self, fs: FunctionSem) -> dict[str, Any]:
         f = self.spec.function(fs.name)
-        status = f.returns.kind == "enum" and f.returns.name == self.spec.functions[0].returns.name
+        status = f.returns.kind == "enum" and f.returns.name == self.status_type and f.returns.depth == 0
         body: list[str] = []
         writes: list[str] = []
         counts: dict[str, str] = {}
@@ -228,13 +250,19 @@ class _Stub:
             if p.direction in ("in", "inout"):
                 body.append(f"s += {tag}; s += ({n} ? {self.fmt(elem, f'*{n}')} : std::string(\"null\"));")
             if p.direction in ("out", "inout"):
-                fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0"))
+                fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", small=(fs.name, n) in self.length_sources))
                 writes.append(f"if({n}) {{ {fill} }}")
         params = ", ".join(f"{p.c} {p.name}" for p in f.params)
-        ret = "miopenStatus_t" if status else _c_spelling(f.returns)
+        ret = self.status_type if status else _c_spelling(f.returns)
         fallback = '"stub"' if f.returns.kind == "char" else "{}"
         return {"name": f.name, "params": params, "returns": ret if not status else f.returns.name,
                 "body": body + writes, "status": status, "fallback": fallback}
+
+
+def length_sources(sem: Semantics) -> set[tuple[str, str]]:
+    """(function, parameter) pairs whose output sizes another call's array: kept small by the stub."""
+    return {(p.length_call.call, p.length_call.result)
+            for fs in sem.functions.values() for p in fs.params if p.length_call}
 
 
 def _c_spelling(t: CType) -> str:
@@ -244,8 +272,8 @@ def _c_spelling(t: CType) -> str:
     return text
 
 
-def stub_source(spec: Spec, sem: Semantics, header: Path, banner: str) -> str:
-    stub = _Stub(spec, sem)
+def stub_source(spec: Spec, sem: Semantics, header: Path, banner: str, status_type: str) -> str:
+    stub = _Stub(spec, sem, status_type)
     fns = [stub.function(sem.functions[f.name]) for f in spec.functions]
     return _env().get_template("stub.cpp.j2").render(banner=banner, header=str(header), functions=fns)
 
@@ -326,6 +354,7 @@ class Driver:
         stub.miogen_stub_log.restype = ctypes.c_char_p
         stub.miogen_stub_set_status.argtypes = [ctypes.c_char_p, ctypes.c_int]
         self.handle_class = {h.name: getattr(self.api, naming.class_name(h.tag, prefix)) for h in spec.handles}
+        self.length_sources = length_sources(sem)
         self.enum_class = {e.name: getattr(self.raw, e.name) for e in spec.enums}
 
     def log(self) -> list[dict[str, str]]:
@@ -357,8 +386,7 @@ class Driver:
             v = 1.5 + i + k
             return v, repr(v)
         if kind == "int":
-            lo, hi = int_range(t.name)
-            v = min(3 + i + k, hi)
+            v = wide(t.name, 3 + i + k)
             return v, str(v)
         if kind == "char":
             return 65, "65"
@@ -403,9 +431,9 @@ class Driver:
                 args.append(v)
                 expect[n] = str(v)
             elif p.shape == "scalar" and p.type.kind == "void" and p.memory == "host":
-                v = 0.5 + i
-                args.append(v)
-                expect[n] = repr(v)
+                scale = 0.5 + i
+                args.append(scale)
+                expect[n] = repr(scale)
             elif p.shape == "string":
                 args.append("abc")
                 expect[n] = "abc"
@@ -468,17 +496,17 @@ class Driver:
             else:
                 n = 4
             if p.shape == "string":
-                return "stub"
+                return "stub"[: max(n - 1, 0)]  # snprintf keeps room for the NUL
             if p.shape == "blob":
                 return bytes((p.index + k) & 255 for k in range(n))
             upto = count_of(n) if p.count else n
-            return [self.known_py(elem, p.index, k) for k in range(upto)]
-        return self.known_py(elem, p.index, 0)
+            return [self.known_py(elem, p.index, k, small=True) for k in range(upto)]
+        return self.known_py(elem, p.index, 0, small=(fs.name, p.name) in self.length_sources)
 
-    def known_py(self, t: CType, i: int, k: int) -> Any:
+    def known_py(self, t: CType, i: int, k: int, small: bool = False) -> Any:
         kind = t.kind
         if kind == "int":
-            return out_int(i, k)
+            return out_int(i, k) if small else wide(t.name, out_int(i))
         if kind == "float":
             return ("approx", out_float(i, k))
         if kind == "bool":
@@ -516,7 +544,7 @@ class Driver:
         if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "approx":
             return isinstance(actual, float) and abs(actual - expected[1]) < 1e-6
         if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "handle":
-            return getattr(actual, "address", None) == expected[1]
+            return bool(getattr(actual, "address", None) == expected[1])
         if isinstance(expected, (list, tuple)):
             return (isinstance(actual, (list, tuple)) and len(actual) == len(expected)
                     and all(Driver.same(e, a) for e, a in zip(expected, actual, strict=True)))
@@ -636,7 +664,7 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     banner = f"miogen abi-check of MIOpen {spec.miopen_version}"
     probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,
                         spec.parse.beta)
-    stub_path = compile_cpp(stub_source(spec, sem, header.resolve(), banner), workdir / "libstub.so", target, True,
+    stub_path = compile_cpp(stub_source(spec, sem, header.resolve(), banner, target.status_type), workdir / "libstub.so", target, True,
                             includes, spec.parse.beta)
     sys.path.insert(0, str(workdir))
     try:

@@ -26,10 +26,15 @@ Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaq
 
 @dataclass(frozen=True)
 class LengthCall:
-    """An array whose length comes from another call (e.g. GetTensorDescriptorSize)."""
+    """An array whose length comes from another call (e.g. GetTensorDescriptorSize).
+
+    The call's inputs are this function's same-named arguments, or those `args` maps them to
+    (callee parameter -> this function's parameter).
+    """
 
     call: str
     result: str
+    args: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,7 @@ class ParamNote:
     length: str | None = None  # a by-value integer parameter holding the element count
     length_call: LengthCall | None = None
     count: str | None = None  # an output receiving how many elements were filled
+    unsized: bool | None = None  # an input array whose length MIOpen derives itself (no length argument)
     nullable: bool | None = None
     why: str | None = None
 
@@ -57,6 +63,8 @@ class Ownership:
     create: tuple[str, ...] = ()
     destroy: str | None = None
     owner: str | None = None  # destroyed together with this other handle type
+    since: str | None = None  # first release declaring the handle type
+    until: str | None = None  # last release declaring it
     why: str | None = None
 
 
@@ -99,6 +107,7 @@ class ParamSem:
     length: str | None = None
     length_call: LengthCall | None = None
     count: str | None = None
+    unsized: bool = False
     nullable: bool = False
     default: str | None = None
     hidden: bool = False  # filled in by the wrapper (a length of an input array)
@@ -148,7 +157,7 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
 
 
-def _in_range(version: str, note: FunctionNote) -> bool:
+def _in_range(version: str, note: FunctionNote | Ownership) -> bool:
     v = _version_key(version)
     if note.since and v < _version_key(note.since):
         return False
@@ -193,9 +202,14 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True) -> Seman
                 continue
             callee = names[lc.call]
             mine = {p.name for p in names[fs.name].params}
-            if lc.result not in {p.name for p in callee.params}:
+            theirs = {p.name for p in callee.params}
+            if lc.result not in theirs:
                 problems.append(f"{fs.name}.{ps.name}: {lc.call} has no parameter {lc.result!r}")
-            missing = [p.name for p in callee.params if p.name != lc.result and p.name not in mine]
+            for k, v in lc.args.items():
+                if k not in theirs or v not in mine:
+                    problems.append(f"{fs.name}.{ps.name}: length_call args {k}: {v} names a missing parameter")
+            missing = [p.name for p in callee.params
+                       if p.name != lc.result and lc.args.get(str(p.name), p.name) not in mine]
             if missing:
                 problems.append(f"{fs.name}.{ps.name}: {lc.call} needs {', '.join(map(str, missing))}, "
                                 f"which {fs.name} does not have")
@@ -251,12 +265,14 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
         if pn != ParamNote():
             sem = _apply(sem, pn)
             unknown = [k for k in unknown if getattr(pn, k) is None]
-        if sem.shape == "array" and sem.direction == "in" and not (sem.length or sem.length_call):
+        if sem.shape == "array" and sem.direction == "in" and not (sem.length or sem.length_call or sem.unsized):
             count = _adjacent_count(f, i, rules)
             if count:
                 sem = replace(sem, length=count, source=sem.source if pn.length else "rule")
-        if sem.shape in ("array", "blob") and not (sem.length or sem.length_call):
+        if sem.shape in ("array", "blob") and not (sem.length or sem.length_call or sem.unsized):
             unknown.append("length")
+        if sem.unsized and sem.direction != "in":
+            problems.append(f"{f.name}.{name}: only input arrays can be unsized")
         if unknown:
             problems.append(f"{f.name}.{name} ({p.c}): unclassified {', '.join(unknown)} — add e.g. "
                             f"`{f.name}: {{params: {{{name}: {{{unknown[0]}: ...}}}}}}`")
@@ -277,7 +293,7 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
 
 def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
     changes: dict[str, object] = {"source": "annotation"}
-    for k in ("direction", "memory", "shape", "length", "length_call", "count", "nullable"):
+    for k in ("direction", "memory", "shape", "length", "length_call", "count", "unsized", "nullable"):
         v = getattr(pn, k)
         if v is not None:
             changes[k] = v
@@ -299,9 +315,15 @@ def _resolve_handles(
 ) -> dict[str, HandleSem]:
     names = {f.name for f in spec.functions}
     known = {h.name for h in spec.handles}
-    for hname in sorted(ann.handles):
-        if hname not in known:
-            problems.append(f"annotation for handle {hname}: no such handle type in MIOpen {spec.miopen_version}")
+    for hname, hnote in sorted(ann.handles.items()):
+        if hname in known:
+            continue
+        if not (hnote.since or hnote.until):
+            problems.append(f"annotation for handle {hname}: no such handle type in MIOpen {spec.miopen_version} "
+                            f"(typo, or add since:/until: to scope it)")
+        elif _in_range(spec.miopen_version, hnote):
+            problems.append(f"annotation for handle {hname}: not in MIOpen {spec.miopen_version} although its "
+                            f"since/until range includes it")
     out: dict[str, HandleSem] = {}
     for h in spec.handles:
         base = h.tag[len("miopen"):] if h.tag.startswith("miopen") else h.tag

@@ -88,7 +88,40 @@ def _parser() -> argparse.ArgumentParser:
                    help="directory of committed specs, to record the release that introduced each function")
     r.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML", help="target facts file")
     r.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="package directory to write")
+
+    a = sub.add_parser(
+        "abi-check",
+        help="prove the bindings of a header against gcc: layout probe and call-through stub",
+        description="Parse HEADER (with the beta API), render its bindings, compile with g++ a layout probe "
+        "(sizeof/alignof/offsetof of every struct and field, every enum value) and a stub library that records "
+        "its arguments and writes known outputs; compare the probe with the ctypes layer and drive every typed "
+        "wrapper through the stub. Exits 1 on any mismatch.",
+    )
+    a.add_argument("header", type=Path, metavar="HEADER")
+    a.add_argument("--miopen-version", metavar="X.Y.Z", help="MIOpen version (default: from version.h)")
+    a.add_argument("-I", dest="includes", action="append", type=Path, default=[], metavar="DIR",
+                   help="include directory for the parse and the compiles; repeatable")
+    a.add_argument("--annotations", type=Path, default=DEFAULT_TARGET.parent / "annotations.yaml", metavar="YAML")
+    a.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
+    a.add_argument("--keep", type=Path, metavar="DIR", help="build in DIR and keep it (default: a temp dir)")
     return ap
+
+
+def _abi_check(args: argparse.Namespace) -> int:
+    import tempfile
+
+    from .abi import check
+    from .parser import ParseOptions, parse_header
+    from .target import load_target
+
+    target = load_target(args.target)
+    spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), beta=True),
+                        args.miopen_version)
+    workdir = args.keep or Path(tempfile.mkdtemp(prefix="miogen-abi-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    report = check(spec, args.annotations, args.header, target, workdir, tuple(args.includes))
+    print(report.summary())
+    return 0 if report.ok else 1
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -160,6 +193,8 @@ def main(argv: list[str] | None = None) -> int:
             return _check(args)
         if args.command == "render":
             return _render(args)
+        if args.command == "abi-check":
+            return _abi_check(args)
     except CodegenError as exc:
         print(f"miogen: error: {exc}", file=sys.stderr)
         return 2

@@ -7,6 +7,7 @@ their output. Output is deterministic: header order, no hashes of sets, no absol
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +17,7 @@ import jinja2
 
 from . import GENERATOR_VERSION, naming
 from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
+from .errors import CodegenError
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .model import CType, Record, Spec
 from .target import Target
@@ -476,7 +478,8 @@ class _Planner:
         if p.length_call:
             callee = self.sem.functions[p.length_call.call]
             names = self.py_params(fs)
-            args = ", ".join(names[q.name] for q in callee.params
+            mapped = p.length_call.args
+            args = ", ".join(names[mapped.get(q.name, q.name)] for q in callee.params
                              if q.name != p.length_call.result and not q.hidden and q.direction != "out")
             var = f"_len_{self.fn_py[callee.name]}"
             return (f"{var} = {self.fn_py[callee.name]}({args})",), var
@@ -624,18 +627,28 @@ def write(files: dict[str, str], out_dir: Path) -> list[Path]:
     return written
 
 
+_FUNCTION_ENTRY = re.compile(r"^- name: (\S+)$", re.M)
+
+
 def added_in_history(spec_dir: Path) -> dict[str, str]:
-    """Function -> first committed release (by version order) that declares it."""
-    from .spec_io import load
+    """Function -> first committed release (by version order) that declares it.
+
+    Reads only the function names of each spec (the `functions:` section, one `- name:` line per
+    function in the dumped layout), which keeps rendering fast.
+    """
 
     def key(p: Path) -> tuple[int, ...]:
         return tuple(int(x) for x in p.name[: -len(".yaml")].split("."))
 
     first: dict[str, str] = {}
     for path in sorted(spec_dir.glob("*.*.*.yaml"), key=key):
-        spec = load(path)
-        for f in spec.functions:
-            first.setdefault(f.name, spec.miopen_version)
+        text = path.read_text(encoding="utf-8")
+        _, sep, functions = text.partition("\nfunctions:\n")
+        if not sep:
+            raise CodegenError(f"{path}: no functions section; is this a miogen spec?")
+        version = path.name[: -len(".yaml")]
+        for name in _FUNCTION_ENTRY.findall(functions):
+            first.setdefault(name, version)
     return first
 
 

@@ -11,6 +11,7 @@ import hashlib
 import types
 import typing
 from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import yaml
@@ -144,80 +145,151 @@ def dump(spec: model.Spec, path: Path) -> None:
 
 
 class _Invalid(Exception):
-    def __init__(self, path: str, message: str) -> None:
+    """A validation error; `parts` is the YAML path, filled in as the error unwinds."""
+
+    def __init__(self, message: str, parts: list[str] | None = None) -> None:
         super().__init__(message)
-        self.path = path
         self.message = message
+        self.parts: list[str] = parts or []
+
+    def within(self, part: str) -> _Invalid:
+        self.parts.insert(0, part)
+        return self
+
+    @property
+    def path(self) -> str:
+        return "".join(p if p.startswith("[") else f".{p}" for p in self.parts).lstrip(".")
 
 
 def _typename(value: Any) -> str:
     return "null" if value is None else type(value).__name__
 
 
-def _convert(tp: Any, value: Any, path: str) -> Any:
+Converter = Callable[[Any], Any]
+_CONVERTERS: dict[Any, Converter] = {}
+
+
+def _converter(tp: Any) -> Converter:
+    """A function validating and converting YAML data to `tp`, built once per type."""
+    conv = _CONVERTERS.get(tp)
+    if conv is None:
+        conv = _CONVERTERS[tp] = _build_converter(tp)
+    return conv
+
+
+def _build_converter(tp: Any) -> Converter:
     origin = typing.get_origin(tp)
     if origin is typing.Union or origin is types.UnionType:
-        args = typing.get_args(tp)
-        if value is None and type(None) in args:
-            return None
-        inner = [a for a in args if a is not type(None)]
-        if len(inner) == 1:
-            return _convert(inner[0], value, path)
-        raise _Invalid(path, f"unsupported union {tp}")  # pragma: no cover
+        inner = [a for a in typing.get_args(tp) if a is not type(None)]
+        if len(inner) != 1:  # pragma: no cover - the model has no such unions
+            raise TypeError(f"unsupported union {tp}")
+        sub = _converter(inner[0])
+        return lambda v: None if v is None else sub(v)
     if origin is typing.Literal:
         allowed = typing.get_args(tp)
-        if value not in allowed or isinstance(value, bool):
-            raise _Invalid(path, f"expected one of {', '.join(map(str, allowed))}; got {value!r}")
-        return value
+
+        def literal(v: Any) -> Any:
+            if isinstance(v, bool) or v not in allowed:
+                raise _Invalid(f"expected one of {', '.join(map(str, allowed))}; got {v!r}")
+            return v
+
+        return literal
     if origin is tuple:
-        item_tp = typing.get_args(tp)[0]
-        if not isinstance(value, list):
-            raise _Invalid(path, f"expected a list; got {_typename(value)}")
-        return tuple(_convert(item_tp, v, f"{path}[{i}]") for i, v in enumerate(value))
+        item = _converter(typing.get_args(tp)[0])
+
+        def sequence(v: Any) -> Any:
+            if not isinstance(v, list):
+                raise _Invalid(f"expected a list; got {_typename(v)}")
+            try:
+                return tuple([item(x) for x in v])
+            except _Invalid as exc:
+                for i, x in enumerate(v):  # find the failing index (errors only)
+                    try:
+                        item(x)
+                    except _Invalid as inner_exc:
+                        raise inner_exc.within(f"[{i}]") from None
+                raise exc  # pragma: no cover
+
+        return sequence
     if origin is dict:
         key_tp, value_tp = typing.get_args(tp)
-        if not isinstance(value, dict):
-            raise _Invalid(path, f"expected a mapping; got {_typename(value)}")
-        return {
-            _convert(key_tp, str(k), f"{path}.{k}"): _convert(value_tp, v, f"{path}.{k}") for k, v in value.items()
-        }
+        kconv, vconv = _converter(key_tp), _converter(value_tp)
+
+        def mapping(v: Any) -> Any:
+            if not isinstance(v, dict):
+                raise _Invalid(f"expected a mapping; got {_typename(v)}")
+            out = {}
+            for k, x in v.items():
+                try:
+                    out[kconv(str(k))] = vconv(x)
+                except _Invalid as exc:
+                    raise exc.within(str(k)) from None
+            return out
+
+        return mapping
     if dataclasses.is_dataclass(tp):
-        return _from_mapping(tp, value, path)  # type: ignore[arg-type]
+        return lambda v: _from_mapping(tp, v)  # type: ignore[arg-type]
     if tp is bool:
-        if not isinstance(value, bool):
-            raise _Invalid(path, f"expected true or false; got {_typename(value)} {value!r}")
-        return value
+        def boolean(v: Any) -> Any:
+            if not isinstance(v, bool):
+                raise _Invalid(f"expected true or false; got {_typename(v)} {v!r}")
+            return v
+
+        return boolean
     if tp is int:
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise _Invalid(path, f"expected an integer; got {_typename(value)} {value!r}")
-        return value
+        def integer(v: Any) -> Any:
+            if type(v) is not int:
+                raise _Invalid(f"expected an integer; got {_typename(v)} {v!r}")
+            return v
+
+        return integer
     if tp is str:
-        if not isinstance(value, str):
-            raise _Invalid(path, f"expected a string; got {_typename(value)} {value!r}")
-        return value
-    raise _Invalid(path, f"unsupported type {tp}")  # pragma: no cover
+        def string(v: Any) -> Any:
+            if type(v) is not str:
+                raise _Invalid(f"expected a string; got {_typename(v)} {v!r}")
+            return v
+
+        return string
+    raise TypeError(f"unsupported type {tp}")  # pragma: no cover
 
 
-def _from_mapping(cls: type[T], data: Any, path: str, skip: tuple[str, ...] = ()) -> T:
-    where = path or "<top level>"
+_FIELDS: dict[tuple[type, tuple[str, ...]], list[tuple[str, str, bool, Converter]]] = {}
+_ALLOWED: dict[tuple[type, tuple[str, ...]], frozenset[str]] = {}
+
+
+def _field_plan(cls: type, skip: tuple[str, ...]) -> list[tuple[str, str, bool, Converter]]:
+    """(yaml key, attribute, required, converter) per field of `cls`."""
+    key = (cls, skip)
+    plan = _FIELDS.get(key)
+    if plan is None:
+        hints = _hints(cls)
+        plan = _FIELDS[key] = [
+            (_key(f), f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+             _converter(hints[f.name]))
+            for f in dataclasses.fields(cls) if f.name not in skip
+        ]
+        _ALLOWED[key] = frozenset(k for k, *_ in plan)
+    return plan
+
+
+def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     if not isinstance(data, dict):
-        raise _Invalid(path, f"expected a mapping for {cls.__name__}; got {_typename(data)}")
-    hints = _hints(cls)
-    fields = {_key(f): f for f in dataclasses.fields(cls) if f.name not in skip}  # type: ignore[arg-type]
-    for key in data:
-        if key not in fields:
-            raise _Invalid(
-                f"{path}.{key}" if path else str(key),
-                f"unknown key in {cls.__name__} at {where}; allowed keys: {', '.join(fields)}",
-            )
+        raise _Invalid(f"expected a mapping for {cls.__name__}; got {_typename(data)}")
+    plan = _field_plan(cls, skip)
+    allowed = _ALLOWED[(cls, skip)]
+    if not allowed.issuperset(data):
+        extra = next(k for k in data if k not in allowed)
+        names = ", ".join(k for k, *_ in plan)
+        raise _Invalid(f"unknown key in {cls.__name__}; allowed keys: {names}", [str(extra)])
     kwargs: dict[str, Any] = {}
-    for key, f in fields.items():
-        sub = f"{path}.{key}" if path else key
-        if key not in data:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise _Invalid(sub, f"missing required key '{key}' in {cls.__name__} at {where}")
-            continue
-        kwargs[f.name] = _convert(hints[f.name], data[key], sub)
+    for key, attr, required, conv in plan:
+        if key in data:
+            try:
+                kwargs[attr] = conv(data[key])
+            except _Invalid as exc:
+                raise exc.within(key) from None
+        elif required:
+            raise _Invalid(f"missing required key '{key}' in {cls.__name__}", [key])
     return cls(**kwargs)
 
 
@@ -262,7 +334,7 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
             path="schema_version",
         )
     try:
-        return _from_mapping(model.Spec, data, "")
+        return _from_mapping(model.Spec, data)
     except _Invalid as exc:
         line = _line_of(text, exc.path)
         at = f"{source}:{line}" if line else source
@@ -277,7 +349,7 @@ def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
     except yaml.YAMLError as exc:
         raise SpecError(f"{path}: not valid YAML: {exc}") from None
     try:
-        return _from_mapping(cls, data, "", skip)
+        return _from_mapping(cls, data, skip)
     except _Invalid as exc:
         line = _line_of(text, exc.path)
         raise SpecError(f"{path}{f':{line}' if line else ''}: {exc.path}: {exc.message}", path=exc.path) from None

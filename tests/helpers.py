@@ -14,6 +14,7 @@ from codegen.target import Target, load_target
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
+FIXTURE_ANNOTATIONS = REPO / "tests" / "fixtures" / "annotations.yaml"
 GOLDEN = REPO / "tests" / "golden"
 SPECS = REPO / "specs" / "miopen"
 UPDATE_GOLDEN = os.environ.get("MIOGEN_UPDATE_GOLDEN") == "1"

@@ -34,10 +34,10 @@ def _broken(edit: str, replacement: str) -> str:
          r"functions\[\d+\]\.params\[0\]\.type\.kind: expected one of void, bool, .* got 'handel'"),
         # unknown key
         ("  tag: miopenHandle\n", "  tag: miopenHandle\n  colour: blue\n",
-         r"handles\[0\]\.colour: unknown key in Handle at handles\[0\]; allowed keys: name, tag, group, beta"),
+         r"handles\[0\]\.colour: unknown key in Handle; allowed keys: name, tag, group, beta"),
         # missing field
         ("- name: miopenStatus_t\n  underlying: unsigned int\n", "- name: miopenStatus_t\n",
-         r"enums\[0\]\.underlying: missing required key 'underlying' in Enum at enums\[0\]"),
+         r"enums\[0\]\.underlying: missing required key 'underlying' in Enum"),
         # a list where a mapping belongs
         ("header:\n  name: miopen.h\n", "header:\n- name: miopen.h\n", r"header: expected a mapping for HeaderInfo; got list"),
     ],
