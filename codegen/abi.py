@@ -256,7 +256,7 @@ class _Stub:
         ret = self.status_type if status else _c_spelling(f.returns)
         fallback = '"stub"' if f.returns.kind == "char" else "{}"
         return {"name": f.name, "params": params, "returns": ret if not status else f.returns.name,
-                "body": body + writes, "status": status, "fallback": fallback}
+                "log": body, "writes": writes, "status": status, "fallback": fallback}
 
 
 def length_sources(sem: Semantics) -> set[tuple[str, str]]:

@@ -194,7 +194,8 @@ class _Planner:
         """Python value of a C value `expr` of base type `t` (one element)."""
         k = t.kind
         if k == "enum" and t.name in self.enum_class:
-            return f"_s.to_enum({self.enum_class[t.name]}, {expr})"
+            return f"_V_{t.name}.get({expr}, {expr})" if expr.isidentifier() or expr.endswith(".value") \
+                else f"_s.to_enum({self.enum_class[t.name]}, {expr})"
         if k == "handle":
             return f"{self.handle_class[t.name]}._from_c({expr}, {owned}{', ' + owner if owner else ''})"
         if k in ("struct", "union"):
@@ -261,7 +262,7 @@ class _Planner:
         else:
             result_class = naming.result_name(fn, self.prefix)
             returns = result_class
-            return_expr = f"{result_class}({', '.join(o[2] for o in outs)})"
+            return_expr = f"_new({result_class}, ({', '.join(o[2] for o in outs)}))"
         c_params = ", ".join(p.name or "" for p in spec_fn.params)
         destroys = self.destroy_of.get(fn)
         destroys_param = next(
@@ -441,9 +442,8 @@ class _Planner:
         if k == "handle":
             cls = self.handle_class[t.name]
             nullable = "True" if p.nullable else "False"
-            pre = (f"if type({py}) is {cls} and {py}._ptr is not None:",
-                   f"    {v}: int | None = {py}._ptr",
-                   "else:",
+            pre = (f"{v}: int | None = {py}._ptr if type({py}) is {cls} else None",
+                   f"if {v} is None:",
                    f"    {v} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})")
             return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)
         if k == "opaque":

@@ -5,14 +5,12 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import enum
 import os
 import sys
 import threading
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 LIBRARY_ENV = "MIOPEN_LIBRARY"
@@ -46,6 +44,8 @@ COMPILED_VERSION = "3.5.2"
 
 
 def _candidates() -> list[tuple[str, str]]:
+    import ctypes.util  # only when searching: it costs milliseconds at import
+
     found: list[tuple[str, str]] = []
     env = os.environ.get(LIBRARY_ENV)
     if env:
@@ -55,7 +55,7 @@ def _candidates() -> list[tuple[str, str]]:
     for root in roots:
         for sub in ("lib", "lib64"):
             for name in LIBRARY_NAMES:
-                found.append((f"{root}/{sub}", str(Path(root) / sub / name)))
+                found.append((f"{root}/{sub}", os.path.join(root, sub, name)))
     for name in LIBRARY_NAMES:
         found.append(("loader path", name))
     util = ctypes.util.find_library("MIOpen")

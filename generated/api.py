@@ -113,6 +113,59 @@ LossReductionMode = _raw.miopenLossReductionMode_t
 TuningPolicy = _raw.miopenTuningPolicy_t
 DebugFlag = _raw.miopenDebugFlag_t
 
+# value -> member, for fast conversion of outputs (values a release does not know stay ints)
+_V_miopenStatus_t: dict[int, Status] = {m.value: m for m in Status}
+_V_miopenMathType_t: dict[int, MathType] = {m.value: m for m in MathType}
+_V_miopenF8RoundingMode_t: dict[int, F8RoundingMode] = {m.value: m for m in F8RoundingMode}
+_V_miopenDataType_t: dict[int, DataType] = {m.value: m for m in DataType}
+_V_miopenTensorLayout_t: dict[int, TensorLayout] = {m.value: m for m in TensorLayout}
+_V_miopenIndexType_t: dict[int, IndexType] = {m.value: m for m in IndexType}
+_V_miopenTensorOp_t: dict[int, TensorOp] = {m.value: m for m in TensorOp}
+_V_miopenConvolutionMode_t: dict[int, ConvolutionMode] = {m.value: m for m in ConvolutionMode}
+_V_miopenPaddingMode_t: dict[int, PaddingMode] = {m.value: m for m in PaddingMode}
+_V_miopenPoolingMode_t: dict[int, PoolingMode] = {m.value: m for m in PoolingMode}
+_V_miopenPoolingWorkspaceIndexMode_t: dict[int, PoolingWorkspaceIndexMode] = {m.value: m for m in PoolingWorkspaceIndexMode}
+_V_miopenLRNMode_t: dict[int, LRNMode] = {m.value: m for m in LRNMode}
+_V_miopenNormMode_t: dict[int, NormMode] = {m.value: m for m in NormMode}
+_V_miopenBatchNormMode_t: dict[int, BatchNormMode] = {m.value: m for m in BatchNormMode}
+_V_miopenActivationMode_t: dict[int, ActivationMode] = {m.value: m for m in ActivationMode}
+_V_miopenSoftmaxAlgorithm_t: dict[int, SoftmaxAlgorithm] = {m.value: m for m in SoftmaxAlgorithm}
+_V_miopenSoftmaxMode_t: dict[int, SoftmaxMode] = {m.value: m for m in SoftmaxMode}
+_V_miopenReduceTensorOp_t: dict[int, ReduceTensorOp] = {m.value: m for m in ReduceTensorOp}
+_V_miopenNanPropagation_t: dict[int, NanPropagation] = {m.value: m for m in NanPropagation}
+_V_miopenReduceTensorIndices_t: dict[int, ReduceTensorIndices] = {m.value: m for m in ReduceTensorIndices}
+_V_miopenIndicesType_t: dict[int, IndicesType] = {m.value: m for m in IndicesType}
+_V_miopenConvolutionAttrib_t: dict[int, ConvolutionAttrib] = {m.value: m for m in ConvolutionAttrib}
+_V_miopenConvolutionFindMode_t: dict[int, ConvolutionFindMode] = {m.value: m for m in ConvolutionFindMode}
+_V_miopenConvFwdAlgorithm_t: dict[int, ConvFwdAlgorithm] = {m.value: m for m in ConvFwdAlgorithm}
+_V_miopenConvBwdWeightsAlgorithm_t: dict[int, ConvBwdWeightsAlgorithm] = {m.value: m for m in ConvBwdWeightsAlgorithm}
+_V_miopenConvBwdDataAlgorithm_t: dict[int, ConvBwdDataAlgorithm] = {m.value: m for m in ConvBwdDataAlgorithm}
+_V_miopenConvAlgorithm_t: dict[int, ConvAlgorithm] = {m.value: m for m in ConvAlgorithm}
+_V_miopenFusionDirection_t: dict[int, FusionDirection] = {m.value: m for m in FusionDirection}
+_V_miopenRNNMode_t: dict[int, RNNMode] = {m.value: m for m in RNNMode}
+_V_miopenRNNInputMode_t: dict[int, RNNInputMode] = {m.value: m for m in RNNInputMode}
+_V_miopenRNNAlgo_t: dict[int, RNNAlgo] = {m.value: m for m in RNNAlgo}
+_V_miopenRNNDirectionMode_t: dict[int, RNNDirectionMode] = {m.value: m for m in RNNDirectionMode}
+_V_miopenRNNBiasMode_t: dict[int, RNNBiasMode] = {m.value: m for m in RNNBiasMode}
+_V_miopenRNNGEMMalgoMode_t: dict[int, RNNGEMMalgoMode] = {m.value: m for m in RNNGEMMalgoMode}
+_V_miopenRNNPaddingMode_t: dict[int, RNNPaddingMode] = {m.value: m for m in RNNPaddingMode}
+_V_miopenRNNFWDMode_t: dict[int, RNNFWDMode] = {m.value: m for m in RNNFWDMode}
+_V_miopenRNNBaseLayout_t: dict[int, RNNBaseLayout] = {m.value: m for m in RNNBaseLayout}
+_V_miopenCTCLossAlgo_t: dict[int, CTCLossAlgo] = {m.value: m for m in CTCLossAlgo}
+_V_miopenRNGType_t: dict[int, RNGType] = {m.value: m for m in RNGType}
+_V_miopenProblemDirection_t: dict[int, ProblemDirection] = {m.value: m for m in ProblemDirection}
+_V_miopenTensorArgumentId_t: dict[int, TensorArgumentId] = {m.value: m for m in TensorArgumentId}
+_V_miopenFindResultsOrder_t: dict[int, FindResultsOrder] = {m.value: m for m in FindResultsOrder}
+_V_miopenMhaMask_t: dict[int, MhaMask] = {m.value: m for m in MhaMask}
+_V_miopenReduceCalculationNanPropagation_t: dict[int, ReduceCalculationNanPropagation] = {m.value: m for m in ReduceCalculationNanPropagation}
+_V_miopenReduceCalculationOp_t: dict[int, ReduceCalculationOp] = {m.value: m for m in ReduceCalculationOp}
+_V_miopenReduceExtremeOp_t: dict[int, ReduceExtremeOp] = {m.value: m for m in ReduceExtremeOp}
+_V_miopenAlphaBetaCase_t: dict[int, AlphaBetaCase] = {m.value: m for m in AlphaBetaCase}
+_V_miopenLossReductionMode_t: dict[int, LossReductionMode] = {m.value: m for m in LossReductionMode}
+_V_miopenTuningPolicy_t: dict[int, TuningPolicy] = {m.value: m for m in TuningPolicy}
+_V_miopenDebugFlag_t: dict[int, DebugFlag] = {m.value: m for m in DebugFlag}
+_new = tuple.__new__
+
 # --------------------------------------------------------------------------- records
 
 
@@ -543,7 +596,7 @@ def get_version() -> GetVersionResult:
     _st = _raw.miopenGetVersion(_byref(_major), _byref(_minor), _byref(_patch))
     if _st:
         _s.raise_status(_st, _fn, {})
-    return GetVersionResult(_major.value, _minor.value, _patch.value)
+    return _new(GetVersionResult, (_major.value, _minor.value, _patch.value))
 
 
 def create() -> Handle:
@@ -570,9 +623,8 @@ def create_with_stream(stream: Stream) -> Handle:
 def destroy(handle: Handle) -> None:
     """miopenDestroy(handle) (group handle)."""
     _fn = "miopenDestroy"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _handle = handle._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroy(_handle)
@@ -583,9 +635,8 @@ def destroy(handle: Handle) -> None:
 def set_stream(handle: Handle, stream_id: Stream) -> None:
     """miopenSetStream(handle, streamID) (group handle)."""
     _fn = "miopenSetStream"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _stream_id = _s.as_stream(stream_id, "stream_id", _fn)
     _st = _raw.miopenSetStream(_handle, _stream_id)
@@ -596,9 +647,8 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
 def get_stream(handle: Handle) -> int | None:
     """miopenGetStream(handle, streamID) (group handle)."""
     _fn = "miopenGetStream"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _stream_id = ctypes.c_void_p()
     _st = _raw.miopenGetStream(_handle, _byref(_stream_id))
@@ -610,9 +660,8 @@ def get_stream(handle: Handle) -> int | None:
 def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, deallocator: Callable[..., Any] | None, allocator_context: int | None = None) -> None:
     """miopenSetAllocator(handle, allocator, deallocator, allocatorContext) (group handle)."""
     _fn = "miopenSetAllocator"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _allocator = _s_callback(allocator, _raw.miopenAllocatorFunction, "allocator", _fn)
     _deallocator = _s_callback(deallocator, _raw.miopenDeallocatorFunction, "deallocator", _fn)
@@ -626,9 +675,8 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
 def get_kernel_time(handle: Handle) -> float:
     """miopenGetKernelTime(handle, time) (group handle)."""
     _fn = "miopenGetKernelTime"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _time = ctypes.c_float()
     _st = _raw.miopenGetKernelTime(_handle, _byref(_time))
@@ -640,9 +688,8 @@ def get_kernel_time(handle: Handle) -> float:
 def enable_profiling(handle: Handle, enable: bool) -> None:
     """miopenEnableProfiling(handle, enable) (group handle)."""
     _fn = "miopenEnableProfiling"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(enable) is not bool:
         enable = _s.as_bool(enable, "enable", _fn)
@@ -664,9 +711,8 @@ def create_tensor_descriptor() -> TensorDescriptor:
 def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | int, n: int, c: int, h: int, w: int) -> None:
     """miopenSet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w) (group tensor)."""
     _fn = "miopenSet4dTensorDescriptor"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
@@ -686,9 +732,8 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
 def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_type: DataType | int, tensor_layout: TensorLayout | int, lens: Sequence[int]) -> None:
     """miopenSetNdTensorDescriptorWithLayout(tensorDesc, dataType, tensorLayout, lens, num_lens) (group tensor)."""
     _fn = "miopenSetNdTensorDescriptorWithLayout"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
@@ -704,9 +749,8 @@ def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_typ
 def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataType | int, n: int, c: int, h: int, w: int, n_stride: int, c_stride: int, h_stride: int, w_stride: int) -> None:
     """miopenSet4dTensorDescriptorEx(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor)."""
     _fn = "miopenSet4dTensorDescriptorEx"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
@@ -734,9 +778,8 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
 def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescriptorResult:
     """miopenGet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor)."""
     _fn = "miopenGet4dTensorDescriptor"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _n = ctypes.c_int()
@@ -750,15 +793,14 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
     _st = _raw.miopenGet4dTensorDescriptor(_tensor_desc, _byref(_data_type), _byref(_n), _byref(_c), _byref(_h), _byref(_w), _byref(_n_stride), _byref(_c_stride), _byref(_h_stride), _byref(_w_stride))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
-    return Get4dTensorDescriptorResult(_s.to_enum(DataType, _data_type.value), _n.value, _c.value, _h.value, _w.value, _n_stride.value, _c_stride.value, _h_stride.value, _w_stride.value)
+    return _new(Get4dTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _n.value, _c.value, _h.value, _w.value, _n_stride.value, _c_stride.value, _h_stride.value, _w_stride.value))
 
 
 def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | int, dims_a: Sequence[int], strides_a: Sequence[int]) -> None:
     """miopenSetTensorDescriptor(tensorDesc, dataType, nbDims, dimsA, stridesA) (group tensor)."""
     _fn = "miopenSetTensorDescriptor"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
@@ -773,9 +815,8 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
 def set_tensor_descriptor_v2(tensor_desc: TensorDescriptor, data_type: DataType | int, dims_a: Sequence[int], strides_a: Sequence[int]) -> None:
     """miopenSetTensorDescriptorV2(tensorDesc, dataType, nbDims, dimsA, stridesA) [beta API] (group tensor)."""
     _fn = "miopenSetTensorDescriptorV2"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
@@ -790,9 +831,8 @@ def set_tensor_descriptor_v2(tensor_desc: TensorDescriptor, data_type: DataType 
 def set_tensor_cast_type(tensor_desc: TensorDescriptor, cast_type: DataType | int) -> None:
     """miopenSetTensorCastType(tensorDesc, cast_type) [beta API] (group tensor)."""
     _fn = "miopenSetTensorCastType"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(cast_type) is not DataType:
         cast_type = _s.as_enum(cast_type, DataType, "cast_type", _fn)
@@ -804,9 +844,8 @@ def set_tensor_cast_type(tensor_desc: TensorDescriptor, cast_type: DataType | in
 def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
     """miopenGetTensorDescriptorSize(tensorDesc, size) (group tensor)."""
     _fn = "miopenGetTensorDescriptorSize"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _size = ctypes.c_int()
     _st = _raw.miopenGetTensorDescriptorSize(_tensor_desc, _byref(_size))
@@ -818,9 +857,8 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
 def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorResult:
     """miopenGetTensorDescriptor(tensorDesc, dataType, dimsA, stridesA) (group tensor)."""
     _fn = "miopenGetTensorDescriptor"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(tensor_desc)
@@ -829,15 +867,14 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
     _st = _raw.miopenGetTensorDescriptor(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
-    return GetTensorDescriptorResult(_s.to_enum(DataType, _data_type.value), _dims_a[:_len_get_tensor_descriptor_size], _strides_a[:_len_get_tensor_descriptor_size])
+    return _new(GetTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _dims_a[:_len_get_tensor_descriptor_size], _strides_a[:_len_get_tensor_descriptor_size]))
 
 
 def get_tensor_descriptor_v2(tensor_desc: TensorDescriptor) -> GetTensorDescriptorV2Result:
     """miopenGetTensorDescriptorV2(tensorDesc, dataType, dimsA, stridesA) [beta API] (group tensor)."""
     _fn = "miopenGetTensorDescriptorV2"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(tensor_desc)
@@ -846,29 +883,27 @@ def get_tensor_descriptor_v2(tensor_desc: TensorDescriptor) -> GetTensorDescript
     _st = _raw.miopenGetTensorDescriptorV2(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
-    return GetTensorDescriptorV2Result(_s.to_enum(DataType, _data_type.value), _dims_a[:_len_get_tensor_descriptor_size], _strides_a[:_len_get_tensor_descriptor_size])
+    return _new(GetTensorDescriptorV2Result, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _dims_a[:_len_get_tensor_descriptor_size], _strides_a[:_len_get_tensor_descriptor_size]))
 
 
 def get_tensor_layout(tensor_desc: TensorDescriptor) -> TensorLayout | int:
     """miopenGetTensorLayout(tensorDesc, layout) (group tensor)."""
     _fn = "miopenGetTensorLayout"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _layout = ctypes.c_uint()
     _st = _raw.miopenGetTensorLayout(_tensor_desc, _byref(_layout))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
-    return _s.to_enum(TensorLayout, _layout.value)
+    return _V_miopenTensorLayout_t.get(_layout.value, _layout.value)
 
 
 def get_tensor_element_space(tensor_desc: TensorDescriptor) -> int:
     """miopenGetTensorElementSpace(tensorDesc, elementSpace) (group tensor)."""
     _fn = "miopenGetTensorElementSpace"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _element_space = ctypes.c_size_t()
     _st = _raw.miopenGetTensorElementSpace(_tensor_desc, _byref(_element_space))
@@ -880,9 +915,8 @@ def get_tensor_element_space(tensor_desc: TensorDescriptor) -> int:
 def is_tensor_packed(tensor_desc: TensorDescriptor) -> bool:
     """miopenIsTensorPacked(tensorDesc, isPacked) (group tensor)."""
     _fn = "miopenIsTensorPacked"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _is_packed = ctypes.c_bool()
     _st = _raw.miopenIsTensorPacked(_tensor_desc, _byref(_is_packed))
@@ -894,9 +928,8 @@ def is_tensor_packed(tensor_desc: TensorDescriptor) -> bool:
 def get_tensor_vector_length(tensor_desc: TensorDescriptor) -> int:
     """miopenGetTensorVectorLength(tensorDesc, vectorLength) (group tensor)."""
     _fn = "miopenGetTensorVectorLength"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _vector_length = ctypes.c_size_t()
     _st = _raw.miopenGetTensorVectorLength(_tensor_desc, _byref(_vector_length))
@@ -908,9 +941,8 @@ def get_tensor_vector_length(tensor_desc: TensorDescriptor) -> int:
 def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
     """miopenDestroyTensorDescriptor(tensorDesc) (group tensor)."""
     _fn = "miopenDestroyTensorDescriptor"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _tensor_desc = tensor_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyTensorDescriptor(_tensor_desc)
@@ -931,9 +963,8 @@ def create_seq_tensor_descriptor() -> SeqTensorDescriptor:
 def destroy_seq_tensor_descriptor(tensor_desc: SeqTensorDescriptor) -> None:
     """miopenDestroySeqTensorDescriptor(tensorDesc) (group tensor)."""
     _fn = "miopenDestroySeqTensorDescriptor"
-    if type(tensor_desc) is SeqTensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is SeqTensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, SeqTensorDescriptor, "tensor_desc", _fn, False)
     _tensor_desc = tensor_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroySeqTensorDescriptor(_tensor_desc)
@@ -944,28 +975,24 @@ def destroy_seq_tensor_descriptor(tensor_desc: SeqTensorDescriptor) -> None:
 def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes.c_float | ctypes.c_double, a_desc: TensorDescriptor, a: DeviceBuffer, alpha_2: float | ctypes.c_float | ctypes.c_double, b_desc: TensorDescriptor, b: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, c_desc: TensorDescriptor, c: DeviceBuffer) -> None:
     """miopenOpTensor(handle, tensorOp, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C) (group tensor)."""
     _fn = "miopenOpTensor"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(tensor_op) is not TensorOp:
         tensor_op = _s.as_enum(tensor_op, TensorOp, "tensor_op", _fn)
     _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float else _s.host_scalar(alpha_1, "alpha_1", _fn)
-    if type(a_desc) is TensorDescriptor and a_desc._ptr is not None:
-        _a_desc: int | None = a_desc._ptr
-    else:
+    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
     _a = a if type(a) is int and a >= 0 else _s.as_device_ptr(a, "a", _fn, False)
     _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float else _s.host_scalar(alpha_2, "alpha_2", _fn)
-    if type(b_desc) is TensorDescriptor and b_desc._ptr is not None:
-        _b_desc: int | None = b_desc._ptr
-    else:
+    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+    if _b_desc is None:
         _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _b = b if type(b) is int and b >= 0 else _s.as_device_ptr(b, "b", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(c_desc) is TensorDescriptor and c_desc._ptr is not None:
-        _c_desc: int | None = c_desc._ptr
-    else:
+    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+    if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _c = c if type(c) is int and c >= 0 else _s.as_device_ptr(c, "c", _fn, False)
     _st = _raw.miopenOpTensor(_handle, tensor_op, _alpha_1, _a_desc, _a, _alpha_2, _b_desc, _b, _beta, _c_desc, _c)
@@ -976,13 +1003,11 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
 def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha: float | ctypes.c_float | ctypes.c_double) -> None:
     """miopenSetTensor(handle, yDesc, y, alpha) (group tensor)."""
     _fn = "miopenSetTensor"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
@@ -994,13 +1019,11 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
 def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha: float | ctypes.c_float | ctypes.c_double) -> None:
     """miopenScaleTensor(handle, yDesc, y, alpha) (group tensor)."""
     _fn = "miopenScaleTensor"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
@@ -1012,9 +1035,8 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
 def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
     """miopenGetTensorNumBytes(tensorDesc, numBytes) (group tensor)."""
     _fn = "miopenGetTensorNumBytes"
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _num_bytes = ctypes.c_size_t()
     _st = _raw.miopenGetTensorNumBytes(_tensor_desc, _byref(_num_bytes))
@@ -1026,20 +1048,17 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
 def transform_tensor(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
     """miopenTransformTensor(handle, alpha, xDesc, x, beta, yDesc, y) (group tensor)."""
     _fn = "miopenTransformTensor"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenTransformTensor(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
@@ -1060,9 +1079,8 @@ def create_convolution_descriptor() -> ConvolutionDescriptor:
 def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: ConvolutionMode | int, pad_h: int, pad_w: int, stride_h: int, stride_w: int, dilation_h: int, dilation_w: int) -> None:
     """miopenInitConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions)."""
     _fn = "miopenInitConvolutionDescriptor"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
@@ -1086,9 +1104,8 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
 def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequence[int], stride_a: Sequence[int], dilation_a: Sequence[int], c_mode: ConvolutionMode | int) -> None:
     """miopenInitConvolutionNdDescriptor(convDesc, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions)."""
     _fn = "miopenInitConvolutionNdDescriptor"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _stride_a = _s.in_array(stride_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "stride_a", _fn, False)
@@ -1104,9 +1121,8 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
 def get_convolution_spatial_dim(conv_desc: ConvolutionDescriptor) -> int:
     """miopenGetConvolutionSpatialDim(convDesc, spatialDim) (group convolutions)."""
     _fn = "miopenGetConvolutionSpatialDim"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _spatial_dim = ctypes.c_int()
     _st = _raw.miopenGetConvolutionSpatialDim(_conv_desc, _byref(_spatial_dim))
@@ -1118,9 +1134,8 @@ def get_convolution_spatial_dim(conv_desc: ConvolutionDescriptor) -> int:
 def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvolutionDescriptorResult:
     """miopenGetConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions)."""
     _fn = "miopenGetConvolutionDescriptor"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _c_mode = ctypes.c_uint()
     _pad_h = ctypes.c_int()
@@ -1132,15 +1147,14 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
     _st = _raw.miopenGetConvolutionDescriptor(_conv_desc, _byref(_c_mode), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w), _byref(_dilation_h), _byref(_dilation_w))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
-    return GetConvolutionDescriptorResult(_s.to_enum(ConvolutionMode, _c_mode.value), _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value, _dilation_h.value, _dilation_w.value)
+    return _new(GetConvolutionDescriptorResult, (_V_miopenConvolutionMode_t.get(_c_mode.value, _c_mode.value), _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value, _dilation_h.value, _dilation_w.value))
 
 
 def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_spatial_dim: int) -> GetConvolutionNdDescriptorResult:
     """miopenGetConvolutionNdDescriptor(convDesc, requestedSpatialDim, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions)."""
     _fn = "miopenGetConvolutionNdDescriptor"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(requested_spatial_dim) is not int or not -2147483648 <= requested_spatial_dim <= 2147483647):
         requested_spatial_dim = _s.as_int(requested_spatial_dim, -2147483648, 2147483647, "requested_spatial_dim", _fn)
@@ -1153,15 +1167,14 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
     _st = _raw.miopenGetConvolutionNdDescriptor(_conv_desc, requested_spatial_dim, _byref(_spatial_dim), _pad_a, _stride_a, _dilation_a, _byref(_c_mode))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "requested_spatial_dim": requested_spatial_dim})
-    return GetConvolutionNdDescriptorResult(_spatial_dim.value, _pad_a[:requested_spatial_dim], _stride_a[:requested_spatial_dim], _dilation_a[:requested_spatial_dim], _s.to_enum(ConvolutionMode, _c_mode.value))
+    return _new(GetConvolutionNdDescriptorResult, (_spatial_dim.value, _pad_a[:requested_spatial_dim], _stride_a[:requested_spatial_dim], _dilation_a[:requested_spatial_dim], _V_miopenConvolutionMode_t.get(_c_mode.value, _c_mode.value)))
 
 
 def get_convolution_group_count(conv_desc: ConvolutionDescriptor) -> int:
     """miopenGetConvolutionGroupCount(convDesc, groupCount) (group convolutions)."""
     _fn = "miopenGetConvolutionGroupCount"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _group_count = ctypes.c_int()
     _st = _raw.miopenGetConvolutionGroupCount(_conv_desc, _byref(_group_count))
@@ -1173,23 +1186,21 @@ def get_convolution_group_count(conv_desc: ConvolutionDescriptor) -> int:
 def get_convolution_padding_mode(conv_desc: ConvolutionDescriptor) -> PaddingMode | int:
     """miopenGetConvolutionPaddingMode(convDesc, paddingMode) (group convolutions)."""
     _fn = "miopenGetConvolutionPaddingMode"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _padding_mode = ctypes.c_uint()
     _st = _raw.miopenGetConvolutionPaddingMode(_conv_desc, _byref(_padding_mode))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
-    return _s.to_enum(PaddingMode, _padding_mode.value)
+    return _V_miopenPaddingMode_t.get(_padding_mode.value, _padding_mode.value)
 
 
 def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: int) -> None:
     """miopenSetConvolutionGroupCount(convDesc, groupCount) (group convolutions)."""
     _fn = "miopenSetConvolutionGroupCount"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(group_count) is not int or not -2147483648 <= group_count <= 2147483647):
         group_count = _s.as_int(group_count, -2147483648, 2147483647, "group_count", _fn)
@@ -1201,9 +1212,8 @@ def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: i
 def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: int, adj_w: int) -> None:
     """miopenSetTransposeConvOutputPadding(convDesc, adj_h, adj_w) (group convolutions)."""
     _fn = "miopenSetTransposeConvOutputPadding"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(adj_h) is not int or not -2147483648 <= adj_h <= 2147483647):
         adj_h = _s.as_int(adj_h, -2147483648, 2147483647, "adj_h", _fn)
@@ -1217,9 +1227,8 @@ def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: i
 def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a: Sequence[int]) -> None:
     """miopenSetTransposeConvNdOutputPadding(convDesc, spatialDim, adjA) (group convolutions)."""
     _fn = "miopenSetTransposeConvNdOutputPadding"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _adj_a = _s.in_array(adj_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "adj_a", _fn, False)
     _spatial_dim = 0 if _adj_a is None else len(_adj_a)
@@ -1231,17 +1240,14 @@ def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a
 def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_tensor_desc: TensorDescriptor, filter_desc: TensorDescriptor) -> GetConvolutionForwardOutputDimResult:
     """miopenGetConvolutionForwardOutputDim(convDesc, inputTensorDesc, filterDesc, n, c, h, w) (group convolutions)."""
     _fn = "miopenGetConvolutionForwardOutputDim"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(input_tensor_desc) is TensorDescriptor and input_tensor_desc._ptr is not None:
-        _input_tensor_desc: int | None = input_tensor_desc._ptr
-    else:
+    _input_tensor_desc: int | None = input_tensor_desc._ptr if type(input_tensor_desc) is TensorDescriptor else None
+    if _input_tensor_desc is None:
         _input_tensor_desc = _s.as_handle(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    if type(filter_desc) is TensorDescriptor and filter_desc._ptr is not None:
-        _filter_desc: int | None = filter_desc._ptr
-    else:
+    _filter_desc: int | None = filter_desc._ptr if type(filter_desc) is TensorDescriptor else None
+    if _filter_desc is None:
         _filter_desc = _s.as_handle(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n = ctypes.c_int()
     _c = ctypes.c_int()
@@ -1250,23 +1256,20 @@ def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_t
     _st = _raw.miopenGetConvolutionForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "input_tensor_desc": input_tensor_desc, "filter_desc": filter_desc})
-    return GetConvolutionForwardOutputDimResult(_n.value, _c.value, _h.value, _w.value)
+    return _new(GetConvolutionForwardOutputDimResult, (_n.value, _c.value, _h.value, _w.value))
 
 
 def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, input_tensor_desc: TensorDescriptor, filter_desc: TensorDescriptor) -> GetConvolutionNdForwardOutputDimResult:
     """miopenGetConvolutionNdForwardOutputDim(convDesc, inputTensorDesc, filterDesc, nDim, outputTensorDimA) (group convolutions)."""
     _fn = "miopenGetConvolutionNdForwardOutputDim"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(input_tensor_desc) is TensorDescriptor and input_tensor_desc._ptr is not None:
-        _input_tensor_desc: int | None = input_tensor_desc._ptr
-    else:
+    _input_tensor_desc: int | None = input_tensor_desc._ptr if type(input_tensor_desc) is TensorDescriptor else None
+    if _input_tensor_desc is None:
         _input_tensor_desc = _s.as_handle(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    if type(filter_desc) is TensorDescriptor and filter_desc._ptr is not None:
-        _filter_desc: int | None = filter_desc._ptr
-    else:
+    _filter_desc: int | None = filter_desc._ptr if type(filter_desc) is TensorDescriptor else None
+    if _filter_desc is None:
         _filter_desc = _s.as_handle(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n_dim = ctypes.c_int()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(input_tensor_desc)
@@ -1274,15 +1277,14 @@ def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, inpu
     _st = _raw.miopenGetConvolutionNdForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n_dim), _output_tensor_dim_a)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "input_tensor_desc": input_tensor_desc, "filter_desc": filter_desc})
-    return GetConvolutionNdForwardOutputDimResult(_n_dim.value, _output_tensor_dim_a[:_len_get_tensor_descriptor_size])
+    return _new(GetConvolutionNdForwardOutputDimResult, (_n_dim.value, _output_tensor_dim_a[:_len_get_tensor_descriptor_size]))
 
 
 def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
     """miopenDestroyConvolutionDescriptor(convDesc) (group convolutions)."""
     _fn = "miopenDestroyConvolutionDescriptor"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _conv_desc = conv_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyConvolutionDescriptor(_conv_desc)
@@ -1293,9 +1295,8 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
 def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: ConvolutionAttrib | int, value: int) -> None:
     """miopenSetConvolutionAttribute(convDesc, attr, value) (group convolutions)."""
     _fn = "miopenSetConvolutionAttribute"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
@@ -1309,9 +1310,8 @@ def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
 def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: ConvolutionAttrib | int) -> int:
     """miopenGetConvolutionAttribute(convDesc, attr, value) (group convolutions)."""
     _fn = "miopenGetConvolutionAttribute"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
@@ -1325,9 +1325,8 @@ def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
 def set_convolution_find_mode(conv_desc: ConvolutionDescriptor, find_mode: ConvolutionFindMode | int) -> None:
     """miopenSetConvolutionFindMode(convDesc, findMode) (group convolutions)."""
     _fn = "miopenSetConvolutionFindMode"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(find_mode) is not ConvolutionFindMode:
         find_mode = _s.as_enum(find_mode, ConvolutionFindMode, "find_mode", _fn)
@@ -1339,39 +1338,33 @@ def set_convolution_find_mode(conv_desc: ConvolutionDescriptor, find_mode: Convo
 def get_convolution_find_mode(conv_desc: ConvolutionDescriptor) -> ConvolutionFindMode | int:
     """miopenGetConvolutionFindMode(convDesc, findMode) (group convolutions)."""
     _fn = "miopenGetConvolutionFindMode"
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _find_mode = ctypes.c_uint()
     _st = _raw.miopenGetConvolutionFindMode(_conv_desc, _byref(_find_mode))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
-    return _s.to_enum(ConvolutionFindMode, _find_mode.value)
+    return _V_miopenConvolutionFindMode_t.get(_find_mode.value, _find_mode.value)
 
 
 def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor) -> int:
     """miopenConvolutionForwardGetSolutionCount(handle, wDesc, xDesc, convDesc, yDesc, solutionCount) (group convolutions)."""
     _fn = "miopenConvolutionForwardGetSolutionCount"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
     _st = _raw.miopenConvolutionForwardGetSolutionCount(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_solution_count))
@@ -1383,25 +1376,20 @@ def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescrip
 def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
     """miopenConvolutionForwardGetSolution(handle, wDesc, xDesc, convDesc, yDesc, maxSolutionCount, solutionCount, solutions) (group convolutions)."""
     _fn = "miopenConvolutionForwardGetSolution"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
@@ -1417,25 +1405,20 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
 def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, solution_id: int) -> int:
     """miopenConvolutionForwardGetSolutionWorkspaceSize(handle, wDesc, xDesc, convDesc, yDesc, solution_id, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionForwardGetSolutionWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
@@ -1449,25 +1432,20 @@ def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: Tens
 def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, solution_id: int) -> None:
     """miopenConvolutionForwardCompileSolution(handle, wDesc, xDesc, convDesc, yDesc, solution_id) (group convolutions)."""
     _fn = "miopenConvolutionForwardCompileSolution"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
@@ -1479,27 +1457,22 @@ def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescripto
 def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
     """miopenConvolutionForwardImmediate(handle, wDesc, w, xDesc, x, convDesc, yDesc, y, workSpace, workSpaceSize, solution_id) (group convolutions)."""
     _fn = "miopenConvolutionForwardImmediate"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -1515,25 +1488,20 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
 def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor) -> int:
     """miopenConvolutionBackwardDataGetSolutionCount(handle, dyDesc, wDesc, convDesc, dxDesc, solutionCount) (group convolutions)."""
     _fn = "miopenConvolutionBackwardDataGetSolutionCount"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
     _st = _raw.miopenConvolutionBackwardDataGetSolutionCount(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_solution_count))
@@ -1545,25 +1513,20 @@ def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: Tensor
 def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
     """miopenConvolutionBackwardDataGetSolution(handle, dyDesc, wDesc, convDesc, dxDesc, maxSolutionCount, solutionCount, solutions) (group convolutions)."""
     _fn = "miopenConvolutionBackwardDataGetSolution"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
@@ -1579,25 +1542,20 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
 def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, solution_id: int) -> int:
     """miopenConvolutionBackwardDataGetSolutionWorkspaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionBackwardDataGetSolutionWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
@@ -1611,25 +1569,20 @@ def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_des
 def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, solution_id: int) -> None:
     """miopenConvolutionBackwardDataCompileSolution(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id) (group convolutions)."""
     _fn = "miopenConvolutionBackwardDataCompileSolution"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
@@ -1641,27 +1594,22 @@ def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDe
 def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
     """miopenConvolutionBackwardDataImmediate(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, workSpace, workSpaceSize, solution_id) (group convolutions)."""
     _fn = "miopenConvolutionBackwardDataImmediate"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -1677,25 +1625,20 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
 def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor) -> int:
     """miopenConvolutionBackwardWeightsGetSolutionCount(handle, dyDesc, xDesc, convDesc, dwDesc, solutionCount) (group convolutions)."""
     _fn = "miopenConvolutionBackwardWeightsGetSolutionCount"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
     _st = _raw.miopenConvolutionBackwardWeightsGetSolutionCount(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_solution_count))
@@ -1707,25 +1650,20 @@ def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: Ten
 def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
     """miopenConvolutionBackwardWeightsGetSolution(handle, dyDesc, xDesc, convDesc, dwDesc, maxSolutionCount, solutionCount, solutions) (group convolutions)."""
     _fn = "miopenConvolutionBackwardWeightsGetSolution"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
@@ -1741,25 +1679,20 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
 def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, solution_id: int) -> int:
     """miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
@@ -1773,25 +1706,20 @@ def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_
 def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, solution_id: int) -> None:
     """miopenConvolutionBackwardWeightsCompileSolution(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id) (group convolutions)."""
     _fn = "miopenConvolutionBackwardWeightsCompileSolution"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
@@ -1803,27 +1731,22 @@ def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: Tenso
 def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
     """miopenConvolutionBackwardWeightsImmediate(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, workSpace, workSpaceSize, solution_id) (group convolutions)."""
     _fn = "miopenConvolutionBackwardWeightsImmediate"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -1839,25 +1762,20 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
 def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor) -> int:
     """miopenConvolutionForwardGetWorkSpaceSize(handle, wDesc, xDesc, convDesc, yDesc, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionForwardGetWorkSpaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
     _st = _raw.miopenConvolutionForwardGetWorkSpaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_work_space_size))
@@ -1869,27 +1787,22 @@ def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescri
 def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
     """miopenFindConvolutionForwardAlgorithm(handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions)."""
     _fn = "miopenFindConvolutionForwardAlgorithm"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
@@ -1911,31 +1824,26 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
 def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvFwdAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
     """miopenConvolutionForward(handle, alpha, xDesc, x, wDesc, w, convDesc, algo, beta, yDesc, y, workSpace, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -1949,20 +1857,17 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
 def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, b_desc: TensorDescriptor, b: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
     """miopenConvolutionForwardBias(handle, alpha, bDesc, b, beta, yDesc, y) (group convolutions)."""
     _fn = "miopenConvolutionForwardBias"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(b_desc) is TensorDescriptor and b_desc._ptr is not None:
-        _b_desc: int | None = b_desc._ptr
-    else:
+    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+    if _b_desc is None:
         _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _b = b if type(b) is int and b >= 0 else _s.as_device_ptr(b, "b", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenConvolutionForwardBias(_handle, _alpha, _b_desc, _b, _beta, _y_desc, _y)
@@ -1973,25 +1878,20 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
 def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor) -> int:
     """miopenConvolutionBackwardDataGetWorkSpaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionBackwardDataGetWorkSpaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
     _st = _raw.miopenConvolutionBackwardDataGetWorkSpaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_work_space_size))
@@ -2003,27 +1903,22 @@ def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: Tenso
 def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
     """miopenFindConvolutionBackwardDataAlgorithm(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions)."""
     _fn = "miopenFindConvolutionBackwardDataAlgorithm"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
@@ -2045,31 +1940,26 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
 def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvBwdDataAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
     """miopenConvolutionBackwardData(handle, alpha, dyDesc, dy, wDesc, w, convDesc, algo, beta, dxDesc, dx, workSpace, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionBackwardData"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdDataAlgorithm:
         algo = _s.as_enum(algo, ConvBwdDataAlgorithm, "algo", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -2083,25 +1973,20 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
 def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor) -> int:
     """miopenConvolutionBackwardWeightsGetWorkSpaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionBackwardWeightsGetWorkSpaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
     _st = _raw.miopenConvolutionBackwardWeightsGetWorkSpaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_work_space_size))
@@ -2113,27 +1998,22 @@ def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: Te
 def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, dw: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
     """miopenFindConvolutionBackwardWeightsAlgorithm(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions)."""
     _fn = "miopenFindConvolutionBackwardWeightsAlgorithm"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
@@ -2155,31 +2035,26 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
 def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvBwdWeightsAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
     """miopenConvolutionBackwardWeights(handle, alpha, dyDesc, dy, xDesc, x, convDesc, algo, beta, dwDesc, dw, workSpace, workSpaceSize) (group convolutions)."""
     _fn = "miopenConvolutionBackwardWeights"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdWeightsAlgorithm:
         algo = _s.as_enum(algo, ConvBwdWeightsAlgorithm, "algo", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -2193,20 +2068,17 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
 def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, db_desc: TensorDescriptor, db: DeviceBuffer) -> None:
     """miopenConvolutionBackwardBias(handle, alpha, dyDesc, dy, beta, dbDesc, db) [deprecated] (group convolutions)."""
     _fn = "miopenConvolutionBackwardBias"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(db_desc) is TensorDescriptor and db_desc._ptr is not None:
-        _db_desc: int | None = db_desc._ptr
-    else:
+    _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
+    if _db_desc is None:
         _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
     _db = db if type(db) is int and db >= 0 else _s.as_device_ptr(db, "db", _fn, False)
     _st = _raw.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
@@ -2227,9 +2099,8 @@ def create_pooling_descriptor() -> PoolingDescriptor:
 def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType | int) -> None:
     """miopenSetPoolingIndexType(poolDesc, index_type) (group pooling)."""
     _fn = "miopenSetPoolingIndexType"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(index_type) is not IndexType:
         index_type = _s.as_enum(index_type, IndexType, "index_type", _fn)
@@ -2241,37 +2112,34 @@ def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType |
 def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
     """miopenGetPoolingIndexType(poolDesc, index_type) (group pooling)."""
     _fn = "miopenGetPoolingIndexType"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _index_type = ctypes.c_uint()
     _st = _raw.miopenGetPoolingIndexType(_pool_desc, _byref(_index_type))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
-    return _s.to_enum(IndexType, _index_type.value)
+    return _V_miopenIndexType_t.get(_index_type.value, _index_type.value)
 
 
 def get_pooling_padding_mode(pool_desc: PoolingDescriptor) -> PaddingMode | int:
     """miopenGetPoolingPaddingMode(poolDesc, paddingMode) (group pooling)."""
     _fn = "miopenGetPoolingPaddingMode"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _padding_mode = ctypes.c_uint()
     _st = _raw.miopenGetPoolingPaddingMode(_pool_desc, _byref(_padding_mode))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
-    return _s.to_enum(PaddingMode, _padding_mode.value)
+    return _V_miopenPaddingMode_t.get(_padding_mode.value, _padding_mode.value)
 
 
 def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_index: PoolingWorkspaceIndexMode | int) -> None:
     """miopenSetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling)."""
     _fn = "miopenSetPoolingWorkSpaceIndexMode"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(workspace_index) is not PoolingWorkspaceIndexMode:
         workspace_index = _s.as_enum(workspace_index, PoolingWorkspaceIndexMode, "workspace_index", _fn)
@@ -2283,23 +2151,21 @@ def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_in
 def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWorkspaceIndexMode | int:
     """miopenGetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling)."""
     _fn = "miopenGetPoolingWorkSpaceIndexMode"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _workspace_index = ctypes.c_uint()
     _st = _raw.miopenGetPoolingWorkSpaceIndexMode(_pool_desc, _byref(_workspace_index))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
-    return _s.to_enum(PoolingWorkspaceIndexMode, _workspace_index.value)
+    return _V_miopenPoolingWorkspaceIndexMode_t.get(_workspace_index.value, _workspace_index.value)
 
 
 def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | int, window_height: int, window_width: int, pad_h: int, pad_w: int, stride_h: int, stride_w: int) -> None:
     """miopenSet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling)."""
     _fn = "miopenSet2dPoolingDescriptor"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
@@ -2323,9 +2189,8 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
 def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescriptorResult:
     """miopenGet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling)."""
     _fn = "miopenGet2dPoolingDescriptor"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _mode = ctypes.c_uint()
     _window_height = ctypes.c_int()
@@ -2337,19 +2202,17 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
     _st = _raw.miopenGet2dPoolingDescriptor(_pool_desc, _byref(_mode), _byref(_window_height), _byref(_window_width), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
-    return Get2dPoolingDescriptorResult(_s.to_enum(PoolingMode, _mode.value), _window_height.value, _window_width.value, _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value)
+    return _new(Get2dPoolingDescriptorResult, (_V_miopenPoolingMode_t.get(_mode.value, _mode.value), _window_height.value, _window_width.value, _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value))
 
 
 def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: TensorDescriptor) -> GetPoolingForwardOutputDimResult:
     """miopenGetPoolingForwardOutputDim(poolDesc, tensorDesc, n, c, h, w) (group pooling)."""
     _fn = "miopenGetPoolingForwardOutputDim"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _n = ctypes.c_int()
     _c = ctypes.c_int()
@@ -2358,15 +2221,14 @@ def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: Te
     _st = _raw.miopenGetPoolingForwardOutputDim(_pool_desc, _tensor_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "tensor_desc": tensor_desc})
-    return GetPoolingForwardOutputDimResult(_n.value, _c.value, _h.value, _w.value)
+    return _new(GetPoolingForwardOutputDimResult, (_n.value, _c.value, _h.value, _w.value))
 
 
 def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | int, window_dim_a: Sequence[int], pad_a: Sequence[int], strides_a: Sequence[int]) -> None:
     """miopenSetNdPoolingDescriptor(poolDesc, mode, nbDims, windowDimA, padA, stridesA) (group pooling)."""
     _fn = "miopenSetNdPoolingDescriptor"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
@@ -2382,9 +2244,8 @@ def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
 def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: int) -> GetNdPoolingDescriptorResult:
     """miopenGetNdPoolingDescriptor(poolDesc, nbDimsRequested, mode, nbDims, windowDimA, padA, stridesA) (group pooling)."""
     _fn = "miopenGetNdPoolingDescriptor"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if (type(nb_dims_requested) is not int or not -2147483648 <= nb_dims_requested <= 2147483647):
         nb_dims_requested = _s.as_int(nb_dims_requested, -2147483648, 2147483647, "nb_dims_requested", _fn)
@@ -2397,19 +2258,17 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
     _st = _raw.miopenGetNdPoolingDescriptor(_pool_desc, nb_dims_requested, _byref(_mode), _byref(_nb_dims), _window_dim_a, _pad_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "nb_dims_requested": nb_dims_requested})
-    return GetNdPoolingDescriptorResult(_s.to_enum(PoolingMode, _mode.value), _window_dim_a[:min(_nb_dims.value, nb_dims_requested)], _pad_a[:min(_nb_dims.value, nb_dims_requested)], _strides_a[:min(_nb_dims.value, nb_dims_requested)])
+    return _new(GetNdPoolingDescriptorResult, (_V_miopenPoolingMode_t.get(_mode.value, _mode.value), _window_dim_a[:min(_nb_dims.value, nb_dims_requested)], _pad_a[:min(_nb_dims.value, nb_dims_requested)], _strides_a[:min(_nb_dims.value, nb_dims_requested)]))
 
 
 def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: TensorDescriptor, dims: int) -> list[int]:
     """miopenGetPoolingNdForwardOutputDim(poolDesc, tensorDesc, dims, tensorDimArr) (group pooling)."""
     _fn = "miopenGetPoolingNdForwardOutputDim"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    if type(tensor_desc) is TensorDescriptor and tensor_desc._ptr is not None:
-        _tensor_desc: int | None = tensor_desc._ptr
-    else:
+    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    if _tensor_desc is None:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(dims) is not int or not -2147483648 <= dims <= 2147483647):
         dims = _s.as_int(dims, -2147483648, 2147483647, "dims", _fn)
@@ -2424,9 +2283,8 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
 def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
     """miopenPoolingGetWorkSpaceSize(yDesc, workSpaceSize) (group pooling)."""
     _fn = "miopenPoolingGetWorkSpaceSize"
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
     _st = _raw.miopenPoolingGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
@@ -2438,13 +2296,11 @@ def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
 def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorDescriptor) -> int:
     """miopenPoolingGetWorkSpaceSizeV2(poolDesc, yDesc, workSpaceSize) (group pooling)."""
     _fn = "miopenPoolingGetWorkSpaceSizeV2"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
     _st = _raw.miopenPoolingGetWorkSpaceSizeV2(_pool_desc, _y_desc, _byref(_work_space_size))
@@ -2456,24 +2312,20 @@ def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorD
 def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, do_backward: bool, work_space: DeviceBuffer | None, work_space_size: int) -> None:
     """miopenPoolingForward(handle, poolDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace, workSpaceSize) (group pooling)."""
     _fn = "miopenPoolingForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
@@ -2489,34 +2341,28 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
 def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None) -> None:
     """miopenPoolingBackward(handle, poolDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group pooling)."""
     _fn = "miopenPoolingBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -2528,9 +2374,8 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
 def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
     """miopenDestroyPoolingDescriptor(poolDesc) (group pooling)."""
     _fn = "miopenDestroyPoolingDescriptor"
-    if type(pool_desc) is PoolingDescriptor and pool_desc._ptr is not None:
-        _pool_desc: int | None = pool_desc._ptr
-    else:
+    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _pool_desc = pool_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyPoolingDescriptor(_pool_desc)
@@ -2551,9 +2396,8 @@ def create_lrn_descriptor() -> LRNDescriptor:
 def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int, lrn_alpha: float, lrn_beta: float, lrn_k: float) -> None:
     """miopenSetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN)."""
     _fn = "miopenSetLRNDescriptor"
-    if type(lrn_desc) is LRNDescriptor and lrn_desc._ptr is not None:
-        _lrn_desc: int | None = lrn_desc._ptr
-    else:
+    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     if type(mode) is not LRNMode:
         mode = _s.as_enum(mode, LRNMode, "mode", _fn)
@@ -2573,9 +2417,8 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
 def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
     """miopenGetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN)."""
     _fn = "miopenGetLRNDescriptor"
-    if type(lrn_desc) is LRNDescriptor and lrn_desc._ptr is not None:
-        _lrn_desc: int | None = lrn_desc._ptr
-    else:
+    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _mode = ctypes.c_uint()
     _lrn_n = ctypes.c_uint()
@@ -2585,15 +2428,14 @@ def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
     _st = _raw.miopenGetLRNDescriptor(_lrn_desc, _byref(_mode), _byref(_lrn_n), _byref(_lrn_alpha), _byref(_lrn_beta), _byref(_lrn_k))
     if _st:
         _s.raise_status(_st, _fn, {"lrn_desc": lrn_desc})
-    return GetLRNDescriptorResult(_s.to_enum(LRNMode, _mode.value), _lrn_n.value, _lrn_alpha.value, _lrn_beta.value, _lrn_k.value)
+    return _new(GetLRNDescriptorResult, (_V_miopenLRNMode_t.get(_mode.value, _mode.value), _lrn_n.value, _lrn_alpha.value, _lrn_beta.value, _lrn_k.value))
 
 
 def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
     """miopenLRNGetWorkSpaceSize(yDesc, workSpaceSize) (group LRN)."""
     _fn = "miopenLRNGetWorkSpaceSize"
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
     _st = _raw.miopenLRNGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
@@ -2605,24 +2447,20 @@ def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
 def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, do_backward: bool, work_space: DeviceBuffer | None) -> None:
     """miopenLRNForward(handle, lrnDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace) (group LRN)."""
     _fn = "miopenLRNForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(lrn_desc) is LRNDescriptor and lrn_desc._ptr is not None:
-        _lrn_desc: int | None = lrn_desc._ptr
-    else:
+    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
@@ -2636,34 +2474,28 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
 def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None) -> None:
     """miopenLRNBackward(handle, lrnDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group LRN)."""
     _fn = "miopenLRNBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(lrn_desc) is LRNDescriptor and lrn_desc._ptr is not None:
-        _lrn_desc: int | None = lrn_desc._ptr
-    else:
+    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -2675,9 +2507,8 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
 def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
     """miopenDestroyLRNDescriptor(lrnDesc) (group LRN)."""
     _fn = "miopenDestroyLRNDescriptor"
-    if type(lrn_desc) is LRNDescriptor and lrn_desc._ptr is not None:
-        _lrn_desc: int | None = lrn_desc._ptr
-    else:
+    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _lrn_desc = lrn_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyLRNDescriptor(_lrn_desc)
@@ -2688,44 +2519,37 @@ def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
 def layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, epsilon: float, normalized_dim: int, y_desc: TensorDescriptor, y: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
     """miopenLayerNormForward(handle, mode, xDesc, x, weightDesc, weight, biasDesc, bias, epsilon, normalized_dim, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group layernorm)."""
     _fn = "miopenLayerNormForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(mean_desc) is TensorDescriptor and mean_desc._ptr is not None:
-        _mean_desc: int | None = mean_desc._ptr
-    else:
+    _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
+    if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
     _mean = mean if type(mean) is int and mean >= 0 else _s.as_device_ptr(mean, "mean", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenLayerNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, _bias_desc, _bias, epsilon, normalized_dim, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
@@ -2736,45 +2560,36 @@ def layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
 def get_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | int, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, weight_desc: TensorDescriptor, mean_desc: TensorDescriptor, rstd_desc: TensorDescriptor, normalized_dim: int, dx_desc: TensorDescriptor, dw_desc: TensorDescriptor, db_desc: TensorDescriptor) -> int:
     """miopenGetLayerNormBackwardWorkspaceSize(handle, mode, dyDesc, xDesc, weightDesc, meanDesc, rstdDesc, normalized_dim, dxDesc, dwDesc, dbDesc, sizeInBytes) [beta API] (group layernorm)."""
     _fn = "miopenGetLayerNormBackwardWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    if type(mean_desc) is TensorDescriptor and mean_desc._ptr is not None:
-        _mean_desc: int | None = mean_desc._ptr
-    else:
+    _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
+    if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    if type(db_desc) is TensorDescriptor and db_desc._ptr is not None:
-        _db_desc: int | None = db_desc._ptr
-    else:
+    _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
+    if _db_desc is None:
         _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenGetLayerNormBackwardWorkspaceSize(_handle, mode, _dy_desc, _x_desc, _weight_desc, _mean_desc, _rstd_desc, normalized_dim, _dx_desc, _dw_desc, _db_desc, _byref(_size_in_bytes))
@@ -2786,55 +2601,46 @@ def get_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | int,
 def layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer, normalized_dim: int, dx_desc: TensorDescriptor, dx: DeviceBuffer, dw_desc: TensorDescriptor, dw: DeviceBuffer, db_desc: TensorDescriptor, db: DeviceBuffer) -> None:
     """miopenLayerNormBackward(handle, mode, workspace, workspaceSizeInBytes, dyDesc, dy, xDesc, x, weightDesc, weight, meanDesc, mean, rstdDesc, rstd, normalized_dim, dxDesc, dx, dwDesc, dw, dbDesc, db) [beta API] (group layernorm)."""
     _fn = "miopenLayerNormBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
     _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(mean_desc) is TensorDescriptor and mean_desc._ptr is not None:
-        _mean_desc: int | None = mean_desc._ptr
-    else:
+    _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
+    if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
     _mean = mean if type(mean) is int and mean >= 0 else _s.as_device_ptr(mean, "mean", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
-    if type(db_desc) is TensorDescriptor and db_desc._ptr is not None:
-        _db_desc: int | None = db_desc._ptr
-    else:
+    _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
+    if _db_desc is None:
         _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
     _db = db if type(db) is int and db >= 0 else _s.as_device_ptr(db, "db", _fn, False)
     _st = _raw.miopenLayerNormBackward(_handle, mode, _workspace, workspace_size_in_bytes, _dy_desc, _dy, _x_desc, _x, _weight_desc, _weight, _mean_desc, _mean, _rstd_desc, _rstd, normalized_dim, _dx_desc, _dx, _dw_desc, _dw, _db_desc, _db)
@@ -2845,15 +2651,13 @@ def layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: DeviceB
 def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequence[DeviceBuffer | None], y_desc: TensorDescriptor, y: DeviceBuffer, dim: int) -> None:
     """miopenCatForward(handle, xCount, xDescs, xs, yDesc, y, dim) [beta API] (group cat)."""
     _fn = "miopenCatForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _x_descs = _s.in_array(x_descs, _s.handle_elem(TensorDescriptor), "x_descs", _fn, False)
     _xs = _s.in_array(xs, _s.buffer_elem(), "xs", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
@@ -2867,13 +2671,11 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
 def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: TensorDescriptor, bn_mode: BatchNormMode | int) -> None:
     """miopenDeriveBNTensorDescriptor(derivedBnDesc, xDesc, bn_mode) (group batchnorm)."""
     _fn = "miopenDeriveBNTensorDescriptor"
-    if type(derived_bn_desc) is TensorDescriptor and derived_bn_desc._ptr is not None:
-        _derived_bn_desc: int | None = derived_bn_desc._ptr
-    else:
+    _derived_bn_desc: int | None = derived_bn_desc._ptr if type(derived_bn_desc) is TensorDescriptor else None
+    if _derived_bn_desc is None:
         _derived_bn_desc = _s.as_handle(derived_bn_desc, TensorDescriptor, "derived_bn_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
@@ -2885,27 +2687,23 @@ def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: Tenso
 def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, bn_scale_bias_mean_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, result_running_mean: DeviceBuffer | None, result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None) -> None:
     """miopenBatchNormalizationForwardTraining(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm)."""
     _fn = "miopenBatchNormalizationForwardTraining"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(bn_scale_bias_mean_var_desc) is TensorDescriptor and bn_scale_bias_mean_var_desc._ptr is not None:
-        _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr
-    else:
+    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -2925,39 +2723,32 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
 def batch_normalization_forward_training_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, result_running_mean: DeviceBuffer | None, result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None) -> None:
     """miopenBatchNormalizationForwardTraining_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm)."""
     _fn = "miopenBatchNormalizationForwardTraining_V2"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_var_desc) is TensorDescriptor and bias_var_desc._ptr is not None:
-        _bias_var_desc: int | None = bias_var_desc._ptr
-    else:
+    _bias_var_desc: int | None = bias_var_desc._ptr if type(bias_var_desc) is TensorDescriptor else None
+    if _bias_var_desc is None:
         _bias_var_desc = _s.as_handle(bias_var_desc, TensorDescriptor, "bias_var_desc", _fn, False)
-    if type(saved_mean_desc) is TensorDescriptor and saved_mean_desc._ptr is not None:
-        _saved_mean_desc: int | None = saved_mean_desc._ptr
-    else:
+    _saved_mean_desc: int | None = saved_mean_desc._ptr if type(saved_mean_desc) is TensorDescriptor else None
+    if _saved_mean_desc is None:
         _saved_mean_desc = _s.as_handle(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    if type(saved_var_desc) is TensorDescriptor and saved_var_desc._ptr is not None:
-        _saved_var_desc: int | None = saved_var_desc._ptr
-    else:
+    _saved_var_desc: int | None = saved_var_desc._ptr if type(saved_var_desc) is TensorDescriptor else None
+    if _saved_var_desc is None:
         _saved_var_desc = _s.as_handle(saved_var_desc, TensorDescriptor, "saved_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -2977,39 +2768,32 @@ def batch_normalization_forward_training_v2(handle: Handle, bn_mode: BatchNormMo
 def batch_normalization_forward_training_v3(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, prev_result_running_mean: DeviceBuffer | None, prev_result_running_variance: DeviceBuffer | None, next_result_running_mean: DeviceBuffer | None, next_result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None) -> None:
     """miopenBatchNormalizationForwardTraining_V3(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, prevResultRunningMean, prevResultRunningVariance, nextResultRunningMean, nextResultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm)."""
     _fn = "miopenBatchNormalizationForwardTraining_V3"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_var_desc) is TensorDescriptor and bias_var_desc._ptr is not None:
-        _bias_var_desc: int | None = bias_var_desc._ptr
-    else:
+    _bias_var_desc: int | None = bias_var_desc._ptr if type(bias_var_desc) is TensorDescriptor else None
+    if _bias_var_desc is None:
         _bias_var_desc = _s.as_handle(bias_var_desc, TensorDescriptor, "bias_var_desc", _fn, False)
-    if type(saved_mean_desc) is TensorDescriptor and saved_mean_desc._ptr is not None:
-        _saved_mean_desc: int | None = saved_mean_desc._ptr
-    else:
+    _saved_mean_desc: int | None = saved_mean_desc._ptr if type(saved_mean_desc) is TensorDescriptor else None
+    if _saved_mean_desc is None:
         _saved_mean_desc = _s.as_handle(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    if type(saved_var_desc) is TensorDescriptor and saved_var_desc._ptr is not None:
-        _saved_var_desc: int | None = saved_var_desc._ptr
-    else:
+    _saved_var_desc: int | None = saved_var_desc._ptr if type(saved_var_desc) is TensorDescriptor else None
+    if _saved_var_desc is None:
         _saved_var_desc = _s.as_handle(saved_var_desc, TensorDescriptor, "saved_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3031,39 +2815,32 @@ def batch_normalization_forward_training_v3(handle: Handle, bn_mode: BatchNormMo
 def batch_norm_forward_training_activation(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, result_running_mean: DeviceBuffer | None, result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
     """miopenBatchNormForwardTrainingActivation(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activDesc) (group batchnorm)."""
     _fn = "miopenBatchNormForwardTrainingActivation"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_var_desc) is TensorDescriptor and bias_var_desc._ptr is not None:
-        _bias_var_desc: int | None = bias_var_desc._ptr
-    else:
+    _bias_var_desc: int | None = bias_var_desc._ptr if type(bias_var_desc) is TensorDescriptor else None
+    if _bias_var_desc is None:
         _bias_var_desc = _s.as_handle(bias_var_desc, TensorDescriptor, "bias_var_desc", _fn, False)
-    if type(saved_mean_desc) is TensorDescriptor and saved_mean_desc._ptr is not None:
-        _saved_mean_desc: int | None = saved_mean_desc._ptr
-    else:
+    _saved_mean_desc: int | None = saved_mean_desc._ptr if type(saved_mean_desc) is TensorDescriptor else None
+    if _saved_mean_desc is None:
         _saved_mean_desc = _s.as_handle(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    if type(saved_var_desc) is TensorDescriptor and saved_var_desc._ptr is not None:
-        _saved_var_desc: int | None = saved_var_desc._ptr
-    else:
+    _saved_var_desc: int | None = saved_var_desc._ptr if type(saved_var_desc) is TensorDescriptor else None
+    if _saved_var_desc is None:
         _saved_var_desc = _s.as_handle(saved_var_desc, TensorDescriptor, "saved_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3075,9 +2852,8 @@ def batch_norm_forward_training_activation(handle: Handle, bn_mode: BatchNormMod
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _result_save_mean = result_save_mean if type(result_save_mean) is int and result_save_mean >= 0 else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
     _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and result_save_inv_variance >= 0 else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _st = _raw.miopenBatchNormForwardTrainingActivation(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _scale_desc, _bias_var_desc, _saved_mean_desc, _saved_var_desc, _bn_scale, _bn_bias, exp_avg_factor, _result_running_mean, _result_running_variance, epsilon, _result_save_mean, _result_save_inv_variance, _activ_desc)
     if _st:
@@ -3087,39 +2863,32 @@ def batch_norm_forward_training_activation(handle: Handle, bn_mode: BatchNormMod
 def batch_norm_forward_training_activation_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, prev_result_running_mean: DeviceBuffer | None, prev_result_running_variance: DeviceBuffer | None, next_result_running_mean: DeviceBuffer | None, next_result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
     """miopenBatchNormForwardTrainingActivation_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, prevResultRunningMean, prevResultRunningVariance, nextResultRunningMean, nextResultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activDesc) (group batchnorm)."""
     _fn = "miopenBatchNormForwardTrainingActivation_V2"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_var_desc) is TensorDescriptor and bias_var_desc._ptr is not None:
-        _bias_var_desc: int | None = bias_var_desc._ptr
-    else:
+    _bias_var_desc: int | None = bias_var_desc._ptr if type(bias_var_desc) is TensorDescriptor else None
+    if _bias_var_desc is None:
         _bias_var_desc = _s.as_handle(bias_var_desc, TensorDescriptor, "bias_var_desc", _fn, False)
-    if type(saved_mean_desc) is TensorDescriptor and saved_mean_desc._ptr is not None:
-        _saved_mean_desc: int | None = saved_mean_desc._ptr
-    else:
+    _saved_mean_desc: int | None = saved_mean_desc._ptr if type(saved_mean_desc) is TensorDescriptor else None
+    if _saved_mean_desc is None:
         _saved_mean_desc = _s.as_handle(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    if type(saved_var_desc) is TensorDescriptor and saved_var_desc._ptr is not None:
-        _saved_var_desc: int | None = saved_var_desc._ptr
-    else:
+    _saved_var_desc: int | None = saved_var_desc._ptr if type(saved_var_desc) is TensorDescriptor else None
+    if _saved_var_desc is None:
         _saved_var_desc = _s.as_handle(saved_var_desc, TensorDescriptor, "saved_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3133,9 +2902,8 @@ def batch_norm_forward_training_activation_v2(handle: Handle, bn_mode: BatchNorm
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _result_save_mean = result_save_mean if type(result_save_mean) is int and result_save_mean >= 0 else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
     _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and result_save_inv_variance >= 0 else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _st = _raw.miopenBatchNormForwardTrainingActivation_V2(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _scale_desc, _bias_var_desc, _saved_mean_desc, _saved_var_desc, _bn_scale, _bn_bias, exp_avg_factor, _prev_result_running_mean, _prev_result_running_variance, _next_result_running_mean, _next_result_running_variance, epsilon, _result_save_mean, _result_save_inv_variance, _activ_desc)
     if _st:
@@ -3145,27 +2913,23 @@ def batch_norm_forward_training_activation_v2(handle: Handle, bn_mode: BatchNorm
 def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, bn_scale_bias_mean_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_variance: DeviceBuffer | None, epsilon: float) -> None:
     """miopenBatchNormalizationForwardInference(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm)."""
     _fn = "miopenBatchNormalizationForwardInference"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(bn_scale_bias_mean_var_desc) is TensorDescriptor and bn_scale_bias_mean_var_desc._ptr is not None:
-        _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr
-    else:
+    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3181,39 +2945,32 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
 def batch_normalization_forward_inference_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_variance: DeviceBuffer | None, epsilon: float) -> None:
     """miopenBatchNormalizationForwardInference_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estVarianceDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm)."""
     _fn = "miopenBatchNormalizationForwardInference_V2"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    if type(est_mean_desc) is TensorDescriptor and est_mean_desc._ptr is not None:
-        _est_mean_desc: int | None = est_mean_desc._ptr
-    else:
+    _est_mean_desc: int | None = est_mean_desc._ptr if type(est_mean_desc) is TensorDescriptor else None
+    if _est_mean_desc is None:
         _est_mean_desc = _s.as_handle(est_mean_desc, TensorDescriptor, "est_mean_desc", _fn, False)
-    if type(est_variance_desc) is TensorDescriptor and est_variance_desc._ptr is not None:
-        _est_variance_desc: int | None = est_variance_desc._ptr
-    else:
+    _est_variance_desc: int | None = est_variance_desc._ptr if type(est_variance_desc) is TensorDescriptor else None
+    if _est_variance_desc is None:
         _est_variance_desc = _s.as_handle(est_variance_desc, TensorDescriptor, "est_variance_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3229,39 +2986,32 @@ def batch_normalization_forward_inference_v2(handle: Handle, bn_mode: BatchNormM
 def batch_normalization_forward_inference_inv_variance(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_inv_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_inv_variance: DeviceBuffer | None) -> None:
     """miopenBatchNormalizationForwardInferenceInvVariance(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estInvVarianceDesc, bnScale, bnBias, estimatedMean, estimatedInvVariance) (group batchnorm)."""
     _fn = "miopenBatchNormalizationForwardInferenceInvVariance"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    if type(est_mean_desc) is TensorDescriptor and est_mean_desc._ptr is not None:
-        _est_mean_desc: int | None = est_mean_desc._ptr
-    else:
+    _est_mean_desc: int | None = est_mean_desc._ptr if type(est_mean_desc) is TensorDescriptor else None
+    if _est_mean_desc is None:
         _est_mean_desc = _s.as_handle(est_mean_desc, TensorDescriptor, "est_mean_desc", _fn, False)
-    if type(est_inv_variance_desc) is TensorDescriptor and est_inv_variance_desc._ptr is not None:
-        _est_inv_variance_desc: int | None = est_inv_variance_desc._ptr
-    else:
+    _est_inv_variance_desc: int | None = est_inv_variance_desc._ptr if type(est_inv_variance_desc) is TensorDescriptor else None
+    if _est_inv_variance_desc is None:
         _est_inv_variance_desc = _s.as_handle(est_inv_variance_desc, TensorDescriptor, "est_inv_variance_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3275,47 +3025,39 @@ def batch_normalization_forward_inference_inv_variance(handle: Handle, bn_mode: 
 def batch_norm_forward_inference_activation_inv_variance(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_inv_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
     """miopenBatchNormForwardInferenceActivationInvVariance(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estInvVarianceDesc, bnScale, bnBias, estimatedMean, estimatedInvVariance, activDesc) (group batchnorm)."""
     _fn = "miopenBatchNormForwardInferenceActivationInvVariance"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    if type(est_mean_desc) is TensorDescriptor and est_mean_desc._ptr is not None:
-        _est_mean_desc: int | None = est_mean_desc._ptr
-    else:
+    _est_mean_desc: int | None = est_mean_desc._ptr if type(est_mean_desc) is TensorDescriptor else None
+    if _est_mean_desc is None:
         _est_mean_desc = _s.as_handle(est_mean_desc, TensorDescriptor, "est_mean_desc", _fn, False)
-    if type(est_inv_variance_desc) is TensorDescriptor and est_inv_variance_desc._ptr is not None:
-        _est_inv_variance_desc: int | None = est_inv_variance_desc._ptr
-    else:
+    _est_inv_variance_desc: int | None = est_inv_variance_desc._ptr if type(est_inv_variance_desc) is TensorDescriptor else None
+    if _est_inv_variance_desc is None:
         _est_inv_variance_desc = _s.as_handle(est_inv_variance_desc, TensorDescriptor, "est_inv_variance_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
     _estimated_mean = estimated_mean if type(estimated_mean) is int and estimated_mean >= 0 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
     _estimated_inv_variance = estimated_inv_variance if type(estimated_inv_variance) is int and estimated_inv_variance >= 0 else _s.as_device_ptr(estimated_inv_variance, "estimated_inv_variance", _fn, True)
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _st = _raw.miopenBatchNormForwardInferenceActivationInvVariance(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _scale_desc, _bias_desc, _est_mean_desc, _est_inv_variance_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_inv_variance, _activ_desc)
     if _st:
@@ -3325,39 +3067,32 @@ def batch_norm_forward_inference_activation_inv_variance(handle: Handle, bn_mode
 def batch_norm_forward_inference_activation(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_variance: DeviceBuffer | None, epsilon: float, activ_desc: ActivationDescriptor) -> None:
     """miopenBatchNormForwardInferenceActivation(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estVarianceDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon, activDesc) (group batchnorm)."""
     _fn = "miopenBatchNormForwardInferenceActivation"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    if type(est_mean_desc) is TensorDescriptor and est_mean_desc._ptr is not None:
-        _est_mean_desc: int | None = est_mean_desc._ptr
-    else:
+    _est_mean_desc: int | None = est_mean_desc._ptr if type(est_mean_desc) is TensorDescriptor else None
+    if _est_mean_desc is None:
         _est_mean_desc = _s.as_handle(est_mean_desc, TensorDescriptor, "est_mean_desc", _fn, False)
-    if type(est_variance_desc) is TensorDescriptor and est_variance_desc._ptr is not None:
-        _est_variance_desc: int | None = est_variance_desc._ptr
-    else:
+    _est_variance_desc: int | None = est_variance_desc._ptr if type(est_variance_desc) is TensorDescriptor else None
+    if _est_variance_desc is None:
         _est_variance_desc = _s.as_handle(est_variance_desc, TensorDescriptor, "est_variance_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3365,9 +3100,8 @@ def batch_norm_forward_inference_activation(handle: Handle, bn_mode: BatchNormMo
     _estimated_variance = estimated_variance if type(estimated_variance) is int and estimated_variance >= 0 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _st = _raw.miopenBatchNormForwardInferenceActivation(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _scale_desc, _bias_desc, _est_mean_desc, _est_variance_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon, _activ_desc)
     if _st:
@@ -3377,9 +3111,8 @@ def batch_norm_forward_inference_activation(handle: Handle, bn_mode: BatchNormMo
 def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, alpha_data_diff: float | ctypes.c_float | ctypes.c_double, beta_data_diff: float | ctypes.c_float | ctypes.c_double, alpha_param_diff: float | ctypes.c_float | ctypes.c_double, beta_param_diff: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, bn_scale_bias_diff_desc: TensorDescriptor, bn_scale: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, epsilon: float, saved_mean: DeviceBuffer | None, saved_inv_variance: DeviceBuffer | None) -> None:
     """miopenBatchNormalizationBackward(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, bnScaleBiasDiffDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm)."""
     _fn = "miopenBatchNormalizationBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
@@ -3387,24 +3120,20 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
     _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float else _s.host_scalar(beta_data_diff, "beta_data_diff", _fn)
     _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float else _s.host_scalar(alpha_param_diff, "alpha_param_diff", _fn)
     _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float else _s.host_scalar(beta_param_diff, "beta_param_diff", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    if type(bn_scale_bias_diff_desc) is TensorDescriptor and bn_scale_bias_diff_desc._ptr is not None:
-        _bn_scale_bias_diff_desc: int | None = bn_scale_bias_diff_desc._ptr
-    else:
+    _bn_scale_bias_diff_desc: int | None = bn_scale_bias_diff_desc._ptr if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
+    if _bn_scale_bias_diff_desc is None:
         _bn_scale_bias_diff_desc = _s.as_handle(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and result_bn_scale_diff >= 0 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
@@ -3421,9 +3150,8 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
 def batch_normalization_backward_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha_data_diff: float | ctypes.c_float | ctypes.c_double, beta_data_diff: float | ctypes.c_float | ctypes.c_double, alpha_param_diff: float | ctypes.c_float | ctypes.c_double, beta_param_diff: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, epsilon: float, saved_mean: DeviceBuffer | None, saved_inv_variance: DeviceBuffer | None) -> None:
     """miopenBatchNormalizationBackward_V2(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, scaleDesc, biasDesc, savedMeanDesc, savedVarDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm)."""
     _fn = "miopenBatchNormalizationBackward_V2"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
@@ -3431,36 +3159,29 @@ def batch_normalization_backward_v2(handle: Handle, bn_mode: BatchNormMode | int
     _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float else _s.host_scalar(beta_data_diff, "beta_data_diff", _fn)
     _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float else _s.host_scalar(alpha_param_diff, "alpha_param_diff", _fn)
     _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float else _s.host_scalar(beta_param_diff, "beta_param_diff", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    if type(saved_mean_desc) is TensorDescriptor and saved_mean_desc._ptr is not None:
-        _saved_mean_desc: int | None = saved_mean_desc._ptr
-    else:
+    _saved_mean_desc: int | None = saved_mean_desc._ptr if type(saved_mean_desc) is TensorDescriptor else None
+    if _saved_mean_desc is None:
         _saved_mean_desc = _s.as_handle(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    if type(saved_var_desc) is TensorDescriptor and saved_var_desc._ptr is not None:
-        _saved_var_desc: int | None = saved_var_desc._ptr
-    else:
+    _saved_var_desc: int | None = saved_var_desc._ptr if type(saved_var_desc) is TensorDescriptor else None
+    if _saved_var_desc is None:
         _saved_var_desc = _s.as_handle(saved_var_desc, TensorDescriptor, "saved_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and result_bn_scale_diff >= 0 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
@@ -3477,9 +3198,8 @@ def batch_normalization_backward_v2(handle: Handle, bn_mode: BatchNormMode | int
 def batch_norm_backward_activation(handle: Handle, bn_mode: BatchNormMode | int, alpha_data_diff: float | ctypes.c_float | ctypes.c_double, beta_data_diff: float | ctypes.c_float | ctypes.c_double, alpha_param_diff: float | ctypes.c_float | ctypes.c_double, beta_param_diff: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, epsilon: float, saved_mean: DeviceBuffer | None, saved_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
     """miopenBatchNormBackwardActivation(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, scaleDesc, biasDesc, savedMeanDesc, savedVarianceDesc, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance, activDesc) (group batchnorm)."""
     _fn = "miopenBatchNormBackwardActivation"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
@@ -3487,36 +3207,29 @@ def batch_norm_backward_activation(handle: Handle, bn_mode: BatchNormMode | int,
     _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float else _s.host_scalar(beta_data_diff, "beta_data_diff", _fn)
     _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float else _s.host_scalar(alpha_param_diff, "alpha_param_diff", _fn)
     _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float else _s.host_scalar(beta_param_diff, "beta_param_diff", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    if type(scale_desc) is TensorDescriptor and scale_desc._ptr is not None:
-        _scale_desc: int | None = scale_desc._ptr
-    else:
+    _scale_desc: int | None = scale_desc._ptr if type(scale_desc) is TensorDescriptor else None
+    if _scale_desc is None:
         _scale_desc = _s.as_handle(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    if type(saved_mean_desc) is TensorDescriptor and saved_mean_desc._ptr is not None:
-        _saved_mean_desc: int | None = saved_mean_desc._ptr
-    else:
+    _saved_mean_desc: int | None = saved_mean_desc._ptr if type(saved_mean_desc) is TensorDescriptor else None
+    if _saved_mean_desc is None:
         _saved_mean_desc = _s.as_handle(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    if type(saved_variance_desc) is TensorDescriptor and saved_variance_desc._ptr is not None:
-        _saved_variance_desc: int | None = saved_variance_desc._ptr
-    else:
+    _saved_variance_desc: int | None = saved_variance_desc._ptr if type(saved_variance_desc) is TensorDescriptor else None
+    if _saved_variance_desc is None:
         _saved_variance_desc = _s.as_handle(saved_variance_desc, TensorDescriptor, "saved_variance_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
@@ -3526,9 +3239,8 @@ def batch_norm_backward_activation(handle: Handle, bn_mode: BatchNormMode | int,
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _saved_mean = saved_mean if type(saved_mean) is int and saved_mean >= 0 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
     _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and saved_inv_variance >= 0 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _st = _raw.miopenBatchNormBackwardActivation(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _scale_desc, _bias_desc, _saved_mean_desc, _saved_variance_desc, _bn_scale, _bn_bias, _result_bn_scale_diff, _result_bn_bias_diff, epsilon, _saved_mean, _saved_inv_variance, _activ_desc)
     if _st:
@@ -3548,9 +3260,8 @@ def create_activation_descriptor() -> ActivationDescriptor:
 def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: ActivationMode | int, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
     """miopenSetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation)."""
     _fn = "miopenSetActivationDescriptor"
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
@@ -3568,9 +3279,8 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
 def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivationDescriptorResult:
     """miopenGetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation)."""
     _fn = "miopenGetActivationDescriptor"
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _mode = ctypes.c_uint()
     _activ_alpha = ctypes.c_double()
@@ -3579,30 +3289,26 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
     _st = _raw.miopenGetActivationDescriptor(_activ_desc, _byref(_mode), _byref(_activ_alpha), _byref(_activ_beta), _byref(_activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc})
-    return GetActivationDescriptorResult(_s.to_enum(ActivationMode, _mode.value), _activ_alpha.value, _activ_beta.value, _activ_gamma.value)
+    return _new(GetActivationDescriptorResult, (_V_miopenActivationMode_t.get(_mode.value, _mode.value), _activ_alpha.value, _activ_beta.value, _activ_gamma.value))
 
 
 def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
     """miopenActivationForward(handle, activDesc, alpha, xDesc, x, beta, yDesc, y) (group activation)."""
     _fn = "miopenActivationForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenActivationForward(_handle, _activ_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y)
@@ -3613,34 +3319,28 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
 def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
     """miopenActivationBackward(handle, activDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx) (group activation)."""
     _fn = "miopenActivationBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _st = _raw.miopenActivationBackward(_handle, _activ_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx)
@@ -3651,9 +3351,8 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
 def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
     """miopenDestroyActivationDescriptor(activDesc) (group activation)."""
     _fn = "miopenDestroyActivationDescriptor"
-    if type(activ_desc) is ActivationDescriptor and activ_desc._ptr is not None:
-        _activ_desc: int | None = activ_desc._ptr
-    else:
+    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _activ_desc = activ_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyActivationDescriptor(_activ_desc)
@@ -3664,18 +3363,15 @@ def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
 def glu_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, dim: int) -> None:
     """miopenGLUForward(handle, inputDesc, input, outputDesc, output, dim) [beta API] (group activation)."""
     _fn = "miopenGLUForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
     if (type(dim) is not int or not 0 <= dim <= 4294967295):
@@ -3688,23 +3384,19 @@ def glu_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffe
 def glu_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, output_grad_desc: TensorDescriptor, output_grad: DeviceBuffer, input_grad_desc: TensorDescriptor, input_grad: DeviceBuffer, dim: int) -> None:
     """miopenGLUBackward(handle, inputDesc, input, outputGradDesc, outputGrad, inputGradDesc, inputGrad, dim) [beta API] (group activation)."""
     _fn = "miopenGLUBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(output_grad_desc) is TensorDescriptor and output_grad_desc._ptr is not None:
-        _output_grad_desc: int | None = output_grad_desc._ptr
-    else:
+    _output_grad_desc: int | None = output_grad_desc._ptr if type(output_grad_desc) is TensorDescriptor else None
+    if _output_grad_desc is None:
         _output_grad_desc = _s.as_handle(output_grad_desc, TensorDescriptor, "output_grad_desc", _fn, False)
     _output_grad = output_grad if type(output_grad) is int and output_grad >= 0 else _s.as_device_ptr(output_grad, "output_grad", _fn, False)
-    if type(input_grad_desc) is TensorDescriptor and input_grad_desc._ptr is not None:
-        _input_grad_desc: int | None = input_grad_desc._ptr
-    else:
+    _input_grad_desc: int | None = input_grad_desc._ptr if type(input_grad_desc) is TensorDescriptor else None
+    if _input_grad_desc is None:
         _input_grad_desc = _s.as_handle(input_grad_desc, TensorDescriptor, "input_grad_desc", _fn, False)
     _input_grad = input_grad if type(input_grad) is int and input_grad >= 0 else _s.as_device_ptr(input_grad, "input_grad", _fn, False)
     if (type(dim) is not int or not 0 <= dim <= 4294967295):
@@ -3717,20 +3409,17 @@ def glu_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuff
 def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
     """miopenSoftmaxForward(handle, alpha, xDesc, x, beta, yDesc, y) (group softmax)."""
     _fn = "miopenSoftmaxForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenSoftmaxForward(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
@@ -3741,25 +3430,21 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
 def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
     """miopenSoftmaxBackward(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx) (group softmax)."""
     _fn = "miopenSoftmaxBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _st = _raw.miopenSoftmaxBackward(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx)
@@ -3770,20 +3455,17 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
 def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
     """miopenSoftmaxForward_V2(handle, alpha, xDesc, x, beta, yDesc, y, algorithm, mode) (group softmax)."""
     _fn = "miopenSoftmaxForward_V2"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
@@ -3798,25 +3480,21 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
 def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
     """miopenSoftmaxBackward_V2(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx, algorithm, mode) (group softmax)."""
     _fn = "miopenSoftmaxBackward_V2"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
@@ -3833,9 +3511,8 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
     _fn = "miopenCreateFusionPlan"
     if type(fuse_direction) is not FusionDirection:
         fuse_direction = _s.as_enum(fuse_direction, FusionDirection, "fuse_direction", _fn)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _fuse_plan_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateFusionPlan(_byref(_fuse_plan_desc), fuse_direction, _input_desc)
@@ -3847,9 +3524,8 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
 def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
     """miopenDestroyFusionPlan(fusePlanDesc) (group FUSION)."""
     _fn = "miopenDestroyFusionPlan"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     _fuse_plan_desc = fuse_plan_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyFusionPlan(_fuse_plan_desc)
@@ -3860,13 +3536,11 @@ def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
 def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) -> None:
     """miopenCompileFusionPlan(handle, fusePlanDesc) (group FUSION)."""
     _fn = "miopenCompileFusionPlan"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     _st = _raw.miopenCompileFusionPlan(_handle, _fuse_plan_desc)
     if _st:
@@ -3876,9 +3550,8 @@ def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) ->
 def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> FusionOpDescriptor | None:
     """miopenFusionPlanGetOp(fusePlanDesc, op_idx, op) (group FUSION)."""
     _fn = "miopenFusionPlanGetOp"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(op_idx) is not int or not -2147483648 <= op_idx <= 2147483647):
         op_idx = _s.as_int(op_idx, -2147483648, 2147483647, "op_idx", _fn)
@@ -3892,13 +3565,11 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
 def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, algo: ConvFwdAlgorithm | int) -> int:
     """miopenFusionPlanGetWorkSpaceSize(handle, fusePlanDesc, workSpaceSize, algo) (group FUSION)."""
     _fn = "miopenFusionPlanGetWorkSpaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
@@ -3912,9 +3583,8 @@ def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDe
 def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, request_algo_count: int) -> list[ConvFwdAlgorithm | int]:
     """miopenFusionPlanConvolutionGetAlgo(fusePlanDesc, requestAlgoCount, returnedAlgoCount, returnedAlgos) (group FUSION)."""
     _fn = "miopenFusionPlanConvolutionGetAlgo"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
@@ -3924,15 +3594,14 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
     _st = _raw.miopenFusionPlanConvolutionGetAlgo(_fuse_plan_desc, request_algo_count, _byref(_returned_algo_count), _returned_algos)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "request_algo_count": request_algo_count})
-    return [_s.to_enum(ConvFwdAlgorithm, _e) for _e in _returned_algos[:min(_returned_algo_count.value, request_algo_count)]]
+    return [_V_miopenConvFwdAlgorithm_t.get(_e, _e) for _e in _returned_algos[:min(_returned_algo_count.value, request_algo_count)]]
 
 
 def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo: ConvFwdAlgorithm | int) -> None:
     """miopenFusionPlanConvolutionSetAlgo(fusePlanDesc, algo) (group FUSION)."""
     _fn = "miopenFusionPlanConvolutionSetAlgo"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
@@ -3944,17 +3613,14 @@ def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo:
 def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: ConvolutionDescriptor, w_desc: TensorDescriptor) -> FusionOpDescriptor:
     """miopenCreateOpConvForward(fusePlanDesc, convOp, convDesc, wDesc) (group FUSION)."""
     _fn = "miopenCreateOpConvForward"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _conv_op = ctypes.c_void_p()
     _st = _raw.miopenCreateOpConvForward(_fuse_plan_desc, _byref(_conv_op), _conv_desc, _w_desc)
@@ -3966,9 +3632,8 @@ def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: Conv
 def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: ActivationMode | int) -> FusionOpDescriptor:
     """miopenCreateOpActivationForward(fusePlanDesc, activFwdOp, mode) (group FUSION)."""
     _fn = "miopenCreateOpActivationForward"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
@@ -3982,9 +3647,8 @@ def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: Act
 def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: ActivationMode | int) -> FusionOpDescriptor:
     """miopenCreateOpActivationBackward(fusePlanDesc, activBwdOp, mode) (group FUSION)."""
     _fn = "miopenCreateOpActivationBackward"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
@@ -3998,13 +3662,11 @@ def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: Ac
 def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorDescriptor) -> FusionOpDescriptor:
     """miopenCreateOpBiasForward(fusePlanDesc, biasOp, bDesc) (group FUSION)."""
     _fn = "miopenCreateOpBiasForward"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    if type(b_desc) is TensorDescriptor and b_desc._ptr is not None:
-        _b_desc: int | None = b_desc._ptr
-    else:
+    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+    if _b_desc is None:
         _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _bias_op = ctypes.c_void_p()
     _st = _raw.miopenCreateOpBiasForward(_fuse_plan_desc, _byref(_bias_op), _b_desc)
@@ -4016,15 +3678,13 @@ def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorD
 def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int, bn_scale_bias_mean_var_desc: TensorDescriptor) -> FusionOpDescriptor:
     """miopenCreateOpBatchNormInference(fusePlanDesc, bnOp, bn_mode, bnScaleBiasMeanVarDesc) (group FUSION)."""
     _fn = "miopenCreateOpBatchNormInference"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    if type(bn_scale_bias_mean_var_desc) is TensorDescriptor and bn_scale_bias_mean_var_desc._ptr is not None:
-        _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr
-    else:
+    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_op = ctypes.c_void_p()
     _st = _raw.miopenCreateOpBatchNormInference(_fuse_plan_desc, _byref(_bn_op), bn_mode, _bn_scale_bias_mean_var_desc)
@@ -4036,9 +3696,8 @@ def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode
 def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int, running_mean_variance: bool) -> FusionOpDescriptor:
     """miopenCreateOpBatchNormForward(fusePlanDesc, bnFwdOp, bn_mode, runningMeanVariance) (group FUSION)."""
     _fn = "miopenCreateOpBatchNormForward"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
@@ -4054,9 +3713,8 @@ def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: 
 def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int) -> FusionOpDescriptor:
     """miopenCreateOpBatchNormBackward(fusePlanDesc, bnBwdOp, bn_mode) (group FUSION)."""
     _fn = "miopenCreateOpBatchNormBackward"
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
@@ -4080,9 +3738,8 @@ def create_operator_args() -> OperatorArgs:
 def destroy_operator_args(args: OperatorArgs) -> None:
     """miopenDestroyOperatorArgs(args) (group FUSION)."""
     _fn = "miopenDestroyOperatorArgs"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
     _args = args._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyOperatorArgs(_args)
@@ -4093,13 +3750,11 @@ def destroy_operator_args(args: OperatorArgs) -> None:
 def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, w: DeviceBuffer) -> None:
     """miopenSetOpArgsConvForward(args, convOp, alpha, beta, w) (group FUSION)."""
     _fn = "miopenSetOpArgsConvForward"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    if type(conv_op) is FusionOpDescriptor and conv_op._ptr is not None:
-        _conv_op: int | None = conv_op._ptr
-    else:
+    _conv_op: int | None = conv_op._ptr if type(conv_op) is FusionOpDescriptor else None
+    if _conv_op is None:
         _conv_op = _s.as_handle(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
@@ -4112,13 +3767,11 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
 def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
     """miopenSetOpArgsActivForward(args, activFwdOp, alpha, beta, activAlpha, activBeta, activGamma) (group FUSION)."""
     _fn = "miopenSetOpArgsActivForward"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    if type(activ_fwd_op) is FusionOpDescriptor and activ_fwd_op._ptr is not None:
-        _activ_fwd_op: int | None = activ_fwd_op._ptr
-    else:
+    _activ_fwd_op: int | None = activ_fwd_op._ptr if type(activ_fwd_op) is FusionOpDescriptor else None
+    if _activ_fwd_op is None:
         _activ_fwd_op = _s.as_handle(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
@@ -4136,13 +3789,11 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
 def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, y: DeviceBuffer, reserved: DeviceBuffer | None, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
     """miopenSetOpArgsActivBackward(args, activBwdOp, alpha, beta, y, reserved, activAlpha, activBeta, activGamma) (group FUSION)."""
     _fn = "miopenSetOpArgsActivBackward"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    if type(activ_bwd_op) is FusionOpDescriptor and activ_bwd_op._ptr is not None:
-        _activ_bwd_op: int | None = activ_bwd_op._ptr
-    else:
+    _activ_bwd_op: int | None = activ_bwd_op._ptr if type(activ_bwd_op) is FusionOpDescriptor else None
+    if _activ_bwd_op is None:
         _activ_bwd_op = _s.as_handle(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
@@ -4162,13 +3813,11 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
 def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer, estimated_variance: DeviceBuffer, epsilon: float) -> None:
     """miopenSetOpArgsBatchNormInference(args, bnOp, alpha, beta, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group FUSION)."""
     _fn = "miopenSetOpArgsBatchNormInference"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    if type(bn_op) is FusionOpDescriptor and bn_op._ptr is not None:
-        _bn_op: int | None = bn_op._ptr
-    else:
+    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+    if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
@@ -4186,13 +3835,11 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
 def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, saved_mean: DeviceBuffer, saved_inv_variance: DeviceBuffer, running_mean: DeviceBuffer | None, running_variance: DeviceBuffer | None, exp_avg_factor: float, epsilon: float) -> None:
     """miopenSetOpArgsBatchNormForward(args, bnOp, alpha, beta, bnScale, bnBias, savedMean, savedInvVariance, runningMean, runningVariance, expAvgFactor, epsilon) (group FUSION)."""
     _fn = "miopenSetOpArgsBatchNormForward"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    if type(bn_op) is FusionOpDescriptor and bn_op._ptr is not None:
-        _bn_op: int | None = bn_op._ptr
-    else:
+    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+    if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
@@ -4214,13 +3861,11 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
 def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x: DeviceBuffer, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, saved_mean: DeviceBuffer, saved_inv_variance: DeviceBuffer) -> None:
     """miopenSetOpArgsBatchNormBackward(args, bnOp, alpha, beta, x, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, savedMean, savedInvVariance) (group FUSION)."""
     _fn = "miopenSetOpArgsBatchNormBackward"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    if type(bn_op) is FusionOpDescriptor and bn_op._ptr is not None:
-        _bn_op: int | None = bn_op._ptr
-    else:
+    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+    if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
@@ -4239,13 +3884,11 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
 def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bias: DeviceBuffer) -> None:
     """miopenSetOpArgsBiasForward(args, biasOp, alpha, beta, bias) (group FUSION)."""
     _fn = "miopenSetOpArgsBiasForward"
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    if type(bias_op) is FusionOpDescriptor and bias_op._ptr is not None:
-        _bias_op: int | None = bias_op._ptr
-    else:
+    _bias_op: int | None = bias_op._ptr if type(bias_op) is FusionOpDescriptor else None
+    if _bias_op is None:
         _bias_op = _s.as_handle(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
@@ -4258,27 +3901,22 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
 def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, args: OperatorArgs) -> None:
     """miopenExecuteFusionPlan(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args) [deprecated] (group FUSION)."""
     _fn = "miopenExecuteFusionPlan"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
     _st = _raw.miopenExecuteFusionPlan(_handle, _fuse_plan_desc, _input_desc, _input, _output_desc, _output, _args)
     if _st:
@@ -4288,27 +3926,22 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
 def execute_fusion_plan_v_2(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, args: OperatorArgs, workspace: DeviceBuffer | None, workspace_size: int) -> None:
     """miopenExecuteFusionPlan_v2(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args, workspace, workspaceSize) (group FUSION)."""
     _fn = "miopenExecuteFusionPlan_v2"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(fuse_plan_desc) is FusionPlanDescriptor and fuse_plan_desc._ptr is not None:
-        _fuse_plan_desc: int | None = fuse_plan_desc._ptr
-    else:
+    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
-    if type(args) is OperatorArgs and args._ptr is not None:
-        _args: int | None = args._ptr
-    else:
+    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
     _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size) is not int or not 0 <= workspace_size <= 18446744073709551615):
@@ -4321,24 +3954,20 @@ def execute_fusion_plan_v_2(handle: Handle, fuse_plan_desc: FusionPlanDescriptor
 def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvFwdAlgorithm | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, alpha_2: float | ctypes.c_float | ctypes.c_double, z_desc: TensorDescriptor, z: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, activation_desc: ActivationDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
     """miopenConvolutionBiasActivationForward(handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workspace, workspaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y) (group FUSION)."""
     _fn = "miopenConvolutionBiasActivationForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float else _s.host_scalar(alpha_1, "alpha_1", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(conv_desc) is ConvolutionDescriptor and conv_desc._ptr is not None:
-        _conv_desc: int | None = conv_desc._ptr
-    else:
+    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
@@ -4346,23 +3975,19 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float else _s.host_scalar(alpha_2, "alpha_2", _fn)
-    if type(z_desc) is TensorDescriptor and z_desc._ptr is not None:
-        _z_desc: int | None = z_desc._ptr
-    else:
+    _z_desc: int | None = z_desc._ptr if type(z_desc) is TensorDescriptor else None
+    if _z_desc is None:
         _z_desc = _s.as_handle(z_desc, TensorDescriptor, "z_desc", _fn, False)
     _z = z if type(z) is int and z >= 0 else _s.as_device_ptr(z, "z", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
-    if type(activation_desc) is ActivationDescriptor and activation_desc._ptr is not None:
-        _activation_desc: int | None = activation_desc._ptr
-    else:
+    _activation_desc: int | None = activation_desc._ptr if type(activation_desc) is ActivationDescriptor else None
+    if _activation_desc is None:
         _activation_desc = _s.as_handle(activation_desc, ActivationDescriptor, "activation_desc", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenConvolutionBiasActivationForward(_handle, _alpha_1, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _workspace, workspace_size_in_bytes, _alpha_2, _z_desc, _z, _bias_desc, _bias, _activation_desc, _y_desc, _y)
@@ -4383,9 +4008,8 @@ def create_rnn_descriptor() -> RNNDescriptor:
 def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
     """miopenGetRNNDescriptor(rnnDesc, rnnMode, algoMode, inputMode, dirMode, biasMode, hiddenSize, layer) (group RNN)."""
     _fn = "miopenGetRNNDescriptor"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_mode = ctypes.c_uint()
     _algo_mode = ctypes.c_uint()
@@ -4397,15 +4021,14 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
     _st = _raw.miopenGetRNNDescriptor(_rnn_desc, _byref(_rnn_mode), _byref(_algo_mode), _byref(_input_mode), _byref(_dir_mode), _byref(_bias_mode), _byref(_hidden_size), _byref(_layer))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
-    return GetRNNDescriptorResult(_s.to_enum(RNNMode, _rnn_mode.value), _s.to_enum(RNNAlgo, _algo_mode.value), _s.to_enum(RNNInputMode, _input_mode.value), _s.to_enum(RNNDirectionMode, _dir_mode.value), _s.to_enum(RNNBiasMode, _bias_mode.value), _hidden_size.value, _layer.value)
+    return _new(GetRNNDescriptorResult, (_V_miopenRNNMode_t.get(_rnn_mode.value, _rnn_mode.value), _V_miopenRNNAlgo_t.get(_algo_mode.value, _algo_mode.value), _V_miopenRNNInputMode_t.get(_input_mode.value, _input_mode.value), _V_miopenRNNDirectionMode_t.get(_dir_mode.value, _dir_mode.value), _V_miopenRNNBiasMode_t.get(_bias_mode.value, _bias_mode.value), _hidden_size.value, _layer.value))
 
 
 def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
     """miopenGetRNNDescriptor_V2(rnnDesc, hiddenSize, layer, dropoutDesc, inputMode, dirMode, rnnMode, biasMode, algoMode, dataType) (group RNN)."""
     _fn = "miopenGetRNNDescriptor_V2"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _hidden_size = ctypes.c_int()
     _layer = ctypes.c_int()
@@ -4419,15 +4042,14 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
     _st = _raw.miopenGetRNNDescriptor_V2(_rnn_desc, _byref(_hidden_size), _byref(_layer), _byref(_dropout_desc), _byref(_input_mode), _byref(_dir_mode), _byref(_rnn_mode), _byref(_bias_mode), _byref(_algo_mode), _byref(_data_type))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
-    return GetRNNDescriptorV2Result(_hidden_size.value, _layer.value, DropoutDescriptor._from_c(_dropout_desc.value, False), _s.to_enum(RNNInputMode, _input_mode.value), _s.to_enum(RNNDirectionMode, _dir_mode.value), _s.to_enum(RNNMode, _rnn_mode.value), _s.to_enum(RNNBiasMode, _bias_mode.value), _s.to_enum(RNNAlgo, _algo_mode.value), _s.to_enum(DataType, _data_type.value))
+    return _new(GetRNNDescriptorV2Result, (_hidden_size.value, _layer.value, DropoutDescriptor._from_c(_dropout_desc.value, False), _V_miopenRNNInputMode_t.get(_input_mode.value, _input_mode.value), _V_miopenRNNDirectionMode_t.get(_dir_mode.value, _dir_mode.value), _V_miopenRNNMode_t.get(_rnn_mode.value, _rnn_mode.value), _V_miopenRNNBiasMode_t.get(_bias_mode.value, _bias_mode.value), _V_miopenRNNAlgo_t.get(_algo_mode.value, _algo_mode.value), _V_miopenDataType_t.get(_data_type.value, _data_type.value)))
 
 
 def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
     """miopenDestroyRNNDescriptor(rnnDesc) (group RNN)."""
     _fn = "miopenDestroyRNNDescriptor"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_desc = rnn_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyRNNDescriptor(_rnn_desc)
@@ -4438,9 +4060,8 @@ def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
 def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mode: RNNInputMode | int, direction: RNNDirectionMode | int, rnn_mode: RNNMode | int, bias_mode: RNNBiasMode | int, algo: RNNAlgo | int, data_type: DataType | int) -> None:
     """miopenSetRNNDescriptor(rnnDesc, hsize, nlayers, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN)."""
     _fn = "miopenSetRNNDescriptor"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
@@ -4466,17 +4087,15 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
 def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dropout_desc: DropoutDescriptor, in_mode: RNNInputMode | int, direction: RNNDirectionMode | int, rnn_mode: RNNMode | int, bias_mode: RNNBiasMode | int, algo: RNNAlgo | int, data_type: DataType | int) -> None:
     """miopenSetRNNDescriptor_V2(rnnDesc, hsize, nlayers, dropoutDesc, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN)."""
     _fn = "miopenSetRNNDescriptor_V2"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
         nlayers = _s.as_int(nlayers, -2147483648, 2147483647, "nlayers", _fn)
-    if type(dropout_desc) is DropoutDescriptor and dropout_desc._ptr is not None:
-        _dropout_desc: int | None = dropout_desc._ptr
-    else:
+    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    if _dropout_desc is None:
         _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     if type(in_mode) is not RNNInputMode:
         in_mode = _s.as_enum(in_mode, RNNInputMode, "in_mode", _fn)
@@ -4498,9 +4117,8 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
 def set_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, data_type: DataType | int, layout: RNNBaseLayout | int, max_sequence_len: int, vector_size: int, sequence_len_array: Sequence[int], padding_marker: int | None = None) -> None:
     """miopenSetRNNDataSeqTensorDescriptor(seqTensorDesc, dataType, layout, maxSequenceLen, batchSize, vectorSize, sequenceLenArray, paddingMarker) (group RNN)."""
     _fn = "miopenSetRNNDataSeqTensorDescriptor"
-    if type(seq_tensor_desc) is SeqTensorDescriptor and seq_tensor_desc._ptr is not None:
-        _seq_tensor_desc: int | None = seq_tensor_desc._ptr
-    else:
+    _seq_tensor_desc: int | None = seq_tensor_desc._ptr if type(seq_tensor_desc) is SeqTensorDescriptor else None
+    if _seq_tensor_desc is None:
         _seq_tensor_desc = _s.as_handle(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
@@ -4521,9 +4139,8 @@ def set_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, dat
 def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, sequence_len_array_limit: int, padding_marker: int | None = None) -> GetRNNDataSeqTensorDescriptorResult:
     """miopenGetRNNDataSeqTensorDescriptor(seqTensorDesc, dataType, layout, maxSequenceLen, batchSize, vectorSize, sequenceLenArrayLimit, sequenceLenArray, paddingMarker) (group RNN)."""
     _fn = "miopenGetRNNDataSeqTensorDescriptor"
-    if type(seq_tensor_desc) is SeqTensorDescriptor and seq_tensor_desc._ptr is not None:
-        _seq_tensor_desc: int | None = seq_tensor_desc._ptr
-    else:
+    _seq_tensor_desc: int | None = seq_tensor_desc._ptr if type(seq_tensor_desc) is SeqTensorDescriptor else None
+    if _seq_tensor_desc is None:
         _seq_tensor_desc = _s.as_handle(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
     if (type(sequence_len_array_limit) is not int or not -2147483648 <= sequence_len_array_limit <= 2147483647):
         sequence_len_array_limit = _s.as_int(sequence_len_array_limit, -2147483648, 2147483647, "sequence_len_array_limit", _fn)
@@ -4538,19 +4155,17 @@ def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, seq
     _st = _raw.miopenGetRNNDataSeqTensorDescriptor(_seq_tensor_desc, _byref(_data_type), _byref(_layout), _byref(_max_sequence_len), _byref(_batch_size), _byref(_vector_size), sequence_len_array_limit, _sequence_len_array, _padding_marker)
     if _st:
         _s.raise_status(_st, _fn, {"seq_tensor_desc": seq_tensor_desc, "sequence_len_array_limit": sequence_len_array_limit, "padding_marker": padding_marker})
-    return GetRNNDataSeqTensorDescriptorResult(_s.to_enum(DataType, _data_type.value), _s.to_enum(RNNBaseLayout, _layout.value), _max_sequence_len.value, _vector_size.value, _sequence_len_array[:min(_batch_size.value, sequence_len_array_limit)])
+    return _new(GetRNNDataSeqTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _V_miopenRNNBaseLayout_t.get(_layout.value, _layout.value), _max_sequence_len.value, _vector_size.value, _sequence_len_array[:min(_batch_size.value, sequence_len_array_limit)]))
 
 
 def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
     """miopenGetRNNWorkspaceSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN)."""
     _fn = "miopenGetRNNWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _sequence_len = 0 if _x_desc is None else len(_x_desc)
@@ -4564,13 +4179,11 @@ def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequ
 def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
     """miopenGetRNNTrainingReserveSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN)."""
     _fn = "miopenGetRNNTrainingReserveSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _sequence_len = 0 if _x_desc is None else len(_x_desc)
@@ -4584,17 +4197,14 @@ def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_des
 def get_rnn_temp_space_sizes(handle: Handle, rnn_desc: RNNDescriptor, x_desc: SeqTensorDescriptor, fwd_mode: RNNFWDMode | int) -> GetRNNTempSpaceSizesResult:
     """miopenGetRNNTempSpaceSizes(handle, rnnDesc, xDesc, fwdMode, workSpaceSize, reserveSpaceSize) (group RNN)."""
     _fn = "miopenGetRNNTempSpaceSizes"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    if type(x_desc) is SeqTensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     if type(fwd_mode) is not RNNFWDMode:
         fwd_mode = _s.as_enum(fwd_mode, RNNFWDMode, "fwd_mode", _fn)
@@ -4603,23 +4213,20 @@ def get_rnn_temp_space_sizes(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Se
     _st = _raw.miopenGetRNNTempSpaceSizes(_handle, _rnn_desc, _x_desc, fwd_mode, _byref(_work_space_size), _byref(_reserve_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "fwd_mode": fwd_mode})
-    return GetRNNTempSpaceSizesResult(_work_space_size.value, _reserve_space_size.value)
+    return _new(GetRNNTempSpaceSizesResult, (_work_space_size.value, _reserve_space_size.value))
 
 
 def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorDescriptor, dtype: DataType | int) -> int:
     """miopenGetRNNParamsSize(handle, rnnDesc, xDesc, numBytes, dtype) (group RNN)."""
     _fn = "miopenGetRNNParamsSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(dtype) is not DataType:
         dtype = _s.as_enum(dtype, DataType, "dtype", _fn)
@@ -4633,21 +4240,17 @@ def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorD
 def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorDescriptor, w_desc: TensorDescriptor, dtype: DataType | int) -> None:
     """miopenGetRNNParamsDescriptor(handle, rnnDesc, xDesc, wDesc, dtype) (group RNN)."""
     _fn = "miopenGetRNNParamsDescriptor"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     if type(dtype) is not DataType:
         dtype = _s.as_enum(dtype, DataType, "dtype", _fn)
@@ -4659,13 +4262,11 @@ def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: T
 def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
     """miopenGetRNNInputTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN)."""
     _fn = "miopenGetRNNInputTensorSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _seq_len = 0 if _x_desc is None else len(_x_desc)
@@ -4679,13 +4280,11 @@ def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: S
 def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
     """miopenGetRNNHiddenTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN)."""
     _fn = "miopenGetRNNHiddenTensorSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _seq_len = 0 if _x_desc is None else len(_x_desc)
@@ -4699,19 +4298,16 @@ def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: 
 def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, param_id: int) -> int:
     """miopenGetRNNLayerParamSize(handle, rnnDesc, layer, xDesc, paramID, numBytes) (group RNN)."""
     _fn = "miopenGetRNNLayerParamSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
@@ -4725,13 +4321,11 @@ def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int
 def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int, bias_id: int) -> int:
     """miopenGetRNNLayerBiasSize(handle, rnnDesc, layer, biasID, numBytes) (group RNN)."""
     _fn = "miopenGetRNNLayerBiasSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
@@ -4747,30 +4341,25 @@ def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int,
 def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, param_id: int, param_desc: TensorDescriptor, layer_param: DeviceBuffer | None) -> None:
     """miopenGetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN)."""
     _fn = "miopenGetRNNLayerParam"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    if type(param_desc) is TensorDescriptor and param_desc._ptr is not None:
-        _param_desc: int | None = param_desc._ptr
-    else:
+    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param = layer_param if type(layer_param) is int and layer_param >= 0 else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
     _st = _raw.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
@@ -4781,30 +4370,25 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
 def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, bias_id: int, bias_desc: TensorDescriptor, layer_bias: DeviceBuffer | None) -> None:
     """miopenGetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN)."""
     _fn = "miopenGetRNNLayerBias"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias = layer_bias if type(layer_bias) is int and layer_bias >= 0 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
     _st = _raw.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
@@ -4815,21 +4399,18 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
 def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, param_id: int, param_desc: TensorDescriptor) -> int:
     """miopenGetRNNLayerParamOffset(rnnDesc, layer, xDesc, paramID, paramDesc, layerParamOffset) (group RNN)."""
     _fn = "miopenGetRNNLayerParamOffset"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    if type(param_desc) is TensorDescriptor and param_desc._ptr is not None:
-        _param_desc: int | None = param_desc._ptr
-    else:
+    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param_offset = ctypes.c_size_t()
     _st = _raw.miopenGetRNNLayerParamOffset(_rnn_desc, layer, _x_desc, param_id, _param_desc, _byref(_layer_param_offset))
@@ -4841,21 +4422,18 @@ def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tens
 def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, bias_id: int, bias_desc: TensorDescriptor) -> int:
     """miopenGetRNNLayerBiasOffset(rnnDesc, layer, xDesc, biasID, biasDesc, layerBiasOffset) (group RNN)."""
     _fn = "miopenGetRNNLayerBiasOffset"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias_offset = ctypes.c_size_t()
     _st = _raw.miopenGetRNNLayerBiasOffset(_rnn_desc, layer, _x_desc, bias_id, _bias_desc, _byref(_layer_bias_offset))
@@ -4867,30 +4445,25 @@ def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tenso
 def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, param_id: int, param_desc: TensorDescriptor, layer_param: DeviceBuffer) -> None:
     """miopenSetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN)."""
     _fn = "miopenSetRNNLayerParam"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    if type(param_desc) is TensorDescriptor and param_desc._ptr is not None:
-        _param_desc: int | None = param_desc._ptr
-    else:
+    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param = layer_param if type(layer_param) is int and layer_param >= 0 else _s.as_device_ptr(layer_param, "layer_param", _fn, False)
     _st = _raw.miopenSetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
@@ -4901,30 +4474,25 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
 def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, bias_id: int, bias_desc: TensorDescriptor, layer_bias: DeviceBuffer) -> None:
     """miopenSetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN)."""
     _fn = "miopenSetRNNLayerBias"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias = layer_bias if type(layer_bias) is int and layer_bias >= 0 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, False)
     _st = _raw.miopenSetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
@@ -4935,9 +4503,8 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
 def set_rnn_padding_mode(rnn_desc: RNNDescriptor, padding_mode: RNNPaddingMode | int) -> None:
     """miopenSetRNNPaddingMode(rnnDesc, paddingMode) (group RNN)."""
     _fn = "miopenSetRNNPaddingMode"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if type(padding_mode) is not RNNPaddingMode:
         padding_mode = _s.as_enum(padding_mode, RNNPaddingMode, "padding_mode", _fn)
@@ -4949,50 +4516,43 @@ def set_rnn_padding_mode(rnn_desc: RNNDescriptor, padding_mode: RNNPaddingMode |
 def get_rnn_padding_mode(rnn_desc: RNNDescriptor) -> RNNPaddingMode | int:
     """miopenGetRNNPaddingMode(rnnDesc, paddingMode) (group RNN)."""
     _fn = "miopenGetRNNPaddingMode"
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _padding_mode = ctypes.c_uint()
     _st = _raw.miopenGetRNNPaddingMode(_rnn_desc, _byref(_padding_mode))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
-    return _s.to_enum(RNNPaddingMode, _padding_mode.value)
+    return _V_miopenRNNPaddingMode_t.get(_padding_mode.value, _padding_mode.value)
 
 
 def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | int, x_desc: SeqTensorDescriptor, x: DeviceBuffer, h_desc: TensorDescriptor, hx: DeviceBuffer | None, hy: DeviceBuffer | None, c_desc: TensorDescriptor, cx: DeviceBuffer | None, cy: DeviceBuffer | None, y_desc: SeqTensorDescriptor, y: DeviceBuffer, w: DeviceBuffer, weight_space_size: int, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
     """miopenRNNForward(handle, rnnDesc, fwdMode, xDesc, x, hDesc, hx, hy, cDesc, cx, cy, yDesc, y, w, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
     _fn = "miopenRNNForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if type(fwd_mode) is not RNNFWDMode:
         fwd_mode = _s.as_enum(fwd_mode, RNNFWDMode, "fwd_mode", _fn)
-    if type(x_desc) is SeqTensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(h_desc) is TensorDescriptor and h_desc._ptr is not None:
-        _h_desc: int | None = h_desc._ptr
-    else:
+    _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
+    if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
     _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
     _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
-    if type(c_desc) is TensorDescriptor and c_desc._ptr is not None:
-        _c_desc: int | None = c_desc._ptr
-    else:
+    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+    if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
     _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
-    if type(y_desc) is SeqTensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
@@ -5012,37 +4572,31 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
 def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTensorDescriptor, y: DeviceBuffer, dy: DeviceBuffer, h_desc: TensorDescriptor, hx: DeviceBuffer | None, dhy: DeviceBuffer | None, dhx: DeviceBuffer | None, c_desc: TensorDescriptor, cx: DeviceBuffer | None, dcy: DeviceBuffer | None, dcx: DeviceBuffer | None, x_desc: SeqTensorDescriptor, dx: DeviceBuffer, w: DeviceBuffer, weight_space_size: int, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
     """miopenRNNBackwardSeqData(handle, rnnDesc, yDesc, y, dy, hDesc, hx, dhy, dhx, cDesc, cx, dcy, dcx, xDesc, dx, w, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
     _fn = "miopenRNNBackwardSeqData"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    if type(y_desc) is SeqTensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(h_desc) is TensorDescriptor and h_desc._ptr is not None:
-        _h_desc: int | None = h_desc._ptr
-    else:
+    _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
+    if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
     _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
     _dhy = dhy if type(dhy) is int and dhy >= 0 else _s.as_device_ptr(dhy, "dhy", _fn, True)
     _dhx = dhx if type(dhx) is int and dhx >= 0 else _s.as_device_ptr(dhx, "dhx", _fn, True)
-    if type(c_desc) is TensorDescriptor and c_desc._ptr is not None:
-        _c_desc: int | None = c_desc._ptr
-    else:
+    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+    if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
     _dcy = dcy if type(dcy) is int and dcy >= 0 else _s.as_device_ptr(dcy, "dcy", _fn, True)
     _dcx = dcx if type(dcx) is int and dcx >= 0 else _s.as_device_ptr(dcx, "dcx", _fn, True)
-    if type(x_desc) is SeqTensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
@@ -5062,27 +4616,22 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
 def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: SeqTensorDescriptor, x: DeviceBuffer, h_desc: TensorDescriptor, hx: DeviceBuffer | None, y_desc: SeqTensorDescriptor, y: DeviceBuffer, dw: DeviceBuffer, weight_space_size: int, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
     """miopenRNNBackwardWeightsSeqTensor(handle, rnnDesc, xDesc, x, hDesc, hx, yDesc, y, dw, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
     _fn = "miopenRNNBackwardWeightsSeqTensor"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    if type(x_desc) is SeqTensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(h_desc) is TensorDescriptor and h_desc._ptr is not None:
-        _h_desc: int | None = h_desc._ptr
-    else:
+    _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
+    if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
     _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
-    if type(y_desc) is SeqTensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
@@ -5102,41 +4651,34 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
 def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, hy_desc: TensorDescriptor, hy: DeviceBuffer | None, cy_desc: TensorDescriptor, cy: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
     """miopenRNNForwardTraining(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
     _fn = "miopenRNNForwardTraining"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(hx_desc) is TensorDescriptor and hx_desc._ptr is not None:
-        _hx_desc: int | None = hx_desc._ptr
-    else:
+    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
-    if type(cx_desc) is TensorDescriptor and cx_desc._ptr is not None:
-        _cx_desc: int | None = cx_desc._ptr
-    else:
+    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+    if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(hy_desc) is TensorDescriptor and hy_desc._ptr is not None:
-        _hy_desc: int | None = hy_desc._ptr
-    else:
+    _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
+    if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
     _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
-    if type(cy_desc) is TensorDescriptor and cy_desc._ptr is not None:
-        _cy_desc: int | None = cy_desc._ptr
-    else:
+    _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
+    if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
     _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -5154,53 +4696,44 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
 def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, dy_desc: Sequence[TensorDescriptor], dy: DeviceBuffer, dhy_desc: TensorDescriptor, dhy: DeviceBuffer | None, dcy_desc: TensorDescriptor, dcy: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, dx_desc: Sequence[TensorDescriptor], dx: DeviceBuffer, dhx_desc: TensorDescriptor, dhx: DeviceBuffer | None, dcx_desc: TensorDescriptor, dcx: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
     """miopenRNNBackwardData(handle, rnnDesc, sequenceLen, yDesc, y, dyDesc, dy, dhyDesc, dhy, dcyDesc, dcy, wDesc, w, hxDesc, hx, cxDesc, cx, dxDesc, dx, dhxDesc, dhx, dcxDesc, dcx, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
     _fn = "miopenRNNBackwardData"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc = _s.in_array(dy_desc, _s.handle_elem(TensorDescriptor), "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(dhy_desc) is TensorDescriptor and dhy_desc._ptr is not None:
-        _dhy_desc: int | None = dhy_desc._ptr
-    else:
+    _dhy_desc: int | None = dhy_desc._ptr if type(dhy_desc) is TensorDescriptor else None
+    if _dhy_desc is None:
         _dhy_desc = _s.as_handle(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
     _dhy = dhy if type(dhy) is int and dhy >= 0 else _s.as_device_ptr(dhy, "dhy", _fn, True)
-    if type(dcy_desc) is TensorDescriptor and dcy_desc._ptr is not None:
-        _dcy_desc: int | None = dcy_desc._ptr
-    else:
+    _dcy_desc: int | None = dcy_desc._ptr if type(dcy_desc) is TensorDescriptor else None
+    if _dcy_desc is None:
         _dcy_desc = _s.as_handle(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
     _dcy = dcy if type(dcy) is int and dcy >= 0 else _s.as_device_ptr(dcy, "dcy", _fn, True)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
-    if type(hx_desc) is TensorDescriptor and hx_desc._ptr is not None:
-        _hx_desc: int | None = hx_desc._ptr
-    else:
+    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
-    if type(cx_desc) is TensorDescriptor and cx_desc._ptr is not None:
-        _cx_desc: int | None = cx_desc._ptr
-    else:
+    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+    if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
     _dx_desc = _s.in_array(dx_desc, _s.handle_elem(TensorDescriptor), "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    if type(dhx_desc) is TensorDescriptor and dhx_desc._ptr is not None:
-        _dhx_desc: int | None = dhx_desc._ptr
-    else:
+    _dhx_desc: int | None = dhx_desc._ptr if type(dhx_desc) is TensorDescriptor else None
+    if _dhx_desc is None:
         _dhx_desc = _s.as_handle(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
     _dhx = dhx if type(dhx) is int and dhx >= 0 else _s.as_device_ptr(dhx, "dhx", _fn, True)
-    if type(dcx_desc) is TensorDescriptor and dcx_desc._ptr is not None:
-        _dcx_desc: int | None = dcx_desc._ptr
-    else:
+    _dcx_desc: int | None = dcx_desc._ptr if type(dcx_desc) is TensorDescriptor else None
+    if _dcx_desc is None:
         _dcx_desc = _s.as_handle(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
     _dcx = dcx if type(dcx) is int and dcx >= 0 else _s.as_device_ptr(dcx, "dcx", _fn, True)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -5218,26 +4751,22 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
 def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
     """miopenRNNBackwardWeights(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, yDesc, y, dwDesc, dw, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
     _fn = "miopenRNNBackwardWeights"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(hx_desc) is TensorDescriptor and hx_desc._ptr is not None:
-        _hx_desc: int | None = hx_desc._ptr
-    else:
+    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -5255,41 +4784,34 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
 def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, hy_desc: TensorDescriptor, hy: DeviceBuffer | None, cy_desc: TensorDescriptor, cy: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int) -> None:
     """miopenRNNForwardInference(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes) (group RNN)."""
     _fn = "miopenRNNForwardInference"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(rnn_desc) is RNNDescriptor and rnn_desc._ptr is not None:
-        _rnn_desc: int | None = rnn_desc._ptr
-    else:
+    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(hx_desc) is TensorDescriptor and hx_desc._ptr is not None:
-        _hx_desc: int | None = hx_desc._ptr
-    else:
+    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
-    if type(cx_desc) is TensorDescriptor and cx_desc._ptr is not None:
-        _cx_desc: int | None = cx_desc._ptr
-    else:
+    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+    if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
-    if type(w_desc) is TensorDescriptor and w_desc._ptr is not None:
-        _w_desc: int | None = w_desc._ptr
-    else:
+    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+    if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(hy_desc) is TensorDescriptor and hy_desc._ptr is not None:
-        _hy_desc: int | None = hy_desc._ptr
-    else:
+    _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
+    if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
     _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
-    if type(cy_desc) is TensorDescriptor and cy_desc._ptr is not None:
-        _cy_desc: int | None = cy_desc._ptr
-    else:
+    _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
+    if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
     _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
@@ -5314,9 +4836,8 @@ def create_ctc_loss_descriptor() -> CTCLossDescriptor:
 def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescriptorResult:
     """miopenGetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction)."""
     _fn = "miopenGetCTCLossDescriptor"
-    if type(ctc_loss_desc) is CTCLossDescriptor and ctc_loss_desc._ptr is not None:
-        _ctc_loss_desc: int | None = ctc_loss_desc._ptr
-    else:
+    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _blank_label_id = ctypes.c_int()
@@ -5324,15 +4845,14 @@ def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescr
     _st = _raw.miopenGetCTCLossDescriptor(_ctc_loss_desc, _byref(_data_type), _byref(_blank_label_id), _byref(_apply_softmax_layer))
     if _st:
         _s.raise_status(_st, _fn, {"ctc_loss_desc": ctc_loss_desc})
-    return GetCTCLossDescriptorResult(_s.to_enum(DataType, _data_type.value), _blank_label_id.value, bool(_apply_softmax_layer.value))
+    return _new(GetCTCLossDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _blank_label_id.value, bool(_apply_softmax_layer.value)))
 
 
 def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
     """miopenDestroyCTCLossDescriptor(ctcLossDesc) (group LossFunction)."""
     _fn = "miopenDestroyCTCLossDescriptor"
-    if type(ctc_loss_desc) is CTCLossDescriptor and ctc_loss_desc._ptr is not None:
-        _ctc_loss_desc: int | None = ctc_loss_desc._ptr
-    else:
+    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _ctc_loss_desc = ctc_loss_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyCTCLossDescriptor(_ctc_loss_desc)
@@ -5343,9 +4863,8 @@ def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
 def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataType | int, blank_label_id: int, apply_softmax_layer: bool) -> None:
     """miopenSetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction)."""
     _fn = "miopenSetCTCLossDescriptor"
-    if type(ctc_loss_desc) is CTCLossDescriptor and ctc_loss_desc._ptr is not None:
-        _ctc_loss_desc: int | None = ctc_loss_desc._ptr
-    else:
+    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
@@ -5361,26 +4880,22 @@ def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataTyp
 def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gradients_desc: TensorDescriptor, labels: Sequence[int], label_lengths: Sequence[int], input_lengths: Sequence[int], algo: CTCLossAlgo | int, ctc_loss_desc: CTCLossDescriptor) -> int:
     """miopenGetCTCLossWorkspaceSize(handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, workSpaceSize) (group LossFunction)."""
     _fn = "miopenGetCTCLossWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(probs_desc) is TensorDescriptor and probs_desc._ptr is not None:
-        _probs_desc: int | None = probs_desc._ptr
-    else:
+    _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
+    if _probs_desc is None:
         _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    if type(gradients_desc) is TensorDescriptor and gradients_desc._ptr is not None:
-        _gradients_desc: int | None = gradients_desc._ptr
-    else:
+    _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
+    if _gradients_desc is None:
         _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    if type(ctc_loss_desc) is CTCLossDescriptor and ctc_loss_desc._ptr is not None:
-        _ctc_loss_desc: int | None = ctc_loss_desc._ptr
-    else:
+    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
     _st = _raw.miopenGetCTCLossWorkspaceSize(_handle, _probs_desc, _gradients_desc, _labels, _label_lengths, _input_lengths, algo, _ctc_loss_desc, _byref(_work_space_size))
@@ -5392,29 +4907,25 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
 def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, labels: Sequence[int], label_lengths: Sequence[int], input_lengths: Sequence[int], losses: DeviceBuffer, gradients_desc: TensorDescriptor, gradients: DeviceBuffer, algo: CTCLossAlgo | int, ctc_loss_desc: CTCLossDescriptor, work_space: DeviceBuffer | None, work_space_size: int) -> None:
     """miopenCTCLoss(handle, probsDesc, probs, labels, labelLengths, inputLengths, losses, gradientsDesc, gradients, algo, ctcLossDesc, workSpace, workSpaceSize) (group LossFunction)."""
     _fn = "miopenCTCLoss"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(probs_desc) is TensorDescriptor and probs_desc._ptr is not None:
-        _probs_desc: int | None = probs_desc._ptr
-    else:
+    _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
+    if _probs_desc is None:
         _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
     _probs = probs if type(probs) is int and probs >= 0 else _s.as_device_ptr(probs, "probs", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
     _losses = losses if type(losses) is int and losses >= 0 else _s.as_device_ptr(losses, "losses", _fn, False)
-    if type(gradients_desc) is TensorDescriptor and gradients_desc._ptr is not None:
-        _gradients_desc: int | None = gradients_desc._ptr
-    else:
+    _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
+    if _gradients_desc is None:
         _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _gradients = gradients if type(gradients) is int and gradients >= 0 else _s.as_device_ptr(gradients, "gradients", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    if type(ctc_loss_desc) is CTCLossDescriptor and ctc_loss_desc._ptr is not None:
-        _ctc_loss_desc: int | None = ctc_loss_desc._ptr
-    else:
+    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
@@ -5437,9 +4948,8 @@ def create_dropout_descriptor() -> DropoutDescriptor:
 def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
     """miopenDestroyDropoutDescriptor(dropoutDesc) (group dropout)."""
     _fn = "miopenDestroyDropoutDescriptor"
-    if type(dropout_desc) is DropoutDescriptor and dropout_desc._ptr is not None:
-        _dropout_desc: int | None = dropout_desc._ptr
-    else:
+    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    if _dropout_desc is None:
         _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     _dropout_desc = dropout_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyDropoutDescriptor(_dropout_desc)
@@ -5450,9 +4960,8 @@ def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
 def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
     """miopenDropoutGetReserveSpaceSize(xDesc, reserveSpaceSizeInBytes) (group dropout)."""
     _fn = "miopenDropoutGetReserveSpaceSize"
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _reserve_space_size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenDropoutGetReserveSpaceSize(_x_desc, _byref(_reserve_space_size_in_bytes))
@@ -5464,9 +4973,8 @@ def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
 def dropout_get_states_size(handle: Handle) -> int:
     """miopenDropoutGetStatesSize(handle, stateSizeInBytes) (group dropout)."""
     _fn = "miopenDropoutGetStatesSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _state_size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenDropoutGetStatesSize(_handle, _byref(_state_size_in_bytes))
@@ -5478,13 +4986,11 @@ def dropout_get_states_size(handle: Handle) -> int:
 def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> GetDropoutDescriptorResult:
     """miopenGetDropoutDescriptor(dropoutDesc, handle, dropout, states, seed, use_mask, state_evo, rng_mode) (group dropout)."""
     _fn = "miopenGetDropoutDescriptor"
-    if type(dropout_desc) is DropoutDescriptor and dropout_desc._ptr is not None:
-        _dropout_desc: int | None = dropout_desc._ptr
-    else:
+    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    if _dropout_desc is None:
         _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _dropout = ctypes.c_float()
     _states = ctypes.c_void_p()
@@ -5495,19 +5001,17 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
     _st = _raw.miopenGetDropoutDescriptor(_dropout_desc, _handle, _byref(_dropout), _byref(_states), _byref(_seed), _byref(_use_mask), _byref(_state_evo), _byref(_rng_mode))
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle})
-    return GetDropoutDescriptorResult(_dropout.value, _states.value, _seed.value, bool(_use_mask.value), bool(_state_evo.value), _s.to_enum(RNGType, _rng_mode.value))
+    return _new(GetDropoutDescriptorResult, (_dropout.value, _states.value, _seed.value, bool(_use_mask.value), bool(_state_evo.value), _V_miopenRNGType_t.get(_rng_mode.value, _rng_mode.value)))
 
 
 def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, dropout: float, states: DeviceBuffer, state_size_in_bytes: int, seed: int, use_mask: bool, state_evo: bool, rng_mode: RNGType | int) -> None:
     """miopenRestoreDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout)."""
     _fn = "miopenRestoreDropoutDescriptor"
-    if type(dropout_desc) is DropoutDescriptor and dropout_desc._ptr is not None:
-        _dropout_desc: int | None = dropout_desc._ptr
-    else:
+    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    if _dropout_desc is None:
         _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(dropout) is not float:
         dropout = _s.as_float(dropout, "dropout", _fn)
@@ -5530,13 +5034,11 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
 def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, dropout: float, states: DeviceBuffer, state_size_in_bytes: int, seed: int, use_mask: bool, state_evo: bool, rng_mode: RNGType | int) -> None:
     """miopenSetDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout)."""
     _fn = "miopenSetDropoutDescriptor"
-    if type(dropout_desc) is DropoutDescriptor and dropout_desc._ptr is not None:
-        _dropout_desc: int | None = dropout_desc._ptr
-    else:
+    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    if _dropout_desc is None:
         _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(dropout) is not float:
         dropout = _s.as_float(dropout, "dropout", _fn)
@@ -5559,26 +5061,21 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
 def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape: TensorDescriptor, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, reserve_space: DeviceBuffer | None, reserve_space_size_in_bytes: int) -> None:
     """miopenDropoutForward(handle, dropoutDesc, noise_shape, xDesc, x, yDesc, y, reserveSpace, reserveSpaceSizeInBytes) (group dropout)."""
     _fn = "miopenDropoutForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dropout_desc) is DropoutDescriptor and dropout_desc._ptr is not None:
-        _dropout_desc: int | None = dropout_desc._ptr
-    else:
+    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    if _dropout_desc is None:
         _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    if type(noise_shape) is TensorDescriptor and noise_shape._ptr is not None:
-        _noise_shape: int | None = noise_shape._ptr
-    else:
+    _noise_shape: int | None = noise_shape._ptr if type(noise_shape) is TensorDescriptor else None
+    if _noise_shape is None:
         _noise_shape = _s.as_handle(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
@@ -5592,26 +5089,21 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
 def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape: TensorDescriptor, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, reserve_space: DeviceBuffer | None, reserve_space_size_in_bytes: int) -> None:
     """miopenDropoutBackward(handle, dropoutDesc, noise_shape, dyDesc, dy, dxDesc, dx, reserveSpace, reserveSpaceSizeInBytes) (group dropout)."""
     _fn = "miopenDropoutBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dropout_desc) is DropoutDescriptor and dropout_desc._ptr is not None:
-        _dropout_desc: int | None = dropout_desc._ptr
-    else:
+    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    if _dropout_desc is None:
         _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    if type(noise_shape) is TensorDescriptor and noise_shape._ptr is not None:
-        _noise_shape: int | None = noise_shape._ptr
-    else:
+    _noise_shape: int | None = noise_shape._ptr if type(noise_shape) is TensorDescriptor else None
+    if _noise_shape is None:
         _noise_shape = _s.as_handle(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
@@ -5635,9 +5127,8 @@ def create_reduce_tensor_descriptor() -> ReduceTensorDescriptor:
 def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> None:
     """miopenDestroyReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce)."""
     _fn = "miopenDestroyReduceTensorDescriptor"
-    if type(reduce_tensor_desc) is ReduceTensorDescriptor and reduce_tensor_desc._ptr is not None:
-        _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr
-    else:
+    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_desc = reduce_tensor_desc._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyReduceTensorDescriptor(_reduce_tensor_desc)
@@ -5648,9 +5139,8 @@ def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor)
 def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, reduce_tensor_op: ReduceTensorOp | int, reduce_tensor_comp_type: DataType | int, reduce_tensor_nan_opt: NanPropagation | int, reduce_tensor_indices: ReduceTensorIndices | int, reduce_tensor_indices_type: IndicesType | int) -> None:
     """miopenSetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce)."""
     _fn = "miopenSetReduceTensorDescriptor"
-    if type(reduce_tensor_desc) is ReduceTensorDescriptor and reduce_tensor_desc._ptr is not None:
-        _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr
-    else:
+    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     if type(reduce_tensor_op) is not ReduceTensorOp:
         reduce_tensor_op = _s.as_enum(reduce_tensor_op, ReduceTensorOp, "reduce_tensor_op", _fn)
@@ -5670,9 +5160,8 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
 def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> GetReduceTensorDescriptorResult:
     """miopenGetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce)."""
     _fn = "miopenGetReduceTensorDescriptor"
-    if type(reduce_tensor_desc) is ReduceTensorDescriptor and reduce_tensor_desc._ptr is not None:
-        _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr
-    else:
+    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_op = ctypes.c_uint()
     _reduce_tensor_comp_type = ctypes.c_uint()
@@ -5682,27 +5171,23 @@ def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> 
     _st = _raw.miopenGetReduceTensorDescriptor(_reduce_tensor_desc, _byref(_reduce_tensor_op), _byref(_reduce_tensor_comp_type), _byref(_reduce_tensor_nan_opt), _byref(_reduce_tensor_indices), _byref(_reduce_tensor_indices_type))
     if _st:
         _s.raise_status(_st, _fn, {"reduce_tensor_desc": reduce_tensor_desc})
-    return GetReduceTensorDescriptorResult(_s.to_enum(ReduceTensorOp, _reduce_tensor_op.value), _s.to_enum(DataType, _reduce_tensor_comp_type.value), _s.to_enum(NanPropagation, _reduce_tensor_nan_opt.value), _s.to_enum(ReduceTensorIndices, _reduce_tensor_indices.value), _s.to_enum(IndicesType, _reduce_tensor_indices_type.value))
+    return _new(GetReduceTensorDescriptorResult, (_V_miopenReduceTensorOp_t.get(_reduce_tensor_op.value, _reduce_tensor_op.value), _V_miopenDataType_t.get(_reduce_tensor_comp_type.value, _reduce_tensor_comp_type.value), _V_miopenNanPropagation_t.get(_reduce_tensor_nan_opt.value, _reduce_tensor_nan_opt.value), _V_miopenReduceTensorIndices_t.get(_reduce_tensor_indices.value, _reduce_tensor_indices.value), _V_miopenIndicesType_t.get(_reduce_tensor_indices_type.value, _reduce_tensor_indices_type.value)))
 
 
 def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, a_desc: TensorDescriptor, c_desc: TensorDescriptor) -> int:
     """miopenGetReductionIndicesSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce)."""
     _fn = "miopenGetReductionIndicesSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(reduce_tensor_desc) is ReduceTensorDescriptor and reduce_tensor_desc._ptr is not None:
-        _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr
-    else:
+    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    if type(a_desc) is TensorDescriptor and a_desc._ptr is not None:
-        _a_desc: int | None = a_desc._ptr
-    else:
+    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    if type(c_desc) is TensorDescriptor and c_desc._ptr is not None:
-        _c_desc: int | None = c_desc._ptr
-    else:
+    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+    if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenGetReductionIndicesSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
@@ -5714,21 +5199,17 @@ def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorD
 def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, a_desc: TensorDescriptor, c_desc: TensorDescriptor) -> int:
     """miopenGetReductionWorkspaceSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce)."""
     _fn = "miopenGetReductionWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(reduce_tensor_desc) is ReduceTensorDescriptor and reduce_tensor_desc._ptr is not None:
-        _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr
-    else:
+    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    if type(a_desc) is TensorDescriptor and a_desc._ptr is not None:
-        _a_desc: int | None = a_desc._ptr
-    else:
+    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    if type(c_desc) is TensorDescriptor and c_desc._ptr is not None:
-        _c_desc: int | None = c_desc._ptr
-    else:
+    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+    if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenGetReductionWorkspaceSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
@@ -5740,13 +5221,11 @@ def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTenso
 def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, indices: DeviceBuffer | None, indices_size_in_bytes: int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, alpha: float | ctypes.c_float | ctypes.c_double, a_desc: TensorDescriptor, a: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, c_desc: TensorDescriptor, c: DeviceBuffer) -> None:
     """miopenReduceTensor(handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C) (group TensorReduce)."""
     _fn = "miopenReduceTensor"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(reduce_tensor_desc) is ReduceTensorDescriptor and reduce_tensor_desc._ptr is not None:
-        _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr
-    else:
+    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _indices = indices if type(indices) is int and indices >= 0 else _s.as_device_ptr(indices, "indices", _fn, True)
     if (type(indices_size_in_bytes) is not int or not 0 <= indices_size_in_bytes <= 18446744073709551615):
@@ -5755,15 +5234,13 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    if type(a_desc) is TensorDescriptor and a_desc._ptr is not None:
-        _a_desc: int | None = a_desc._ptr
-    else:
+    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
     _a = a if type(a) is int and a >= 0 else _s.as_device_ptr(a, "a", _fn, False)
     _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    if type(c_desc) is TensorDescriptor and c_desc._ptr is not None:
-        _c_desc: int | None = c_desc._ptr
-    else:
+    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+    if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _c = c if type(c) is int and c >= 0 else _s.as_device_ptr(c, "c", _fn, False)
     _st = _raw.miopenReduceTensor(_handle, _reduce_tensor_desc, _indices, indices_size_in_bytes, _workspace, workspace_size_in_bytes, _alpha, _a_desc, _a, _beta, _c_desc, _c)
@@ -5774,9 +5251,8 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
 def create_conv_problem(operator_desc: ConvolutionDescriptor, direction: ProblemDirection | int) -> Problem:
     """miopenCreateConvProblem(problem, operatorDesc, direction) (group find2)."""
     _fn = "miopenCreateConvProblem"
-    if type(operator_desc) is ConvolutionDescriptor and operator_desc._ptr is not None:
-        _operator_desc: int | None = operator_desc._ptr
-    else:
+    _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is ConvolutionDescriptor else None
+    if _operator_desc is None:
         _operator_desc = _s.as_handle(operator_desc, ConvolutionDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
         direction = _s.as_enum(direction, ProblemDirection, "direction", _fn)
@@ -5790,9 +5266,8 @@ def create_conv_problem(operator_desc: ConvolutionDescriptor, direction: Problem
 def create_mha_problem(operator_desc: MhaDescriptor, direction: ProblemDirection | int) -> Problem:
     """miopenCreateMhaProblem(problem, operatorDesc, direction) (group find2)."""
     _fn = "miopenCreateMhaProblem"
-    if type(operator_desc) is MhaDescriptor and operator_desc._ptr is not None:
-        _operator_desc: int | None = operator_desc._ptr
-    else:
+    _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is MhaDescriptor else None
+    if _operator_desc is None:
         _operator_desc = _s.as_handle(operator_desc, MhaDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
         direction = _s.as_enum(direction, ProblemDirection, "direction", _fn)
@@ -5816,9 +5291,8 @@ def create_mha_descriptor() -> MhaDescriptor:
 def set_mha_descriptor(mha_desc: MhaDescriptor, scale: float) -> None:
     """miopenSetMhaDescriptor(mhaDesc, scale) (group find2)."""
     _fn = "miopenSetMhaDescriptor"
-    if type(mha_desc) is MhaDescriptor and mha_desc._ptr is not None:
-        _mha_desc: int | None = mha_desc._ptr
-    else:
+    _mha_desc: int | None = mha_desc._ptr if type(mha_desc) is MhaDescriptor else None
+    if _mha_desc is None:
         _mha_desc = _s.as_handle(mha_desc, MhaDescriptor, "mha_desc", _fn, False)
     if type(scale) is not float:
         scale = _s.as_float(scale, "scale", _fn)
@@ -5830,9 +5304,8 @@ def set_mha_descriptor(mha_desc: MhaDescriptor, scale: float) -> None:
 def get_mha_descriptor(mha_desc: MhaDescriptor) -> float:
     """miopenGetMhaDescriptor(mhaDesc, scale) (group find2)."""
     _fn = "miopenGetMhaDescriptor"
-    if type(mha_desc) is MhaDescriptor and mha_desc._ptr is not None:
-        _mha_desc: int | None = mha_desc._ptr
-    else:
+    _mha_desc: int | None = mha_desc._ptr if type(mha_desc) is MhaDescriptor else None
+    if _mha_desc is None:
         _mha_desc = _s.as_handle(mha_desc, MhaDescriptor, "mha_desc", _fn, False)
     _scale = ctypes.c_float()
     _st = _raw.miopenGetMhaDescriptor(_mha_desc, _byref(_scale))
@@ -5854,9 +5327,8 @@ def create_softmax_descriptor() -> SoftmaxDescriptor:
 def set_softmax_descriptor(softmax_desc: SoftmaxDescriptor, alpha: float, beta: float, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
     """miopenSetSoftmaxDescriptor(softmaxDesc, alpha, beta, algorithm, mode) (group find2)."""
     _fn = "miopenSetSoftmaxDescriptor"
-    if type(softmax_desc) is SoftmaxDescriptor and softmax_desc._ptr is not None:
-        _softmax_desc: int | None = softmax_desc._ptr
-    else:
+    _softmax_desc: int | None = softmax_desc._ptr if type(softmax_desc) is SoftmaxDescriptor else None
+    if _softmax_desc is None:
         _softmax_desc = _s.as_handle(softmax_desc, SoftmaxDescriptor, "softmax_desc", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_float(alpha, "alpha", _fn)
@@ -5874,9 +5346,8 @@ def set_softmax_descriptor(softmax_desc: SoftmaxDescriptor, alpha: float, beta: 
 def get_softmax_descriptor(softmax_desc: SoftmaxDescriptor) -> GetSoftmaxDescriptorResult:
     """miopenGetSoftmaxDescriptor(softmaxDesc, alpha, beta, algorithm, mode) (group find2)."""
     _fn = "miopenGetSoftmaxDescriptor"
-    if type(softmax_desc) is SoftmaxDescriptor and softmax_desc._ptr is not None:
-        _softmax_desc: int | None = softmax_desc._ptr
-    else:
+    _softmax_desc: int | None = softmax_desc._ptr if type(softmax_desc) is SoftmaxDescriptor else None
+    if _softmax_desc is None:
         _softmax_desc = _s.as_handle(softmax_desc, SoftmaxDescriptor, "softmax_desc", _fn, False)
     _alpha = ctypes.c_float()
     _beta = ctypes.c_float()
@@ -5885,15 +5356,14 @@ def get_softmax_descriptor(softmax_desc: SoftmaxDescriptor) -> GetSoftmaxDescrip
     _st = _raw.miopenGetSoftmaxDescriptor(_softmax_desc, _byref(_alpha), _byref(_beta), _byref(_algorithm), _byref(_mode))
     if _st:
         _s.raise_status(_st, _fn, {"softmax_desc": softmax_desc})
-    return GetSoftmaxDescriptorResult(_alpha.value, _beta.value, _s.to_enum(SoftmaxAlgorithm, _algorithm.value), _s.to_enum(SoftmaxMode, _mode.value))
+    return _new(GetSoftmaxDescriptorResult, (_alpha.value, _beta.value, _V_miopenSoftmaxAlgorithm_t.get(_algorithm.value, _algorithm.value), _V_miopenSoftmaxMode_t.get(_mode.value, _mode.value)))
 
 
 def destroy_problem(problem: Problem) -> None:
     """miopenDestroyProblem(problem) (group find2)."""
     _fn = "miopenDestroyProblem"
-    if type(problem) is Problem and problem._ptr is not None:
-        _problem: int | None = problem._ptr
-    else:
+    _problem: int | None = problem._ptr if type(problem) is Problem else None
+    if _problem is None:
         _problem = _s.as_handle(problem, Problem, "problem", _fn, False)
     _problem = problem._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyProblem(_problem)
@@ -5904,15 +5374,13 @@ def destroy_problem(problem: Problem) -> None:
 def set_problem_tensor_descriptor(problem: Problem, id: TensorArgumentId | int, descriptor: TensorDescriptor) -> None:
     """miopenSetProblemTensorDescriptor(problem, id, descriptor) (group find2)."""
     _fn = "miopenSetProblemTensorDescriptor"
-    if type(problem) is Problem and problem._ptr is not None:
-        _problem: int | None = problem._ptr
-    else:
+    _problem: int | None = problem._ptr if type(problem) is Problem else None
+    if _problem is None:
         _problem = _s.as_handle(problem, Problem, "problem", _fn, False)
     if type(id) is not TensorArgumentId:
         id = _s.as_enum(id, TensorArgumentId, "id", _fn)
-    if type(descriptor) is TensorDescriptor and descriptor._ptr is not None:
-        _descriptor: int | None = descriptor._ptr
-    else:
+    _descriptor: int | None = descriptor._ptr if type(descriptor) is TensorDescriptor else None
+    if _descriptor is None:
         _descriptor = _s.as_handle(descriptor, TensorDescriptor, "descriptor", _fn, False)
     _st = _raw.miopenSetProblemTensorDescriptor(_problem, id, _descriptor)
     if _st:
@@ -5932,9 +5400,8 @@ def create_find_options() -> FindOptions:
 def destroy_find_options(options: FindOptions) -> None:
     """miopenDestroyFindOptions(options) (group find2)."""
     _fn = "miopenDestroyFindOptions"
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     _options = options._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroyFindOptions(_options)
@@ -5945,9 +5412,8 @@ def destroy_find_options(options: FindOptions) -> None:
 def set_find_option_tuning(options: FindOptions, value: int) -> None:
     """miopenSetFindOptionTuning(options, value) (group find2)."""
     _fn = "miopenSetFindOptionTuning"
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     if (type(value) is not int or not -2147483648 <= value <= 2147483647):
         value = _s.as_int(value, -2147483648, 2147483647, "value", _fn)
@@ -5959,9 +5425,8 @@ def set_find_option_tuning(options: FindOptions, value: int) -> None:
 def set_find_option_results_order(options: FindOptions, value: FindResultsOrder | int) -> None:
     """miopenSetFindOptionResultsOrder(options, value) (group find2)."""
     _fn = "miopenSetFindOptionResultsOrder"
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     if type(value) is not FindResultsOrder:
         value = _s.as_enum(value, FindResultsOrder, "value", _fn)
@@ -5973,9 +5438,8 @@ def set_find_option_results_order(options: FindOptions, value: FindResultsOrder 
 def set_find_option_workspace_limit(options: FindOptions, value: int) -> None:
     """miopenSetFindOptionWorkspaceLimit(options, value) (group find2)."""
     _fn = "miopenSetFindOptionWorkspaceLimit"
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     if (type(value) is not int or not 0 <= value <= 18446744073709551615):
         value = _s.as_int(value, 0, 18446744073709551615, "value", _fn)
@@ -5987,9 +5451,8 @@ def set_find_option_workspace_limit(options: FindOptions, value: int) -> None:
 def set_find_option_preallocated_workspace(options: FindOptions, buffer: DeviceBuffer, size: int) -> None:
     """miopenSetFindOptionPreallocatedWorkspace(options, buffer, size) (group find2)."""
     _fn = "miopenSetFindOptionPreallocatedWorkspace"
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     _buffer = buffer if type(buffer) is int and buffer >= 0 else _s.as_device_ptr(buffer, "buffer", _fn, False)
     if (type(size) is not int or not 0 <= size <= 18446744073709551615):
@@ -6002,9 +5465,8 @@ def set_find_option_preallocated_workspace(options: FindOptions, buffer: DeviceB
 def set_find_option_preallocated_tensor(options: FindOptions, id: TensorArgumentId | int, buffer: DeviceBuffer) -> None:
     """miopenSetFindOptionPreallocatedTensor(options, id, buffer) (group find2)."""
     _fn = "miopenSetFindOptionPreallocatedTensor"
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     if type(id) is not TensorArgumentId:
         id = _s.as_enum(id, TensorArgumentId, "id", _fn)
@@ -6017,9 +5479,8 @@ def set_find_option_preallocated_tensor(options: FindOptions, id: TensorArgument
 def set_find_option_attach_binaries(options: FindOptions, attach: int) -> None:
     """miopenSetFindOptionAttachBinaries(options, attach) (group find2)."""
     _fn = "miopenSetFindOptionAttachBinaries"
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     if (type(attach) is not int or not 0 <= attach <= 4294967295):
         attach = _s.as_int(attach, 0, 4294967295, "attach", _fn)
@@ -6031,17 +5492,14 @@ def set_find_option_attach_binaries(options: FindOptions, attach: int) -> None:
 def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None, max_solutions: int) -> list[Solution | None]:
     """miopenFindSolutions(handle, problem, options, solutions, numSolutions, maxSolutions) (group find2)."""
     _fn = "miopenFindSolutions"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(problem) is Problem and problem._ptr is not None:
-        _problem: int | None = problem._ptr
-    else:
+    _problem: int | None = problem._ptr if type(problem) is Problem else None
+    if _problem is None:
         _problem = _s.as_handle(problem, Problem, "problem", _fn, False)
-    if type(options) is FindOptions and options._ptr is not None:
-        _options: int | None = options._ptr
-    else:
+    _options: int | None = options._ptr if type(options) is FindOptions else None
+    if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, True)
     if (type(max_solutions) is not int or not 0 <= max_solutions <= 18446744073709551615):
         max_solutions = _s.as_int(max_solutions, 0, 18446744073709551615, "max_solutions", _fn)
@@ -6057,13 +5515,11 @@ def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None
 def run_solution(handle: Handle, solution: Solution, tensors: Sequence[_raw.miopenTensorArgument_t | tuple[Any, ...]], workspace: DeviceBuffer | None, workspace_size: int) -> None:
     """miopenRunSolution(handle, solution, nInputs, tensors, workspace, workspaceSize) (group find2)."""
     _fn = "miopenRunSolution"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(solution) is Solution and solution._ptr is not None:
-        _solution: int | None = solution._ptr
-    else:
+    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _tensors = _s.in_array(tensors, _s.struct_elem(_raw.miopenTensorArgument_t), "tensors", _fn, False)
     _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
@@ -6078,9 +5534,8 @@ def run_solution(handle: Handle, solution: Solution, tensors: Sequence[_raw.miop
 def destroy_solution(solution: Solution) -> None:
     """miopenDestroySolution(solution) (group find2)."""
     _fn = "miopenDestroySolution"
-    if type(solution) is Solution and solution._ptr is not None:
-        _solution: int | None = solution._ptr
-    else:
+    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _solution = solution._detach()  # closed before the call: destroyed exactly once
     _st = _raw.miopenDestroySolution(_solution)
@@ -6103,9 +5558,8 @@ def load_solution(data: bytes) -> Solution:
 def save_solution(solution: Solution) -> bytes:
     """miopenSaveSolution(solution, data) (group find2)."""
     _fn = "miopenSaveSolution"
-    if type(solution) is Solution and solution._ptr is not None:
-        _solution: int | None = solution._ptr
-    else:
+    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _len_get_solution_size = get_solution_size(solution)
     _data = ctypes.create_string_buffer(_len_get_solution_size)
@@ -6118,9 +5572,8 @@ def save_solution(solution: Solution) -> bytes:
 def get_solution_size(solution: Solution) -> int:
     """miopenGetSolutionSize(solution, size) (group find2)."""
     _fn = "miopenGetSolutionSize"
-    if type(solution) is Solution and solution._ptr is not None:
-        _solution: int | None = solution._ptr
-    else:
+    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _size = ctypes.c_size_t()
     _st = _raw.miopenGetSolutionSize(_solution, _byref(_size))
@@ -6132,9 +5585,8 @@ def get_solution_size(solution: Solution) -> int:
 def get_solution_workspace_size(solution: Solution) -> int:
     """miopenGetSolutionWorkspaceSize(solution, workspaceSize) (group find2)."""
     _fn = "miopenGetSolutionWorkspaceSize"
-    if type(solution) is Solution and solution._ptr is not None:
-        _solution: int | None = solution._ptr
-    else:
+    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _workspace_size = ctypes.c_size_t()
     _st = _raw.miopenGetSolutionWorkspaceSize(_solution, _byref(_workspace_size))
@@ -6146,9 +5598,8 @@ def get_solution_workspace_size(solution: Solution) -> int:
 def get_solution_time(solution: Solution) -> float:
     """miopenGetSolutionTime(solution, time) (group find2)."""
     _fn = "miopenGetSolutionTime"
-    if type(solution) is Solution and solution._ptr is not None:
-        _solution: int | None = solution._ptr
-    else:
+    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _time = ctypes.c_float()
     _st = _raw.miopenGetSolutionTime(_solution, _byref(_time))
@@ -6160,9 +5611,8 @@ def get_solution_time(solution: Solution) -> float:
 def get_solution_solver_id(solution: Solution) -> int:
     """miopenGetSolutionSolverId(solution, solverId) (group find2)."""
     _fn = "miopenGetSolutionSolverId"
-    if type(solution) is Solution and solution._ptr is not None:
-        _solution: int | None = solution._ptr
-    else:
+    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _solver_id = ctypes.c_uint64()
     _st = _raw.miopenGetSolutionSolverId(_solution, _byref(_solver_id))
@@ -6180,15 +5630,14 @@ def get_solver_id_conv_algorithm(solver_id: int) -> ConvAlgorithm | int:
     _st = _raw.miopenGetSolverIdConvAlgorithm(solver_id, _byref(_result))
     if _st:
         _s.raise_status(_st, _fn, {"solver_id": solver_id})
-    return _s.to_enum(ConvAlgorithm, _result.value)
+    return _V_miopenConvAlgorithm_t.get(_result.value, _result.value)
 
 
 def create_activation_problem(operator_desc: ActivationDescriptor, direction: ProblemDirection | int) -> Problem:
     """miopenCreateActivationProblem(problem, operatorDesc, direction) [beta API] (group find2)."""
     _fn = "miopenCreateActivationProblem"
-    if type(operator_desc) is ActivationDescriptor and operator_desc._ptr is not None:
-        _operator_desc: int | None = operator_desc._ptr
-    else:
+    _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is ActivationDescriptor else None
+    if _operator_desc is None:
         _operator_desc = _s.as_handle(operator_desc, ActivationDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
         direction = _s.as_enum(direction, ProblemDirection, "direction", _fn)
@@ -6218,13 +5667,11 @@ def create_batchnorm_problem(mode: BatchNormMode | int, running_mean_variance: b
 def fuse_problems(problem_1: Problem, problem_2: Problem) -> None:
     """miopenFuseProblems(problem1, problem2) [beta API] (group find2)."""
     _fn = "miopenFuseProblems"
-    if type(problem_1) is Problem and problem_1._ptr is not None:
-        _problem_1: int | None = problem_1._ptr
-    else:
+    _problem_1: int | None = problem_1._ptr if type(problem_1) is Problem else None
+    if _problem_1 is None:
         _problem_1 = _s.as_handle(problem_1, Problem, "problem_1", _fn, False)
-    if type(problem_2) is Problem and problem_2._ptr is not None:
-        _problem_2: int | None = problem_2._ptr
-    else:
+    _problem_2: int | None = problem_2._ptr if type(problem_2) is Problem else None
+    if _problem_2 is None:
         _problem_2 = _s.as_handle(problem_2, Problem, "problem_2", _fn, False)
     _st = _raw.miopenFuseProblems(_problem_1, _problem_2)
     if _st:
@@ -6246,9 +5693,8 @@ def create_bias_problem(direction: ProblemDirection | int) -> Problem:
 def create_softmax_problem(operator_desc: SoftmaxDescriptor, direction: ProblemDirection | int) -> Problem:
     """miopenCreateSoftmaxProblem(problem, operatorDesc, direction) [beta API] (group find2)."""
     _fn = "miopenCreateSoftmaxProblem"
-    if type(operator_desc) is SoftmaxDescriptor and operator_desc._ptr is not None:
-        _operator_desc: int | None = operator_desc._ptr
-    else:
+    _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is SoftmaxDescriptor else None
+    if _operator_desc is None:
         _operator_desc = _s.as_handle(operator_desc, SoftmaxDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
         direction = _s.as_enum(direction, ProblemDirection, "direction", _fn)
@@ -6262,21 +5708,18 @@ def create_softmax_problem(operator_desc: SoftmaxDescriptor, direction: ProblemD
 def get_reduce_calculation_workspace_size(handle: Handle, x_desc: TensorDescriptor, dim: int, reduce_calculation_op: ReduceCalculationOp | int, reduce_desc: TensorDescriptor) -> int:
     """miopenGetReduceCalculationWorkspaceSize(handle, xDesc, dim, reduceCalculationOp, reduceDesc, sizeInBytes) [beta API] (group reducecalculation)."""
     _fn = "miopenGetReduceCalculationWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(reduce_calculation_op) is not ReduceCalculationOp:
         reduce_calculation_op = _s.as_enum(reduce_calculation_op, ReduceCalculationOp, "reduce_calculation_op", _fn)
-    if type(reduce_desc) is TensorDescriptor and reduce_desc._ptr is not None:
-        _reduce_desc: int | None = reduce_desc._ptr
-    else:
+    _reduce_desc: int | None = reduce_desc._ptr if type(reduce_desc) is TensorDescriptor else None
+    if _reduce_desc is None:
         _reduce_desc = _s.as_handle(reduce_desc, TensorDescriptor, "reduce_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenGetReduceCalculationWorkspaceSize(_handle, _x_desc, dim, reduce_calculation_op, _reduce_desc, _byref(_size_in_bytes))
@@ -6288,27 +5731,24 @@ def get_reduce_calculation_workspace_size(handle: Handle, x_desc: TensorDescript
 def reduce_calculation_forward(handle: Handle, nan_propagation: ReduceCalculationNanPropagation | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, x_desc: TensorDescriptor, x: DeviceBuffer, dim: int, reduce_calculation_op: ReduceCalculationOp | int, reduce_desc: TensorDescriptor, y: DeviceBuffer) -> None:
     """miopenReduceCalculationForward(handle, nanPropagation, workspace, workspaceSizeInBytes, xDesc, x, dim, reduceCalculationOp, reduceDesc, y) [beta API] (group reducecalculation)."""
     _fn = "miopenReduceCalculationForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(nan_propagation) is not ReduceCalculationNanPropagation:
         nan_propagation = _s.as_enum(nan_propagation, ReduceCalculationNanPropagation, "nan_propagation", _fn)
     _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(reduce_calculation_op) is not ReduceCalculationOp:
         reduce_calculation_op = _s.as_enum(reduce_calculation_op, ReduceCalculationOp, "reduce_calculation_op", _fn)
-    if type(reduce_desc) is TensorDescriptor and reduce_desc._ptr is not None:
-        _reduce_desc: int | None = reduce_desc._ptr
-    else:
+    _reduce_desc: int | None = reduce_desc._ptr if type(reduce_desc) is TensorDescriptor else None
+    if _reduce_desc is None:
         _reduce_desc = _s.as_handle(reduce_desc, TensorDescriptor, "reduce_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenReduceCalculationForward(_handle, nan_propagation, _workspace, workspace_size_in_bytes, _x_desc, _x, dim, reduce_calculation_op, _reduce_desc, _y)
@@ -6319,27 +5759,23 @@ def reduce_calculation_forward(handle: Handle, nan_propagation: ReduceCalculatio
 def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, dim: int, reduce_extreme_op: ReduceExtremeOp | int, y_desc: TensorDescriptor, y: DeviceBuffer, indice_desc: TensorDescriptor, indice: DeviceBuffer) -> None:
     """miopenReduceExtremeForward(handle, xDesc, x, dim, reduceExtremeOp, yDesc, y, indiceDesc, indice) [beta API] (group ReduceExtreme)."""
     _fn = "miopenReduceExtremeForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(reduce_extreme_op) is not ReduceExtremeOp:
         reduce_extreme_op = _s.as_enum(reduce_extreme_op, ReduceExtremeOp, "reduce_extreme_op", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(indice_desc) is TensorDescriptor and indice_desc._ptr is not None:
-        _indice_desc: int | None = indice_desc._ptr
-    else:
+    _indice_desc: int | None = indice_desc._ptr if type(indice_desc) is TensorDescriptor else None
+    if _indice_desc is None:
         _indice_desc = _s.as_handle(indice_desc, TensorDescriptor, "indice_desc", _fn, False)
     _indice = indice if type(indice) is int and indice >= 0 else _s.as_device_ptr(indice, "indice", _fn, False)
     _st = _raw.miopenReduceExtremeForward(_handle, _x_desc, _x, dim, reduce_extreme_op, _y_desc, _y, _indice_desc, _indice)
@@ -6350,44 +5786,37 @@ def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBu
 def group_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, num_groups: int, epsilon: float, y_desc: TensorDescriptor, y: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
     """miopenGroupNormForward(handle, mode, xDesc, x, weightDesc, weight, biasDesc, bias, num_groups, epsilon, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group groupnorm)."""
     _fn = "miopenGroupNormForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
     if (type(num_groups) is not int or not 0 <= num_groups <= 18446744073709551615):
         num_groups = _s.as_int(num_groups, 0, 18446744073709551615, "num_groups", _fn)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(mean_desc) is TensorDescriptor and mean_desc._ptr is not None:
-        _mean_desc: int | None = mean_desc._ptr
-    else:
+    _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
+    if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
     _mean = mean if type(mean) is int and mean >= 0 else _s.as_device_ptr(mean, "mean", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenGroupNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, _bias_desc, _bias, num_groups, epsilon, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
@@ -6398,49 +5827,41 @@ def group_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
 def add_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, x_2_desc: TensorDescriptor, x_2: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, epsilon: float, normalized_dim: int, y_desc: TensorDescriptor, y: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
     """miopenAddLayerNormForward(handle, mode, xDesc, x, x2Desc, x2, weightDesc, weight, biasDesc, bias, epsilon, normalized_dim, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group layernorm)."""
     _fn = "miopenAddLayerNormForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(x_2_desc) is TensorDescriptor and x_2_desc._ptr is not None:
-        _x_2_desc: int | None = x_2_desc._ptr
-    else:
+    _x_2_desc: int | None = x_2_desc._ptr if type(x_2_desc) is TensorDescriptor else None
+    if _x_2_desc is None:
         _x_2_desc = _s.as_handle(x_2_desc, TensorDescriptor, "x_2_desc", _fn, False)
     _x_2 = x_2 if type(x_2) is int and x_2 >= 0 else _s.as_device_ptr(x_2, "x_2", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(bias_desc) is TensorDescriptor and bias_desc._ptr is not None:
-        _bias_desc: int | None = bias_desc._ptr
-    else:
+    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(mean_desc) is TensorDescriptor and mean_desc._ptr is not None:
-        _mean_desc: int | None = mean_desc._ptr
-    else:
+    _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
+    if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
     _mean = mean if type(mean) is int and mean >= 0 else _s.as_device_ptr(mean, "mean", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenAddLayerNormForward(_handle, mode, _x_desc, _x, _x_2_desc, _x_2, _weight_desc, _weight, _bias_desc, _bias, epsilon, normalized_dim, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
@@ -6451,32 +5872,27 @@ def add_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorD
 def t5_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, epsilon: float, y_desc: TensorDescriptor, y: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
     """miopenT5LayerNormForward(handle, mode, xDesc, x, weightDesc, weight, epsilon, yDesc, y, rstdDesc, rstd) [beta API] (group layernorm)."""
     _fn = "miopenT5LayerNormForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenT5LayerNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, epsilon, _y_desc, _y, _rstd_desc, _rstd)
@@ -6487,35 +5903,28 @@ def t5_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDe
 def get_t5_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | int, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, weight_desc: TensorDescriptor, rstd_desc: TensorDescriptor, dx_desc: TensorDescriptor, dw_desc: TensorDescriptor) -> int:
     """miopenGetT5LayerNormBackwardWorkspaceSize(handle, mode, dyDesc, xDesc, weightDesc, rstdDesc, dxDesc, dwDesc, sizeInBytes) [beta API] (group layernorm)."""
     _fn = "miopenGetT5LayerNormBackwardWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenGetT5LayerNormBackwardWorkspaceSize(_handle, mode, _dy_desc, _x_desc, _weight_desc, _rstd_desc, _dx_desc, _dw_desc, _byref(_size_in_bytes))
@@ -6527,43 +5936,36 @@ def get_t5_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | i
 def t5_layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, dw_desc: TensorDescriptor, dw: DeviceBuffer) -> None:
     """miopenT5LayerNormBackward(handle, mode, workspace, workspaceSizeInBytes, dyDesc, dy, xDesc, x, weightDesc, weight, rstdDesc, rstd, dxDesc, dx, dwDesc, dw) [beta API] (group layernorm)."""
     _fn = "miopenT5LayerNormBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
     _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(rstd_desc) is TensorDescriptor and rstd_desc._ptr is not None:
-        _rstd_desc: int | None = rstd_desc._ptr
-    else:
+    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+    if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    if type(dw_desc) is TensorDescriptor and dw_desc._ptr is not None:
-        _dw_desc: int | None = dw_desc._ptr
-    else:
+    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
     _st = _raw.miopenT5LayerNormBackward(_handle, mode, _workspace, workspace_size_in_bytes, _dy_desc, _dy, _x_desc, _x, _weight_desc, _weight, _rstd_desc, _rstd, _dx_desc, _dx, _dw_desc, _dw)
@@ -6574,38 +5976,31 @@ def t5_layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: Devi
 def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer, grad_desc: TensorDescriptor, grad: DeviceBuffer, exp_avg_desc: TensorDescriptor, exp_avg: DeviceBuffer, exp_avg_sq_desc: TensorDescriptor, exp_avg_sq: DeviceBuffer, max_exp_avg_sq_desc: TensorDescriptor | None, max_exp_avg_sq: DeviceBuffer | None, state_step_desc: TensorDescriptor | None, stateStep: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, adamw: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
     """miopenFusedAdam(handle, paramDesc, param, gradDesc, grad, expAvgDesc, expAvg, expAvgSqDesc, expAvgSq, maxExpAvgSqDesc, maxExpAvgSq, stateStepDesc, stateStep, state_step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, adamw, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
     _fn = "miopenFusedAdam"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(param_desc) is TensorDescriptor and param_desc._ptr is not None:
-        _param_desc: int | None = param_desc._ptr
-    else:
+    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _param = param if type(param) is int and param >= 0 else _s.as_device_ptr(param, "param", _fn, False)
-    if type(grad_desc) is TensorDescriptor and grad_desc._ptr is not None:
-        _grad_desc: int | None = grad_desc._ptr
-    else:
+    _grad_desc: int | None = grad_desc._ptr if type(grad_desc) is TensorDescriptor else None
+    if _grad_desc is None:
         _grad_desc = _s.as_handle(grad_desc, TensorDescriptor, "grad_desc", _fn, False)
     _grad = grad if type(grad) is int and grad >= 0 else _s.as_device_ptr(grad, "grad", _fn, False)
-    if type(exp_avg_desc) is TensorDescriptor and exp_avg_desc._ptr is not None:
-        _exp_avg_desc: int | None = exp_avg_desc._ptr
-    else:
+    _exp_avg_desc: int | None = exp_avg_desc._ptr if type(exp_avg_desc) is TensorDescriptor else None
+    if _exp_avg_desc is None:
         _exp_avg_desc = _s.as_handle(exp_avg_desc, TensorDescriptor, "exp_avg_desc", _fn, False)
     _exp_avg = exp_avg if type(exp_avg) is int and exp_avg >= 0 else _s.as_device_ptr(exp_avg, "exp_avg", _fn, False)
-    if type(exp_avg_sq_desc) is TensorDescriptor and exp_avg_sq_desc._ptr is not None:
-        _exp_avg_sq_desc: int | None = exp_avg_sq_desc._ptr
-    else:
+    _exp_avg_sq_desc: int | None = exp_avg_sq_desc._ptr if type(exp_avg_sq_desc) is TensorDescriptor else None
+    if _exp_avg_sq_desc is None:
         _exp_avg_sq_desc = _s.as_handle(exp_avg_sq_desc, TensorDescriptor, "exp_avg_sq_desc", _fn, False)
     _exp_avg_sq = exp_avg_sq if type(exp_avg_sq) is int and exp_avg_sq >= 0 else _s.as_device_ptr(exp_avg_sq, "exp_avg_sq", _fn, False)
-    if type(max_exp_avg_sq_desc) is TensorDescriptor and max_exp_avg_sq_desc._ptr is not None:
-        _max_exp_avg_sq_desc: int | None = max_exp_avg_sq_desc._ptr
-    else:
+    _max_exp_avg_sq_desc: int | None = max_exp_avg_sq_desc._ptr if type(max_exp_avg_sq_desc) is TensorDescriptor else None
+    if _max_exp_avg_sq_desc is None:
         _max_exp_avg_sq_desc = _s.as_handle(max_exp_avg_sq_desc, TensorDescriptor, "max_exp_avg_sq_desc", _fn, True)
     _max_exp_avg_sq = max_exp_avg_sq if type(max_exp_avg_sq) is int and max_exp_avg_sq >= 0 else _s.as_device_ptr(max_exp_avg_sq, "max_exp_avg_sq", _fn, True)
-    if type(state_step_desc) is TensorDescriptor and state_step_desc._ptr is not None:
-        _state_step_desc: int | None = state_step_desc._ptr
-    else:
+    _state_step_desc: int | None = state_step_desc._ptr if type(state_step_desc) is TensorDescriptor else None
+    if _state_step_desc is None:
         _state_step_desc = _s.as_handle(state_step_desc, TensorDescriptor, "state_step_desc", _fn, True)
     _stateStep = stateStep if type(stateStep) is int and stateStep >= 0 else _s.as_device_ptr(stateStep, "stateStep", _fn, True)
     if (type(state_step) is not int or not 0 <= state_step <= 4294967295):
@@ -6626,14 +6021,12 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
         maximize = _s.as_bool(maximize, "maximize", _fn)
     if type(adamw) is not bool:
         adamw = _s.as_bool(adamw, "adamw", _fn)
-    if type(grad_scale_desc) is TensorDescriptor and grad_scale_desc._ptr is not None:
-        _grad_scale_desc: int | None = grad_scale_desc._ptr
-    else:
+    _grad_scale_desc: int | None = grad_scale_desc._ptr if type(grad_scale_desc) is TensorDescriptor else None
+    if _grad_scale_desc is None:
         _grad_scale_desc = _s.as_handle(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = grad_scale if type(grad_scale) is int and grad_scale >= 0 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
-    if type(found_inf_desc) is TensorDescriptor and found_inf_desc._ptr is not None:
-        _found_inf_desc: int | None = found_inf_desc._ptr
-    else:
+    _found_inf_desc: int | None = found_inf_desc._ptr if type(found_inf_desc) is TensorDescriptor else None
+    if _found_inf_desc is None:
         _found_inf_desc = _s.as_handle(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = found_inf if type(found_inf) is int and found_inf >= 0 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
     _st = _raw.miopenFusedAdam(_handle, _param_desc, _param, _grad_desc, _grad, _exp_avg_desc, _exp_avg, _exp_avg_sq_desc, _exp_avg_sq, _max_exp_avg_sq_desc, _max_exp_avg_sq, _state_step_desc, _stateStep, state_step, lr, beta_1, beta_2, weight_decay, eps, amsgrad, maximize, adamw, _grad_scale_desc, _grad_scale, _found_inf_desc, _found_inf)
@@ -6644,68 +6037,55 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
 def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, param_in: DeviceBuffer, param_out_desc: TensorDescriptor, param_out: DeviceBuffer, param_out_float_16_desc: TensorDescriptor | None, param_out_float_16: DeviceBuffer | None, grad_in_desc: TensorDescriptor, grad_in: DeviceBuffer, exp_avg_in_desc: TensorDescriptor, exp_avg_in: DeviceBuffer, exp_avg_out_desc: TensorDescriptor, exp_avg_out: DeviceBuffer, exp_avg_sq_in_desc: TensorDescriptor, exp_avg_sq_in: DeviceBuffer, exp_avg_sq_out_desc: TensorDescriptor, exp_avg_sq_out: DeviceBuffer, max_exp_avg_sq_in_desc: TensorDescriptor | None, max_exp_avg_sq_in: DeviceBuffer | None, max_exp_avg_sq_out_desc: TensorDescriptor | None, max_exp_avg_sq_out: DeviceBuffer | None, state_step_in_desc: TensorDescriptor | None, state_step_in: DeviceBuffer | None, state_step_out_desc: TensorDescriptor | None, state_step_out: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, adamw: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
     """miopenFusedAdamWithOutput(handle, paramInDesc, paramIn, paramOutDesc, paramOut, paramOutFloat16Desc, paramOutFloat16, gradInDesc, gradIn, expAvgInDesc, expAvgIn, expAvgOutDesc, expAvgOut, expAvgSqInDesc, expAvgSqIn, expAvgSqOutDesc, expAvgSqOut, maxExpAvgSqInDesc, maxExpAvgSqIn, maxExpAvgSqOutDesc, maxExpAvgSqOut, stateStepInDesc, stateStepIn, stateStepOutDesc, stateStepOut, state_step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, adamw, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
     _fn = "miopenFusedAdamWithOutput"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(param_in_desc) is TensorDescriptor and param_in_desc._ptr is not None:
-        _param_in_desc: int | None = param_in_desc._ptr
-    else:
+    _param_in_desc: int | None = param_in_desc._ptr if type(param_in_desc) is TensorDescriptor else None
+    if _param_in_desc is None:
         _param_in_desc = _s.as_handle(param_in_desc, TensorDescriptor, "param_in_desc", _fn, False)
     _param_in = param_in if type(param_in) is int and param_in >= 0 else _s.as_device_ptr(param_in, "param_in", _fn, False)
-    if type(param_out_desc) is TensorDescriptor and param_out_desc._ptr is not None:
-        _param_out_desc: int | None = param_out_desc._ptr
-    else:
+    _param_out_desc: int | None = param_out_desc._ptr if type(param_out_desc) is TensorDescriptor else None
+    if _param_out_desc is None:
         _param_out_desc = _s.as_handle(param_out_desc, TensorDescriptor, "param_out_desc", _fn, False)
     _param_out = param_out if type(param_out) is int and param_out >= 0 else _s.as_device_ptr(param_out, "param_out", _fn, False)
-    if type(param_out_float_16_desc) is TensorDescriptor and param_out_float_16_desc._ptr is not None:
-        _param_out_float_16_desc: int | None = param_out_float_16_desc._ptr
-    else:
+    _param_out_float_16_desc: int | None = param_out_float_16_desc._ptr if type(param_out_float_16_desc) is TensorDescriptor else None
+    if _param_out_float_16_desc is None:
         _param_out_float_16_desc = _s.as_handle(param_out_float_16_desc, TensorDescriptor, "param_out_float_16_desc", _fn, True)
     _param_out_float_16 = param_out_float_16 if type(param_out_float_16) is int and param_out_float_16 >= 0 else _s.as_device_ptr(param_out_float_16, "param_out_float_16", _fn, True)
-    if type(grad_in_desc) is TensorDescriptor and grad_in_desc._ptr is not None:
-        _grad_in_desc: int | None = grad_in_desc._ptr
-    else:
+    _grad_in_desc: int | None = grad_in_desc._ptr if type(grad_in_desc) is TensorDescriptor else None
+    if _grad_in_desc is None:
         _grad_in_desc = _s.as_handle(grad_in_desc, TensorDescriptor, "grad_in_desc", _fn, False)
     _grad_in = grad_in if type(grad_in) is int and grad_in >= 0 else _s.as_device_ptr(grad_in, "grad_in", _fn, False)
-    if type(exp_avg_in_desc) is TensorDescriptor and exp_avg_in_desc._ptr is not None:
-        _exp_avg_in_desc: int | None = exp_avg_in_desc._ptr
-    else:
+    _exp_avg_in_desc: int | None = exp_avg_in_desc._ptr if type(exp_avg_in_desc) is TensorDescriptor else None
+    if _exp_avg_in_desc is None:
         _exp_avg_in_desc = _s.as_handle(exp_avg_in_desc, TensorDescriptor, "exp_avg_in_desc", _fn, False)
     _exp_avg_in = exp_avg_in if type(exp_avg_in) is int and exp_avg_in >= 0 else _s.as_device_ptr(exp_avg_in, "exp_avg_in", _fn, False)
-    if type(exp_avg_out_desc) is TensorDescriptor and exp_avg_out_desc._ptr is not None:
-        _exp_avg_out_desc: int | None = exp_avg_out_desc._ptr
-    else:
+    _exp_avg_out_desc: int | None = exp_avg_out_desc._ptr if type(exp_avg_out_desc) is TensorDescriptor else None
+    if _exp_avg_out_desc is None:
         _exp_avg_out_desc = _s.as_handle(exp_avg_out_desc, TensorDescriptor, "exp_avg_out_desc", _fn, False)
     _exp_avg_out = exp_avg_out if type(exp_avg_out) is int and exp_avg_out >= 0 else _s.as_device_ptr(exp_avg_out, "exp_avg_out", _fn, False)
-    if type(exp_avg_sq_in_desc) is TensorDescriptor and exp_avg_sq_in_desc._ptr is not None:
-        _exp_avg_sq_in_desc: int | None = exp_avg_sq_in_desc._ptr
-    else:
+    _exp_avg_sq_in_desc: int | None = exp_avg_sq_in_desc._ptr if type(exp_avg_sq_in_desc) is TensorDescriptor else None
+    if _exp_avg_sq_in_desc is None:
         _exp_avg_sq_in_desc = _s.as_handle(exp_avg_sq_in_desc, TensorDescriptor, "exp_avg_sq_in_desc", _fn, False)
     _exp_avg_sq_in = exp_avg_sq_in if type(exp_avg_sq_in) is int and exp_avg_sq_in >= 0 else _s.as_device_ptr(exp_avg_sq_in, "exp_avg_sq_in", _fn, False)
-    if type(exp_avg_sq_out_desc) is TensorDescriptor and exp_avg_sq_out_desc._ptr is not None:
-        _exp_avg_sq_out_desc: int | None = exp_avg_sq_out_desc._ptr
-    else:
+    _exp_avg_sq_out_desc: int | None = exp_avg_sq_out_desc._ptr if type(exp_avg_sq_out_desc) is TensorDescriptor else None
+    if _exp_avg_sq_out_desc is None:
         _exp_avg_sq_out_desc = _s.as_handle(exp_avg_sq_out_desc, TensorDescriptor, "exp_avg_sq_out_desc", _fn, False)
     _exp_avg_sq_out = exp_avg_sq_out if type(exp_avg_sq_out) is int and exp_avg_sq_out >= 0 else _s.as_device_ptr(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
-    if type(max_exp_avg_sq_in_desc) is TensorDescriptor and max_exp_avg_sq_in_desc._ptr is not None:
-        _max_exp_avg_sq_in_desc: int | None = max_exp_avg_sq_in_desc._ptr
-    else:
+    _max_exp_avg_sq_in_desc: int | None = max_exp_avg_sq_in_desc._ptr if type(max_exp_avg_sq_in_desc) is TensorDescriptor else None
+    if _max_exp_avg_sq_in_desc is None:
         _max_exp_avg_sq_in_desc = _s.as_handle(max_exp_avg_sq_in_desc, TensorDescriptor, "max_exp_avg_sq_in_desc", _fn, True)
     _max_exp_avg_sq_in = max_exp_avg_sq_in if type(max_exp_avg_sq_in) is int and max_exp_avg_sq_in >= 0 else _s.as_device_ptr(max_exp_avg_sq_in, "max_exp_avg_sq_in", _fn, True)
-    if type(max_exp_avg_sq_out_desc) is TensorDescriptor and max_exp_avg_sq_out_desc._ptr is not None:
-        _max_exp_avg_sq_out_desc: int | None = max_exp_avg_sq_out_desc._ptr
-    else:
+    _max_exp_avg_sq_out_desc: int | None = max_exp_avg_sq_out_desc._ptr if type(max_exp_avg_sq_out_desc) is TensorDescriptor else None
+    if _max_exp_avg_sq_out_desc is None:
         _max_exp_avg_sq_out_desc = _s.as_handle(max_exp_avg_sq_out_desc, TensorDescriptor, "max_exp_avg_sq_out_desc", _fn, True)
     _max_exp_avg_sq_out = max_exp_avg_sq_out if type(max_exp_avg_sq_out) is int and max_exp_avg_sq_out >= 0 else _s.as_device_ptr(max_exp_avg_sq_out, "max_exp_avg_sq_out", _fn, True)
-    if type(state_step_in_desc) is TensorDescriptor and state_step_in_desc._ptr is not None:
-        _state_step_in_desc: int | None = state_step_in_desc._ptr
-    else:
+    _state_step_in_desc: int | None = state_step_in_desc._ptr if type(state_step_in_desc) is TensorDescriptor else None
+    if _state_step_in_desc is None:
         _state_step_in_desc = _s.as_handle(state_step_in_desc, TensorDescriptor, "state_step_in_desc", _fn, True)
     _state_step_in = state_step_in if type(state_step_in) is int and state_step_in >= 0 else _s.as_device_ptr(state_step_in, "state_step_in", _fn, True)
-    if type(state_step_out_desc) is TensorDescriptor and state_step_out_desc._ptr is not None:
-        _state_step_out_desc: int | None = state_step_out_desc._ptr
-    else:
+    _state_step_out_desc: int | None = state_step_out_desc._ptr if type(state_step_out_desc) is TensorDescriptor else None
+    if _state_step_out_desc is None:
         _state_step_out_desc = _s.as_handle(state_step_out_desc, TensorDescriptor, "state_step_out_desc", _fn, True)
     _state_step_out = state_step_out if type(state_step_out) is int and state_step_out >= 0 else _s.as_device_ptr(state_step_out, "state_step_out", _fn, True)
     if (type(state_step) is not int or not 0 <= state_step <= 4294967295):
@@ -6726,14 +6106,12 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
         maximize = _s.as_bool(maximize, "maximize", _fn)
     if type(adamw) is not bool:
         adamw = _s.as_bool(adamw, "adamw", _fn)
-    if type(grad_scale_desc) is TensorDescriptor and grad_scale_desc._ptr is not None:
-        _grad_scale_desc: int | None = grad_scale_desc._ptr
-    else:
+    _grad_scale_desc: int | None = grad_scale_desc._ptr if type(grad_scale_desc) is TensorDescriptor else None
+    if _grad_scale_desc is None:
         _grad_scale_desc = _s.as_handle(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = grad_scale if type(grad_scale) is int and grad_scale >= 0 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
-    if type(found_inf_desc) is TensorDescriptor and found_inf_desc._ptr is not None:
-        _found_inf_desc: int | None = found_inf_desc._ptr
-    else:
+    _found_inf_desc: int | None = found_inf_desc._ptr if type(found_inf_desc) is TensorDescriptor else None
+    if _found_inf_desc is None:
         _found_inf_desc = _s.as_handle(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = found_inf if type(found_inf) is int and found_inf >= 0 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
     _st = _raw.miopenFusedAdamWithOutput(_handle, _param_in_desc, _param_in, _param_out_desc, _param_out, _param_out_float_16_desc, _param_out_float_16, _grad_in_desc, _grad_in, _exp_avg_in_desc, _exp_avg_in, _exp_avg_out_desc, _exp_avg_out, _exp_avg_sq_in_desc, _exp_avg_sq_in, _exp_avg_sq_out_desc, _exp_avg_sq_out, _max_exp_avg_sq_in_desc, _max_exp_avg_sq_in, _max_exp_avg_sq_out_desc, _max_exp_avg_sq_out, _state_step_in_desc, _state_step_in, _state_step_out_desc, _state_step_out, state_step, lr, beta_1, beta_2, weight_decay, eps, amsgrad, maximize, adamw, _grad_scale_desc, _grad_scale, _found_inf_desc, _found_inf)
@@ -6744,33 +6122,27 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
 def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer, grad_desc: TensorDescriptor, grad: DeviceBuffer, exp_avg_desc: TensorDescriptor, exp_avg: DeviceBuffer, exp_avg_sq_desc: TensorDescriptor, exp_avg_sq: DeviceBuffer, state_step_desc: TensorDescriptor | None, stateStep: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, correct_bias: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
     """miopenTransformersAdamW(handle, paramDesc, param, gradDesc, grad, expAvgDesc, expAvg, expAvgSqDesc, expAvgSq, stateStepDesc, stateStep, state_step, lr, beta1, beta2, weight_decay, eps, correct_bias, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
     _fn = "miopenTransformersAdamW"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(param_desc) is TensorDescriptor and param_desc._ptr is not None:
-        _param_desc: int | None = param_desc._ptr
-    else:
+    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _param = param if type(param) is int and param >= 0 else _s.as_device_ptr(param, "param", _fn, False)
-    if type(grad_desc) is TensorDescriptor and grad_desc._ptr is not None:
-        _grad_desc: int | None = grad_desc._ptr
-    else:
+    _grad_desc: int | None = grad_desc._ptr if type(grad_desc) is TensorDescriptor else None
+    if _grad_desc is None:
         _grad_desc = _s.as_handle(grad_desc, TensorDescriptor, "grad_desc", _fn, False)
     _grad = grad if type(grad) is int and grad >= 0 else _s.as_device_ptr(grad, "grad", _fn, False)
-    if type(exp_avg_desc) is TensorDescriptor and exp_avg_desc._ptr is not None:
-        _exp_avg_desc: int | None = exp_avg_desc._ptr
-    else:
+    _exp_avg_desc: int | None = exp_avg_desc._ptr if type(exp_avg_desc) is TensorDescriptor else None
+    if _exp_avg_desc is None:
         _exp_avg_desc = _s.as_handle(exp_avg_desc, TensorDescriptor, "exp_avg_desc", _fn, False)
     _exp_avg = exp_avg if type(exp_avg) is int and exp_avg >= 0 else _s.as_device_ptr(exp_avg, "exp_avg", _fn, False)
-    if type(exp_avg_sq_desc) is TensorDescriptor and exp_avg_sq_desc._ptr is not None:
-        _exp_avg_sq_desc: int | None = exp_avg_sq_desc._ptr
-    else:
+    _exp_avg_sq_desc: int | None = exp_avg_sq_desc._ptr if type(exp_avg_sq_desc) is TensorDescriptor else None
+    if _exp_avg_sq_desc is None:
         _exp_avg_sq_desc = _s.as_handle(exp_avg_sq_desc, TensorDescriptor, "exp_avg_sq_desc", _fn, False)
     _exp_avg_sq = exp_avg_sq if type(exp_avg_sq) is int and exp_avg_sq >= 0 else _s.as_device_ptr(exp_avg_sq, "exp_avg_sq", _fn, False)
-    if type(state_step_desc) is TensorDescriptor and state_step_desc._ptr is not None:
-        _state_step_desc: int | None = state_step_desc._ptr
-    else:
+    _state_step_desc: int | None = state_step_desc._ptr if type(state_step_desc) is TensorDescriptor else None
+    if _state_step_desc is None:
         _state_step_desc = _s.as_handle(state_step_desc, TensorDescriptor, "state_step_desc", _fn, True)
     _stateStep = stateStep if type(stateStep) is int and stateStep >= 0 else _s.as_device_ptr(stateStep, "stateStep", _fn, True)
     if (type(state_step) is not int or not 0 <= state_step <= 4294967295):
@@ -6787,14 +6159,12 @@ def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: Dev
         eps = _s.as_float(eps, "eps", _fn)
     if type(correct_bias) is not bool:
         correct_bias = _s.as_bool(correct_bias, "correct_bias", _fn)
-    if type(grad_scale_desc) is TensorDescriptor and grad_scale_desc._ptr is not None:
-        _grad_scale_desc: int | None = grad_scale_desc._ptr
-    else:
+    _grad_scale_desc: int | None = grad_scale_desc._ptr if type(grad_scale_desc) is TensorDescriptor else None
+    if _grad_scale_desc is None:
         _grad_scale_desc = _s.as_handle(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = grad_scale if type(grad_scale) is int and grad_scale >= 0 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
-    if type(found_inf_desc) is TensorDescriptor and found_inf_desc._ptr is not None:
-        _found_inf_desc: int | None = found_inf_desc._ptr
-    else:
+    _found_inf_desc: int | None = found_inf_desc._ptr if type(found_inf_desc) is TensorDescriptor else None
+    if _found_inf_desc is None:
         _found_inf_desc = _s.as_handle(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = found_inf if type(found_inf) is int and found_inf >= 0 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
     _st = _raw.miopenTransformersAdamW(_handle, _param_desc, _param, _grad_desc, _grad, _exp_avg_desc, _exp_avg, _exp_avg_sq_desc, _exp_avg_sq, _state_step_desc, _stateStep, state_step, lr, beta_1, beta_2, weight_decay, eps, correct_bias, _grad_scale_desc, _grad_scale, _found_inf_desc, _found_inf)
@@ -6805,58 +6175,47 @@ def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: Dev
 def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescriptor, param_in: DeviceBuffer, param_out_desc: TensorDescriptor, param_out: DeviceBuffer, param_out_float_16_desc: TensorDescriptor | None, param_out_float_16: DeviceBuffer | None, grad_in_desc: TensorDescriptor, grad_in: DeviceBuffer, exp_avg_in_desc: TensorDescriptor, exp_avg_in: DeviceBuffer, exp_avg_out_desc: TensorDescriptor, exp_avg_out: DeviceBuffer, exp_avg_sq_in_desc: TensorDescriptor, exp_avg_sq_in: DeviceBuffer, exp_avg_sq_out_desc: TensorDescriptor, exp_avg_sq_out: DeviceBuffer, state_step_in_desc: TensorDescriptor | None, state_step_in: DeviceBuffer | None, state_step_out_desc: TensorDescriptor | None, state_step_out: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, step_size: float, correct_bias: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
     """miopenTransformersAdamWWithOutput(handle, paramInDesc, paramIn, paramOutDesc, paramOut, paramOutFloat16Desc, paramOutFloat16, gradInDesc, gradIn, expAvgInDesc, expAvgIn, expAvgOutDesc, expAvgOut, expAvgSqInDesc, expAvgSqIn, expAvgSqOutDesc, expAvgSqOut, stateStepInDesc, stateStepIn, stateStepOutDesc, stateStepOut, state_step, lr, beta1, beta2, weight_decay, eps, step_size, correct_bias, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
     _fn = "miopenTransformersAdamWWithOutput"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(param_in_desc) is TensorDescriptor and param_in_desc._ptr is not None:
-        _param_in_desc: int | None = param_in_desc._ptr
-    else:
+    _param_in_desc: int | None = param_in_desc._ptr if type(param_in_desc) is TensorDescriptor else None
+    if _param_in_desc is None:
         _param_in_desc = _s.as_handle(param_in_desc, TensorDescriptor, "param_in_desc", _fn, False)
     _param_in = param_in if type(param_in) is int and param_in >= 0 else _s.as_device_ptr(param_in, "param_in", _fn, False)
-    if type(param_out_desc) is TensorDescriptor and param_out_desc._ptr is not None:
-        _param_out_desc: int | None = param_out_desc._ptr
-    else:
+    _param_out_desc: int | None = param_out_desc._ptr if type(param_out_desc) is TensorDescriptor else None
+    if _param_out_desc is None:
         _param_out_desc = _s.as_handle(param_out_desc, TensorDescriptor, "param_out_desc", _fn, False)
     _param_out = param_out if type(param_out) is int and param_out >= 0 else _s.as_device_ptr(param_out, "param_out", _fn, False)
-    if type(param_out_float_16_desc) is TensorDescriptor and param_out_float_16_desc._ptr is not None:
-        _param_out_float_16_desc: int | None = param_out_float_16_desc._ptr
-    else:
+    _param_out_float_16_desc: int | None = param_out_float_16_desc._ptr if type(param_out_float_16_desc) is TensorDescriptor else None
+    if _param_out_float_16_desc is None:
         _param_out_float_16_desc = _s.as_handle(param_out_float_16_desc, TensorDescriptor, "param_out_float_16_desc", _fn, True)
     _param_out_float_16 = param_out_float_16 if type(param_out_float_16) is int and param_out_float_16 >= 0 else _s.as_device_ptr(param_out_float_16, "param_out_float_16", _fn, True)
-    if type(grad_in_desc) is TensorDescriptor and grad_in_desc._ptr is not None:
-        _grad_in_desc: int | None = grad_in_desc._ptr
-    else:
+    _grad_in_desc: int | None = grad_in_desc._ptr if type(grad_in_desc) is TensorDescriptor else None
+    if _grad_in_desc is None:
         _grad_in_desc = _s.as_handle(grad_in_desc, TensorDescriptor, "grad_in_desc", _fn, False)
     _grad_in = grad_in if type(grad_in) is int and grad_in >= 0 else _s.as_device_ptr(grad_in, "grad_in", _fn, False)
-    if type(exp_avg_in_desc) is TensorDescriptor and exp_avg_in_desc._ptr is not None:
-        _exp_avg_in_desc: int | None = exp_avg_in_desc._ptr
-    else:
+    _exp_avg_in_desc: int | None = exp_avg_in_desc._ptr if type(exp_avg_in_desc) is TensorDescriptor else None
+    if _exp_avg_in_desc is None:
         _exp_avg_in_desc = _s.as_handle(exp_avg_in_desc, TensorDescriptor, "exp_avg_in_desc", _fn, False)
     _exp_avg_in = exp_avg_in if type(exp_avg_in) is int and exp_avg_in >= 0 else _s.as_device_ptr(exp_avg_in, "exp_avg_in", _fn, False)
-    if type(exp_avg_out_desc) is TensorDescriptor and exp_avg_out_desc._ptr is not None:
-        _exp_avg_out_desc: int | None = exp_avg_out_desc._ptr
-    else:
+    _exp_avg_out_desc: int | None = exp_avg_out_desc._ptr if type(exp_avg_out_desc) is TensorDescriptor else None
+    if _exp_avg_out_desc is None:
         _exp_avg_out_desc = _s.as_handle(exp_avg_out_desc, TensorDescriptor, "exp_avg_out_desc", _fn, False)
     _exp_avg_out = exp_avg_out if type(exp_avg_out) is int and exp_avg_out >= 0 else _s.as_device_ptr(exp_avg_out, "exp_avg_out", _fn, False)
-    if type(exp_avg_sq_in_desc) is TensorDescriptor and exp_avg_sq_in_desc._ptr is not None:
-        _exp_avg_sq_in_desc: int | None = exp_avg_sq_in_desc._ptr
-    else:
+    _exp_avg_sq_in_desc: int | None = exp_avg_sq_in_desc._ptr if type(exp_avg_sq_in_desc) is TensorDescriptor else None
+    if _exp_avg_sq_in_desc is None:
         _exp_avg_sq_in_desc = _s.as_handle(exp_avg_sq_in_desc, TensorDescriptor, "exp_avg_sq_in_desc", _fn, False)
     _exp_avg_sq_in = exp_avg_sq_in if type(exp_avg_sq_in) is int and exp_avg_sq_in >= 0 else _s.as_device_ptr(exp_avg_sq_in, "exp_avg_sq_in", _fn, False)
-    if type(exp_avg_sq_out_desc) is TensorDescriptor and exp_avg_sq_out_desc._ptr is not None:
-        _exp_avg_sq_out_desc: int | None = exp_avg_sq_out_desc._ptr
-    else:
+    _exp_avg_sq_out_desc: int | None = exp_avg_sq_out_desc._ptr if type(exp_avg_sq_out_desc) is TensorDescriptor else None
+    if _exp_avg_sq_out_desc is None:
         _exp_avg_sq_out_desc = _s.as_handle(exp_avg_sq_out_desc, TensorDescriptor, "exp_avg_sq_out_desc", _fn, False)
     _exp_avg_sq_out = exp_avg_sq_out if type(exp_avg_sq_out) is int and exp_avg_sq_out >= 0 else _s.as_device_ptr(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
-    if type(state_step_in_desc) is TensorDescriptor and state_step_in_desc._ptr is not None:
-        _state_step_in_desc: int | None = state_step_in_desc._ptr
-    else:
+    _state_step_in_desc: int | None = state_step_in_desc._ptr if type(state_step_in_desc) is TensorDescriptor else None
+    if _state_step_in_desc is None:
         _state_step_in_desc = _s.as_handle(state_step_in_desc, TensorDescriptor, "state_step_in_desc", _fn, True)
     _state_step_in = state_step_in if type(state_step_in) is int and state_step_in >= 0 else _s.as_device_ptr(state_step_in, "state_step_in", _fn, True)
-    if type(state_step_out_desc) is TensorDescriptor and state_step_out_desc._ptr is not None:
-        _state_step_out_desc: int | None = state_step_out_desc._ptr
-    else:
+    _state_step_out_desc: int | None = state_step_out_desc._ptr if type(state_step_out_desc) is TensorDescriptor else None
+    if _state_step_out_desc is None:
         _state_step_out_desc = _s.as_handle(state_step_out_desc, TensorDescriptor, "state_step_out_desc", _fn, True)
     _state_step_out = state_step_out if type(state_step_out) is int and state_step_out >= 0 else _s.as_device_ptr(state_step_out, "state_step_out", _fn, True)
     if (type(state_step) is not int or not 0 <= state_step <= 4294967295):
@@ -6875,14 +6234,12 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
         step_size = _s.as_float(step_size, "step_size", _fn)
     if type(correct_bias) is not bool:
         correct_bias = _s.as_bool(correct_bias, "correct_bias", _fn)
-    if type(grad_scale_desc) is TensorDescriptor and grad_scale_desc._ptr is not None:
-        _grad_scale_desc: int | None = grad_scale_desc._ptr
-    else:
+    _grad_scale_desc: int | None = grad_scale_desc._ptr if type(grad_scale_desc) is TensorDescriptor else None
+    if _grad_scale_desc is None:
         _grad_scale_desc = _s.as_handle(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = grad_scale if type(grad_scale) is int and grad_scale >= 0 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
-    if type(found_inf_desc) is TensorDescriptor and found_inf_desc._ptr is not None:
-        _found_inf_desc: int | None = found_inf_desc._ptr
-    else:
+    _found_inf_desc: int | None = found_inf_desc._ptr if type(found_inf_desc) is TensorDescriptor else None
+    if _found_inf_desc is None:
         _found_inf_desc = _s.as_handle(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = found_inf if type(found_inf) is int and found_inf >= 0 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
     _st = _raw.miopenTransformersAdamWWithOutput(_handle, _param_in_desc, _param_in, _param_out_desc, _param_out, _param_out_float_16_desc, _param_out_float_16, _grad_in_desc, _grad_in, _exp_avg_in_desc, _exp_avg_in, _exp_avg_out_desc, _exp_avg_out, _exp_avg_sq_in_desc, _exp_avg_sq_in, _exp_avg_sq_out_desc, _exp_avg_sq_out, _state_step_in_desc, _state_step_in, _state_step_out_desc, _state_step_out, state_step, lr, beta_1, beta_2, weight_decay, eps, step_size, correct_bias, _grad_scale_desc, _grad_scale, _found_inf_desc, _found_inf)
@@ -6893,9 +6250,8 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
 def get_getitem_workspace_size(handle: Handle, index_descs: Sequence[TensorDescriptor]) -> int:
     """miopenGetGetitemWorkspaceSize(handle, indexCount, indexDescs, sizeInBytes) [beta API] (group getitem)."""
     _fn = "miopenGetGetitemWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _index_descs = _s.in_array(index_descs, _s.handle_elem(TensorDescriptor), "index_descs", _fn, False)
     _index_count = 0 if _index_descs is None else len(_index_descs)
@@ -6909,28 +6265,24 @@ def get_getitem_workspace_size(handle: Handle, index_descs: Sequence[TensorDescr
 def getitem_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, dy_desc: TensorDescriptor, dy: DeviceBuffer, index_descs: Sequence[TensorDescriptor], indexs: Sequence[DeviceBuffer | None], dx_desc: TensorDescriptor, dx: DeviceBuffer, error_desc: TensorDescriptor, error: DeviceBuffer, dims: Sequence[int], slices: Sequence[int], offset: int) -> None:
     """miopenGetitemBackward(handle, workspace, workspaceSizeInBytes, dyDesc, dy, indexCount, indexDescs, indexs, dxDesc, dx, errorDesc, error, dimCount, dims, sliceCount, slices, offset) [beta API] (group getitem)."""
     _fn = "miopenGetitemBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
     _index_descs = _s.in_array(index_descs, _s.handle_elem(TensorDescriptor), "index_descs", _fn, False)
     _indexs = _s.in_array(indexs, _s.buffer_elem(), "indexs", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    if type(error_desc) is TensorDescriptor and error_desc._ptr is not None:
-        _error_desc: int | None = error_desc._ptr
-    else:
+    _error_desc: int | None = error_desc._ptr if type(error_desc) is TensorDescriptor else None
+    if _error_desc is None:
         _error_desc = _s.as_handle(error_desc, TensorDescriptor, "error_desc", _fn, False)
     _error = error if type(error) is int and error >= 0 else _s.as_device_ptr(error, "error", _fn, False)
     _dims = _s.in_array(dims, _s.int_elem(ctypes.c_int32, -2147483648, 2147483647), "dims", _fn, False)
@@ -6948,28 +6300,23 @@ def getitem_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
 def ro_pe_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, cos_desc: TensorDescriptor, cos: DeviceBuffer, sin_desc: TensorDescriptor, sin: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
     """miopenRoPEForward(handle, xDesc, x, cosDesc, cos, sinDesc, sin, yDesc, y) [beta API] (group RotaryPositionalEmbeddings)."""
     _fn = "miopenRoPEForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(x_desc) is TensorDescriptor and x_desc._ptr is not None:
-        _x_desc: int | None = x_desc._ptr
-    else:
+    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    if type(cos_desc) is TensorDescriptor and cos_desc._ptr is not None:
-        _cos_desc: int | None = cos_desc._ptr
-    else:
+    _cos_desc: int | None = cos_desc._ptr if type(cos_desc) is TensorDescriptor else None
+    if _cos_desc is None:
         _cos_desc = _s.as_handle(cos_desc, TensorDescriptor, "cos_desc", _fn, False)
     _cos = cos if type(cos) is int and cos >= 0 else _s.as_device_ptr(cos, "cos", _fn, False)
-    if type(sin_desc) is TensorDescriptor and sin_desc._ptr is not None:
-        _sin_desc: int | None = sin_desc._ptr
-    else:
+    _sin_desc: int | None = sin_desc._ptr if type(sin_desc) is TensorDescriptor else None
+    if _sin_desc is None:
         _sin_desc = _s.as_handle(sin_desc, TensorDescriptor, "sin_desc", _fn, False)
     _sin = sin if type(sin) is int and sin >= 0 else _s.as_device_ptr(sin, "sin", _fn, False)
-    if type(y_desc) is TensorDescriptor and y_desc._ptr is not None:
-        _y_desc: int | None = y_desc._ptr
-    else:
+    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenRoPEForward(_handle, _x_desc, _x, _cos_desc, _cos, _sin_desc, _sin, _y_desc, _y)
@@ -6980,28 +6327,23 @@ def ro_pe_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, cos
 def ro_pe_backward(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, cos_desc: TensorDescriptor, cos: DeviceBuffer, sin_desc: TensorDescriptor, sin: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
     """miopenRoPEBackward(handle, dyDesc, dy, cosDesc, cos, sinDesc, sin, dxDesc, dx) [beta API] (group RotaryPositionalEmbeddings)."""
     _fn = "miopenRoPEBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dy_desc) is TensorDescriptor and dy_desc._ptr is not None:
-        _dy_desc: int | None = dy_desc._ptr
-    else:
+    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+    if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    if type(cos_desc) is TensorDescriptor and cos_desc._ptr is not None:
-        _cos_desc: int | None = cos_desc._ptr
-    else:
+    _cos_desc: int | None = cos_desc._ptr if type(cos_desc) is TensorDescriptor else None
+    if _cos_desc is None:
         _cos_desc = _s.as_handle(cos_desc, TensorDescriptor, "cos_desc", _fn, False)
     _cos = cos if type(cos) is int and cos >= 0 else _s.as_device_ptr(cos, "cos", _fn, False)
-    if type(sin_desc) is TensorDescriptor and sin_desc._ptr is not None:
-        _sin_desc: int | None = sin_desc._ptr
-    else:
+    _sin_desc: int | None = sin_desc._ptr if type(sin_desc) is TensorDescriptor else None
+    if _sin_desc is None:
         _sin_desc = _s.as_handle(sin_desc, TensorDescriptor, "sin_desc", _fn, False)
     _sin = sin if type(sin) is int and sin >= 0 else _s.as_device_ptr(sin, "sin", _fn, False)
-    if type(dx_desc) is TensorDescriptor and dx_desc._ptr is not None:
-        _dx_desc: int | None = dx_desc._ptr
-    else:
+    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
     _st = _raw.miopenRoPEBackward(_handle, _dy_desc, _dy, _cos_desc, _cos, _sin_desc, _sin, _dx_desc, _dx)
@@ -7012,23 +6354,19 @@ def ro_pe_backward(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, 
 def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, indices_desc: TensorDescriptor, indices: DeviceBuffer, k: int, dim: int = -1, keep_dim: bool = False) -> None:
     """miopenKthvalueForward(handle, inputDesc, input, outputDesc, output, indicesDesc, indices, k, dim, keepDim) [beta API] (group kthvalue)."""
     _fn = "miopenKthvalueForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
-    if type(indices_desc) is TensorDescriptor and indices_desc._ptr is not None:
-        _indices_desc: int | None = indices_desc._ptr
-    else:
+    _indices_desc: int | None = indices_desc._ptr if type(indices_desc) is TensorDescriptor else None
+    if _indices_desc is None:
         _indices_desc = _s.as_handle(indices_desc, TensorDescriptor, "indices_desc", _fn, False)
     _indices = indices if type(indices) is int and indices >= 0 else _s.as_device_ptr(indices, "indices", _fn, False)
     _indices = _s.typed_pointer(_indices, ctypes.POINTER(ctypes.c_size_t))
@@ -7046,17 +6384,14 @@ def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: Device
 def get_p_re_lu_backward_workspace_size(handle: Handle, input_desc: TensorDescriptor, weight_desc: TensorDescriptor) -> int:
     """miopenGetPReLUBackwardWorkspaceSize(handle, inputDesc, weightDesc, sizeInBytes) [beta API] (group ReLU)."""
     _fn = "miopenGetPReLUBackwardWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
     _st = _raw.miopenGetPReLUBackwardWorkspaceSize(_handle, _input_desc, _weight_desc, _byref(_size_in_bytes))
@@ -7068,36 +6403,30 @@ def get_p_re_lu_backward_workspace_size(handle: Handle, input_desc: TensorDescri
 def p_re_lu_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, input_desc: TensorDescriptor, input: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, doutput_desc: TensorDescriptor, doutput: DeviceBuffer, dinput_desc: TensorDescriptor, dinput: DeviceBuffer, dweight_desc: TensorDescriptor, dweight: DeviceBuffer) -> None:
     """miopenPReLUBackward(handle, workspace, workspaceSizeInBytes, inputDesc, input, weightDesc, weight, doutputDesc, doutput, dinputDesc, dinput, dweightDesc, dweight) [beta API] (group ReLU)."""
     _fn = "miopenPReLUBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(doutput_desc) is TensorDescriptor and doutput_desc._ptr is not None:
-        _doutput_desc: int | None = doutput_desc._ptr
-    else:
+    _doutput_desc: int | None = doutput_desc._ptr if type(doutput_desc) is TensorDescriptor else None
+    if _doutput_desc is None:
         _doutput_desc = _s.as_handle(doutput_desc, TensorDescriptor, "doutput_desc", _fn, False)
     _doutput = doutput if type(doutput) is int and doutput >= 0 else _s.as_device_ptr(doutput, "doutput", _fn, False)
-    if type(dinput_desc) is TensorDescriptor and dinput_desc._ptr is not None:
-        _dinput_desc: int | None = dinput_desc._ptr
-    else:
+    _dinput_desc: int | None = dinput_desc._ptr if type(dinput_desc) is TensorDescriptor else None
+    if _dinput_desc is None:
         _dinput_desc = _s.as_handle(dinput_desc, TensorDescriptor, "dinput_desc", _fn, False)
     _dinput = dinput if type(dinput) is int and dinput >= 0 else _s.as_device_ptr(dinput, "dinput", _fn, False)
-    if type(dweight_desc) is TensorDescriptor and dweight_desc._ptr is not None:
-        _dweight_desc: int | None = dweight_desc._ptr
-    else:
+    _dweight_desc: int | None = dweight_desc._ptr if type(dweight_desc) is TensorDescriptor else None
+    if _dweight_desc is None:
         _dweight_desc = _s.as_handle(dweight_desc, TensorDescriptor, "dweight_desc", _fn, False)
     _dweight = dweight if type(dweight) is int and dweight >= 0 else _s.as_device_ptr(dweight, "dweight", _fn, False)
     _st = _raw.miopenPReLUBackward(_handle, _workspace, workspace_size_in_bytes, _input_desc, _input, _weight_desc, _weight, _doutput_desc, _doutput, _dinput_desc, _dinput, _dweight_desc, _dweight)
@@ -7108,21 +6437,17 @@ def p_re_lu_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
 def get_soft_margin_loss_forward_workspace_size(handle: Handle, input_desc: TensorDescriptor, target_desc: TensorDescriptor, output_desc: TensorDescriptor, reduction: LossReductionMode | int) -> int:
     """miopenGetSoftMarginLossForwardWorkspaceSize(handle, inputDesc, targetDesc, outputDesc, reduction, sizeInBytes) [beta API] (group LossFunction)."""
     _fn = "miopenGetSoftMarginLossForwardWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    if type(target_desc) is TensorDescriptor and target_desc._ptr is not None:
-        _target_desc: int | None = target_desc._ptr
-    else:
+    _target_desc: int | None = target_desc._ptr if type(target_desc) is TensorDescriptor else None
+    if _target_desc is None:
         _target_desc = _s.as_handle(target_desc, TensorDescriptor, "target_desc", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     if type(reduction) is not LossReductionMode:
         reduction = _s.as_enum(reduction, LossReductionMode, "reduction", _fn)
@@ -7136,23 +6461,19 @@ def get_soft_margin_loss_forward_workspace_size(handle: Handle, input_desc: Tens
 def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, target_desc: TensorDescriptor, target: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, reduction: LossReductionMode | int, workspace: DeviceBuffer | None = None, workspace_size_in_bytes: int = 0) -> None:
     """miopenSoftMarginLossForward(handle, inputDesc, input, targetDesc, target, outputDesc, output, reduction, workspace, workspaceSizeInBytes) [beta API] (group LossFunction)."""
     _fn = "miopenSoftMarginLossForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(target_desc) is TensorDescriptor and target_desc._ptr is not None:
-        _target_desc: int | None = target_desc._ptr
-    else:
+    _target_desc: int | None = target_desc._ptr if type(target_desc) is TensorDescriptor else None
+    if _target_desc is None:
         _target_desc = _s.as_handle(target_desc, TensorDescriptor, "target_desc", _fn, False)
     _target = target if type(target) is int and target >= 0 else _s.as_device_ptr(target, "target", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
     if type(reduction) is not LossReductionMode:
@@ -7168,28 +6489,23 @@ def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input
 def soft_margin_loss_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, target_desc: TensorDescriptor, target: DeviceBuffer, doutput_desc: TensorDescriptor, doutput: DeviceBuffer, dinput_desc: TensorDescriptor, dinput: DeviceBuffer, reduction: LossReductionMode | int) -> None:
     """miopenSoftMarginLossBackward(handle, inputDesc, input, targetDesc, target, doutputDesc, doutput, dinputDesc, dinput, reduction) [beta API] (group LossFunction)."""
     _fn = "miopenSoftMarginLossBackward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(target_desc) is TensorDescriptor and target_desc._ptr is not None:
-        _target_desc: int | None = target_desc._ptr
-    else:
+    _target_desc: int | None = target_desc._ptr if type(target_desc) is TensorDescriptor else None
+    if _target_desc is None:
         _target_desc = _s.as_handle(target_desc, TensorDescriptor, "target_desc", _fn, False)
     _target = target if type(target) is int and target >= 0 else _s.as_device_ptr(target, "target", _fn, False)
-    if type(doutput_desc) is TensorDescriptor and doutput_desc._ptr is not None:
-        _doutput_desc: int | None = doutput_desc._ptr
-    else:
+    _doutput_desc: int | None = doutput_desc._ptr if type(doutput_desc) is TensorDescriptor else None
+    if _doutput_desc is None:
         _doutput_desc = _s.as_handle(doutput_desc, TensorDescriptor, "doutput_desc", _fn, False)
     _doutput = doutput if type(doutput) is int and doutput >= 0 else _s.as_device_ptr(doutput, "doutput", _fn, False)
-    if type(dinput_desc) is TensorDescriptor and dinput_desc._ptr is not None:
-        _dinput_desc: int | None = dinput_desc._ptr
-    else:
+    _dinput_desc: int | None = dinput_desc._ptr if type(dinput_desc) is TensorDescriptor else None
+    if _dinput_desc is None:
         _dinput_desc = _s.as_handle(dinput_desc, TensorDescriptor, "dinput_desc", _fn, False)
     _dinput = dinput if type(dinput) is int and dinput >= 0 else _s.as_device_ptr(dinput, "dinput", _fn, False)
     if type(reduction) is not LossReductionMode:
@@ -7202,25 +6518,20 @@ def soft_margin_loss_backward(handle: Handle, input_desc: TensorDescriptor, inpu
 def get_multi_margin_loss_forward_workspace_size(handle: Handle, input_desc: TensorDescriptor, target_desc: TensorDescriptor, weight_desc: TensorDescriptor, output_desc: TensorDescriptor, p: int, margin: float, reduction: LossReductionMode | int) -> int:
     """miopenGetMultiMarginLossForwardWorkspaceSize(handle, inputDesc, targetDesc, weightDesc, outputDesc, p, margin, reduction, sizeInBytes) [beta API] (group LossFunction)."""
     _fn = "miopenGetMultiMarginLossForwardWorkspaceSize"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    if type(target_desc) is TensorDescriptor and target_desc._ptr is not None:
-        _target_desc: int | None = target_desc._ptr
-    else:
+    _target_desc: int | None = target_desc._ptr if type(target_desc) is TensorDescriptor else None
+    if _target_desc is None:
         _target_desc = _s.as_handle(target_desc, TensorDescriptor, "target_desc", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     if (type(p) is not int or not -9223372036854775808 <= p <= 9223372036854775807):
         p = _s.as_int(p, -9223372036854775808, 9223372036854775807, "p", _fn)
@@ -7238,28 +6549,23 @@ def get_multi_margin_loss_forward_workspace_size(handle: Handle, input_desc: Ten
 def multi_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, target_desc: TensorDescriptor, target: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, p: int, margin: float, reduction: LossReductionMode | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int) -> None:
     """miopenMultiMarginLossForward(handle, inputDesc, input, targetDesc, target, weightDesc, weight, outputDesc, output, p, margin, reduction, workspace, workspaceSizeInBytes) [beta API] (group LossFunction)."""
     _fn = "miopenMultiMarginLossForward"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(input_desc) is TensorDescriptor and input_desc._ptr is not None:
-        _input_desc: int | None = input_desc._ptr
-    else:
+    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    if type(target_desc) is TensorDescriptor and target_desc._ptr is not None:
-        _target_desc: int | None = target_desc._ptr
-    else:
+    _target_desc: int | None = target_desc._ptr if type(target_desc) is TensorDescriptor else None
+    if _target_desc is None:
         _target_desc = _s.as_handle(target_desc, TensorDescriptor, "target_desc", _fn, False)
     _target = target if type(target) is int and target >= 0 else _s.as_device_ptr(target, "target", _fn, False)
-    if type(weight_desc) is TensorDescriptor and weight_desc._ptr is not None:
-        _weight_desc: int | None = weight_desc._ptr
-    else:
+    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+    if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(output_desc) is TensorDescriptor and output_desc._ptr is not None:
-        _output_desc: int | None = output_desc._ptr
-    else:
+    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+    if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
     if (type(p) is not int or not -9223372036854775808 <= p <= 9223372036854775807):
@@ -7279,9 +6585,8 @@ def multi_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, inpu
 def set_tuning_policy(handle: Handle, new_value: TuningPolicy | int) -> None:
     """miopenSetTuningPolicy(handle, newValue) (group handle)."""
     _fn = "miopenSetTuningPolicy"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(new_value) is not TuningPolicy:
         new_value = _s.as_enum(new_value, TuningPolicy, "new_value", _fn)
@@ -7293,15 +6598,14 @@ def set_tuning_policy(handle: Handle, new_value: TuningPolicy | int) -> None:
 def get_tuning_policy(handle: Handle) -> TuningPolicy | int:
     """miopenGetTuningPolicy(handle, value) (group handle)."""
     _fn = "miopenGetTuningPolicy"
-    if type(handle) is Handle and handle._ptr is not None:
-        _handle: int | None = handle._ptr
-    else:
+    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _value = ctypes.c_uint()
     _st = _raw.miopenGetTuningPolicy(_handle, _byref(_value))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
-    return _s.to_enum(TuningPolicy, _value.value)
+    return _V_miopenTuningPolicy_t.get(_value.value, _value.value)
 
 
 def get_solver_name(solver_id: int, name_buf_len: int) -> str:

@@ -24,8 +24,8 @@ def test_version_from_version_h() -> None:
 
 def test_counts_and_beta_flags() -> None:
     beta, stable = fixture_spec(True), fixture_spec(False)
-    assert len(beta.functions) == 43
-    assert len(stable.functions) == 39
+    assert len(beta.functions) == 44
+    assert len(stable.functions) == 40
     assert {f.name for f in beta.functions if f.beta} == {
         "miopenCatForward", "miopenKthvalueForward", "miopenSoftMarginLossForward", "miopenGetitemCount",
     }
@@ -90,6 +90,7 @@ def test_handles_callbacks_typedefs() -> None:
         ("miopenTensorDescriptor_t", "miopenTensorDescriptor", "tensor"),
         ("miopenConvolutionDescriptor_t", "miopenConvolutionDescriptor", "convolutions"),
         ("miopenDropoutDescriptor_t", "miopenDropoutDescriptor", "misc"),
+        ("miopenActivationDescriptor_t", "miopenActivationDescriptor", "misc"),
     ]
     alloc, dealloc = s.callbacks
     assert alloc.name == "miopenAllocatorFunction"

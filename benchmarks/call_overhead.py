@@ -1,0 +1,97 @@
+"""Typed-call overhead against equivalent hand-written raw ctypes code, through the stub library.
+
+Both sides make the same C call with the same out-parameter allocation and status check; the
+stub runs in quiet mode (no logging). Target: typed <= 1.3x raw for a setter, a four-output
+getter and a 13-argument convolution-forward-shaped call. Needs gcc (g++).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import importlib
+import sys
+import tempfile
+import timeit
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from codegen import abi  # noqa: E402
+from codegen.annotate import load_annotations, resolve  # noqa: E402
+from codegen.parser import ParseOptions, parse_header  # noqa: E402
+from codegen.render import plan, render, write  # noqa: E402
+from codegen.target import load_target  # noqa: E402
+
+HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
+ANNOTATIONS = REPO / "tests" / "fixtures" / "annotations.yaml"
+
+
+def build(tmp: Path) -> tuple[object, ctypes.CDLL]:
+    target = load_target()
+    spec = parse_header(HEADER, target, ParseOptions(beta=True))
+    ann = load_annotations(ANNOTATIONS)
+    write(render(plan(spec, ann, target, "# bench")), tmp / "bench_pkg")
+    stub = abi.compile_cpp(abi.stub_source(spec, resolve(spec, ann), HEADER, "bench", target.status_type),
+                           tmp / "libstub.so", target, shared=True)
+    sys.path.insert(0, str(tmp))
+    pkg = importlib.import_module("bench_pkg")
+    lib = ctypes.CDLL(str(stub))
+    lib.miogen_stub_set_quiet(1)
+    pkg._support.load_library(lib)  # type: ignore[attr-defined]
+    return pkg, lib
+
+
+def main() -> int:
+    with tempfile.TemporaryDirectory() as tmp:
+        m, _ = build(Path(tmp))
+        raw = m.raw  # type: ignore[attr-defined]
+        byref, c_float, c_double, c_uint = ctypes.byref, ctypes.c_float, ctypes.c_double, ctypes.c_uint
+        h = m.Handle.from_address(0x100)  # type: ignore[attr-defined]
+        d = m.TensorDescriptor.from_address(0x200)  # type: ignore[attr-defined]
+        c = m.ConvolutionDescriptor.from_address(0x300)  # type: ignore[attr-defined]
+        a = m.ActivationDescriptor.from_address(0x400)  # type: ignore[attr-defined]
+        f32 = m.DataType.miopenFloat  # type: ignore[attr-defined]
+        algo = m.ConvFwdAlgorithm.miopenConvolutionFwdAlgoDirect  # type: ignore[attr-defined]
+        hp, dp, cp, ap = 0x100, 0x200, 0x300, 0x400
+
+        def raw_setter() -> None:
+            st = raw.miopenSet4dTensorDescriptor(dp, 1, 8, 64, 56, 56)
+            if st:
+                raise RuntimeError(st)
+
+        def typed_setter() -> None:
+            m.set_4d_tensor_descriptor(d, f32, 8, 64, 56, 56)  # type: ignore[attr-defined]
+
+        def raw_getter() -> tuple[int, float, float, float]:
+            mode, alpha, beta, gamma = c_uint(), c_double(), c_double(), c_double()
+            st = raw.miopenGetActivationDescriptor(ap, byref(mode), byref(alpha), byref(beta), byref(gamma))
+            if st:
+                raise RuntimeError(st)
+            return mode.value, alpha.value, beta.value, gamma.value
+
+        def typed_getter() -> object:
+            return m.get_activation_descriptor(a)  # type: ignore[attr-defined]
+
+        def raw_conv() -> None:
+            st = raw.miopenConvolutionForward(hp, byref(c_float(1.0)), dp, 0x1000, dp, 0x2000, cp, 1,
+                                              byref(c_float(0.0)), dp, 0x3000, None, 0)
+            if st:
+                raise RuntimeError(st)
+
+        def typed_conv() -> None:
+            m.convolution_forward(h, 1.0, d, 0x1000, d, 0x2000, c, algo, 0.0, d, 0x3000, None, 0)  # type: ignore[attr-defined]
+
+        print("per call, best of 7 x 20000 (stub in quiet mode):")
+        for name, r, t in (("setter (miopenSet4dTensorDescriptor, 6 args)", raw_setter, typed_setter),
+                           ("four-output getter (miopenGetActivationDescriptor)", raw_getter, typed_getter),
+                           ("13-argument miopenConvolutionForward", raw_conv, typed_conv)):
+            r(), t()
+            tr = min(timeit.repeat(r, number=20000, repeat=7)) / 20000
+            tt = min(timeit.repeat(t, number=20000, repeat=7)) / 20000
+            print(f"  {name}: raw {tr * 1e6:.2f} us, typed {tt * 1e6:.2f} us, ratio {tt / tr:.2f} (target <= 1.3)")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
