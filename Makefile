@@ -62,7 +62,8 @@ typecheck: $(STAMP)
 	cp -r runtime/. .typecheck/stubs/miopen/ && cp -r $(GENERATED) .typecheck/stubs/miopen/_generated
 	cp -r runtime/. .typecheck/impl/miopen/ && cp -r $(GENERATED) .typecheck/impl/miopen/_generated
 	rm -f .typecheck/impl/miopen/_generated/*.pyi
-	cd .typecheck/stubs && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental -p miopen
+	cp tests/fixtures/miopen_usage.py .typecheck/stubs/
+	cd .typecheck/stubs && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental miopen miopen_usage.py
 	cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental -p miopen
 	rm -rf .typecheck
 

@@ -357,3 +357,29 @@ def test_missing_symbol_names_the_function_and_release(fx: Built) -> None:
             m.cat_forward(m.Handle.from_address(1), [], [], m.TensorDescriptor.from_address(2), 0, 0)
     finally:
         m.load_library(fx.stub)
+
+
+def test_device_buffer_from_dlpack(fx: Built) -> None:
+    import ctypes
+
+    m = fx.pkg
+
+    class DLDevice(ctypes.Structure):
+        _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+    class DLTensor(ctypes.Structure):  # the head of DLManagedTensor
+        _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int)]
+
+    new_capsule = ctypes.pythonapi.PyCapsule_New
+    new_capsule.restype = ctypes.py_object
+    new_capsule.argtypes = [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+
+    class DLPackOnly:
+        def __init__(self) -> None:
+            self.tensor = DLTensor(0xFEED0, DLDevice(10, 0), 1)  # kDLROCM
+
+        def __dlpack__(self, stream: object = None) -> object:
+            return new_capsule(ctypes.addressof(self.tensor), b"dltensor", None)
+
+    m.set_tensor(m.Handle.from_address(1), m.TensorDescriptor.from_address(2), DLPackOnly(), 1.0)
+    assert _calls(fx, "miopenSetTensor")[0]["y"] == str(0xFEED0)
