@@ -4,7 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-MIOPEN_VERSION ?= 3.5.2
+# the pinned release (written by `make upgrade`)
+MIOPEN_VERSION ?= $(shell cat specs/miopen/pinned)
 SPEC_DIR       := specs/miopen
 # `make specs HEADER=/opt/rocm/include/miopen/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS="-I ..."]`
 HEADER     ?=
@@ -13,13 +14,14 @@ PARSE_ARGS ?=
 ANNOTATIONS    := $(SPEC_DIR)/annotations.yaml
 GENERATED      := generated
 
-.PHONY: all venv specs generate check-generated abi-check test typecheck bench clean help
+.PHONY: all venv specs generate docs check-generated abi-check upgrade test typecheck bench clean help
 
 all: generate
 
 help:
 	@echo "make generate            render generated/ from specs/miopen/$(MIOPEN_VERSION).yaml (HEADER=... parses first)"
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
+	@echo "make upgrade HEADER=...  parse a new release, diff, gate, pin, generate, test"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<MIOPEN_VERSION>.yaml"
 	@echo "make test                unit, golden and setup-error tests + mypy --strict"
 	@echo "make bench               speed benchmarks (figures printed)"
@@ -42,12 +44,26 @@ ifneq ($(HEADER),)
 endif
 	$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS)
 	$(PY) -m codegen render $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
+	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+
+docs: $(STAMP)
+	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+
+# `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned spec ->
+# annotation gate -> pin the new release -> generate -> test.
+upgrade: $(STAMP)
+	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [UPGRADE_ARGS='--miopen-version X.Y.Z -I DIR']"; exit 2; }
+	$(PY) -m codegen upgrade $(HEADER) $(UPGRADE_ARGS)
+	$(MAKE) generate MIOPEN_VERSION=$$(cat specs/miopen/pinned)
+	$(MAKE) test MIOPEN_VERSION=$$(cat specs/miopen/pinned)
 
 # CI: the committed generated/ must be exactly what `make generate` renders.
 check-generated: $(STAMP)
 	rm -rf .check-generated
 	$(PY) -m codegen render $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated
 	diff -r -x __pycache__ $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
+	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o .check-generated/api-changes.md
+	diff docs/api-changes.md .check-generated/api-changes.md || { echo "docs/api-changes.md is stale: run make generate and commit"; exit 1; }
 	rm -rf .check-generated
 
 abi-check: $(STAMP)

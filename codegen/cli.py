@@ -104,7 +104,129 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--annotations", type=Path, default=DEFAULT_TARGET.parent / "annotations.yaml", metavar="YAML")
     a.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
     a.add_argument("--keep", type=Path, metavar="DIR", help="build in DIR and keep it (default: a temp dir)")
+
+    d = sub.add_parser(
+        "diff",
+        help="API changes between two specs",
+        description="Compare two specs: functions, parameters (added, removed, renamed, retyped, reordered), "
+        "return types, default arguments, enums and constants (renumbered constants stand out), struct layouts, "
+        "beta/stable moves, handle types. With --check, exit 1 when anything breaks existing callers.",
+    )
+    d.add_argument("old", type=Path, metavar="OLD.yaml")
+    d.add_argument("new", type=Path, metavar="NEW.yaml")
+    d.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
+    d.add_argument("--check", action="store_true", help="exit 1 if any change is breaking (additions alone: 0)")
+
+    c2 = sub.add_parser("changes", help="write docs/api-changes.md from the committed specs",
+                        description="One section per consecutive pair of releases, and a coverage table "
+                        "(functions per group per release).")
+    c2.add_argument("specs", type=Path, nargs="+", metavar="SPEC.yaml")
+    c2.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.md")
+
+    u = sub.add_parser(
+        "upgrade",
+        help="parse a new miopen.h, diff it against the pinned spec and run the annotation gate",
+        description="The upgrade flow's first half (make upgrade runs generate and test after it): parse HEADER, "
+        "print the API diff against the pinned release, run the annotation gate (new unclassified parameters "
+        "are listed with the annotation to add), then write specs/miopen/<version>.yaml and pin it.",
+    )
+    u.add_argument("header", type=Path, metavar="HEADER")
+    u.add_argument("--miopen-version", metavar="X.Y.Z")
+    u.add_argument("-I", dest="includes", action="append", type=Path, default=[], metavar="DIR")
+    u.add_argument("--specs", type=Path, default=DEFAULT_TARGET.parent, metavar="DIR",
+                   help="spec directory holding the pin file `pinned` (default: specs/miopen)")
+    u.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
     return ap
+
+
+def _peek_schema(path: Path) -> str | None:
+    import re
+
+    try:
+        head = path.read_text(encoding="utf-8", errors="replace")[:2000]
+    except OSError:
+        return None
+    m = re.search(r"^schema_version:\s*(\S+)", head, re.M)
+    return m.group(1) if m else None
+
+
+def _diff(args: argparse.Namespace) -> int:
+    from .diff import diff, to_json, to_markdown
+    from .spec_io import load
+
+    so, sn = _peek_schema(args.old), _peek_schema(args.new)
+    if so and sn and so != sn:
+        raise CodegenError(f"{args.old} has schema version {so} but {args.new} has {sn}: specs of different "
+                           f"schema versions cannot be compared; re-parse the older header with this generator "
+                           f"(`miogen parse`) so both use schema {max(so, sn)}")
+    if args.old.resolve() == args.new.resolve():
+        raise CodegenError(f"{args.old} was compared with itself: pass the older and the newer spec")
+    old, new = load(args.old), load(args.new)
+    if old == new:
+        raise CodegenError(f"{args.old} and {args.new} are the same spec (MIOpen {old.miopen_version}, header sha256 "
+                           f"{old.header.sha256[:12]}): nothing to compare")
+    d = diff(old, new)
+    sys.stdout.write(to_json(d) if args.format == "json" else to_markdown(d))
+    if args.check and d.breaking:
+        print(f"miogen: {len(d.breaking)} breaking change(s) from MIOpen {d.old} to {d.new}:", file=sys.stderr)
+        for c in d.breaking:
+            print(f"  {c.kind}: {c.item}: {c.detail}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _changes(args: argparse.Namespace) -> int:
+    from .diff import changes_document
+
+    text = changes_document(list(args.specs))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    if not args.output.exists() or args.output.read_text(encoding="utf-8") != text:
+        args.output.write_text(text, encoding="utf-8")
+    print(f"{args.output}: {len(args.specs)} releases", file=sys.stderr)
+    return 0
+
+
+def _upgrade(args: argparse.Namespace) -> int:
+    from .annotate import AnnotationGateError, load_annotations, resolve
+    from .diff import diff, to_markdown
+    from .parser import ParseOptions, parse_header
+    from .spec_io import dump, load
+    from .target import load_target
+
+    target = load_target(args.target)
+    pin_file = args.specs / "pinned"
+    pinned_version = pin_file.read_text(encoding="utf-8").strip()
+    pinned = load(args.specs / f"{pinned_version}.yaml")
+    spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), beta=True),
+                        args.miopen_version)
+
+    def key(v: str) -> tuple[int, ...]:
+        return tuple(int(x) for x in v.split("."))
+
+    if key(spec.miopen_version) < key(pinned_version):
+        raise CodegenError(
+            f"{args.header} is MIOpen {spec.miopen_version}, older than the pinned {pinned_version}: an upgrade "
+            f"only moves forward. To render an older release, use its committed spec: "
+            f"make generate MIOPEN_VERSION={spec.miopen_version}" +
+            ("" if (args.specs / f"{spec.miopen_version}.yaml").exists()
+             else f" (parse it first: make specs HEADER={args.header} MIOPEN_VERSION={spec.miopen_version})"))
+    if spec == pinned:
+        print(f"{args.header}: same API as the pinned MIOpen {pinned_version}; nothing to upgrade")
+        return 0
+    print(to_markdown(diff(pinned, spec)))
+    out = args.specs / f"{spec.miopen_version}.yaml"
+    dump(spec, out)
+    print(f"wrote {out}")
+    try:
+        resolve(spec, load_annotations(args.specs / "annotations.yaml"))
+    except AnnotationGateError as exc:
+        print(f"miogen: {exc}", file=sys.stderr)
+        print("miogen: add the annotations above to specs/miopen/annotations.yaml, then run make upgrade again",
+              file=sys.stderr)
+        return 1
+    pin_file.write_text(spec.miopen_version + "\n", encoding="utf-8")
+    print(f"pinned MIOpen {spec.miopen_version} (specs/miopen/pinned); next: make generate && make test")
+    return 0
 
 
 def _abi_check(args: argparse.Namespace) -> int:
@@ -195,6 +317,12 @@ def main(argv: list[str] | None = None) -> int:
             return _render(args)
         if args.command == "abi-check":
             return _abi_check(args)
+        if args.command == "diff":
+            return _diff(args)
+        if args.command == "changes":
+            return _changes(args)
+        if args.command == "upgrade":
+            return _upgrade(args)
     except CodegenError as exc:
         print(f"miogen: error: {exc}", file=sys.stderr)
         return 2

@@ -579,7 +579,7 @@ class GetSoftmaxDescriptorResult(NamedTuple):
 
 
 def get_error_string(error: Status | int) -> str:
-    """miopenGetErrorString(error) (group handle)."""
+    """miopenGetErrorString(error) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenGetErrorString"
     if type(error) is not Status:
         error = _s.as_enum(error, Status, "error", _fn)
@@ -588,7 +588,7 @@ def get_error_string(error: Status | int) -> str:
 
 
 def get_version() -> GetVersionResult:
-    """miopenGetVersion(major, minor, patch) (group handle)."""
+    """miopenGetVersion(major, minor, patch) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenGetVersion"
     _major = ctypes.c_size_t()
     _minor = ctypes.c_size_t()
@@ -600,7 +600,7 @@ def get_version() -> GetVersionResult:
 
 
 def create() -> Handle:
-    """miopenCreate(handle) (group handle)."""
+    """miopenCreate(handle) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenCreate"
     _handle = ctypes.c_void_p()
     _st = _raw.miopenCreate(_byref(_handle))
@@ -610,7 +610,7 @@ def create() -> Handle:
 
 
 def create_with_stream(stream: Stream) -> Handle:
-    """miopenCreateWithStream(handle, stream) (group handle)."""
+    """miopenCreateWithStream(handle, stream) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenCreateWithStream"
     _stream = _s.as_stream(stream, "stream", _fn)
     _handle = ctypes.c_void_p()
@@ -621,7 +621,7 @@ def create_with_stream(stream: Stream) -> Handle:
 
 
 def destroy(handle: Handle) -> None:
-    """miopenDestroy(handle) (group handle)."""
+    """miopenDestroy(handle) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenDestroy"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -633,7 +633,7 @@ def destroy(handle: Handle) -> None:
 
 
 def set_stream(handle: Handle, stream_id: Stream) -> None:
-    """miopenSetStream(handle, streamID) (group handle)."""
+    """miopenSetStream(handle, streamID) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenSetStream"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -645,7 +645,7 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
 
 
 def get_stream(handle: Handle) -> int | None:
-    """miopenGetStream(handle, streamID) (group handle)."""
+    """miopenGetStream(handle, streamID) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenGetStream"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -658,7 +658,7 @@ def get_stream(handle: Handle) -> int | None:
 
 
 def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, deallocator: Callable[..., Any] | None, allocator_context: int | None = None) -> None:
-    """miopenSetAllocator(handle, allocator, deallocator, allocatorContext) (group handle)."""
+    """miopenSetAllocator(handle, allocator, deallocator, allocatorContext) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenSetAllocator"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -673,7 +673,7 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
 
 
 def get_kernel_time(handle: Handle) -> float:
-    """miopenGetKernelTime(handle, time) (group handle)."""
+    """miopenGetKernelTime(handle, time) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenGetKernelTime"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -686,7 +686,7 @@ def get_kernel_time(handle: Handle) -> float:
 
 
 def enable_profiling(handle: Handle, enable: bool) -> None:
-    """miopenEnableProfiling(handle, enable) (group handle)."""
+    """miopenEnableProfiling(handle, enable) (group handle); added in MIOpen 2.15.0."""
     _fn = "miopenEnableProfiling"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -699,7 +699,7 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
 
 
 def create_tensor_descriptor() -> TensorDescriptor:
-    """miopenCreateTensorDescriptor(tensorDesc) (group tensor)."""
+    """miopenCreateTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenCreateTensorDescriptor"
     _tensor_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateTensorDescriptor(_byref(_tensor_desc))
@@ -709,7 +709,7 @@ def create_tensor_descriptor() -> TensorDescriptor:
 
 
 def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | int, n: int, c: int, h: int, w: int) -> None:
-    """miopenSet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w) (group tensor)."""
+    """miopenSet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenSet4dTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -730,7 +730,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
 
 
 def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_type: DataType | int, tensor_layout: TensorLayout | int, lens: Sequence[int]) -> None:
-    """miopenSetNdTensorDescriptorWithLayout(tensorDesc, dataType, tensorLayout, lens, num_lens) (group tensor)."""
+    """miopenSetNdTensorDescriptorWithLayout(tensorDesc, dataType, tensorLayout, lens, num_lens) (group tensor); added in MIOpen 2.20.0."""
     _fn = "miopenSetNdTensorDescriptorWithLayout"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -747,7 +747,7 @@ def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_typ
 
 
 def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataType | int, n: int, c: int, h: int, w: int, n_stride: int, c_stride: int, h_stride: int, w_stride: int) -> None:
-    """miopenSet4dTensorDescriptorEx(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor)."""
+    """miopenSet4dTensorDescriptorEx(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor); added in MIOpen 2.20.0."""
     _fn = "miopenSet4dTensorDescriptorEx"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -776,7 +776,7 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
 
 
 def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescriptorResult:
-    """miopenGet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor)."""
+    """miopenGet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenGet4dTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -797,7 +797,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
 
 
 def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | int, dims_a: Sequence[int], strides_a: Sequence[int]) -> None:
-    """miopenSetTensorDescriptor(tensorDesc, dataType, nbDims, dimsA, stridesA) (group tensor)."""
+    """miopenSetTensorDescriptor(tensorDesc, dataType, nbDims, dimsA, stridesA) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenSetTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -813,7 +813,7 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
 
 
 def set_tensor_descriptor_v2(tensor_desc: TensorDescriptor, data_type: DataType | int, dims_a: Sequence[int], strides_a: Sequence[int]) -> None:
-    """miopenSetTensorDescriptorV2(tensorDesc, dataType, nbDims, dimsA, stridesA) [beta API] (group tensor)."""
+    """miopenSetTensorDescriptorV2(tensorDesc, dataType, nbDims, dimsA, stridesA) [beta API] (group tensor); added in MIOpen 3.2.0."""
     _fn = "miopenSetTensorDescriptorV2"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -829,7 +829,7 @@ def set_tensor_descriptor_v2(tensor_desc: TensorDescriptor, data_type: DataType 
 
 
 def set_tensor_cast_type(tensor_desc: TensorDescriptor, cast_type: DataType | int) -> None:
-    """miopenSetTensorCastType(tensorDesc, cast_type) [beta API] (group tensor)."""
+    """miopenSetTensorCastType(tensorDesc, cast_type) [beta API] (group tensor); added in MIOpen 3.0.0."""
     _fn = "miopenSetTensorCastType"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -842,7 +842,7 @@ def set_tensor_cast_type(tensor_desc: TensorDescriptor, cast_type: DataType | in
 
 
 def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
-    """miopenGetTensorDescriptorSize(tensorDesc, size) (group tensor)."""
+    """miopenGetTensorDescriptorSize(tensorDesc, size) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenGetTensorDescriptorSize"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -855,7 +855,7 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
 
 
 def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorResult:
-    """miopenGetTensorDescriptor(tensorDesc, dataType, dimsA, stridesA) (group tensor)."""
+    """miopenGetTensorDescriptor(tensorDesc, dataType, dimsA, stridesA) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenGetTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -871,7 +871,7 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
 
 
 def get_tensor_descriptor_v2(tensor_desc: TensorDescriptor) -> GetTensorDescriptorV2Result:
-    """miopenGetTensorDescriptorV2(tensorDesc, dataType, dimsA, stridesA) [beta API] (group tensor)."""
+    """miopenGetTensorDescriptorV2(tensorDesc, dataType, dimsA, stridesA) [beta API] (group tensor); added in MIOpen 3.5.2."""
     _fn = "miopenGetTensorDescriptorV2"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -887,7 +887,7 @@ def get_tensor_descriptor_v2(tensor_desc: TensorDescriptor) -> GetTensorDescript
 
 
 def get_tensor_layout(tensor_desc: TensorDescriptor) -> TensorLayout | int:
-    """miopenGetTensorLayout(tensorDesc, layout) (group tensor)."""
+    """miopenGetTensorLayout(tensorDesc, layout) (group tensor); added in MIOpen 3.5.2."""
     _fn = "miopenGetTensorLayout"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -900,7 +900,7 @@ def get_tensor_layout(tensor_desc: TensorDescriptor) -> TensorLayout | int:
 
 
 def get_tensor_element_space(tensor_desc: TensorDescriptor) -> int:
-    """miopenGetTensorElementSpace(tensorDesc, elementSpace) (group tensor)."""
+    """miopenGetTensorElementSpace(tensorDesc, elementSpace) (group tensor); added in MIOpen 3.5.2."""
     _fn = "miopenGetTensorElementSpace"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -913,7 +913,7 @@ def get_tensor_element_space(tensor_desc: TensorDescriptor) -> int:
 
 
 def is_tensor_packed(tensor_desc: TensorDescriptor) -> bool:
-    """miopenIsTensorPacked(tensorDesc, isPacked) (group tensor)."""
+    """miopenIsTensorPacked(tensorDesc, isPacked) (group tensor); added in MIOpen 3.5.2."""
     _fn = "miopenIsTensorPacked"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -926,7 +926,7 @@ def is_tensor_packed(tensor_desc: TensorDescriptor) -> bool:
 
 
 def get_tensor_vector_length(tensor_desc: TensorDescriptor) -> int:
-    """miopenGetTensorVectorLength(tensorDesc, vectorLength) (group tensor)."""
+    """miopenGetTensorVectorLength(tensorDesc, vectorLength) (group tensor); added in MIOpen 3.5.2."""
     _fn = "miopenGetTensorVectorLength"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -939,7 +939,7 @@ def get_tensor_vector_length(tensor_desc: TensorDescriptor) -> int:
 
 
 def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
-    """miopenDestroyTensorDescriptor(tensorDesc) (group tensor)."""
+    """miopenDestroyTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -951,7 +951,7 @@ def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
 
 
 def create_seq_tensor_descriptor() -> SeqTensorDescriptor:
-    """miopenCreateSeqTensorDescriptor(tensorDesc) (group tensor)."""
+    """miopenCreateSeqTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 3.0.0."""
     _fn = "miopenCreateSeqTensorDescriptor"
     _tensor_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateSeqTensorDescriptor(_byref(_tensor_desc))
@@ -961,7 +961,7 @@ def create_seq_tensor_descriptor() -> SeqTensorDescriptor:
 
 
 def destroy_seq_tensor_descriptor(tensor_desc: SeqTensorDescriptor) -> None:
-    """miopenDestroySeqTensorDescriptor(tensorDesc) (group tensor)."""
+    """miopenDestroySeqTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 3.0.0."""
     _fn = "miopenDestroySeqTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is SeqTensorDescriptor else None
     if _tensor_desc is None:
@@ -973,7 +973,7 @@ def destroy_seq_tensor_descriptor(tensor_desc: SeqTensorDescriptor) -> None:
 
 
 def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes.c_float | ctypes.c_double, a_desc: TensorDescriptor, a: DeviceBuffer, alpha_2: float | ctypes.c_float | ctypes.c_double, b_desc: TensorDescriptor, b: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, c_desc: TensorDescriptor, c: DeviceBuffer) -> None:
-    """miopenOpTensor(handle, tensorOp, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C) (group tensor)."""
+    """miopenOpTensor(handle, tensorOp, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenOpTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1001,7 +1001,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
 
 
 def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha: float | ctypes.c_float | ctypes.c_double) -> None:
-    """miopenSetTensor(handle, yDesc, y, alpha) (group tensor)."""
+    """miopenSetTensor(handle, yDesc, y, alpha) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenSetTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1017,7 +1017,7 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
 
 
 def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha: float | ctypes.c_float | ctypes.c_double) -> None:
-    """miopenScaleTensor(handle, yDesc, y, alpha) (group tensor)."""
+    """miopenScaleTensor(handle, yDesc, y, alpha) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenScaleTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1033,7 +1033,7 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
 
 
 def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
-    """miopenGetTensorNumBytes(tensorDesc, numBytes) (group tensor)."""
+    """miopenGetTensorNumBytes(tensorDesc, numBytes) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenGetTensorNumBytes"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -1046,7 +1046,7 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
 
 
 def transform_tensor(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenTransformTensor(handle, alpha, xDesc, x, beta, yDesc, y) (group tensor)."""
+    """miopenTransformTensor(handle, alpha, xDesc, x, beta, yDesc, y) (group tensor); added in MIOpen 2.15.0."""
     _fn = "miopenTransformTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1067,7 +1067,7 @@ def transform_tensor(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
 
 
 def create_convolution_descriptor() -> ConvolutionDescriptor:
-    """miopenCreateConvolutionDescriptor(convDesc) (group convolutions)."""
+    """miopenCreateConvolutionDescriptor(convDesc) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenCreateConvolutionDescriptor"
     _conv_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
@@ -1077,7 +1077,7 @@ def create_convolution_descriptor() -> ConvolutionDescriptor:
 
 
 def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: ConvolutionMode | int, pad_h: int, pad_w: int, stride_h: int, stride_w: int, dilation_h: int, dilation_w: int) -> None:
-    """miopenInitConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions)."""
+    """miopenInitConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenInitConvolutionDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1102,7 +1102,7 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
 
 
 def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequence[int], stride_a: Sequence[int], dilation_a: Sequence[int], c_mode: ConvolutionMode | int) -> None:
-    """miopenInitConvolutionNdDescriptor(convDesc, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions)."""
+    """miopenInitConvolutionNdDescriptor(convDesc, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenInitConvolutionNdDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1119,7 +1119,7 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
 
 
 def get_convolution_spatial_dim(conv_desc: ConvolutionDescriptor) -> int:
-    """miopenGetConvolutionSpatialDim(convDesc, spatialDim) (group convolutions)."""
+    """miopenGetConvolutionSpatialDim(convDesc, spatialDim) (group convolutions); added in MIOpen 2.20.0."""
     _fn = "miopenGetConvolutionSpatialDim"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1132,7 +1132,7 @@ def get_convolution_spatial_dim(conv_desc: ConvolutionDescriptor) -> int:
 
 
 def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvolutionDescriptorResult:
-    """miopenGetConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions)."""
+    """miopenGetConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenGetConvolutionDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1151,7 +1151,7 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
 
 
 def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_spatial_dim: int) -> GetConvolutionNdDescriptorResult:
-    """miopenGetConvolutionNdDescriptor(convDesc, requestedSpatialDim, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions)."""
+    """miopenGetConvolutionNdDescriptor(convDesc, requestedSpatialDim, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenGetConvolutionNdDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1171,7 +1171,7 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
 
 
 def get_convolution_group_count(conv_desc: ConvolutionDescriptor) -> int:
-    """miopenGetConvolutionGroupCount(convDesc, groupCount) (group convolutions)."""
+    """miopenGetConvolutionGroupCount(convDesc, groupCount) (group convolutions); added in MIOpen 3.0.0."""
     _fn = "miopenGetConvolutionGroupCount"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1184,7 +1184,7 @@ def get_convolution_group_count(conv_desc: ConvolutionDescriptor) -> int:
 
 
 def get_convolution_padding_mode(conv_desc: ConvolutionDescriptor) -> PaddingMode | int:
-    """miopenGetConvolutionPaddingMode(convDesc, paddingMode) (group convolutions)."""
+    """miopenGetConvolutionPaddingMode(convDesc, paddingMode) (group convolutions); added in MIOpen 3.5.2."""
     _fn = "miopenGetConvolutionPaddingMode"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1197,7 +1197,7 @@ def get_convolution_padding_mode(conv_desc: ConvolutionDescriptor) -> PaddingMod
 
 
 def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: int) -> None:
-    """miopenSetConvolutionGroupCount(convDesc, groupCount) (group convolutions)."""
+    """miopenSetConvolutionGroupCount(convDesc, groupCount) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenSetConvolutionGroupCount"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1210,7 +1210,7 @@ def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: i
 
 
 def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: int, adj_w: int) -> None:
-    """miopenSetTransposeConvOutputPadding(convDesc, adj_h, adj_w) (group convolutions)."""
+    """miopenSetTransposeConvOutputPadding(convDesc, adj_h, adj_w) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenSetTransposeConvOutputPadding"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1225,7 +1225,7 @@ def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: i
 
 
 def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a: Sequence[int]) -> None:
-    """miopenSetTransposeConvNdOutputPadding(convDesc, spatialDim, adjA) (group convolutions)."""
+    """miopenSetTransposeConvNdOutputPadding(convDesc, spatialDim, adjA) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenSetTransposeConvNdOutputPadding"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1238,7 +1238,7 @@ def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a
 
 
 def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_tensor_desc: TensorDescriptor, filter_desc: TensorDescriptor) -> GetConvolutionForwardOutputDimResult:
-    """miopenGetConvolutionForwardOutputDim(convDesc, inputTensorDesc, filterDesc, n, c, h, w) (group convolutions)."""
+    """miopenGetConvolutionForwardOutputDim(convDesc, inputTensorDesc, filterDesc, n, c, h, w) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenGetConvolutionForwardOutputDim"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1260,7 +1260,7 @@ def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_t
 
 
 def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, input_tensor_desc: TensorDescriptor, filter_desc: TensorDescriptor) -> GetConvolutionNdForwardOutputDimResult:
-    """miopenGetConvolutionNdForwardOutputDim(convDesc, inputTensorDesc, filterDesc, nDim, outputTensorDimA) (group convolutions)."""
+    """miopenGetConvolutionNdForwardOutputDim(convDesc, inputTensorDesc, filterDesc, nDim, outputTensorDimA) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenGetConvolutionNdForwardOutputDim"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1281,7 +1281,7 @@ def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, inpu
 
 
 def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
-    """miopenDestroyConvolutionDescriptor(convDesc) (group convolutions)."""
+    """miopenDestroyConvolutionDescriptor(convDesc) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyConvolutionDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1293,7 +1293,7 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
 
 
 def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: ConvolutionAttrib | int, value: int) -> None:
-    """miopenSetConvolutionAttribute(convDesc, attr, value) (group convolutions)."""
+    """miopenSetConvolutionAttribute(convDesc, attr, value) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenSetConvolutionAttribute"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1308,7 +1308,7 @@ def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
 
 
 def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: ConvolutionAttrib | int) -> int:
-    """miopenGetConvolutionAttribute(convDesc, attr, value) (group convolutions)."""
+    """miopenGetConvolutionAttribute(convDesc, attr, value) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenGetConvolutionAttribute"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1323,7 +1323,7 @@ def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
 
 
 def set_convolution_find_mode(conv_desc: ConvolutionDescriptor, find_mode: ConvolutionFindMode | int) -> None:
-    """miopenSetConvolutionFindMode(convDesc, findMode) (group convolutions)."""
+    """miopenSetConvolutionFindMode(convDesc, findMode) (group convolutions); added in MIOpen 3.5.2."""
     _fn = "miopenSetConvolutionFindMode"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1336,7 +1336,7 @@ def set_convolution_find_mode(conv_desc: ConvolutionDescriptor, find_mode: Convo
 
 
 def get_convolution_find_mode(conv_desc: ConvolutionDescriptor) -> ConvolutionFindMode | int:
-    """miopenGetConvolutionFindMode(convDesc, findMode) (group convolutions)."""
+    """miopenGetConvolutionFindMode(convDesc, findMode) (group convolutions); added in MIOpen 3.5.2."""
     _fn = "miopenGetConvolutionFindMode"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1349,7 +1349,7 @@ def get_convolution_find_mode(conv_desc: ConvolutionDescriptor) -> ConvolutionFi
 
 
 def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor) -> int:
-    """miopenConvolutionForwardGetSolutionCount(handle, wDesc, xDesc, convDesc, yDesc, solutionCount) (group convolutions)."""
+    """miopenConvolutionForwardGetSolutionCount(handle, wDesc, xDesc, convDesc, yDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForwardGetSolutionCount"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1374,7 +1374,7 @@ def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescrip
 
 
 def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
-    """miopenConvolutionForwardGetSolution(handle, wDesc, xDesc, convDesc, yDesc, maxSolutionCount, solutionCount, solutions) (group convolutions)."""
+    """miopenConvolutionForwardGetSolution(handle, wDesc, xDesc, convDesc, yDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForwardGetSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1403,7 +1403,7 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
 
 
 def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, solution_id: int) -> int:
-    """miopenConvolutionForwardGetSolutionWorkspaceSize(handle, wDesc, xDesc, convDesc, yDesc, solution_id, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionForwardGetSolutionWorkspaceSize(handle, wDesc, xDesc, convDesc, yDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForwardGetSolutionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1430,7 +1430,7 @@ def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: Tens
 
 
 def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, solution_id: int) -> None:
-    """miopenConvolutionForwardCompileSolution(handle, wDesc, xDesc, convDesc, yDesc, solution_id) (group convolutions)."""
+    """miopenConvolutionForwardCompileSolution(handle, wDesc, xDesc, convDesc, yDesc, solution_id) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForwardCompileSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1455,7 +1455,7 @@ def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescripto
 
 
 def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
-    """miopenConvolutionForwardImmediate(handle, wDesc, w, xDesc, x, convDesc, yDesc, y, workSpace, workSpaceSize, solution_id) (group convolutions)."""
+    """miopenConvolutionForwardImmediate(handle, wDesc, w, xDesc, x, convDesc, yDesc, y, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForwardImmediate"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1486,7 +1486,7 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
 
 
 def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardDataGetSolutionCount(handle, dyDesc, wDesc, convDesc, dxDesc, solutionCount) (group convolutions)."""
+    """miopenConvolutionBackwardDataGetSolutionCount(handle, dyDesc, wDesc, convDesc, dxDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardDataGetSolutionCount"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1511,7 +1511,7 @@ def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: Tensor
 
 
 def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
-    """miopenConvolutionBackwardDataGetSolution(handle, dyDesc, wDesc, convDesc, dxDesc, maxSolutionCount, solutionCount, solutions) (group convolutions)."""
+    """miopenConvolutionBackwardDataGetSolution(handle, dyDesc, wDesc, convDesc, dxDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardDataGetSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1540,7 +1540,7 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
 
 
 def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, solution_id: int) -> int:
-    """miopenConvolutionBackwardDataGetSolutionWorkspaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionBackwardDataGetSolutionWorkspaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardDataGetSolutionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1567,7 +1567,7 @@ def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_des
 
 
 def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, solution_id: int) -> None:
-    """miopenConvolutionBackwardDataCompileSolution(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id) (group convolutions)."""
+    """miopenConvolutionBackwardDataCompileSolution(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardDataCompileSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1592,7 +1592,7 @@ def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDe
 
 
 def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
-    """miopenConvolutionBackwardDataImmediate(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, workSpace, workSpaceSize, solution_id) (group convolutions)."""
+    """miopenConvolutionBackwardDataImmediate(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardDataImmediate"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1623,7 +1623,7 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
 
 
 def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardWeightsGetSolutionCount(handle, dyDesc, xDesc, convDesc, dwDesc, solutionCount) (group convolutions)."""
+    """miopenConvolutionBackwardWeightsGetSolutionCount(handle, dyDesc, xDesc, convDesc, dwDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardWeightsGetSolutionCount"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1648,7 +1648,7 @@ def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: Ten
 
 
 def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
-    """miopenConvolutionBackwardWeightsGetSolution(handle, dyDesc, xDesc, convDesc, dwDesc, maxSolutionCount, solutionCount, solutions) (group convolutions)."""
+    """miopenConvolutionBackwardWeightsGetSolution(handle, dyDesc, xDesc, convDesc, dwDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardWeightsGetSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1677,7 +1677,7 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
 
 
 def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, solution_id: int) -> int:
-    """miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1704,7 +1704,7 @@ def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_
 
 
 def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, solution_id: int) -> None:
-    """miopenConvolutionBackwardWeightsCompileSolution(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id) (group convolutions)."""
+    """miopenConvolutionBackwardWeightsCompileSolution(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardWeightsCompileSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1729,7 +1729,7 @@ def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: Tenso
 
 
 def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
-    """miopenConvolutionBackwardWeightsImmediate(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, workSpace, workSpaceSize, solution_id) (group convolutions)."""
+    """miopenConvolutionBackwardWeightsImmediate(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardWeightsImmediate"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1760,7 +1760,7 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
 
 
 def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor) -> int:
-    """miopenConvolutionForwardGetWorkSpaceSize(handle, wDesc, xDesc, convDesc, yDesc, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionForwardGetWorkSpaceSize(handle, wDesc, xDesc, convDesc, yDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForwardGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1785,7 +1785,7 @@ def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescri
 
 
 def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
-    """miopenFindConvolutionForwardAlgorithm(handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions)."""
+    """miopenFindConvolutionForwardAlgorithm(handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenFindConvolutionForwardAlgorithm"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1822,7 +1822,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
 
 
 def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvFwdAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenConvolutionForward(handle, alpha, xDesc, x, wDesc, w, convDesc, algo, beta, yDesc, y, workSpace, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionForward(handle, alpha, xDesc, x, wDesc, w, convDesc, algo, beta, yDesc, y, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1855,7 +1855,7 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
 
 
 def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, b_desc: TensorDescriptor, b: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenConvolutionForwardBias(handle, alpha, bDesc, b, beta, yDesc, y) (group convolutions)."""
+    """miopenConvolutionForwardBias(handle, alpha, bDesc, b, beta, yDesc, y) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionForwardBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1876,7 +1876,7 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
 
 
 def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardDataGetWorkSpaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionBackwardDataGetWorkSpaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardDataGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1901,7 +1901,7 @@ def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: Tenso
 
 
 def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
-    """miopenFindConvolutionBackwardDataAlgorithm(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions)."""
+    """miopenFindConvolutionBackwardDataAlgorithm(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenFindConvolutionBackwardDataAlgorithm"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1938,7 +1938,7 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
 
 
 def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvBwdDataAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenConvolutionBackwardData(handle, alpha, dyDesc, dy, wDesc, w, convDesc, algo, beta, dxDesc, dx, workSpace, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionBackwardData(handle, alpha, dyDesc, dy, wDesc, w, convDesc, algo, beta, dxDesc, dx, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardData"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1971,7 +1971,7 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
 
 
 def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardWeightsGetWorkSpaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionBackwardWeightsGetWorkSpaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardWeightsGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1996,7 +1996,7 @@ def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: Te
 
 
 def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, dw: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
-    """miopenFindConvolutionBackwardWeightsAlgorithm(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions)."""
+    """miopenFindConvolutionBackwardWeightsAlgorithm(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenFindConvolutionBackwardWeightsAlgorithm"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2033,7 +2033,7 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
 
 
 def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvBwdWeightsAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenConvolutionBackwardWeights(handle, alpha, dyDesc, dy, xDesc, x, convDesc, algo, beta, dwDesc, dw, workSpace, workSpaceSize) (group convolutions)."""
+    """miopenConvolutionBackwardWeights(handle, alpha, dyDesc, dy, xDesc, x, convDesc, algo, beta, dwDesc, dw, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardWeights"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2066,7 +2066,7 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
 
 
 def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, db_desc: TensorDescriptor, db: DeviceBuffer) -> None:
-    """miopenConvolutionBackwardBias(handle, alpha, dyDesc, dy, beta, dbDesc, db) [deprecated] (group convolutions)."""
+    """miopenConvolutionBackwardBias(handle, alpha, dyDesc, dy, beta, dbDesc, db) [deprecated] (group convolutions); added in MIOpen 2.15.0."""
     _fn = "miopenConvolutionBackwardBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2087,7 +2087,7 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
 
 
 def create_pooling_descriptor() -> PoolingDescriptor:
-    """miopenCreatePoolingDescriptor(poolDesc) (group pooling)."""
+    """miopenCreatePoolingDescriptor(poolDesc) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenCreatePoolingDescriptor"
     _pool_desc = ctypes.c_void_p()
     _st = _raw.miopenCreatePoolingDescriptor(_byref(_pool_desc))
@@ -2097,7 +2097,7 @@ def create_pooling_descriptor() -> PoolingDescriptor:
 
 
 def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType | int) -> None:
-    """miopenSetPoolingIndexType(poolDesc, index_type) (group pooling)."""
+    """miopenSetPoolingIndexType(poolDesc, index_type) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenSetPoolingIndexType"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2110,7 +2110,7 @@ def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType |
 
 
 def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
-    """miopenGetPoolingIndexType(poolDesc, index_type) (group pooling)."""
+    """miopenGetPoolingIndexType(poolDesc, index_type) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenGetPoolingIndexType"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2123,7 +2123,7 @@ def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
 
 
 def get_pooling_padding_mode(pool_desc: PoolingDescriptor) -> PaddingMode | int:
-    """miopenGetPoolingPaddingMode(poolDesc, paddingMode) (group pooling)."""
+    """miopenGetPoolingPaddingMode(poolDesc, paddingMode) (group pooling); added in MIOpen 3.5.2."""
     _fn = "miopenGetPoolingPaddingMode"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2136,7 +2136,7 @@ def get_pooling_padding_mode(pool_desc: PoolingDescriptor) -> PaddingMode | int:
 
 
 def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_index: PoolingWorkspaceIndexMode | int) -> None:
-    """miopenSetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling)."""
+    """miopenSetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenSetPoolingWorkSpaceIndexMode"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2149,7 +2149,7 @@ def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_in
 
 
 def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWorkspaceIndexMode | int:
-    """miopenGetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling)."""
+    """miopenGetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenGetPoolingWorkSpaceIndexMode"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2162,7 +2162,7 @@ def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWo
 
 
 def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | int, window_height: int, window_width: int, pad_h: int, pad_w: int, stride_h: int, stride_w: int) -> None:
-    """miopenSet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling)."""
+    """miopenSet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenSet2dPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2187,7 +2187,7 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
 
 
 def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescriptorResult:
-    """miopenGet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling)."""
+    """miopenGet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenGet2dPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2206,7 +2206,7 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
 
 
 def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: TensorDescriptor) -> GetPoolingForwardOutputDimResult:
-    """miopenGetPoolingForwardOutputDim(poolDesc, tensorDesc, n, c, h, w) (group pooling)."""
+    """miopenGetPoolingForwardOutputDim(poolDesc, tensorDesc, n, c, h, w) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenGetPoolingForwardOutputDim"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2225,7 +2225,7 @@ def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: Te
 
 
 def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | int, window_dim_a: Sequence[int], pad_a: Sequence[int], strides_a: Sequence[int]) -> None:
-    """miopenSetNdPoolingDescriptor(poolDesc, mode, nbDims, windowDimA, padA, stridesA) (group pooling)."""
+    """miopenSetNdPoolingDescriptor(poolDesc, mode, nbDims, windowDimA, padA, stridesA) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenSetNdPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2242,7 +2242,7 @@ def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
 
 
 def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: int) -> GetNdPoolingDescriptorResult:
-    """miopenGetNdPoolingDescriptor(poolDesc, nbDimsRequested, mode, nbDims, windowDimA, padA, stridesA) (group pooling)."""
+    """miopenGetNdPoolingDescriptor(poolDesc, nbDimsRequested, mode, nbDims, windowDimA, padA, stridesA) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenGetNdPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2262,7 +2262,7 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
 
 
 def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: TensorDescriptor, dims: int) -> list[int]:
-    """miopenGetPoolingNdForwardOutputDim(poolDesc, tensorDesc, dims, tensorDimArr) (group pooling)."""
+    """miopenGetPoolingNdForwardOutputDim(poolDesc, tensorDesc, dims, tensorDimArr) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenGetPoolingNdForwardOutputDim"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2281,7 +2281,7 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
 
 
 def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
-    """miopenPoolingGetWorkSpaceSize(yDesc, workSpaceSize) (group pooling)."""
+    """miopenPoolingGetWorkSpaceSize(yDesc, workSpaceSize) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenPoolingGetWorkSpaceSize"
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
@@ -2294,7 +2294,7 @@ def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
 
 
 def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorDescriptor) -> int:
-    """miopenPoolingGetWorkSpaceSizeV2(poolDesc, yDesc, workSpaceSize) (group pooling)."""
+    """miopenPoolingGetWorkSpaceSizeV2(poolDesc, yDesc, workSpaceSize) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenPoolingGetWorkSpaceSizeV2"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2310,7 +2310,7 @@ def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorD
 
 
 def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, do_backward: bool, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenPoolingForward(handle, poolDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace, workSpaceSize) (group pooling)."""
+    """miopenPoolingForward(handle, poolDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace, workSpaceSize) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenPoolingForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2339,7 +2339,7 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
 
 
 def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None) -> None:
-    """miopenPoolingBackward(handle, poolDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group pooling)."""
+    """miopenPoolingBackward(handle, poolDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenPoolingBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2372,7 +2372,7 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
 
 
 def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
-    """miopenDestroyPoolingDescriptor(poolDesc) (group pooling)."""
+    """miopenDestroyPoolingDescriptor(poolDesc) (group pooling); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2384,7 +2384,7 @@ def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
 
 
 def create_lrn_descriptor() -> LRNDescriptor:
-    """miopenCreateLRNDescriptor(lrnDesc) (group LRN)."""
+    """miopenCreateLRNDescriptor(lrnDesc) (group LRN); added in MIOpen 2.15.0."""
     _fn = "miopenCreateLRNDescriptor"
     _lrn_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateLRNDescriptor(_byref(_lrn_desc))
@@ -2394,7 +2394,7 @@ def create_lrn_descriptor() -> LRNDescriptor:
 
 
 def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int, lrn_alpha: float, lrn_beta: float, lrn_k: float) -> None:
-    """miopenSetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN)."""
+    """miopenSetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN); added in MIOpen 2.15.0."""
     _fn = "miopenSetLRNDescriptor"
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
@@ -2415,7 +2415,7 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
 
 
 def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
-    """miopenGetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN)."""
+    """miopenGetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN); added in MIOpen 2.15.0."""
     _fn = "miopenGetLRNDescriptor"
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
@@ -2432,7 +2432,7 @@ def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
 
 
 def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
-    """miopenLRNGetWorkSpaceSize(yDesc, workSpaceSize) (group LRN)."""
+    """miopenLRNGetWorkSpaceSize(yDesc, workSpaceSize) (group LRN); added in MIOpen 2.15.0."""
     _fn = "miopenLRNGetWorkSpaceSize"
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
@@ -2445,7 +2445,7 @@ def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
 
 
 def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, do_backward: bool, work_space: DeviceBuffer | None) -> None:
-    """miopenLRNForward(handle, lrnDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace) (group LRN)."""
+    """miopenLRNForward(handle, lrnDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace) (group LRN); added in MIOpen 2.15.0."""
     _fn = "miopenLRNForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2472,7 +2472,7 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
 
 
 def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None) -> None:
-    """miopenLRNBackward(handle, lrnDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group LRN)."""
+    """miopenLRNBackward(handle, lrnDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group LRN); added in MIOpen 2.15.0."""
     _fn = "miopenLRNBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2505,7 +2505,7 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
 
 
 def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
-    """miopenDestroyLRNDescriptor(lrnDesc) (group LRN)."""
+    """miopenDestroyLRNDescriptor(lrnDesc) (group LRN); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyLRNDescriptor"
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
@@ -2517,7 +2517,7 @@ def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
 
 
 def layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, epsilon: float, normalized_dim: int, y_desc: TensorDescriptor, y: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
-    """miopenLayerNormForward(handle, mode, xDesc, x, weightDesc, weight, biasDesc, bias, epsilon, normalized_dim, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group layernorm)."""
+    """miopenLayerNormForward(handle, mode, xDesc, x, weightDesc, weight, biasDesc, bias, epsilon, normalized_dim, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group layernorm); added in MIOpen 3.0.0."""
     _fn = "miopenLayerNormForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2558,7 +2558,7 @@ def layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
 
 
 def get_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | int, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, weight_desc: TensorDescriptor, mean_desc: TensorDescriptor, rstd_desc: TensorDescriptor, normalized_dim: int, dx_desc: TensorDescriptor, dw_desc: TensorDescriptor, db_desc: TensorDescriptor) -> int:
-    """miopenGetLayerNormBackwardWorkspaceSize(handle, mode, dyDesc, xDesc, weightDesc, meanDesc, rstdDesc, normalized_dim, dxDesc, dwDesc, dbDesc, sizeInBytes) [beta API] (group layernorm)."""
+    """miopenGetLayerNormBackwardWorkspaceSize(handle, mode, dyDesc, xDesc, weightDesc, meanDesc, rstdDesc, normalized_dim, dxDesc, dwDesc, dbDesc, sizeInBytes) [beta API] (group layernorm); added in MIOpen 3.5.2."""
     _fn = "miopenGetLayerNormBackwardWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2599,7 +2599,7 @@ def get_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | int,
 
 
 def layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer, normalized_dim: int, dx_desc: TensorDescriptor, dx: DeviceBuffer, dw_desc: TensorDescriptor, dw: DeviceBuffer, db_desc: TensorDescriptor, db: DeviceBuffer) -> None:
-    """miopenLayerNormBackward(handle, mode, workspace, workspaceSizeInBytes, dyDesc, dy, xDesc, x, weightDesc, weight, meanDesc, mean, rstdDesc, rstd, normalized_dim, dxDesc, dx, dwDesc, dw, dbDesc, db) [beta API] (group layernorm)."""
+    """miopenLayerNormBackward(handle, mode, workspace, workspaceSizeInBytes, dyDesc, dy, xDesc, x, weightDesc, weight, meanDesc, mean, rstdDesc, rstd, normalized_dim, dxDesc, dx, dwDesc, dw, dbDesc, db) [beta API] (group layernorm); added in MIOpen 3.5.2."""
     _fn = "miopenLayerNormBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2649,7 +2649,7 @@ def layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: DeviceB
 
 
 def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequence[DeviceBuffer | None], y_desc: TensorDescriptor, y: DeviceBuffer, dim: int) -> None:
-    """miopenCatForward(handle, xCount, xDescs, xs, yDesc, y, dim) [beta API] (group cat)."""
+    """miopenCatForward(handle, xCount, xDescs, xs, yDesc, y, dim) [beta API] (group cat); added in MIOpen 3.1.0."""
     _fn = "miopenCatForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2669,7 +2669,7 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
 
 
 def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: TensorDescriptor, bn_mode: BatchNormMode | int) -> None:
-    """miopenDeriveBNTensorDescriptor(derivedBnDesc, xDesc, bn_mode) (group batchnorm)."""
+    """miopenDeriveBNTensorDescriptor(derivedBnDesc, xDesc, bn_mode) (group batchnorm); added in MIOpen 2.15.0."""
     _fn = "miopenDeriveBNTensorDescriptor"
     _derived_bn_desc: int | None = derived_bn_desc._ptr if type(derived_bn_desc) is TensorDescriptor else None
     if _derived_bn_desc is None:
@@ -2685,7 +2685,7 @@ def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: Tenso
 
 
 def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, bn_scale_bias_mean_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, result_running_mean: DeviceBuffer | None, result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationForwardTraining(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm)."""
+    """miopenBatchNormalizationForwardTraining(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm); added in MIOpen 2.15.0."""
     _fn = "miopenBatchNormalizationForwardTraining"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2721,7 +2721,7 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
 
 
 def batch_normalization_forward_training_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, result_running_mean: DeviceBuffer | None, result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationForwardTraining_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm)."""
+    """miopenBatchNormalizationForwardTraining_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm); added in MIOpen 3.3.0."""
     _fn = "miopenBatchNormalizationForwardTraining_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2766,7 +2766,7 @@ def batch_normalization_forward_training_v2(handle: Handle, bn_mode: BatchNormMo
 
 
 def batch_normalization_forward_training_v3(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, prev_result_running_mean: DeviceBuffer | None, prev_result_running_variance: DeviceBuffer | None, next_result_running_mean: DeviceBuffer | None, next_result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationForwardTraining_V3(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, prevResultRunningMean, prevResultRunningVariance, nextResultRunningMean, nextResultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm)."""
+    """miopenBatchNormalizationForwardTraining_V3(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, prevResultRunningMean, prevResultRunningVariance, nextResultRunningMean, nextResultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm); added in MIOpen 3.5.2."""
     _fn = "miopenBatchNormalizationForwardTraining_V3"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2813,7 +2813,7 @@ def batch_normalization_forward_training_v3(handle: Handle, bn_mode: BatchNormMo
 
 
 def batch_norm_forward_training_activation(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, result_running_mean: DeviceBuffer | None, result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
-    """miopenBatchNormForwardTrainingActivation(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activDesc) (group batchnorm)."""
+    """miopenBatchNormForwardTrainingActivation(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activDesc) (group batchnorm); added in MIOpen 3.5.2."""
     _fn = "miopenBatchNormForwardTrainingActivation"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2861,7 +2861,7 @@ def batch_norm_forward_training_activation(handle: Handle, bn_mode: BatchNormMod
 
 
 def batch_norm_forward_training_activation_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_var_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, prev_result_running_mean: DeviceBuffer | None, prev_result_running_variance: DeviceBuffer | None, next_result_running_mean: DeviceBuffer | None, next_result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
-    """miopenBatchNormForwardTrainingActivation_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, prevResultRunningMean, prevResultRunningVariance, nextResultRunningMean, nextResultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activDesc) (group batchnorm)."""
+    """miopenBatchNormForwardTrainingActivation_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasVarDesc, savedMeanDesc, savedVarDesc, bnScale, bnBias, expAvgFactor, prevResultRunningMean, prevResultRunningVariance, nextResultRunningMean, nextResultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance, activDesc) (group batchnorm); added in MIOpen 3.5.2."""
     _fn = "miopenBatchNormForwardTrainingActivation_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2911,7 +2911,7 @@ def batch_norm_forward_training_activation_v2(handle: Handle, bn_mode: BatchNorm
 
 
 def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, bn_scale_bias_mean_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_variance: DeviceBuffer | None, epsilon: float) -> None:
-    """miopenBatchNormalizationForwardInference(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm)."""
+    """miopenBatchNormalizationForwardInference(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm); added in MIOpen 2.15.0."""
     _fn = "miopenBatchNormalizationForwardInference"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2943,7 +2943,7 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
 
 
 def batch_normalization_forward_inference_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_variance: DeviceBuffer | None, epsilon: float) -> None:
-    """miopenBatchNormalizationForwardInference_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estVarianceDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm)."""
+    """miopenBatchNormalizationForwardInference_V2(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estVarianceDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm); added in MIOpen 3.3.0."""
     _fn = "miopenBatchNormalizationForwardInference_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2984,7 +2984,7 @@ def batch_normalization_forward_inference_v2(handle: Handle, bn_mode: BatchNormM
 
 
 def batch_normalization_forward_inference_inv_variance(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_inv_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationForwardInferenceInvVariance(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estInvVarianceDesc, bnScale, bnBias, estimatedMean, estimatedInvVariance) (group batchnorm)."""
+    """miopenBatchNormalizationForwardInferenceInvVariance(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estInvVarianceDesc, bnScale, bnBias, estimatedMean, estimatedInvVariance) (group batchnorm); added in MIOpen 3.5.2."""
     _fn = "miopenBatchNormalizationForwardInferenceInvVariance"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3023,7 +3023,7 @@ def batch_normalization_forward_inference_inv_variance(handle: Handle, bn_mode: 
 
 
 def batch_norm_forward_inference_activation_inv_variance(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_inv_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
-    """miopenBatchNormForwardInferenceActivationInvVariance(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estInvVarianceDesc, bnScale, bnBias, estimatedMean, estimatedInvVariance, activDesc) (group batchnorm)."""
+    """miopenBatchNormForwardInferenceActivationInvVariance(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estInvVarianceDesc, bnScale, bnBias, estimatedMean, estimatedInvVariance, activDesc) (group batchnorm); added in MIOpen 3.5.2."""
     _fn = "miopenBatchNormForwardInferenceActivationInvVariance"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3065,7 +3065,7 @@ def batch_norm_forward_inference_activation_inv_variance(handle: Handle, bn_mode
 
 
 def batch_norm_forward_inference_activation(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, est_mean_desc: TensorDescriptor, est_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_variance: DeviceBuffer | None, epsilon: float, activ_desc: ActivationDescriptor) -> None:
-    """miopenBatchNormForwardInferenceActivation(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estVarianceDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon, activDesc) (group batchnorm)."""
+    """miopenBatchNormForwardInferenceActivation(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, scaleDesc, biasDesc, estMeanDesc, estVarianceDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon, activDesc) (group batchnorm); added in MIOpen 3.5.2."""
     _fn = "miopenBatchNormForwardInferenceActivation"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3109,7 +3109,7 @@ def batch_norm_forward_inference_activation(handle: Handle, bn_mode: BatchNormMo
 
 
 def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, alpha_data_diff: float | ctypes.c_float | ctypes.c_double, beta_data_diff: float | ctypes.c_float | ctypes.c_double, alpha_param_diff: float | ctypes.c_float | ctypes.c_double, beta_param_diff: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, bn_scale_bias_diff_desc: TensorDescriptor, bn_scale: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, epsilon: float, saved_mean: DeviceBuffer | None, saved_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationBackward(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, bnScaleBiasDiffDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm)."""
+    """miopenBatchNormalizationBackward(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, bnScaleBiasDiffDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm); added in MIOpen 2.15.0."""
     _fn = "miopenBatchNormalizationBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3148,7 +3148,7 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
 
 
 def batch_normalization_backward_v2(handle: Handle, bn_mode: BatchNormMode | int, alpha_data_diff: float | ctypes.c_float | ctypes.c_double, beta_data_diff: float | ctypes.c_float | ctypes.c_double, alpha_param_diff: float | ctypes.c_float | ctypes.c_double, beta_param_diff: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, epsilon: float, saved_mean: DeviceBuffer | None, saved_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationBackward_V2(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, scaleDesc, biasDesc, savedMeanDesc, savedVarDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm)."""
+    """miopenBatchNormalizationBackward_V2(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, scaleDesc, biasDesc, savedMeanDesc, savedVarDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm); added in MIOpen 3.3.0."""
     _fn = "miopenBatchNormalizationBackward_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3196,7 +3196,7 @@ def batch_normalization_backward_v2(handle: Handle, bn_mode: BatchNormMode | int
 
 
 def batch_norm_backward_activation(handle: Handle, bn_mode: BatchNormMode | int, alpha_data_diff: float | ctypes.c_float | ctypes.c_double, beta_data_diff: float | ctypes.c_float | ctypes.c_double, alpha_param_diff: float | ctypes.c_float | ctypes.c_double, beta_param_diff: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, scale_desc: TensorDescriptor, bias_desc: TensorDescriptor, saved_mean_desc: TensorDescriptor, saved_variance_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, epsilon: float, saved_mean: DeviceBuffer | None, saved_inv_variance: DeviceBuffer | None, activ_desc: ActivationDescriptor) -> None:
-    """miopenBatchNormBackwardActivation(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, scaleDesc, biasDesc, savedMeanDesc, savedVarianceDesc, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance, activDesc) (group batchnorm)."""
+    """miopenBatchNormBackwardActivation(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, scaleDesc, biasDesc, savedMeanDesc, savedVarianceDesc, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance, activDesc) (group batchnorm); added in MIOpen 3.5.2."""
     _fn = "miopenBatchNormBackwardActivation"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3248,7 +3248,7 @@ def batch_norm_backward_activation(handle: Handle, bn_mode: BatchNormMode | int,
 
 
 def create_activation_descriptor() -> ActivationDescriptor:
-    """miopenCreateActivationDescriptor(activDesc) (group activation)."""
+    """miopenCreateActivationDescriptor(activDesc) (group activation); added in MIOpen 2.15.0."""
     _fn = "miopenCreateActivationDescriptor"
     _activ_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateActivationDescriptor(_byref(_activ_desc))
@@ -3258,7 +3258,7 @@ def create_activation_descriptor() -> ActivationDescriptor:
 
 
 def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: ActivationMode | int, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
-    """miopenSetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation)."""
+    """miopenSetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation); added in MIOpen 2.15.0."""
     _fn = "miopenSetActivationDescriptor"
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
@@ -3277,7 +3277,7 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
 
 
 def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivationDescriptorResult:
-    """miopenGetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation)."""
+    """miopenGetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation); added in MIOpen 2.15.0."""
     _fn = "miopenGetActivationDescriptor"
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
@@ -3293,7 +3293,7 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
 
 
 def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenActivationForward(handle, activDesc, alpha, xDesc, x, beta, yDesc, y) (group activation)."""
+    """miopenActivationForward(handle, activDesc, alpha, xDesc, x, beta, yDesc, y) (group activation); added in MIOpen 2.15.0."""
     _fn = "miopenActivationForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3317,7 +3317,7 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
 
 
 def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
-    """miopenActivationBackward(handle, activDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx) (group activation)."""
+    """miopenActivationBackward(handle, activDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx) (group activation); added in MIOpen 2.15.0."""
     _fn = "miopenActivationBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3349,7 +3349,7 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
 
 
 def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
-    """miopenDestroyActivationDescriptor(activDesc) (group activation)."""
+    """miopenDestroyActivationDescriptor(activDesc) (group activation); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyActivationDescriptor"
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
@@ -3361,7 +3361,7 @@ def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
 
 
 def glu_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, dim: int) -> None:
-    """miopenGLUForward(handle, inputDesc, input, outputDesc, output, dim) [beta API] (group activation)."""
+    """miopenGLUForward(handle, inputDesc, input, outputDesc, output, dim) [beta API] (group activation); added in MIOpen 3.3.0."""
     _fn = "miopenGLUForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3382,7 +3382,7 @@ def glu_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffe
 
 
 def glu_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, output_grad_desc: TensorDescriptor, output_grad: DeviceBuffer, input_grad_desc: TensorDescriptor, input_grad: DeviceBuffer, dim: int) -> None:
-    """miopenGLUBackward(handle, inputDesc, input, outputGradDesc, outputGrad, inputGradDesc, inputGrad, dim) [beta API] (group activation)."""
+    """miopenGLUBackward(handle, inputDesc, input, outputGradDesc, outputGrad, inputGradDesc, inputGrad, dim) [beta API] (group activation); added in MIOpen 3.3.0."""
     _fn = "miopenGLUBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3407,7 +3407,7 @@ def glu_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuff
 
 
 def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenSoftmaxForward(handle, alpha, xDesc, x, beta, yDesc, y) (group softmax)."""
+    """miopenSoftmaxForward(handle, alpha, xDesc, x, beta, yDesc, y) (group softmax); added in MIOpen 2.15.0."""
     _fn = "miopenSoftmaxForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3428,7 +3428,7 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
 
 
 def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
-    """miopenSoftmaxBackward(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx) (group softmax)."""
+    """miopenSoftmaxBackward(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx) (group softmax); added in MIOpen 2.15.0."""
     _fn = "miopenSoftmaxBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3453,7 +3453,7 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
 
 
 def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
-    """miopenSoftmaxForward_V2(handle, alpha, xDesc, x, beta, yDesc, y, algorithm, mode) (group softmax)."""
+    """miopenSoftmaxForward_V2(handle, alpha, xDesc, x, beta, yDesc, y, algorithm, mode) (group softmax); added in MIOpen 2.15.0."""
     _fn = "miopenSoftmaxForward_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3478,7 +3478,7 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
 
 
 def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
-    """miopenSoftmaxBackward_V2(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx, algorithm, mode) (group softmax)."""
+    """miopenSoftmaxBackward_V2(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx, algorithm, mode) (group softmax); added in MIOpen 2.15.0."""
     _fn = "miopenSoftmaxBackward_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3507,7 +3507,7 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
 
 
 def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: TensorDescriptor) -> FusionPlanDescriptor:
-    """miopenCreateFusionPlan(fusePlanDesc, fuseDirection, inputDesc) (group FUSION)."""
+    """miopenCreateFusionPlan(fusePlanDesc, fuseDirection, inputDesc) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateFusionPlan"
     if type(fuse_direction) is not FusionDirection:
         fuse_direction = _s.as_enum(fuse_direction, FusionDirection, "fuse_direction", _fn)
@@ -3522,7 +3522,7 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
 
 
 def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
-    """miopenDestroyFusionPlan(fusePlanDesc) (group FUSION)."""
+    """miopenDestroyFusionPlan(fusePlanDesc) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyFusionPlan"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3534,7 +3534,7 @@ def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
 
 
 def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) -> None:
-    """miopenCompileFusionPlan(handle, fusePlanDesc) (group FUSION)."""
+    """miopenCompileFusionPlan(handle, fusePlanDesc) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCompileFusionPlan"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3548,7 +3548,7 @@ def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) ->
 
 
 def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> FusionOpDescriptor | None:
-    """miopenFusionPlanGetOp(fusePlanDesc, op_idx, op) (group FUSION)."""
+    """miopenFusionPlanGetOp(fusePlanDesc, op_idx, op) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenFusionPlanGetOp"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3563,7 +3563,7 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
 
 
 def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, algo: ConvFwdAlgorithm | int) -> int:
-    """miopenFusionPlanGetWorkSpaceSize(handle, fusePlanDesc, workSpaceSize, algo) (group FUSION)."""
+    """miopenFusionPlanGetWorkSpaceSize(handle, fusePlanDesc, workSpaceSize, algo) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenFusionPlanGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3581,7 +3581,7 @@ def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDe
 
 
 def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, request_algo_count: int) -> list[ConvFwdAlgorithm | int]:
-    """miopenFusionPlanConvolutionGetAlgo(fusePlanDesc, requestAlgoCount, returnedAlgoCount, returnedAlgos) (group FUSION)."""
+    """miopenFusionPlanConvolutionGetAlgo(fusePlanDesc, requestAlgoCount, returnedAlgoCount, returnedAlgos) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenFusionPlanConvolutionGetAlgo"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3598,7 +3598,7 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
 
 
 def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo: ConvFwdAlgorithm | int) -> None:
-    """miopenFusionPlanConvolutionSetAlgo(fusePlanDesc, algo) (group FUSION)."""
+    """miopenFusionPlanConvolutionSetAlgo(fusePlanDesc, algo) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenFusionPlanConvolutionSetAlgo"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3611,7 +3611,7 @@ def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo:
 
 
 def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: ConvolutionDescriptor, w_desc: TensorDescriptor) -> FusionOpDescriptor:
-    """miopenCreateOpConvForward(fusePlanDesc, convOp, convDesc, wDesc) (group FUSION)."""
+    """miopenCreateOpConvForward(fusePlanDesc, convOp, convDesc, wDesc) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOpConvForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3630,7 +3630,7 @@ def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: Conv
 
 
 def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: ActivationMode | int) -> FusionOpDescriptor:
-    """miopenCreateOpActivationForward(fusePlanDesc, activFwdOp, mode) (group FUSION)."""
+    """miopenCreateOpActivationForward(fusePlanDesc, activFwdOp, mode) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOpActivationForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3645,7 +3645,7 @@ def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: Act
 
 
 def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: ActivationMode | int) -> FusionOpDescriptor:
-    """miopenCreateOpActivationBackward(fusePlanDesc, activBwdOp, mode) (group FUSION)."""
+    """miopenCreateOpActivationBackward(fusePlanDesc, activBwdOp, mode) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOpActivationBackward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3660,7 +3660,7 @@ def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: Ac
 
 
 def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorDescriptor) -> FusionOpDescriptor:
-    """miopenCreateOpBiasForward(fusePlanDesc, biasOp, bDesc) (group FUSION)."""
+    """miopenCreateOpBiasForward(fusePlanDesc, biasOp, bDesc) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOpBiasForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3676,7 +3676,7 @@ def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorD
 
 
 def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int, bn_scale_bias_mean_var_desc: TensorDescriptor) -> FusionOpDescriptor:
-    """miopenCreateOpBatchNormInference(fusePlanDesc, bnOp, bn_mode, bnScaleBiasMeanVarDesc) (group FUSION)."""
+    """miopenCreateOpBatchNormInference(fusePlanDesc, bnOp, bn_mode, bnScaleBiasMeanVarDesc) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOpBatchNormInference"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3694,7 +3694,7 @@ def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode
 
 
 def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int, running_mean_variance: bool) -> FusionOpDescriptor:
-    """miopenCreateOpBatchNormForward(fusePlanDesc, bnFwdOp, bn_mode, runningMeanVariance) (group FUSION)."""
+    """miopenCreateOpBatchNormForward(fusePlanDesc, bnFwdOp, bn_mode, runningMeanVariance) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOpBatchNormForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3711,7 +3711,7 @@ def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: 
 
 
 def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int) -> FusionOpDescriptor:
-    """miopenCreateOpBatchNormBackward(fusePlanDesc, bnBwdOp, bn_mode) (group FUSION)."""
+    """miopenCreateOpBatchNormBackward(fusePlanDesc, bnBwdOp, bn_mode) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOpBatchNormBackward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3726,7 +3726,7 @@ def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode:
 
 
 def create_operator_args() -> OperatorArgs:
-    """miopenCreateOperatorArgs(args) (group FUSION)."""
+    """miopenCreateOperatorArgs(args) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenCreateOperatorArgs"
     _args = ctypes.c_void_p()
     _st = _raw.miopenCreateOperatorArgs(_byref(_args))
@@ -3736,7 +3736,7 @@ def create_operator_args() -> OperatorArgs:
 
 
 def destroy_operator_args(args: OperatorArgs) -> None:
-    """miopenDestroyOperatorArgs(args) (group FUSION)."""
+    """miopenDestroyOperatorArgs(args) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyOperatorArgs"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3748,7 +3748,7 @@ def destroy_operator_args(args: OperatorArgs) -> None:
 
 
 def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, w: DeviceBuffer) -> None:
-    """miopenSetOpArgsConvForward(args, convOp, alpha, beta, w) (group FUSION)."""
+    """miopenSetOpArgsConvForward(args, convOp, alpha, beta, w) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenSetOpArgsConvForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3765,7 +3765,7 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
 
 
 def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
-    """miopenSetOpArgsActivForward(args, activFwdOp, alpha, beta, activAlpha, activBeta, activGamma) (group FUSION)."""
+    """miopenSetOpArgsActivForward(args, activFwdOp, alpha, beta, activAlpha, activBeta, activGamma) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenSetOpArgsActivForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3787,7 +3787,7 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
 
 
 def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, y: DeviceBuffer, reserved: DeviceBuffer | None, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
-    """miopenSetOpArgsActivBackward(args, activBwdOp, alpha, beta, y, reserved, activAlpha, activBeta, activGamma) (group FUSION)."""
+    """miopenSetOpArgsActivBackward(args, activBwdOp, alpha, beta, y, reserved, activAlpha, activBeta, activGamma) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenSetOpArgsActivBackward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3811,7 +3811,7 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
 
 
 def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer, estimated_variance: DeviceBuffer, epsilon: float) -> None:
-    """miopenSetOpArgsBatchNormInference(args, bnOp, alpha, beta, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group FUSION)."""
+    """miopenSetOpArgsBatchNormInference(args, bnOp, alpha, beta, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenSetOpArgsBatchNormInference"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3833,7 +3833,7 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
 
 
 def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, saved_mean: DeviceBuffer, saved_inv_variance: DeviceBuffer, running_mean: DeviceBuffer | None, running_variance: DeviceBuffer | None, exp_avg_factor: float, epsilon: float) -> None:
-    """miopenSetOpArgsBatchNormForward(args, bnOp, alpha, beta, bnScale, bnBias, savedMean, savedInvVariance, runningMean, runningVariance, expAvgFactor, epsilon) (group FUSION)."""
+    """miopenSetOpArgsBatchNormForward(args, bnOp, alpha, beta, bnScale, bnBias, savedMean, savedInvVariance, runningMean, runningVariance, expAvgFactor, epsilon) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenSetOpArgsBatchNormForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3859,7 +3859,7 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
 
 
 def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x: DeviceBuffer, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, saved_mean: DeviceBuffer, saved_inv_variance: DeviceBuffer) -> None:
-    """miopenSetOpArgsBatchNormBackward(args, bnOp, alpha, beta, x, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, savedMean, savedInvVariance) (group FUSION)."""
+    """miopenSetOpArgsBatchNormBackward(args, bnOp, alpha, beta, x, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, savedMean, savedInvVariance) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenSetOpArgsBatchNormBackward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3882,7 +3882,7 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
 
 
 def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bias: DeviceBuffer) -> None:
-    """miopenSetOpArgsBiasForward(args, biasOp, alpha, beta, bias) (group FUSION)."""
+    """miopenSetOpArgsBiasForward(args, biasOp, alpha, beta, bias) (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenSetOpArgsBiasForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3899,7 +3899,7 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
 
 
 def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, args: OperatorArgs) -> None:
-    """miopenExecuteFusionPlan(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args) [deprecated] (group FUSION)."""
+    """miopenExecuteFusionPlan(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args) [deprecated] (group FUSION); added in MIOpen 2.15.0."""
     _fn = "miopenExecuteFusionPlan"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3924,7 +3924,7 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
 
 
 def execute_fusion_plan_v_2(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, args: OperatorArgs, workspace: DeviceBuffer | None, workspace_size: int) -> None:
-    """miopenExecuteFusionPlan_v2(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args, workspace, workspaceSize) (group FUSION)."""
+    """miopenExecuteFusionPlan_v2(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args, workspace, workspaceSize) (group FUSION); added in MIOpen 3.5.2."""
     _fn = "miopenExecuteFusionPlan_v2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3952,7 +3952,7 @@ def execute_fusion_plan_v_2(handle: Handle, fuse_plan_desc: FusionPlanDescriptor
 
 
 def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvFwdAlgorithm | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, alpha_2: float | ctypes.c_float | ctypes.c_double, z_desc: TensorDescriptor, z: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, activation_desc: ActivationDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenConvolutionBiasActivationForward(handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workspace, workspaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y) (group FUSION)."""
+    """miopenConvolutionBiasActivationForward(handle, alpha1, xDesc, x, wDesc, w, convDesc, algo, workspace, workspaceSizeInBytes, alpha2, zDesc, z, biasDesc, bias, activationDesc, yDesc, y) (group FUSION); added in MIOpen 2.20.0."""
     _fn = "miopenConvolutionBiasActivationForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3996,7 +3996,7 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
 
 
 def create_rnn_descriptor() -> RNNDescriptor:
-    """miopenCreateRNNDescriptor(rnnDesc) (group RNN)."""
+    """miopenCreateRNNDescriptor(rnnDesc) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenCreateRNNDescriptor"
     _rnn_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateRNNDescriptor(_byref(_rnn_desc))
@@ -4006,7 +4006,7 @@ def create_rnn_descriptor() -> RNNDescriptor:
 
 
 def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
-    """miopenGetRNNDescriptor(rnnDesc, rnnMode, algoMode, inputMode, dirMode, biasMode, hiddenSize, layer) (group RNN)."""
+    """miopenGetRNNDescriptor(rnnDesc, rnnMode, algoMode, inputMode, dirMode, biasMode, hiddenSize, layer) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNDescriptor"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4025,7 +4025,7 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
 
 
 def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
-    """miopenGetRNNDescriptor_V2(rnnDesc, hiddenSize, layer, dropoutDesc, inputMode, dirMode, rnnMode, biasMode, algoMode, dataType) (group RNN)."""
+    """miopenGetRNNDescriptor_V2(rnnDesc, hiddenSize, layer, dropoutDesc, inputMode, dirMode, rnnMode, biasMode, algoMode, dataType) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNDescriptor_V2"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4046,7 +4046,7 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
 
 
 def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
-    """miopenDestroyRNNDescriptor(rnnDesc) (group RNN)."""
+    """miopenDestroyRNNDescriptor(rnnDesc) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyRNNDescriptor"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4058,7 +4058,7 @@ def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
 
 
 def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mode: RNNInputMode | int, direction: RNNDirectionMode | int, rnn_mode: RNNMode | int, bias_mode: RNNBiasMode | int, algo: RNNAlgo | int, data_type: DataType | int) -> None:
-    """miopenSetRNNDescriptor(rnnDesc, hsize, nlayers, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN)."""
+    """miopenSetRNNDescriptor(rnnDesc, hsize, nlayers, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenSetRNNDescriptor"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4085,7 +4085,7 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
 
 
 def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dropout_desc: DropoutDescriptor, in_mode: RNNInputMode | int, direction: RNNDirectionMode | int, rnn_mode: RNNMode | int, bias_mode: RNNBiasMode | int, algo: RNNAlgo | int, data_type: DataType | int) -> None:
-    """miopenSetRNNDescriptor_V2(rnnDesc, hsize, nlayers, dropoutDesc, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN)."""
+    """miopenSetRNNDescriptor_V2(rnnDesc, hsize, nlayers, dropoutDesc, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenSetRNNDescriptor_V2"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4115,7 +4115,7 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
 
 
 def set_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, data_type: DataType | int, layout: RNNBaseLayout | int, max_sequence_len: int, vector_size: int, sequence_len_array: Sequence[int], padding_marker: int | None = None) -> None:
-    """miopenSetRNNDataSeqTensorDescriptor(seqTensorDesc, dataType, layout, maxSequenceLen, batchSize, vectorSize, sequenceLenArray, paddingMarker) (group RNN)."""
+    """miopenSetRNNDataSeqTensorDescriptor(seqTensorDesc, dataType, layout, maxSequenceLen, batchSize, vectorSize, sequenceLenArray, paddingMarker) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenSetRNNDataSeqTensorDescriptor"
     _seq_tensor_desc: int | None = seq_tensor_desc._ptr if type(seq_tensor_desc) is SeqTensorDescriptor else None
     if _seq_tensor_desc is None:
@@ -4137,7 +4137,7 @@ def set_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, dat
 
 
 def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, sequence_len_array_limit: int, padding_marker: int | None = None) -> GetRNNDataSeqTensorDescriptorResult:
-    """miopenGetRNNDataSeqTensorDescriptor(seqTensorDesc, dataType, layout, maxSequenceLen, batchSize, vectorSize, sequenceLenArrayLimit, sequenceLenArray, paddingMarker) (group RNN)."""
+    """miopenGetRNNDataSeqTensorDescriptor(seqTensorDesc, dataType, layout, maxSequenceLen, batchSize, vectorSize, sequenceLenArrayLimit, sequenceLenArray, paddingMarker) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenGetRNNDataSeqTensorDescriptor"
     _seq_tensor_desc: int | None = seq_tensor_desc._ptr if type(seq_tensor_desc) is SeqTensorDescriptor else None
     if _seq_tensor_desc is None:
@@ -4159,7 +4159,7 @@ def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, seq
 
 
 def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNWorkspaceSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN)."""
+    """miopenGetRNNWorkspaceSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4177,7 +4177,7 @@ def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequ
 
 
 def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNTrainingReserveSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN)."""
+    """miopenGetRNNTrainingReserveSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNTrainingReserveSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4195,7 +4195,7 @@ def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_des
 
 
 def get_rnn_temp_space_sizes(handle: Handle, rnn_desc: RNNDescriptor, x_desc: SeqTensorDescriptor, fwd_mode: RNNFWDMode | int) -> GetRNNTempSpaceSizesResult:
-    """miopenGetRNNTempSpaceSizes(handle, rnnDesc, xDesc, fwdMode, workSpaceSize, reserveSpaceSize) (group RNN)."""
+    """miopenGetRNNTempSpaceSizes(handle, rnnDesc, xDesc, fwdMode, workSpaceSize, reserveSpaceSize) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenGetRNNTempSpaceSizes"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4217,7 +4217,7 @@ def get_rnn_temp_space_sizes(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Se
 
 
 def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorDescriptor, dtype: DataType | int) -> int:
-    """miopenGetRNNParamsSize(handle, rnnDesc, xDesc, numBytes, dtype) (group RNN)."""
+    """miopenGetRNNParamsSize(handle, rnnDesc, xDesc, numBytes, dtype) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNParamsSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4238,7 +4238,7 @@ def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorD
 
 
 def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorDescriptor, w_desc: TensorDescriptor, dtype: DataType | int) -> None:
-    """miopenGetRNNParamsDescriptor(handle, rnnDesc, xDesc, wDesc, dtype) (group RNN)."""
+    """miopenGetRNNParamsDescriptor(handle, rnnDesc, xDesc, wDesc, dtype) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNParamsDescriptor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4260,7 +4260,7 @@ def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: T
 
 
 def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNInputTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN)."""
+    """miopenGetRNNInputTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNInputTensorSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4278,7 +4278,7 @@ def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: S
 
 
 def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNHiddenTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN)."""
+    """miopenGetRNNHiddenTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNHiddenTensorSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4296,7 +4296,7 @@ def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: 
 
 
 def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, param_id: int) -> int:
-    """miopenGetRNNLayerParamSize(handle, rnnDesc, layer, xDesc, paramID, numBytes) (group RNN)."""
+    """miopenGetRNNLayerParamSize(handle, rnnDesc, layer, xDesc, paramID, numBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNLayerParamSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4319,7 +4319,7 @@ def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int
 
 
 def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int, bias_id: int) -> int:
-    """miopenGetRNNLayerBiasSize(handle, rnnDesc, layer, biasID, numBytes) (group RNN)."""
+    """miopenGetRNNLayerBiasSize(handle, rnnDesc, layer, biasID, numBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNLayerBiasSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4339,7 +4339,7 @@ def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int,
 
 
 def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, param_id: int, param_desc: TensorDescriptor, layer_param: DeviceBuffer | None) -> None:
-    """miopenGetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN)."""
+    """miopenGetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNLayerParam"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4368,7 +4368,7 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
 
 
 def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, bias_id: int, bias_desc: TensorDescriptor, layer_bias: DeviceBuffer | None) -> None:
-    """miopenGetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN)."""
+    """miopenGetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNLayerBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4397,7 +4397,7 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
 
 
 def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, param_id: int, param_desc: TensorDescriptor) -> int:
-    """miopenGetRNNLayerParamOffset(rnnDesc, layer, xDesc, paramID, paramDesc, layerParamOffset) (group RNN)."""
+    """miopenGetRNNLayerParamOffset(rnnDesc, layer, xDesc, paramID, paramDesc, layerParamOffset) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNLayerParamOffset"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4420,7 +4420,7 @@ def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tens
 
 
 def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, bias_id: int, bias_desc: TensorDescriptor) -> int:
-    """miopenGetRNNLayerBiasOffset(rnnDesc, layer, xDesc, biasID, biasDesc, layerBiasOffset) (group RNN)."""
+    """miopenGetRNNLayerBiasOffset(rnnDesc, layer, xDesc, biasID, biasDesc, layerBiasOffset) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenGetRNNLayerBiasOffset"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4443,7 +4443,7 @@ def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tenso
 
 
 def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, param_id: int, param_desc: TensorDescriptor, layer_param: DeviceBuffer) -> None:
-    """miopenSetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN)."""
+    """miopenSetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenSetRNNLayerParam"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4472,7 +4472,7 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
 
 
 def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, bias_id: int, bias_desc: TensorDescriptor, layer_bias: DeviceBuffer) -> None:
-    """miopenSetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN)."""
+    """miopenSetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenSetRNNLayerBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4501,7 +4501,7 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
 
 
 def set_rnn_padding_mode(rnn_desc: RNNDescriptor, padding_mode: RNNPaddingMode | int) -> None:
-    """miopenSetRNNPaddingMode(rnnDesc, paddingMode) (group RNN)."""
+    """miopenSetRNNPaddingMode(rnnDesc, paddingMode) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenSetRNNPaddingMode"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4514,7 +4514,7 @@ def set_rnn_padding_mode(rnn_desc: RNNDescriptor, padding_mode: RNNPaddingMode |
 
 
 def get_rnn_padding_mode(rnn_desc: RNNDescriptor) -> RNNPaddingMode | int:
-    """miopenGetRNNPaddingMode(rnnDesc, paddingMode) (group RNN)."""
+    """miopenGetRNNPaddingMode(rnnDesc, paddingMode) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenGetRNNPaddingMode"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4527,7 +4527,7 @@ def get_rnn_padding_mode(rnn_desc: RNNDescriptor) -> RNNPaddingMode | int:
 
 
 def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | int, x_desc: SeqTensorDescriptor, x: DeviceBuffer, h_desc: TensorDescriptor, hx: DeviceBuffer | None, hy: DeviceBuffer | None, c_desc: TensorDescriptor, cx: DeviceBuffer | None, cy: DeviceBuffer | None, y_desc: SeqTensorDescriptor, y: DeviceBuffer, w: DeviceBuffer, weight_space_size: int, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNForward(handle, rnnDesc, fwdMode, xDesc, x, hDesc, hx, hy, cDesc, cx, cy, yDesc, y, w, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
+    """miopenRNNForward(handle, rnnDesc, fwdMode, xDesc, x, hDesc, hx, hy, cDesc, cx, cy, yDesc, y, w, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenRNNForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4570,7 +4570,7 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
 
 
 def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTensorDescriptor, y: DeviceBuffer, dy: DeviceBuffer, h_desc: TensorDescriptor, hx: DeviceBuffer | None, dhy: DeviceBuffer | None, dhx: DeviceBuffer | None, c_desc: TensorDescriptor, cx: DeviceBuffer | None, dcy: DeviceBuffer | None, dcx: DeviceBuffer | None, x_desc: SeqTensorDescriptor, dx: DeviceBuffer, w: DeviceBuffer, weight_space_size: int, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNBackwardSeqData(handle, rnnDesc, yDesc, y, dy, hDesc, hx, dhy, dhx, cDesc, cx, dcy, dcx, xDesc, dx, w, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
+    """miopenRNNBackwardSeqData(handle, rnnDesc, yDesc, y, dy, hDesc, hx, dhy, dhx, cDesc, cx, dcy, dcx, xDesc, dx, w, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenRNNBackwardSeqData"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4614,7 +4614,7 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
 
 
 def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: SeqTensorDescriptor, x: DeviceBuffer, h_desc: TensorDescriptor, hx: DeviceBuffer | None, y_desc: SeqTensorDescriptor, y: DeviceBuffer, dw: DeviceBuffer, weight_space_size: int, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNBackwardWeightsSeqTensor(handle, rnnDesc, xDesc, x, hDesc, hx, yDesc, y, dw, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
+    """miopenRNNBackwardWeightsSeqTensor(handle, rnnDesc, xDesc, x, hDesc, hx, yDesc, y, dw, weightSpaceSize, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 3.0.0."""
     _fn = "miopenRNNBackwardWeightsSeqTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4649,7 +4649,7 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
 
 
 def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, hy_desc: TensorDescriptor, hy: DeviceBuffer | None, cy_desc: TensorDescriptor, cy: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNForwardTraining(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
+    """miopenRNNForwardTraining(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenRNNForwardTraining"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4694,7 +4694,7 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
 
 
 def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, dy_desc: Sequence[TensorDescriptor], dy: DeviceBuffer, dhy_desc: TensorDescriptor, dhy: DeviceBuffer | None, dcy_desc: TensorDescriptor, dcy: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, dx_desc: Sequence[TensorDescriptor], dx: DeviceBuffer, dhx_desc: TensorDescriptor, dhx: DeviceBuffer | None, dcx_desc: TensorDescriptor, dcx: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNBackwardData(handle, rnnDesc, sequenceLen, yDesc, y, dyDesc, dy, dhyDesc, dhy, dcyDesc, dcy, wDesc, w, hxDesc, hx, cxDesc, cx, dxDesc, dx, dhxDesc, dhx, dcxDesc, dcx, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
+    """miopenRNNBackwardData(handle, rnnDesc, sequenceLen, yDesc, y, dyDesc, dy, dhyDesc, dhy, dcyDesc, dcy, wDesc, w, hxDesc, hx, cxDesc, cx, dxDesc, dx, dhxDesc, dhx, dcxDesc, dcx, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenRNNBackwardData"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4749,7 +4749,7 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
 
 
 def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNBackwardWeights(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, yDesc, y, dwDesc, dw, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN)."""
+    """miopenRNNBackwardWeights(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, yDesc, y, dwDesc, dw, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenRNNBackwardWeights"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4782,7 +4782,7 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
 
 
 def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, hy_desc: TensorDescriptor, hy: DeviceBuffer | None, cy_desc: TensorDescriptor, cy: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int) -> None:
-    """miopenRNNForwardInference(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes) (group RNN)."""
+    """miopenRNNForwardInference(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
     _fn = "miopenRNNForwardInference"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4824,7 +4824,7 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
 
 
 def create_ctc_loss_descriptor() -> CTCLossDescriptor:
-    """miopenCreateCTCLossDescriptor(ctcLossDesc) (group LossFunction)."""
+    """miopenCreateCTCLossDescriptor(ctcLossDesc) (group LossFunction); added in MIOpen 2.15.0."""
     _fn = "miopenCreateCTCLossDescriptor"
     _ctc_loss_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateCTCLossDescriptor(_byref(_ctc_loss_desc))
@@ -4834,7 +4834,7 @@ def create_ctc_loss_descriptor() -> CTCLossDescriptor:
 
 
 def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescriptorResult:
-    """miopenGetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction)."""
+    """miopenGetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction); added in MIOpen 2.15.0."""
     _fn = "miopenGetCTCLossDescriptor"
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
@@ -4849,7 +4849,7 @@ def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescr
 
 
 def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
-    """miopenDestroyCTCLossDescriptor(ctcLossDesc) (group LossFunction)."""
+    """miopenDestroyCTCLossDescriptor(ctcLossDesc) (group LossFunction); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyCTCLossDescriptor"
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
@@ -4861,7 +4861,7 @@ def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
 
 
 def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataType | int, blank_label_id: int, apply_softmax_layer: bool) -> None:
-    """miopenSetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction)."""
+    """miopenSetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction); added in MIOpen 2.15.0."""
     _fn = "miopenSetCTCLossDescriptor"
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
@@ -4878,7 +4878,7 @@ def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataTyp
 
 
 def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gradients_desc: TensorDescriptor, labels: Sequence[int], label_lengths: Sequence[int], input_lengths: Sequence[int], algo: CTCLossAlgo | int, ctc_loss_desc: CTCLossDescriptor) -> int:
-    """miopenGetCTCLossWorkspaceSize(handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, workSpaceSize) (group LossFunction)."""
+    """miopenGetCTCLossWorkspaceSize(handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, workSpaceSize) (group LossFunction); added in MIOpen 2.15.0."""
     _fn = "miopenGetCTCLossWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4905,7 +4905,7 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
 
 
 def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, labels: Sequence[int], label_lengths: Sequence[int], input_lengths: Sequence[int], losses: DeviceBuffer, gradients_desc: TensorDescriptor, gradients: DeviceBuffer, algo: CTCLossAlgo | int, ctc_loss_desc: CTCLossDescriptor, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenCTCLoss(handle, probsDesc, probs, labels, labelLengths, inputLengths, losses, gradientsDesc, gradients, algo, ctcLossDesc, workSpace, workSpaceSize) (group LossFunction)."""
+    """miopenCTCLoss(handle, probsDesc, probs, labels, labelLengths, inputLengths, losses, gradientsDesc, gradients, algo, ctcLossDesc, workSpace, workSpaceSize) (group LossFunction); added in MIOpen 2.15.0."""
     _fn = "miopenCTCLoss"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4936,7 +4936,7 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
 
 
 def create_dropout_descriptor() -> DropoutDescriptor:
-    """miopenCreateDropoutDescriptor(dropoutDesc) (group dropout)."""
+    """miopenCreateDropoutDescriptor(dropoutDesc) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenCreateDropoutDescriptor"
     _dropout_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateDropoutDescriptor(_byref(_dropout_desc))
@@ -4946,7 +4946,7 @@ def create_dropout_descriptor() -> DropoutDescriptor:
 
 
 def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
-    """miopenDestroyDropoutDescriptor(dropoutDesc) (group dropout)."""
+    """miopenDestroyDropoutDescriptor(dropoutDesc) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -4958,7 +4958,7 @@ def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
 
 
 def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
-    """miopenDropoutGetReserveSpaceSize(xDesc, reserveSpaceSizeInBytes) (group dropout)."""
+    """miopenDropoutGetReserveSpaceSize(xDesc, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenDropoutGetReserveSpaceSize"
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
@@ -4971,7 +4971,7 @@ def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
 
 
 def dropout_get_states_size(handle: Handle) -> int:
-    """miopenDropoutGetStatesSize(handle, stateSizeInBytes) (group dropout)."""
+    """miopenDropoutGetStatesSize(handle, stateSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenDropoutGetStatesSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4984,7 +4984,7 @@ def dropout_get_states_size(handle: Handle) -> int:
 
 
 def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> GetDropoutDescriptorResult:
-    """miopenGetDropoutDescriptor(dropoutDesc, handle, dropout, states, seed, use_mask, state_evo, rng_mode) (group dropout)."""
+    """miopenGetDropoutDescriptor(dropoutDesc, handle, dropout, states, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenGetDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -5005,7 +5005,7 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
 
 
 def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, dropout: float, states: DeviceBuffer, state_size_in_bytes: int, seed: int, use_mask: bool, state_evo: bool, rng_mode: RNGType | int) -> None:
-    """miopenRestoreDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout)."""
+    """miopenRestoreDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenRestoreDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -5032,7 +5032,7 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
 
 
 def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, dropout: float, states: DeviceBuffer, state_size_in_bytes: int, seed: int, use_mask: bool, state_evo: bool, rng_mode: RNGType | int) -> None:
-    """miopenSetDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout)."""
+    """miopenSetDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenSetDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -5059,7 +5059,7 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
 
 
 def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape: TensorDescriptor, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, reserve_space: DeviceBuffer | None, reserve_space_size_in_bytes: int) -> None:
-    """miopenDropoutForward(handle, dropoutDesc, noise_shape, xDesc, x, yDesc, y, reserveSpace, reserveSpaceSizeInBytes) (group dropout)."""
+    """miopenDropoutForward(handle, dropoutDesc, noise_shape, xDesc, x, yDesc, y, reserveSpace, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenDropoutForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5087,7 +5087,7 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
 
 
 def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape: TensorDescriptor, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, reserve_space: DeviceBuffer | None, reserve_space_size_in_bytes: int) -> None:
-    """miopenDropoutBackward(handle, dropoutDesc, noise_shape, dyDesc, dy, dxDesc, dx, reserveSpace, reserveSpaceSizeInBytes) (group dropout)."""
+    """miopenDropoutBackward(handle, dropoutDesc, noise_shape, dyDesc, dy, dxDesc, dx, reserveSpace, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
     _fn = "miopenDropoutBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5115,7 +5115,7 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
 
 
 def create_reduce_tensor_descriptor() -> ReduceTensorDescriptor:
-    """miopenCreateReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce)."""
+    """miopenCreateReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce); added in MIOpen 2.15.0."""
     _fn = "miopenCreateReduceTensorDescriptor"
     _reduce_tensor_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateReduceTensorDescriptor(_byref(_reduce_tensor_desc))
@@ -5125,7 +5125,7 @@ def create_reduce_tensor_descriptor() -> ReduceTensorDescriptor:
 
 
 def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> None:
-    """miopenDestroyReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce)."""
+    """miopenDestroyReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce); added in MIOpen 2.15.0."""
     _fn = "miopenDestroyReduceTensorDescriptor"
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
@@ -5137,7 +5137,7 @@ def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor)
 
 
 def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, reduce_tensor_op: ReduceTensorOp | int, reduce_tensor_comp_type: DataType | int, reduce_tensor_nan_opt: NanPropagation | int, reduce_tensor_indices: ReduceTensorIndices | int, reduce_tensor_indices_type: IndicesType | int) -> None:
-    """miopenSetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce)."""
+    """miopenSetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce); added in MIOpen 2.15.0."""
     _fn = "miopenSetReduceTensorDescriptor"
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
@@ -5158,7 +5158,7 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
 
 
 def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> GetReduceTensorDescriptorResult:
-    """miopenGetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce)."""
+    """miopenGetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce); added in MIOpen 2.15.0."""
     _fn = "miopenGetReduceTensorDescriptor"
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
@@ -5175,7 +5175,7 @@ def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> 
 
 
 def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, a_desc: TensorDescriptor, c_desc: TensorDescriptor) -> int:
-    """miopenGetReductionIndicesSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce)."""
+    """miopenGetReductionIndicesSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce); added in MIOpen 2.15.0."""
     _fn = "miopenGetReductionIndicesSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5197,7 +5197,7 @@ def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorD
 
 
 def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, a_desc: TensorDescriptor, c_desc: TensorDescriptor) -> int:
-    """miopenGetReductionWorkspaceSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce)."""
+    """miopenGetReductionWorkspaceSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce); added in MIOpen 2.15.0."""
     _fn = "miopenGetReductionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5219,7 +5219,7 @@ def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTenso
 
 
 def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, indices: DeviceBuffer | None, indices_size_in_bytes: int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, alpha: float | ctypes.c_float | ctypes.c_double, a_desc: TensorDescriptor, a: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, c_desc: TensorDescriptor, c: DeviceBuffer) -> None:
-    """miopenReduceTensor(handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C) (group TensorReduce)."""
+    """miopenReduceTensor(handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C) (group TensorReduce); added in MIOpen 2.15.0."""
     _fn = "miopenReduceTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5249,7 +5249,7 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
 
 
 def create_conv_problem(operator_desc: ConvolutionDescriptor, direction: ProblemDirection | int) -> Problem:
-    """miopenCreateConvProblem(problem, operatorDesc, direction) (group find2)."""
+    """miopenCreateConvProblem(problem, operatorDesc, direction) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenCreateConvProblem"
     _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is ConvolutionDescriptor else None
     if _operator_desc is None:
@@ -5264,7 +5264,7 @@ def create_conv_problem(operator_desc: ConvolutionDescriptor, direction: Problem
 
 
 def create_mha_problem(operator_desc: MhaDescriptor, direction: ProblemDirection | int) -> Problem:
-    """miopenCreateMhaProblem(problem, operatorDesc, direction) (group find2)."""
+    """miopenCreateMhaProblem(problem, operatorDesc, direction) (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenCreateMhaProblem"
     _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is MhaDescriptor else None
     if _operator_desc is None:
@@ -5279,7 +5279,7 @@ def create_mha_problem(operator_desc: MhaDescriptor, direction: ProblemDirection
 
 
 def create_mha_descriptor() -> MhaDescriptor:
-    """miopenCreateMhaDescriptor(mhaDesc) (group find2)."""
+    """miopenCreateMhaDescriptor(mhaDesc) (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenCreateMhaDescriptor"
     _mha_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateMhaDescriptor(_byref(_mha_desc))
@@ -5289,7 +5289,7 @@ def create_mha_descriptor() -> MhaDescriptor:
 
 
 def set_mha_descriptor(mha_desc: MhaDescriptor, scale: float) -> None:
-    """miopenSetMhaDescriptor(mhaDesc, scale) (group find2)."""
+    """miopenSetMhaDescriptor(mhaDesc, scale) (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenSetMhaDescriptor"
     _mha_desc: int | None = mha_desc._ptr if type(mha_desc) is MhaDescriptor else None
     if _mha_desc is None:
@@ -5302,7 +5302,7 @@ def set_mha_descriptor(mha_desc: MhaDescriptor, scale: float) -> None:
 
 
 def get_mha_descriptor(mha_desc: MhaDescriptor) -> float:
-    """miopenGetMhaDescriptor(mhaDesc, scale) (group find2)."""
+    """miopenGetMhaDescriptor(mhaDesc, scale) (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenGetMhaDescriptor"
     _mha_desc: int | None = mha_desc._ptr if type(mha_desc) is MhaDescriptor else None
     if _mha_desc is None:
@@ -5315,7 +5315,7 @@ def get_mha_descriptor(mha_desc: MhaDescriptor) -> float:
 
 
 def create_softmax_descriptor() -> SoftmaxDescriptor:
-    """miopenCreateSoftmaxDescriptor(softmaxDesc) (group find2)."""
+    """miopenCreateSoftmaxDescriptor(softmaxDesc) (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenCreateSoftmaxDescriptor"
     _softmax_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateSoftmaxDescriptor(_byref(_softmax_desc))
@@ -5325,7 +5325,7 @@ def create_softmax_descriptor() -> SoftmaxDescriptor:
 
 
 def set_softmax_descriptor(softmax_desc: SoftmaxDescriptor, alpha: float, beta: float, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
-    """miopenSetSoftmaxDescriptor(softmaxDesc, alpha, beta, algorithm, mode) (group find2)."""
+    """miopenSetSoftmaxDescriptor(softmaxDesc, alpha, beta, algorithm, mode) (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenSetSoftmaxDescriptor"
     _softmax_desc: int | None = softmax_desc._ptr if type(softmax_desc) is SoftmaxDescriptor else None
     if _softmax_desc is None:
@@ -5344,7 +5344,7 @@ def set_softmax_descriptor(softmax_desc: SoftmaxDescriptor, alpha: float, beta: 
 
 
 def get_softmax_descriptor(softmax_desc: SoftmaxDescriptor) -> GetSoftmaxDescriptorResult:
-    """miopenGetSoftmaxDescriptor(softmaxDesc, alpha, beta, algorithm, mode) (group find2)."""
+    """miopenGetSoftmaxDescriptor(softmaxDesc, alpha, beta, algorithm, mode) (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenGetSoftmaxDescriptor"
     _softmax_desc: int | None = softmax_desc._ptr if type(softmax_desc) is SoftmaxDescriptor else None
     if _softmax_desc is None:
@@ -5360,7 +5360,7 @@ def get_softmax_descriptor(softmax_desc: SoftmaxDescriptor) -> GetSoftmaxDescrip
 
 
 def destroy_problem(problem: Problem) -> None:
-    """miopenDestroyProblem(problem) (group find2)."""
+    """miopenDestroyProblem(problem) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenDestroyProblem"
     _problem: int | None = problem._ptr if type(problem) is Problem else None
     if _problem is None:
@@ -5372,7 +5372,7 @@ def destroy_problem(problem: Problem) -> None:
 
 
 def set_problem_tensor_descriptor(problem: Problem, id: TensorArgumentId | int, descriptor: TensorDescriptor) -> None:
-    """miopenSetProblemTensorDescriptor(problem, id, descriptor) (group find2)."""
+    """miopenSetProblemTensorDescriptor(problem, id, descriptor) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenSetProblemTensorDescriptor"
     _problem: int | None = problem._ptr if type(problem) is Problem else None
     if _problem is None:
@@ -5388,7 +5388,7 @@ def set_problem_tensor_descriptor(problem: Problem, id: TensorArgumentId | int, 
 
 
 def create_find_options() -> FindOptions:
-    """miopenCreateFindOptions(options) (group find2)."""
+    """miopenCreateFindOptions(options) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenCreateFindOptions"
     _options = ctypes.c_void_p()
     _st = _raw.miopenCreateFindOptions(_byref(_options))
@@ -5398,7 +5398,7 @@ def create_find_options() -> FindOptions:
 
 
 def destroy_find_options(options: FindOptions) -> None:
-    """miopenDestroyFindOptions(options) (group find2)."""
+    """miopenDestroyFindOptions(options) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenDestroyFindOptions"
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
@@ -5410,7 +5410,7 @@ def destroy_find_options(options: FindOptions) -> None:
 
 
 def set_find_option_tuning(options: FindOptions, value: int) -> None:
-    """miopenSetFindOptionTuning(options, value) (group find2)."""
+    """miopenSetFindOptionTuning(options, value) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenSetFindOptionTuning"
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
@@ -5423,7 +5423,7 @@ def set_find_option_tuning(options: FindOptions, value: int) -> None:
 
 
 def set_find_option_results_order(options: FindOptions, value: FindResultsOrder | int) -> None:
-    """miopenSetFindOptionResultsOrder(options, value) (group find2)."""
+    """miopenSetFindOptionResultsOrder(options, value) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenSetFindOptionResultsOrder"
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
@@ -5436,7 +5436,7 @@ def set_find_option_results_order(options: FindOptions, value: FindResultsOrder 
 
 
 def set_find_option_workspace_limit(options: FindOptions, value: int) -> None:
-    """miopenSetFindOptionWorkspaceLimit(options, value) (group find2)."""
+    """miopenSetFindOptionWorkspaceLimit(options, value) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenSetFindOptionWorkspaceLimit"
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
@@ -5449,7 +5449,7 @@ def set_find_option_workspace_limit(options: FindOptions, value: int) -> None:
 
 
 def set_find_option_preallocated_workspace(options: FindOptions, buffer: DeviceBuffer, size: int) -> None:
-    """miopenSetFindOptionPreallocatedWorkspace(options, buffer, size) (group find2)."""
+    """miopenSetFindOptionPreallocatedWorkspace(options, buffer, size) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenSetFindOptionPreallocatedWorkspace"
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
@@ -5463,7 +5463,7 @@ def set_find_option_preallocated_workspace(options: FindOptions, buffer: DeviceB
 
 
 def set_find_option_preallocated_tensor(options: FindOptions, id: TensorArgumentId | int, buffer: DeviceBuffer) -> None:
-    """miopenSetFindOptionPreallocatedTensor(options, id, buffer) (group find2)."""
+    """miopenSetFindOptionPreallocatedTensor(options, id, buffer) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenSetFindOptionPreallocatedTensor"
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
@@ -5477,7 +5477,7 @@ def set_find_option_preallocated_tensor(options: FindOptions, id: TensorArgument
 
 
 def set_find_option_attach_binaries(options: FindOptions, attach: int) -> None:
-    """miopenSetFindOptionAttachBinaries(options, attach) (group find2)."""
+    """miopenSetFindOptionAttachBinaries(options, attach) (group find2); added in MIOpen 3.3.0."""
     _fn = "miopenSetFindOptionAttachBinaries"
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
@@ -5490,7 +5490,7 @@ def set_find_option_attach_binaries(options: FindOptions, attach: int) -> None:
 
 
 def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None, max_solutions: int) -> list[Solution | None]:
-    """miopenFindSolutions(handle, problem, options, solutions, numSolutions, maxSolutions) (group find2)."""
+    """miopenFindSolutions(handle, problem, options, solutions, numSolutions, maxSolutions) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenFindSolutions"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5513,7 +5513,7 @@ def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None
 
 
 def run_solution(handle: Handle, solution: Solution, tensors: Sequence[_raw.miopenTensorArgument_t | tuple[Any, ...]], workspace: DeviceBuffer | None, workspace_size: int) -> None:
-    """miopenRunSolution(handle, solution, nInputs, tensors, workspace, workspaceSize) (group find2)."""
+    """miopenRunSolution(handle, solution, nInputs, tensors, workspace, workspaceSize) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenRunSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5532,7 +5532,7 @@ def run_solution(handle: Handle, solution: Solution, tensors: Sequence[_raw.miop
 
 
 def destroy_solution(solution: Solution) -> None:
-    """miopenDestroySolution(solution) (group find2)."""
+    """miopenDestroySolution(solution) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenDestroySolution"
     _solution: int | None = solution._ptr if type(solution) is Solution else None
     if _solution is None:
@@ -5544,7 +5544,7 @@ def destroy_solution(solution: Solution) -> None:
 
 
 def load_solution(data: bytes) -> Solution:
-    """miopenLoadSolution(solution, data, size) (group find2)."""
+    """miopenLoadSolution(solution, data, size) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenLoadSolution"
     _data, _len_data = _s.as_blob(data, "data", _fn)
     _size = 0 if _data is None else len(_data)
@@ -5556,7 +5556,7 @@ def load_solution(data: bytes) -> Solution:
 
 
 def save_solution(solution: Solution) -> bytes:
-    """miopenSaveSolution(solution, data) (group find2)."""
+    """miopenSaveSolution(solution, data) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenSaveSolution"
     _solution: int | None = solution._ptr if type(solution) is Solution else None
     if _solution is None:
@@ -5570,7 +5570,7 @@ def save_solution(solution: Solution) -> bytes:
 
 
 def get_solution_size(solution: Solution) -> int:
-    """miopenGetSolutionSize(solution, size) (group find2)."""
+    """miopenGetSolutionSize(solution, size) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenGetSolutionSize"
     _solution: int | None = solution._ptr if type(solution) is Solution else None
     if _solution is None:
@@ -5583,7 +5583,7 @@ def get_solution_size(solution: Solution) -> int:
 
 
 def get_solution_workspace_size(solution: Solution) -> int:
-    """miopenGetSolutionWorkspaceSize(solution, workspaceSize) (group find2)."""
+    """miopenGetSolutionWorkspaceSize(solution, workspaceSize) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenGetSolutionWorkspaceSize"
     _solution: int | None = solution._ptr if type(solution) is Solution else None
     if _solution is None:
@@ -5596,7 +5596,7 @@ def get_solution_workspace_size(solution: Solution) -> int:
 
 
 def get_solution_time(solution: Solution) -> float:
-    """miopenGetSolutionTime(solution, time) (group find2)."""
+    """miopenGetSolutionTime(solution, time) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenGetSolutionTime"
     _solution: int | None = solution._ptr if type(solution) is Solution else None
     if _solution is None:
@@ -5609,7 +5609,7 @@ def get_solution_time(solution: Solution) -> float:
 
 
 def get_solution_solver_id(solution: Solution) -> int:
-    """miopenGetSolutionSolverId(solution, solverId) (group find2)."""
+    """miopenGetSolutionSolverId(solution, solverId) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenGetSolutionSolverId"
     _solution: int | None = solution._ptr if type(solution) is Solution else None
     if _solution is None:
@@ -5622,7 +5622,7 @@ def get_solution_solver_id(solution: Solution) -> int:
 
 
 def get_solver_id_conv_algorithm(solver_id: int) -> ConvAlgorithm | int:
-    """miopenGetSolverIdConvAlgorithm(solverId, result) (group find2)."""
+    """miopenGetSolverIdConvAlgorithm(solverId, result) (group find2); added in MIOpen 2.20.0."""
     _fn = "miopenGetSolverIdConvAlgorithm"
     if (type(solver_id) is not int or not 0 <= solver_id <= 18446744073709551615):
         solver_id = _s.as_int(solver_id, 0, 18446744073709551615, "solver_id", _fn)
@@ -5634,7 +5634,7 @@ def get_solver_id_conv_algorithm(solver_id: int) -> ConvAlgorithm | int:
 
 
 def create_activation_problem(operator_desc: ActivationDescriptor, direction: ProblemDirection | int) -> Problem:
-    """miopenCreateActivationProblem(problem, operatorDesc, direction) [beta API] (group find2)."""
+    """miopenCreateActivationProblem(problem, operatorDesc, direction) [beta API] (group find2); added in MIOpen 3.1.0."""
     _fn = "miopenCreateActivationProblem"
     _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is ActivationDescriptor else None
     if _operator_desc is None:
@@ -5649,7 +5649,7 @@ def create_activation_problem(operator_desc: ActivationDescriptor, direction: Pr
 
 
 def create_batchnorm_problem(mode: BatchNormMode | int, running_mean_variance: bool, direction: ProblemDirection | int) -> Problem:
-    """miopenCreateBatchnormProblem(problem, mode, runningMeanVariance, direction) [beta API] (group find2)."""
+    """miopenCreateBatchnormProblem(problem, mode, runningMeanVariance, direction) [beta API] (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenCreateBatchnormProblem"
     if type(mode) is not BatchNormMode:
         mode = _s.as_enum(mode, BatchNormMode, "mode", _fn)
@@ -5665,7 +5665,7 @@ def create_batchnorm_problem(mode: BatchNormMode | int, running_mean_variance: b
 
 
 def fuse_problems(problem_1: Problem, problem_2: Problem) -> None:
-    """miopenFuseProblems(problem1, problem2) [beta API] (group find2)."""
+    """miopenFuseProblems(problem1, problem2) [beta API] (group find2); added in MIOpen 3.1.0."""
     _fn = "miopenFuseProblems"
     _problem_1: int | None = problem_1._ptr if type(problem_1) is Problem else None
     if _problem_1 is None:
@@ -5679,7 +5679,7 @@ def fuse_problems(problem_1: Problem, problem_2: Problem) -> None:
 
 
 def create_bias_problem(direction: ProblemDirection | int) -> Problem:
-    """miopenCreateBiasProblem(problem, direction) [beta API] (group find2)."""
+    """miopenCreateBiasProblem(problem, direction) [beta API] (group find2); added in MIOpen 3.1.0."""
     _fn = "miopenCreateBiasProblem"
     if type(direction) is not ProblemDirection:
         direction = _s.as_enum(direction, ProblemDirection, "direction", _fn)
@@ -5691,7 +5691,7 @@ def create_bias_problem(direction: ProblemDirection | int) -> Problem:
 
 
 def create_softmax_problem(operator_desc: SoftmaxDescriptor, direction: ProblemDirection | int) -> Problem:
-    """miopenCreateSoftmaxProblem(problem, operatorDesc, direction) [beta API] (group find2)."""
+    """miopenCreateSoftmaxProblem(problem, operatorDesc, direction) [beta API] (group find2); added in MIOpen 3.2.0."""
     _fn = "miopenCreateSoftmaxProblem"
     _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is SoftmaxDescriptor else None
     if _operator_desc is None:
@@ -5706,7 +5706,7 @@ def create_softmax_problem(operator_desc: SoftmaxDescriptor, direction: ProblemD
 
 
 def get_reduce_calculation_workspace_size(handle: Handle, x_desc: TensorDescriptor, dim: int, reduce_calculation_op: ReduceCalculationOp | int, reduce_desc: TensorDescriptor) -> int:
-    """miopenGetReduceCalculationWorkspaceSize(handle, xDesc, dim, reduceCalculationOp, reduceDesc, sizeInBytes) [beta API] (group reducecalculation)."""
+    """miopenGetReduceCalculationWorkspaceSize(handle, xDesc, dim, reduceCalculationOp, reduceDesc, sizeInBytes) [beta API] (group reducecalculation); added in MIOpen 3.3.0."""
     _fn = "miopenGetReduceCalculationWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5729,7 +5729,7 @@ def get_reduce_calculation_workspace_size(handle: Handle, x_desc: TensorDescript
 
 
 def reduce_calculation_forward(handle: Handle, nan_propagation: ReduceCalculationNanPropagation | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, x_desc: TensorDescriptor, x: DeviceBuffer, dim: int, reduce_calculation_op: ReduceCalculationOp | int, reduce_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenReduceCalculationForward(handle, nanPropagation, workspace, workspaceSizeInBytes, xDesc, x, dim, reduceCalculationOp, reduceDesc, y) [beta API] (group reducecalculation)."""
+    """miopenReduceCalculationForward(handle, nanPropagation, workspace, workspaceSizeInBytes, xDesc, x, dim, reduceCalculationOp, reduceDesc, y) [beta API] (group reducecalculation); added in MIOpen 3.3.0."""
     _fn = "miopenReduceCalculationForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5757,7 +5757,7 @@ def reduce_calculation_forward(handle: Handle, nan_propagation: ReduceCalculatio
 
 
 def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, dim: int, reduce_extreme_op: ReduceExtremeOp | int, y_desc: TensorDescriptor, y: DeviceBuffer, indice_desc: TensorDescriptor, indice: DeviceBuffer) -> None:
-    """miopenReduceExtremeForward(handle, xDesc, x, dim, reduceExtremeOp, yDesc, y, indiceDesc, indice) [beta API] (group ReduceExtreme)."""
+    """miopenReduceExtremeForward(handle, xDesc, x, dim, reduceExtremeOp, yDesc, y, indiceDesc, indice) [beta API] (group ReduceExtreme); added in MIOpen 3.2.0."""
     _fn = "miopenReduceExtremeForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5784,7 +5784,7 @@ def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBu
 
 
 def group_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, num_groups: int, epsilon: float, y_desc: TensorDescriptor, y: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
-    """miopenGroupNormForward(handle, mode, xDesc, x, weightDesc, weight, biasDesc, bias, num_groups, epsilon, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group groupnorm)."""
+    """miopenGroupNormForward(handle, mode, xDesc, x, weightDesc, weight, biasDesc, bias, num_groups, epsilon, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group groupnorm); added in MIOpen 3.1.0."""
     _fn = "miopenGroupNormForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5825,7 +5825,7 @@ def group_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
 
 
 def add_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, x_2_desc: TensorDescriptor, x_2: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, bias_desc: TensorDescriptor, bias: DeviceBuffer, epsilon: float, normalized_dim: int, y_desc: TensorDescriptor, y: DeviceBuffer, mean_desc: TensorDescriptor, mean: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
-    """miopenAddLayerNormForward(handle, mode, xDesc, x, x2Desc, x2, weightDesc, weight, biasDesc, bias, epsilon, normalized_dim, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group layernorm)."""
+    """miopenAddLayerNormForward(handle, mode, xDesc, x, x2Desc, x2, weightDesc, weight, biasDesc, bias, epsilon, normalized_dim, yDesc, y, meanDesc, mean, rstdDesc, rstd) [beta API] (group layernorm); added in MIOpen 3.2.0."""
     _fn = "miopenAddLayerNormForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5870,7 +5870,7 @@ def add_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorD
 
 
 def t5_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, epsilon: float, y_desc: TensorDescriptor, y: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer) -> None:
-    """miopenT5LayerNormForward(handle, mode, xDesc, x, weightDesc, weight, epsilon, yDesc, y, rstdDesc, rstd) [beta API] (group layernorm)."""
+    """miopenT5LayerNormForward(handle, mode, xDesc, x, weightDesc, weight, epsilon, yDesc, y, rstdDesc, rstd) [beta API] (group layernorm); added in MIOpen 3.2.0."""
     _fn = "miopenT5LayerNormForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5901,7 +5901,7 @@ def t5_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDe
 
 
 def get_t5_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | int, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, weight_desc: TensorDescriptor, rstd_desc: TensorDescriptor, dx_desc: TensorDescriptor, dw_desc: TensorDescriptor) -> int:
-    """miopenGetT5LayerNormBackwardWorkspaceSize(handle, mode, dyDesc, xDesc, weightDesc, rstdDesc, dxDesc, dwDesc, sizeInBytes) [beta API] (group layernorm)."""
+    """miopenGetT5LayerNormBackwardWorkspaceSize(handle, mode, dyDesc, xDesc, weightDesc, rstdDesc, dxDesc, dwDesc, sizeInBytes) [beta API] (group layernorm); added in MIOpen 3.2.0."""
     _fn = "miopenGetT5LayerNormBackwardWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5934,7 +5934,7 @@ def get_t5_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | i
 
 
 def t5_layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, rstd_desc: TensorDescriptor, rstd: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, dw_desc: TensorDescriptor, dw: DeviceBuffer) -> None:
-    """miopenT5LayerNormBackward(handle, mode, workspace, workspaceSizeInBytes, dyDesc, dy, xDesc, x, weightDesc, weight, rstdDesc, rstd, dxDesc, dx, dwDesc, dw) [beta API] (group layernorm)."""
+    """miopenT5LayerNormBackward(handle, mode, workspace, workspaceSizeInBytes, dyDesc, dy, xDesc, x, weightDesc, weight, rstdDesc, rstd, dxDesc, dx, dwDesc, dw) [beta API] (group layernorm); added in MIOpen 3.2.0."""
     _fn = "miopenT5LayerNormBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5974,7 +5974,7 @@ def t5_layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: Devi
 
 
 def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer, grad_desc: TensorDescriptor, grad: DeviceBuffer, exp_avg_desc: TensorDescriptor, exp_avg: DeviceBuffer, exp_avg_sq_desc: TensorDescriptor, exp_avg_sq: DeviceBuffer, max_exp_avg_sq_desc: TensorDescriptor | None, max_exp_avg_sq: DeviceBuffer | None, state_step_desc: TensorDescriptor | None, stateStep: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, adamw: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
-    """miopenFusedAdam(handle, paramDesc, param, gradDesc, grad, expAvgDesc, expAvg, expAvgSqDesc, expAvgSq, maxExpAvgSqDesc, maxExpAvgSq, stateStepDesc, stateStep, state_step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, adamw, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
+    """miopenFusedAdam(handle, paramDesc, param, gradDesc, grad, expAvgDesc, expAvg, expAvgSqDesc, expAvgSq, maxExpAvgSqDesc, maxExpAvgSq, stateStepDesc, stateStep, state_step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, adamw, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD); added in MIOpen 3.2.0."""
     _fn = "miopenFusedAdam"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6035,7 +6035,7 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
 
 
 def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, param_in: DeviceBuffer, param_out_desc: TensorDescriptor, param_out: DeviceBuffer, param_out_float_16_desc: TensorDescriptor | None, param_out_float_16: DeviceBuffer | None, grad_in_desc: TensorDescriptor, grad_in: DeviceBuffer, exp_avg_in_desc: TensorDescriptor, exp_avg_in: DeviceBuffer, exp_avg_out_desc: TensorDescriptor, exp_avg_out: DeviceBuffer, exp_avg_sq_in_desc: TensorDescriptor, exp_avg_sq_in: DeviceBuffer, exp_avg_sq_out_desc: TensorDescriptor, exp_avg_sq_out: DeviceBuffer, max_exp_avg_sq_in_desc: TensorDescriptor | None, max_exp_avg_sq_in: DeviceBuffer | None, max_exp_avg_sq_out_desc: TensorDescriptor | None, max_exp_avg_sq_out: DeviceBuffer | None, state_step_in_desc: TensorDescriptor | None, state_step_in: DeviceBuffer | None, state_step_out_desc: TensorDescriptor | None, state_step_out: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, amsgrad: bool, maximize: bool, adamw: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
-    """miopenFusedAdamWithOutput(handle, paramInDesc, paramIn, paramOutDesc, paramOut, paramOutFloat16Desc, paramOutFloat16, gradInDesc, gradIn, expAvgInDesc, expAvgIn, expAvgOutDesc, expAvgOut, expAvgSqInDesc, expAvgSqIn, expAvgSqOutDesc, expAvgSqOut, maxExpAvgSqInDesc, maxExpAvgSqIn, maxExpAvgSqOutDesc, maxExpAvgSqOut, stateStepInDesc, stateStepIn, stateStepOutDesc, stateStepOut, state_step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, adamw, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
+    """miopenFusedAdamWithOutput(handle, paramInDesc, paramIn, paramOutDesc, paramOut, paramOutFloat16Desc, paramOutFloat16, gradInDesc, gradIn, expAvgInDesc, expAvgIn, expAvgOutDesc, expAvgOut, expAvgSqInDesc, expAvgSqIn, expAvgSqOutDesc, expAvgSqOut, maxExpAvgSqInDesc, maxExpAvgSqIn, maxExpAvgSqOutDesc, maxExpAvgSqOut, stateStepInDesc, stateStepIn, stateStepOutDesc, stateStepOut, state_step, lr, beta1, beta2, weight_decay, eps, amsgrad, maximize, adamw, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD); added in MIOpen 3.2.0."""
     _fn = "miopenFusedAdamWithOutput"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6120,7 +6120,7 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
 
 
 def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer, grad_desc: TensorDescriptor, grad: DeviceBuffer, exp_avg_desc: TensorDescriptor, exp_avg: DeviceBuffer, exp_avg_sq_desc: TensorDescriptor, exp_avg_sq: DeviceBuffer, state_step_desc: TensorDescriptor | None, stateStep: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, correct_bias: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
-    """miopenTransformersAdamW(handle, paramDesc, param, gradDesc, grad, expAvgDesc, expAvg, expAvgSqDesc, expAvgSq, stateStepDesc, stateStep, state_step, lr, beta1, beta2, weight_decay, eps, correct_bias, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
+    """miopenTransformersAdamW(handle, paramDesc, param, gradDesc, grad, expAvgDesc, expAvg, expAvgSqDesc, expAvgSq, stateStepDesc, stateStep, state_step, lr, beta1, beta2, weight_decay, eps, correct_bias, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD); added in MIOpen 3.3.0."""
     _fn = "miopenTransformersAdamW"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6173,7 +6173,7 @@ def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: Dev
 
 
 def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescriptor, param_in: DeviceBuffer, param_out_desc: TensorDescriptor, param_out: DeviceBuffer, param_out_float_16_desc: TensorDescriptor | None, param_out_float_16: DeviceBuffer | None, grad_in_desc: TensorDescriptor, grad_in: DeviceBuffer, exp_avg_in_desc: TensorDescriptor, exp_avg_in: DeviceBuffer, exp_avg_out_desc: TensorDescriptor, exp_avg_out: DeviceBuffer, exp_avg_sq_in_desc: TensorDescriptor, exp_avg_sq_in: DeviceBuffer, exp_avg_sq_out_desc: TensorDescriptor, exp_avg_sq_out: DeviceBuffer, state_step_in_desc: TensorDescriptor | None, state_step_in: DeviceBuffer | None, state_step_out_desc: TensorDescriptor | None, state_step_out: DeviceBuffer | None, state_step: int, lr: float, beta_1: float, beta_2: float, weight_decay: float, eps: float, step_size: float, correct_bias: bool, grad_scale_desc: TensorDescriptor | None, grad_scale: DeviceBuffer | None, found_inf_desc: TensorDescriptor | None, found_inf: DeviceBuffer | None) -> None:
-    """miopenTransformersAdamWWithOutput(handle, paramInDesc, paramIn, paramOutDesc, paramOut, paramOutFloat16Desc, paramOutFloat16, gradInDesc, gradIn, expAvgInDesc, expAvgIn, expAvgOutDesc, expAvgOut, expAvgSqInDesc, expAvgSqIn, expAvgSqOutDesc, expAvgSqOut, stateStepInDesc, stateStepIn, stateStepOutDesc, stateStepOut, state_step, lr, beta1, beta2, weight_decay, eps, step_size, correct_bias, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD)."""
+    """miopenTransformersAdamWWithOutput(handle, paramInDesc, paramIn, paramOutDesc, paramOut, paramOutFloat16Desc, paramOutFloat16, gradInDesc, gradIn, expAvgInDesc, expAvgIn, expAvgOutDesc, expAvgOut, expAvgSqInDesc, expAvgSqIn, expAvgSqOutDesc, expAvgSqOut, stateStepInDesc, stateStepIn, stateStepOutDesc, stateStepOut, state_step, lr, beta1, beta2, weight_decay, eps, step_size, correct_bias, gradScaleDesc, gradScale, foundInfDesc, foundInf) [beta API] (group SGD); added in MIOpen 3.3.0."""
     _fn = "miopenTransformersAdamWWithOutput"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6248,7 +6248,7 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
 
 
 def get_getitem_workspace_size(handle: Handle, index_descs: Sequence[TensorDescriptor]) -> int:
-    """miopenGetGetitemWorkspaceSize(handle, indexCount, indexDescs, sizeInBytes) [beta API] (group getitem)."""
+    """miopenGetGetitemWorkspaceSize(handle, indexCount, indexDescs, sizeInBytes) [beta API] (group getitem); added in MIOpen 3.3.0."""
     _fn = "miopenGetGetitemWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6263,7 +6263,7 @@ def get_getitem_workspace_size(handle: Handle, index_descs: Sequence[TensorDescr
 
 
 def getitem_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, dy_desc: TensorDescriptor, dy: DeviceBuffer, index_descs: Sequence[TensorDescriptor], indexs: Sequence[DeviceBuffer | None], dx_desc: TensorDescriptor, dx: DeviceBuffer, error_desc: TensorDescriptor, error: DeviceBuffer, dims: Sequence[int], slices: Sequence[int], offset: int) -> None:
-    """miopenGetitemBackward(handle, workspace, workspaceSizeInBytes, dyDesc, dy, indexCount, indexDescs, indexs, dxDesc, dx, errorDesc, error, dimCount, dims, sliceCount, slices, offset) [beta API] (group getitem)."""
+    """miopenGetitemBackward(handle, workspace, workspaceSizeInBytes, dyDesc, dy, indexCount, indexDescs, indexs, dxDesc, dx, errorDesc, error, dimCount, dims, sliceCount, slices, offset) [beta API] (group getitem); added in MIOpen 3.3.0."""
     _fn = "miopenGetitemBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6298,7 +6298,7 @@ def getitem_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
 
 
 def ro_pe_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, cos_desc: TensorDescriptor, cos: DeviceBuffer, sin_desc: TensorDescriptor, sin: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenRoPEForward(handle, xDesc, x, cosDesc, cos, sinDesc, sin, yDesc, y) [beta API] (group RotaryPositionalEmbeddings)."""
+    """miopenRoPEForward(handle, xDesc, x, cosDesc, cos, sinDesc, sin, yDesc, y) [beta API] (group RotaryPositionalEmbeddings); added in MIOpen 3.3.0."""
     _fn = "miopenRoPEForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6325,7 +6325,7 @@ def ro_pe_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, cos
 
 
 def ro_pe_backward(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, cos_desc: TensorDescriptor, cos: DeviceBuffer, sin_desc: TensorDescriptor, sin: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
-    """miopenRoPEBackward(handle, dyDesc, dy, cosDesc, cos, sinDesc, sin, dxDesc, dx) [beta API] (group RotaryPositionalEmbeddings)."""
+    """miopenRoPEBackward(handle, dyDesc, dy, cosDesc, cos, sinDesc, sin, dxDesc, dx) [beta API] (group RotaryPositionalEmbeddings); added in MIOpen 3.3.0."""
     _fn = "miopenRoPEBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6352,7 +6352,7 @@ def ro_pe_backward(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, 
 
 
 def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, indices_desc: TensorDescriptor, indices: DeviceBuffer, k: int, dim: int = -1, keep_dim: bool = False) -> None:
-    """miopenKthvalueForward(handle, inputDesc, input, outputDesc, output, indicesDesc, indices, k, dim, keepDim) [beta API] (group kthvalue)."""
+    """miopenKthvalueForward(handle, inputDesc, input, outputDesc, output, indicesDesc, indices, k, dim, keepDim) [beta API] (group kthvalue); added in MIOpen 3.3.0."""
     _fn = "miopenKthvalueForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6382,7 +6382,7 @@ def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: Device
 
 
 def get_p_re_lu_backward_workspace_size(handle: Handle, input_desc: TensorDescriptor, weight_desc: TensorDescriptor) -> int:
-    """miopenGetPReLUBackwardWorkspaceSize(handle, inputDesc, weightDesc, sizeInBytes) [beta API] (group ReLU)."""
+    """miopenGetPReLUBackwardWorkspaceSize(handle, inputDesc, weightDesc, sizeInBytes) [beta API] (group ReLU); added in MIOpen 3.3.0."""
     _fn = "miopenGetPReLUBackwardWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6401,7 +6401,7 @@ def get_p_re_lu_backward_workspace_size(handle: Handle, input_desc: TensorDescri
 
 
 def p_re_lu_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, input_desc: TensorDescriptor, input: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, doutput_desc: TensorDescriptor, doutput: DeviceBuffer, dinput_desc: TensorDescriptor, dinput: DeviceBuffer, dweight_desc: TensorDescriptor, dweight: DeviceBuffer) -> None:
-    """miopenPReLUBackward(handle, workspace, workspaceSizeInBytes, inputDesc, input, weightDesc, weight, doutputDesc, doutput, dinputDesc, dinput, dweightDesc, dweight) [beta API] (group ReLU)."""
+    """miopenPReLUBackward(handle, workspace, workspaceSizeInBytes, inputDesc, input, weightDesc, weight, doutputDesc, doutput, dinputDesc, dinput, dweightDesc, dweight) [beta API] (group ReLU); added in MIOpen 3.3.0."""
     _fn = "miopenPReLUBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6435,7 +6435,7 @@ def p_re_lu_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
 
 
 def get_soft_margin_loss_forward_workspace_size(handle: Handle, input_desc: TensorDescriptor, target_desc: TensorDescriptor, output_desc: TensorDescriptor, reduction: LossReductionMode | int) -> int:
-    """miopenGetSoftMarginLossForwardWorkspaceSize(handle, inputDesc, targetDesc, outputDesc, reduction, sizeInBytes) [beta API] (group LossFunction)."""
+    """miopenGetSoftMarginLossForwardWorkspaceSize(handle, inputDesc, targetDesc, outputDesc, reduction, sizeInBytes) [beta API] (group LossFunction); added in MIOpen 3.3.0."""
     _fn = "miopenGetSoftMarginLossForwardWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6459,7 +6459,7 @@ def get_soft_margin_loss_forward_workspace_size(handle: Handle, input_desc: Tens
 
 
 def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, target_desc: TensorDescriptor, target: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, reduction: LossReductionMode | int, workspace: DeviceBuffer | None = None, workspace_size_in_bytes: int = 0) -> None:
-    """miopenSoftMarginLossForward(handle, inputDesc, input, targetDesc, target, outputDesc, output, reduction, workspace, workspaceSizeInBytes) [beta API] (group LossFunction)."""
+    """miopenSoftMarginLossForward(handle, inputDesc, input, targetDesc, target, outputDesc, output, reduction, workspace, workspaceSizeInBytes) [beta API] (group LossFunction); added in MIOpen 3.3.0."""
     _fn = "miopenSoftMarginLossForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6487,7 +6487,7 @@ def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input
 
 
 def soft_margin_loss_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, target_desc: TensorDescriptor, target: DeviceBuffer, doutput_desc: TensorDescriptor, doutput: DeviceBuffer, dinput_desc: TensorDescriptor, dinput: DeviceBuffer, reduction: LossReductionMode | int) -> None:
-    """miopenSoftMarginLossBackward(handle, inputDesc, input, targetDesc, target, doutputDesc, doutput, dinputDesc, dinput, reduction) [beta API] (group LossFunction)."""
+    """miopenSoftMarginLossBackward(handle, inputDesc, input, targetDesc, target, doutputDesc, doutput, dinputDesc, dinput, reduction) [beta API] (group LossFunction); added in MIOpen 3.3.0."""
     _fn = "miopenSoftMarginLossBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6516,7 +6516,7 @@ def soft_margin_loss_backward(handle: Handle, input_desc: TensorDescriptor, inpu
 
 
 def get_multi_margin_loss_forward_workspace_size(handle: Handle, input_desc: TensorDescriptor, target_desc: TensorDescriptor, weight_desc: TensorDescriptor, output_desc: TensorDescriptor, p: int, margin: float, reduction: LossReductionMode | int) -> int:
-    """miopenGetMultiMarginLossForwardWorkspaceSize(handle, inputDesc, targetDesc, weightDesc, outputDesc, p, margin, reduction, sizeInBytes) [beta API] (group LossFunction)."""
+    """miopenGetMultiMarginLossForwardWorkspaceSize(handle, inputDesc, targetDesc, weightDesc, outputDesc, p, margin, reduction, sizeInBytes) [beta API] (group LossFunction); added in MIOpen 3.3.0."""
     _fn = "miopenGetMultiMarginLossForwardWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6547,7 +6547,7 @@ def get_multi_margin_loss_forward_workspace_size(handle: Handle, input_desc: Ten
 
 
 def multi_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffer, target_desc: TensorDescriptor, target: DeviceBuffer, weight_desc: TensorDescriptor, weight: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, p: int, margin: float, reduction: LossReductionMode | int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int) -> None:
-    """miopenMultiMarginLossForward(handle, inputDesc, input, targetDesc, target, weightDesc, weight, outputDesc, output, p, margin, reduction, workspace, workspaceSizeInBytes) [beta API] (group LossFunction)."""
+    """miopenMultiMarginLossForward(handle, inputDesc, input, targetDesc, target, weightDesc, weight, outputDesc, output, p, margin, reduction, workspace, workspaceSizeInBytes) [beta API] (group LossFunction); added in MIOpen 3.3.0."""
     _fn = "miopenMultiMarginLossForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6583,7 +6583,7 @@ def multi_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, inpu
 
 
 def set_tuning_policy(handle: Handle, new_value: TuningPolicy | int) -> None:
-    """miopenSetTuningPolicy(handle, newValue) (group handle)."""
+    """miopenSetTuningPolicy(handle, newValue) (group handle); added in MIOpen 3.5.2."""
     _fn = "miopenSetTuningPolicy"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6596,7 +6596,7 @@ def set_tuning_policy(handle: Handle, new_value: TuningPolicy | int) -> None:
 
 
 def get_tuning_policy(handle: Handle) -> TuningPolicy | int:
-    """miopenGetTuningPolicy(handle, value) (group handle)."""
+    """miopenGetTuningPolicy(handle, value) (group handle); added in MIOpen 3.5.2."""
     _fn = "miopenGetTuningPolicy"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -6609,7 +6609,7 @@ def get_tuning_policy(handle: Handle) -> TuningPolicy | int:
 
 
 def get_solver_name(solver_id: int, name_buf_len: int) -> str:
-    """miopenGetSolverName(solverId, nameBuf, nameBufLen) (group solver)."""
+    """miopenGetSolverName(solverId, nameBuf, nameBufLen) (group solver); added in MIOpen 3.5.2."""
     _fn = "miopenGetSolverName"
     if (type(solver_id) is not int or not 0 <= solver_id <= 18446744073709551615):
         solver_id = _s.as_int(solver_id, 0, 18446744073709551615, "solver_id", _fn)
@@ -6624,7 +6624,7 @@ def get_solver_name(solver_id: int, name_buf_len: int) -> str:
 
 
 def get_solver_id_by_name(solver_name: str) -> int:
-    """miopenGetSolverIdByName(solverName, solverId) (group solver)."""
+    """miopenGetSolverIdByName(solverName, solverId) (group solver); added in MIOpen 3.5.2."""
     _fn = "miopenGetSolverIdByName"
     _solver_name = _s.as_cstring(solver_name, "solver_name", _fn, False)
     _solver_id = ctypes.c_uint64()
@@ -6635,7 +6635,7 @@ def get_solver_id_by_name(solver_name: str) -> int:
 
 
 def set_debug_flag(flag: DebugFlag | int, value: bool) -> None:
-    """miopenSetDebugFlag(flag, value) [beta API]."""
+    """miopenSetDebugFlag(flag, value) [beta API]; added in MIOpen 3.5.2."""
     _fn = "miopenSetDebugFlag"
     if type(flag) is not DebugFlag:
         flag = _s.as_enum(flag, DebugFlag, "flag", _fn)
@@ -6647,7 +6647,7 @@ def set_debug_flag(flag: DebugFlag | int, value: bool) -> None:
 
 
 def get_debug_flag(flag: DebugFlag | int) -> bool:
-    """miopenGetDebugFlag(flag, value) [beta API]."""
+    """miopenGetDebugFlag(flag, value) [beta API]; added in MIOpen 3.5.2."""
     _fn = "miopenGetDebugFlag"
     if type(flag) is not DebugFlag:
         flag = _s.as_enum(flag, DebugFlag, "flag", _fn)

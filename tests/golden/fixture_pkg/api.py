@@ -843,7 +843,7 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
 
 
 def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequence[DeviceBuffer | None], y_desc: TensorDescriptor, y: DeviceBuffer, dim: int) -> None:
-    """miopenCatForward(handle, xCount, xDescs, xs, yDesc, y, dim) [beta API] (group misc)."""
+    """miopenCatForward(handle, xCount, xDescs, xs, yDesc, y, dim) [beta API] (group misc); added in MIOpen 3.1.0."""
     _fn = "miopenCatForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:

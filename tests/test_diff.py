@@ -1,0 +1,197 @@
+"""API diff, the breaking-change gate, docs/api-changes.md, and the upgrade flow."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from codegen import model
+from codegen.diff import changes_document, diff
+from codegen.spec_io import dumps, load
+
+from .helpers import FIXTURE_HEADER, REPO, SPECS, fixture_spec
+
+
+def _run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "codegen", *args], capture_output=True, text=True, cwd=cwd)
+
+
+def _kinds(old: model.Spec, new: model.Spec) -> dict[tuple[str, str], bool]:
+    return {(c.kind, c.item): c.breaking for c in diff(old, new).changes}
+
+
+def _with_function(spec: model.Spec, name: str, **changes: object) -> model.Spec:
+    fns = tuple(replace(f, **changes) if f.name == name else f for f in spec.functions)  # type: ignore[arg-type]
+    return replace(spec, functions=fns)
+
+
+def test_additions_only_are_not_breaking() -> None:
+    d = diff(fixture_spec(False), fixture_spec(True))  # the beta API adds functions, enums, constants
+    assert d.changes and not d.breaking
+    kinds = {c.kind for c in d.changes}
+    assert {"function-added", "enum-added", "constant-added"} <= kinds
+
+
+def test_every_kind_of_function_change() -> None:
+    base = fixture_spec()
+    f = base.function("miopenSetTensorDescriptor")
+    p = list(f.params)
+    int64 = model.CType(kind="int", name="int64_t")
+    cases = {
+        "param-removed": _with_function(base, f.name, params=tuple(p[:-1])),
+        "param-added": _with_function(base, f.name, params=(*p, replace(p[2], name="extra"))),
+        "params-reordered": _with_function(base, f.name, params=(p[0], p[2], p[1], p[3], p[4])),
+        "param-renamed": _with_function(base, f.name, params=(p[0], p[1], replace(p[2], name="numDims"), p[3], p[4])),
+        "param-retyped": _with_function(base, f.name, params=(p[0], p[1], replace(p[2], type=int64), p[3], p[4])),
+        "return-retyped": _with_function(base, f.name, returns=int64),
+        "stable-to-beta": _with_function(base, f.name, beta=True),
+    }
+    for kind, new in cases.items():
+        found = _kinds(base, new)
+        assert (kind, f.name) in found, (kind, found)
+        assert found[(kind, f.name)] is True, kind
+    const_only = _with_function(base, f.name, params=(
+        p[0], p[1], p[2], replace(p[3], type=replace(p[3].type, const=(False, False))), p[4]))
+    assert _kinds(base, const_only) == {("param-constness", f.name): False}
+    kth = base.function("miopenKthvalueForward")
+    kp = list(kth.params)
+    no_default = _with_function(base, kth.name, params=(*kp[:-1], replace(kp[-1], default=None)))
+    assert _kinds(base, no_default) == {("default-removed", kth.name): True}
+    assert _kinds(no_default, base) == {("default-added", kth.name): False}
+    promoted = _kinds(_with_function(base, "miopenCatForward", beta=True), _with_function(base, "miopenCatForward",
+                                                                                          beta=False))
+    assert promoted == {("beta-to-stable", "miopenCatForward"): False}
+
+
+def test_enum_struct_and_handle_changes() -> None:
+    base = fixture_spec()
+    dt = base.enum("miopenDataType_t")
+    renum = replace(dt, constants=tuple(replace(c, value=c.value + 1) if c.name == "miopenInt64" else c
+                                        for c in dt.constants))
+    removed = replace(dt, constants=dt.constants[:-1])
+    perf = base.record("miopenConvAlgoPerf_t")
+    grown = replace(perf, size=24)
+    moved = replace(perf, fields=(perf.fields[0], replace(perf.fields[1], offset=8), perf.fields[2]))
+
+    def with_enum(e: model.Enum) -> model.Spec:
+        return replace(base, enums=tuple(e if x.name == e.name else x for x in base.enums))
+
+    def with_record(r: model.Record) -> model.Spec:
+        return replace(base, records=tuple(r if x.name == r.name else x for x in base.records))
+
+    assert _kinds(base, with_enum(renum)) == {("constant-renumbered", "miopenDataType_t.miopenInt64"): True}
+    assert _kinds(base, with_enum(removed)) == {("constant-removed", "miopenDataType_t.miopenInt64"): True}
+    assert _kinds(base, with_record(grown)) == {("struct-resized", "miopenConvAlgoPerf_t"): True}
+    assert _kinds(base, with_record(moved)) == {("field-moved", "miopenConvAlgoPerf_t.time"): True}
+    no_handle = replace(base, handles=base.handles[:-1])
+    assert _kinds(base, no_handle) == {("handle-removed", base.handles[-1].name): True}
+    assert _kinds(no_handle, base) == {("handle-added", base.handles[-1].name): False}
+
+
+def test_real_renumbering_stands_out() -> None:
+    r = _run("diff", str(SPECS / "3.2.0.yaml"), str(SPECS / "3.3.0.yaml"), "--check")
+    assert r.returncode == 1
+    first_section = r.stdout.split("###")[1]
+    assert first_section.startswith(" Breaking: renumbered enum constants (36)")
+    assert "miopenTensorArgumentId_t.miopenTensorActivationX`: RENUMBERED: miopenTensorActivationX was 36, is now 37" \
+        in r.stdout
+    assert "constant-renumbered: miopenTensorArgumentId_t.miopenTensorBiasX" in r.stderr
+    data = json.loads(_run("diff", str(SPECS / "3.1.0.yaml"), str(SPECS / "3.2.0.yaml"), "--format", "json").stdout)
+    renumbered = [c for c in data["changes"] if c["kind"] == "constant-renumbered"]
+    assert any(c["item"] == "miopenTensorArgumentId_t.miopenTensorActivationX" for c in renumbered)
+
+
+def test_real_additions_only_exit_zero() -> None:
+    r = _run("diff", str(SPECS / "2.15.0.yaml"), str(SPECS / "2.20.0.yaml"), "--check")
+    assert r.returncode == 0, r.stderr
+    assert "44 changes, 0 breaking." in r.stdout
+    assert "`miopenSetTensorDescriptor`: parameter dimsA: int * -> const int *" in r.stdout
+
+
+def test_bad_inputs(tmp_path: Path) -> None:
+    spec = SPECS / "3.3.0.yaml"
+    r = _run("diff", str(spec), str(spec))
+    assert r.returncode == 2 and "was compared with itself" in r.stderr
+    copy = tmp_path / "copy.yaml"
+    shutil.copy(spec, copy)
+    r = _run("diff", str(spec), str(copy))
+    assert r.returncode == 2 and "are the same spec (MIOpen 3.3.0" in r.stderr
+    other = tmp_path / "v2.yaml"
+    other.write_text(spec.read_text().replace("schema_version: 1", "schema_version: 2", 1))
+    r = _run("diff", str(spec), str(other))
+    assert r.returncode == 2 and "has schema version 1 but" in r.stderr and "has 2" in r.stderr
+    assert "Traceback" not in r.stderr
+
+
+def test_api_changes_document_is_current() -> None:
+    text = changes_document(sorted(SPECS.glob("*.*.*.yaml")))
+    assert (REPO / "docs" / "api-changes.md").read_text() == text
+    assert text.count("\n## MIOpen ") == 6 and "## MIOpen 3.3.0 → 3.5.2" in text
+    assert "| **total** | **168** | **192** | **205** | **213** | **236** | **256** | **274** |" in text
+
+
+def test_added_in_is_recorded_from_history() -> None:
+    from codegen.render import added_in_history
+
+    added = added_in_history(SPECS)
+    assert added["miopenCreate"] == "2.15.0"
+    assert added["miopenRunSolution"] == "2.20.0"
+    assert added["miopenGetSolverName"] == "3.5.2"
+    generated = (REPO / "generated" / "raw.py").read_text()
+    assert '"miopenGetSolverName": "3.5.2",' in generated
+    assert "added in MIOpen 3.5.2" in (REPO / "generated" / "api.py").read_text()
+
+
+# ------------------------------------------------------------------ the upgrade flow
+
+
+def _specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
+    d = tmp_path / "specs"
+    d.mkdir()
+    (d / f"{pinned.miopen_version}.yaml").write_text(dumps(pinned))
+    (d / "pinned").write_text(pinned.miopen_version + "\n")
+    shutil.copy(REPO / "tests" / "fixtures" / "annotations.yaml", d / "annotations.yaml")
+    return d
+
+
+def _header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> Path:
+    inc = tmp_path / "include" / "miopen"
+    inc.mkdir(parents=True)
+    text = FIXTURE_HEADER.read_text().replace("#ifdef __cplusplus\n}\n#endif", extra + "\n#ifdef __cplusplus\n}\n#endif")
+    (inc / "miopen.h").write_text(text)
+    major, minor, patch = version.split(".")
+    (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
+                                   f"#define MIOPEN_VERSION_PATCH {patch}\n")
+    return inc / "miopen.h"
+
+
+def test_upgrade_lists_the_annotation_to_add(tmp_path: Path) -> None:
+    specs = _specs_dir(tmp_path, fixture_spec())
+    header = _header(tmp_path, "MIOPEN_EXPORT miopenStatus_t miopenNewScratch(miopenHandle_t handle, void* scratchPad);",
+                     "3.5.0")
+    r = _run("upgrade", str(header), "--specs", str(specs))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "## MIOpen 3.4.1 → 3.5.0" in r.stdout and "`miopenNewScratch`" in r.stdout
+    assert "miopenNewScratch.scratchPad (void *): unclassified direction" in r.stderr
+    assert "`miopenNewScratch: {params: {scratchPad: {direction: ...}}}`" in r.stderr
+    assert (specs / "3.5.0.yaml").exists() and (specs / "pinned").read_text().strip() == "3.4.1"
+    with (specs / "annotations.yaml").open("a") as f:
+        f.write("  miopenNewScratch:\n    params:\n      scratchPad: {direction: inout}\n")
+    r = _run("upgrade", str(header), "--specs", str(specs))
+    assert r.returncode == 0, r.stderr
+    assert (specs / "pinned").read_text().strip() == "3.5.0"
+    assert load(specs / "3.5.0.yaml").function("miopenNewScratch").params[1].name == "scratchPad"
+
+
+def test_upgrade_refuses_an_older_header(tmp_path: Path) -> None:
+    specs = _specs_dir(tmp_path, fixture_spec())
+    r = _run("upgrade", str(_header(tmp_path, version="3.2.0")), "--specs", str(specs))
+    assert r.returncode == 2
+    assert "is MIOpen 3.2.0, older than the pinned 3.4.1: an upgrade only moves forward" in r.stderr
+    assert "make generate MIOPEN_VERSION=3.2.0" in r.stderr
