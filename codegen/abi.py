@@ -147,8 +147,16 @@ class _Stub:
             return f"reinterpret_cast<{t.name}>(static_cast<uintptr_t>({out_handle(i)} + 8 * ({k})))"
         return f"reinterpret_cast<void*>(static_cast<uintptr_t>({out_ptr(i)} + 8 * ({k})))"
 
-    def fill(self, t: CType, target: str, i: int, k: str, small: bool = False) -> list[str]:
-        """Statements writing the known value of element k into `target` (an lvalue of base type t)."""
+    def _ctype_name(self, t: CType) -> str:
+        if t.kind in ("handle", "opaque", "int", "float", "enum", "bool"):
+            return "bool" if t.kind == "bool" else t.name
+        if t.kind == "char":
+            return "char"
+        return "void*"
+
+    def fill(self, t: CType, target: str, i: int, k: str, key: str, small: bool = False) -> list[str]:
+        """Statements writing element k's value into `target`: the known value, or the one a test
+        scripted for `key` (a C++ string expression: "fn/param", "fn/param[k]", "fn/param[k].field")."""
         if t.kind in ("struct", "union"):
             lines = []
             seen: set[str] = set()
@@ -158,11 +166,12 @@ class _Stub:
                         continue
                     seen.add(group)
                 if ft.depth == 0 and ft.kind in ("int", "float", "bool", "enum"):
-                    lines.append(f"{target}.{fname} = {self.known(ft, i, k, m)};")
+                    lines.append(f"{target}.{fname} = PICK({self._ctype_name(ft)}, {key} + \".{fname}\", "
+                                 f"{self.known(ft, i, k, m)});")
             return lines
-        if t.kind == "void" and t.depth == 2:
-            return [f"{target} = {self.known(CType(kind='void', name='void'), i, k)};"]
-        return [f"{target} = {self.known(CType(kind=t.kind, name=t.name), i, k, small=small)};"]
+        base = CType(kind="void", name="void") if t.kind == "void" else CType(kind=t.kind, name=t.name)
+        value = self.known(base, i, k, small=small)
+        return [f"{target} = PICK({self._ctype_name(base)}, {key}, {value});"]
 
     def length_expr(self, fs: FunctionSem, p: ParamSem) -> str:
         if p.unsized:
@@ -184,6 +193,8 @@ class _Stub:
         for p in fs.params:
             if p.count:
                 counts[p.count] = self.length_expr(fs, p)
+                writes.append(f"long long cnt_{p.count} = PICK(long long, std::string(\"{fs.name}/{p.count}\"), "
+                              f"std::min<long long>({counts[p.count]}, 2));")
         opaque = next((p.name for p in fs.params if p.shape == "opaque"), None)
         for p in fs.params:
             t, n = p.type, p.name
@@ -192,8 +203,7 @@ class _Stub:
                 body.append(f"s += {tag}; s += {self.fmt(t, n)};")
                 continue
             if p.name in counts:  # a count output
-                writes.append(f"if({n}) *{n} = static_cast<{t.name if t.kind == 'int' else 'int'}>"
-                              f"(std::min<long long>({counts[p.name]}, 2));")
+                writes.append(f"if({n}) *{n} = static_cast<{t.name if t.kind == 'int' else 'int'}>(cnt_{n});")
                 continue
             if p.shape == "callback":
                 body.append(f"s += {tag}; s += ptr(reinterpret_cast<const void*>({n}));")
@@ -240,9 +250,10 @@ class _Stub:
                     writes.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
                                   f"{n}[k] = static_cast<char>(({p.index} + k) & 255);")
                 else:
-                    upto = f"std::min<long long>({length}, 2)" if p.count else length
+                    upto = f"std::min<long long>({length}, cnt_{p.count})" if p.count else length
                     elem = CType(kind=t.kind, name=t.name, depth=t.depth - 1)
-                    fill = " ".join(self.fill(elem, f"{n}[k]", p.index, "k"))
+                    key = f"(std::string(\"{fs.name}/{n}[\") + std::to_string(k) + \"]\")"
+                    fill = " ".join(self.fill(elem, f"{n}[k]", p.index, "k", key))
                     writes.append(f"for(long long k = 0; {n} && k < {upto}; ++k) {{ {fill} }}")
                 continue
             # scalar by pointer
@@ -250,7 +261,8 @@ class _Stub:
             if p.direction in ("in", "inout"):
                 body.append(f"s += {tag}; s += ({n} ? {self.fmt(elem, f'*{n}')} : std::string(\"null\"));")
             if p.direction in ("out", "inout"):
-                fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", small=(fs.name, n) in self.length_sources))
+                fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
+                                          small=(fs.name, n) in self.length_sources))
                 writes.append(f"if({n}) {{ {fill} }}")
         params = ", ".join(f"{p.c} {p.name}" for p in f.params)
         ret = self.status_type if status else _c_spelling(f.returns)
@@ -270,6 +282,37 @@ def _c_spelling(t: CType) -> str:
     for level in range(1, t.depth + 1):
         text += " *" + (" const" if t.const[level] else "")
     return text
+
+
+def _record_text(r: Record, name: str, indent: str = "") -> str:
+    lines = [f"{indent}{r.kind}" + (f" {name}" if name else ""), f"{indent}{{"]
+    for f in r.fields:
+        if f.record is not None:
+            lines.append(_record_text(f.record, "", indent + "    ") + ";")
+        elif f.type is not None and f.name is not None:
+            lines.append(f"{indent}    {_c_spelling(f.type)} {f.name};")
+    lines.append(f"{indent}}}")
+    return "\n".join(lines)
+
+
+def header_source(spec: Spec, banner: str) -> str:
+    """C++ declarations of the spec's API (ABI-equivalent to the real header; no prose)."""
+    typedefs = [{"name": t.name, "target": _c_spelling(t.type)} for t in spec.typedefs if t.name != "hipStream_t"]
+    handles = [{"name": h.name, "tag": h.tag} for h in spec.handles]
+    enums = [{"name": e.name, "underlying": e.underlying, "constants": [(c.name, c.value) for c in e.constants]}
+             for e in spec.enums]
+    callbacks = [{"name": c.name, "returns": _c_spelling(c.returns),
+                  "params": ", ".join(_c_spelling(p.type) for p in c.params)} for c in spec.callbacks]
+    records = []
+    for r in spec.records:
+        if r.tag and not r.typedef:
+            records.append({"text": _record_text(r, r.tag) + ";"})
+        else:
+            records.append({"text": "typedef " + _record_text(r, r.tag or "") + f" {r.typedef or r.name};"})
+    functions = [{"name": f.name, "returns": _c_spelling(f.returns),
+                  "params": ", ".join(f"{p.c} {p.name}" for p in f.params)} for f in spec.functions]
+    return _env().get_template("header.h.j2").render(banner=banner, typedefs=typedefs, handles=handles, enums=enums,
+                                                      callbacks=callbacks, records=records, functions=functions)
 
 
 def stub_source(spec: Spec, sem: Semantics, header: Path, banner: str, status_type: str) -> str:

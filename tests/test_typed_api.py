@@ -383,3 +383,31 @@ def test_device_buffer_from_dlpack(fx: Built) -> None:
 
     m.set_tensor(m.Handle.from_address(1), m.TensorDescriptor.from_address(2), DLPackOnly(), 1.0)
     assert _calls(fx, "miopenSetTensor")[0]["y"] == str(0xFEED0)
+
+
+def test_scripted_stub_outputs_and_statuses(fx: Built) -> None:
+    """The stub's scripting hooks that runtime tests rely on."""
+    import ctypes
+
+    m, stub = fx.pkg, fx.stub
+    stub.miogen_stub_set_out.argtypes = [ctypes.c_char_p, ctypes.c_longlong]
+    stub.miogen_stub_set_out_f.argtypes = [ctypes.c_char_p, ctypes.c_double]
+    stub.miogen_stub_set_status_once.argtypes = [ctypes.c_char_p, ctypes.c_int]
+    stub.miogen_stub_calls.argtypes = [ctypes.c_char_p]
+    stub.miogen_stub_calls.restype = ctypes.c_longlong
+    stub.miogen_stub_set_out(b"miopenGet4dTensorDescriptor/n", 7)
+    stub.miogen_stub_set_out(b"miopenGet4dTensorDescriptor/dataType", 1)
+    r = m.get_4d_tensor_descriptor(m.TensorDescriptor.from_address(1))
+    assert (r.n, r.data_type, r.c) == (7, m.DataType.miopenFloat, -70005)
+    stub.miogen_stub_set_out(b"miopenFindConvolutionForwardAlgorithm/returnedAlgoCount", 1)
+    stub.miogen_stub_set_out_f(b"miopenFindConvolutionForwardAlgorithm/perfResults[0].time", 0.125)
+    stub.miogen_stub_set_out(b"miopenFindConvolutionForwardAlgorithm/perfResults[0].memory", 4096)
+    d = m.TensorDescriptor.from_address(1)
+    res = m.find_convolution_forward_algorithm(m.Handle.from_address(2), d, 1, d, 2, m.ConvolutionDescriptor.from_address(3),
+                                               d, 3, 8, None, 0, False)
+    assert [(p.time, p.memory) for p in res] == [(0.125, 4096)]
+    stub.miogen_stub_set_status_once(b"miopenEnableProfiling", 3)
+    with pytest.raises(m.MIOpenBadParamError):
+        m.enable_profiling(m.Handle.from_address(1), True)
+    m.enable_profiling(m.Handle.from_address(1), True)  # only once
+    assert stub.miogen_stub_calls(b"miopenEnableProfiling") == 2
