@@ -278,10 +278,7 @@ def length_sources(sem: Semantics) -> set[tuple[str, str]]:
 
 
 def _c_spelling(t: CType) -> str:
-    text = ("const " if t.const[0] else "") + t.name
-    for level in range(1, t.depth + 1):
-        text += " *" + (" const" if t.const[level] else "")
-    return text
+    return t.spelling()
 
 
 def _record_text(r: Record, name: str, indent: str = "") -> str:

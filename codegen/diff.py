@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 from .errors import CodegenError
 from .model import CType, Enum, Function, Record, Spec
@@ -35,11 +36,8 @@ class Diff:
         return tuple(c for c in self.changes if c.breaking)
 
 
-def _type_text(t: CType) -> str:
-    text = ("const " if t.const[0] else "") + t.name
-    for level in range(1, t.depth + 1):
-        text += " *" + ("const" if t.const[level] else "")
-    return text + (f"[{t.array}]" if t.array is not None else "")
+def _text(t: CType) -> str:
+    return t.spelling()
 
 
 def _same_but_const(a: CType, b: CType) -> bool:
@@ -50,13 +48,18 @@ def _beta(flag: bool) -> str:
     return " (beta)" if flag else ""
 
 
+def _added_removed(kind: str, o: dict[str, Any], n: dict[str, Any], out: list[Change]) -> None:
+    """`<kind>-added` (compatible) and `<kind>-removed` (breaking) changes between two name maps."""
+    for name in sorted(n.keys() - o.keys()):
+        out.append(Change(f"{kind}-added", name, f"{name}{_beta(n[name].beta)}", False))
+    for name in sorted(o.keys() - n.keys()):
+        out.append(Change(f"{kind}-removed", name, f"{name}{_beta(o[name].beta)} was removed", True))
+
+
 def _functions(old: Spec, new: Spec, out: list[Change]) -> None:
     o = {f.name: f for f in old.functions}
     n = {f.name: f for f in new.functions}
-    for name in sorted(n.keys() - o.keys()):
-        out.append(Change("function-added", name, f"{name}{_beta(n[name].beta)}", False))
-    for name in sorted(o.keys() - n.keys()):
-        out.append(Change("function-removed", name, f"{name}{_beta(o[name].beta)} was removed", True))
+    _added_removed("function", o, n, out)
     for name in sorted(o.keys() & n.keys()):
         _function(o[name], n[name], out)
 
@@ -68,8 +71,8 @@ def _function(a: Function, b: Function, out: list[Change]) -> None:
     elif b.beta and not a.beta:
         out.append(Change("stable-to-beta", name, f"{name} moved into the beta API (needs MIOPEN_BETA_API)", True))
     if a.returns != b.returns:
-        out.append(Change("return-retyped", name, f"returns {_type_text(b.returns)} instead of "
-                          f"{_type_text(a.returns)}", not _same_but_const(a.returns, b.returns)))
+        out.append(Change("return-retyped", name, f"returns {_text(b.returns)} instead of "
+                          f"{_text(a.returns)}", not _same_but_const(a.returns, b.returns)))
     if a.deprecated != b.deprecated and b.deprecated:
         out.append(Change("deprecated", name, f"{name} is now deprecated", False))
     an = [p.name for p in a.params]
@@ -86,8 +89,8 @@ def _function(a: Function, b: Function, out: list[Change]) -> None:
         for pa, pb in zip(a.params, b.params, strict=True):
             if pa.name != pb.name:
                 kind = "param-renamed" if _same_but_const(pa.type, pb.type) else "param-replaced"
-                out.append(Change(kind, name, f"parameter {pa.name} ({_type_text(pa.type)}) is now {pb.name} "
-                                  f"({_type_text(pb.type)})", True))
+                out.append(Change(kind, name, f"parameter {pa.name} ({_text(pa.type)}) is now {pb.name} "
+                                  f"({_text(pb.type)})", True))
             else:
                 _param(name, pa.name or "", pa.type, pb.type, pa.default, pb.default, out)
         return
@@ -95,10 +98,10 @@ def _function(a: Function, b: Function, out: list[Change]) -> None:
     removed = [p for p in a.params if p.name not in set(bn)]
     for p in added:
         breaking = p.default is None
-        out.append(Change("param-added", name, f"new parameter {p.name} ({_type_text(p.type)})"
+        out.append(Change("param-added", name, f"new parameter {p.name} ({_text(p.type)})"
                           + ("" if breaking else f" = {p.default}"), breaking))
     for p in removed:
-        out.append(Change("param-removed", name, f"parameter {p.name} ({_type_text(p.type)}) was removed", True))
+        out.append(Change("param-removed", name, f"parameter {p.name} ({_text(p.type)}) was removed", True))
     common_a = [x for x in an if x in set(bn)]
     common_b = [x for x in bn if x in set(an)]
     if common_a != common_b:
@@ -114,7 +117,7 @@ def _param(fn: str, pname: str, ta: CType, tb: CType, da: str | None, db: str | 
     if ta != tb:
         const_only = _same_but_const(ta, tb)
         out.append(Change("param-constness" if const_only else "param-retyped", fn,
-                          f"parameter {pname}: {_type_text(ta)} -> {_type_text(tb)}", not const_only))
+                          f"parameter {pname}: {_text(ta)} -> {_text(tb)}", not const_only))
     if da != db:
         if db is None:
             out.append(Change("default-removed", fn, f"parameter {pname} lost its default {da}", True))
@@ -181,7 +184,7 @@ def _layout(r: Record, prefix: str = "") -> dict[str, tuple[int, str]]:
             for k, (off, t) in _layout(f.record).items():
                 fields[prefix + k] = (f.offset + off, t)
         elif f.name is not None and f.type is not None:
-            fields[prefix + f.name] = (f.offset, _type_text(f.type))
+            fields[prefix + f.name] = (f.offset, _text(f.type))
     return fields
 
 
@@ -200,12 +203,7 @@ def _record(a: Record, b: Record, out: list[Change]) -> None:
 
 
 def _handles(old: Spec, new: Spec, out: list[Change]) -> None:
-    o = {h.name: h for h in old.handles}
-    n = {h.name: h for h in new.handles}
-    for name in sorted(n.keys() - o.keys()):
-        out.append(Change("handle-added", name, f"{name}{_beta(n[name].beta)}", False))
-    for name in sorted(o.keys() - n.keys()):
-        out.append(Change("handle-removed", name, f"{name}{_beta(o[name].beta)} was removed", True))
+    _added_removed("handle", {h.name: h for h in old.handles}, {h.name: h for h in new.handles}, out)
 
 
 def diff(old: Spec, new: Spec) -> Diff:

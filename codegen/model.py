@@ -54,6 +54,13 @@ class CType:
         """Constness of what the outermost pointer points to."""
         return self.depth > 0 and self.const[self.depth - 1]
 
+    def spelling(self) -> str:
+        """A C spelling of the type, e.g. `const void *const *`."""
+        text = ("const " if self.const[0] else "") + self.name
+        for level in range(1, self.depth + 1):
+            text += " *" + ("const" if self.const[level] else "")
+        return text + (f"[{self.array}]" if self.array is not None else "")
+
 
 @dataclass(frozen=True)
 class RoleSource:

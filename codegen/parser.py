@@ -277,9 +277,6 @@ class _Builder:
                 elif canon.kind == TK.ENUM:
                     self.enums.add(c.spelling)
 
-    def _comment_before(self, cursor: Any) -> str | None:
-        return cursor.raw_comment  # type: ignore[no-any-return]
-
     def _group(self, cursor: Any, comment: str | None) -> str | None:
         return doc.ingroup(comment) or self.groups.at(cursor.location.line)
 

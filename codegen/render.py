@@ -49,7 +49,6 @@ class FunctionPlan:
     c_name: str
     py_name: str
     params: tuple[ParamPlan, ...]
-    post: tuple[str, ...]
     returns: str  # return type hint
     result_class: str | None  # NamedTuple for several outputs
     result_fields: tuple[tuple[str, str], ...]
@@ -229,7 +228,6 @@ class _Planner:
         spec_fn = self.spec.function(fs.name)
         fn = fs.name
         params: list[ParamPlan] = []
-        post: list[str] = []
         py_names = self.py_params(fs)
         by_name = {p.name: p for p in fs.params}
         # groups of input arrays sharing a hidden length
@@ -274,7 +272,6 @@ class _Planner:
             c_name=fn,
             py_name=self.fn_py[fn],
             params=tuple(params),
-            post=tuple(post),
             returns=returns,
             result_class=result_class,
             result_fields=tuple((o[0], o[1]) for o in outs) if result_class else (),
@@ -380,7 +377,7 @@ class _Planner:
                 elem = self.elem(t)
                 hint = f"Sequence[{self._elem_hint(t)}]{opt}"
                 return make(py=py, hint=hint, default=default,
-                            pre=(f"{v} = _s.in_array({py}, {self._const(elem)}, {q}, _fn, {nullable})",))
+                            pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
             return self._out_array(fs, p, py, v, make, owner_param, creates)
         # shape scalar
         if t.kind == "void" and p.memory == "host" and t.depth == 1:  # a host scaling factor
@@ -405,9 +402,6 @@ class _Planner:
             value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
             hint = self.handle_class[t.name]
         return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=out_name)
-
-    def _const(self, expr: str) -> str:
-        return expr  # element converters are cheap to build; kept inline for readability
 
     def _elem_hint(self, t: CType) -> str:
         if t.kind == "void":
