@@ -191,7 +191,7 @@ class _Stub:
         writes: list[str] = []
         counts: dict[str, str] = {}
         for p in fs.params:
-            if p.count:
+            if p.count and p.count not in counts:  # one count may serve several arrays
                 counts[p.count] = self.length_expr(fs, p)
                 writes.append(f"long long cnt_{p.count} = PICK(long long, std::string(\"{fs.name}/{p.count}\"), "
                               f"std::min<long long>({counts[p.count]}, 2));")

@@ -1,0 +1,406 @@
+"""Convolution algorithm search: immediate mode, legacy Find and Find 2.0, with a thread-safe cache
+keyed by the whole problem, a workspace cap, out-of-memory fallbacks, and Find 2.0 solutions
+persisted in a directory keyed by MIOpen version and device architecture.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, TypeVar
+
+from . import hip
+from ._generated import api, raw
+from .descriptors import FrozenTensorDescriptor
+from .errors import HipOutOfMemoryError, MIOpenError, MIOpenVersionMismatchError, WorkspaceLimitError, WorkspaceOOM
+from .version import compiled_version, runtime_version
+from .workspace import MIOpenWorkspace, workspace_limit
+
+Direction = Literal["forward", "backward_data", "backward_weights"]
+Mode = Literal["immediate", "find", "find2"]
+DIRECTIONS: tuple[Direction, ...] = ("forward", "backward_data", "backward_weights")
+REQUEST_ALGOS = 4
+MAX_SOLUTIONS = 256  # an upper bound on what GetSolutionCount may sensibly report
+_T = TypeVar("_T")
+
+
+@dataclass(frozen=True)
+class ConvParams:
+    pads: tuple[int, ...]
+    strides: tuple[int, ...]
+    dilations: tuple[int, ...]
+    groups: int = 1
+    transpose: bool = False
+
+
+@dataclass(frozen=True)
+class ConvKey:
+    """Everything that decides which algorithm is right (handles are deliberately not part of it)."""
+
+    direction: Direction
+    dtype: int
+    x: tuple[tuple[int, ...], tuple[int, ...]]
+    w: tuple[tuple[int, ...], tuple[int, ...]]
+    y: tuple[tuple[int, ...], tuple[int, ...]]
+    conv: ConvParams
+    deterministic: bool
+    device: int
+    arch: str
+    miopen_version: str
+
+    def digest(self) -> str:
+        return hashlib.sha256(repr(self).encode()).hexdigest()[:32]
+
+
+@dataclass
+class ConvPlan:
+    """The chosen algorithm: a legacy algo (find), a solution id (immediate) or a Solution (find2)."""
+
+    key: ConvKey
+    mode: Mode
+    workspace_bytes: int
+    algo: int | None = None
+    solution_id: int | None = None
+    solution: api.Solution | None = None
+    time_ms: float | None = None
+    fallback: str | None = None  # why the fastest candidate was not used
+    blob: bytes | None = field(default=None, repr=False)
+
+
+class AlgoCache:
+    """Thread-safe plans by problem key, with Find 2.0 solutions saved to / loaded from a directory."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._plans: dict[ConvKey, ConvPlan] = {}
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, key: ConvKey) -> ConvPlan | None:
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is None:
+                self.misses += 1
+            else:
+                self.hits += 1
+            return plan
+
+    def put(self, plan: ConvPlan) -> None:
+        with self._lock:
+            self._plans[plan.key] = plan
+
+    def clear(self) -> None:
+        with self._lock:
+            self._plans.clear()
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._plans)
+
+    # ---------------------------------------------------------------- Find 2.0 persistence
+    @staticmethod
+    def _dir(root: Path, key: ConvKey) -> Path:
+        return root / key.miopen_version / (key.arch or "unknown-arch")
+
+    def save(self, root: Path) -> int:
+        """Write every Find 2.0 solution as `<root>/<MIOpen version>/<arch>/<key digest>.bin`."""
+        with self._lock:
+            plans = [p for p in self._plans.values() if p.mode == "find2" and p.solution is not None]
+        written = 0
+        for plan in plans:
+            assert plan.solution is not None
+            blob = plan.blob or api.save_solution(plan.solution)
+            d = self._dir(root, plan.key)
+            d.mkdir(parents=True, exist_ok=True)
+            (d / f"{plan.key.digest()}.bin").write_bytes(blob)
+            (d / f"{plan.key.digest()}.key").write_text(repr(plan.key) + "\n", encoding="utf-8")
+            written += 1
+        return written
+
+    def load(self, root: Path, key: ConvKey, workspace_bytes: int | None = None) -> ConvPlan | None:
+        """The saved solution for `key`, or None; a stale blob (VersionMismatch) is deleted."""
+        path = self._dir(root, key) / f"{key.digest()}.bin"
+        if not path.is_file():
+            return None
+        blob = path.read_bytes()
+        try:
+            solution = api.load_solution(blob)
+        except MIOpenVersionMismatchError:
+            path.unlink(missing_ok=True)
+            path.with_suffix(".key").unlink(missing_ok=True)
+            return None
+        ws = api.get_solution_workspace_size(solution) if workspace_bytes is None else workspace_bytes
+        plan = ConvPlan(key=key, mode="find2", workspace_bytes=ws, solution=solution, blob=blob,
+                        solution_id=api.get_solution_solver_id(solution))
+        self.put(plan)
+        return plan
+
+
+_cache = AlgoCache()
+
+
+def algo_cache() -> AlgoCache:
+    return _cache
+
+
+def _layout(d: FrozenTensorDescriptor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    return (d.dims, d.strides)
+
+
+def make_key(direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor, y: FrozenTensorDescriptor,
+             conv: ConvParams, deterministic: bool, device: int | None = None) -> ConvKey:
+    if direction not in DIRECTIONS:
+        raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}; got {direction!r}")
+    dev = hip.current_device() if device is None else device
+    rv = runtime_version()
+    return ConvKey(direction=direction, dtype=int(x.dtype), x=_layout(x), w=_layout(w), y=_layout(y), conv=conv,
+                   deterministic=deterministic, device=dev, arch=hip.device_arch(dev) or "",
+                   miopen_version=str(rv or compiled_version()))
+
+
+class ConvPlanner:
+    """Chooses (and caches) how to run a convolution.
+
+    immediate: GetSolutionCount/GetSolution, the fastest solution that fits the workspace cap, compiled
+    ahead; find: workspace size queried first, then Find*Algorithm with that workspace; find2:
+    Problem + FindOptions (workspace limit) + FindSolutions, optionally persisted in `cache_dir`.
+    Out-of-memory or the cap: fall back to a solution needing no workspace (GEMM first), recorded
+    in `plan.fallback`.
+    """
+
+    def __init__(self, mode: Mode = "immediate", *, benchmark: bool = False, deterministic: bool = False,
+                 workspace_limit_bytes: int | None = None, compile_ahead: bool = True, cache: AlgoCache | None = None,
+                 cache_dir: Path | None = None) -> None:
+        if mode not in ("immediate", "find", "find2"):
+            raise ValueError(f"ConvPlanner: mode must be 'immediate', 'find' or 'find2'; got {mode!r}")
+        self.mode: Mode = mode
+        self.benchmark = benchmark
+        self.deterministic = deterministic
+        self.workspace_limit_bytes = workspace_limit_bytes
+        self.compile_ahead = compile_ahead
+        self.cache = cache if cache is not None else _cache
+        self.cache_dir = cache_dir
+
+    def cap(self, workspace: MIOpenWorkspace | None) -> int | None:
+        caps = [c for c in (self.workspace_limit_bytes, workspace_limit(), workspace.cap() if workspace else None)
+                if c is not None]
+        return min(caps) if caps else None
+
+    def plan(self, handle: api.Handle, direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
+             y: FrozenTensorDescriptor, conv_desc: api.ConvolutionDescriptor, conv: ConvParams,
+             *, ptrs: tuple[int, int, int] | None = None, workspace: MIOpenWorkspace | None = None,
+             device: int | None = None) -> ConvPlan:
+        """The plan for this problem (from the cache when known). `ptrs` = (x, w, y) device buffers,
+        needed by find/find2 (they run the candidates)."""
+        key = make_key(direction, x, w, y, conv, self.deterministic, device)
+        cached = self.cache.get(key)
+        if cached is not None:
+            return cached
+        if self.mode == "find2" and self.cache_dir is not None:
+            loaded = self.cache.load(self.cache_dir, key)
+            if loaded is not None:
+                return loaded
+        if self.mode == "immediate":
+            plan = self._immediate(handle, key, x, w, y, conv_desc, workspace)
+        elif self.mode == "find":
+            if ptrs is None:
+                raise ValueError("ConvPlanner(mode='find').plan needs ptrs=(x, w, y): Find runs the candidates")
+            plan = self._find(handle, key, x, w, y, conv_desc, ptrs, workspace)
+        else:
+            plan = self._find2(handle, key, x, w, y, conv_desc, workspace)
+        self.cache.put(plan)
+        if self.mode == "find2" and self.cache_dir is not None:
+            self.cache.save(self.cache_dir)
+        return plan
+
+    # ---------------------------------------------------------------- immediate
+    def _immediate(self, handle: api.Handle, key: ConvKey, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
+                   y: FrozenTensorDescriptor, conv: api.ConvolutionDescriptor,
+                   workspace: MIOpenWorkspace | None) -> ConvPlan:
+        d = key.direction
+        if d == "forward":
+            n = api.convolution_forward_get_solution_count(handle, w, x, conv, y)
+            sols = api.convolution_forward_get_solution(handle, w, x, conv, y, min(max(n, 1), MAX_SOLUTIONS))
+        elif d == "backward_data":
+            n = api.convolution_backward_data_get_solution_count(handle, y, w, conv, x)
+            sols = api.convolution_backward_data_get_solution(handle, y, w, conv, x, min(max(n, 1), MAX_SOLUTIONS))
+        else:
+            n = api.convolution_backward_weights_get_solution_count(handle, y, x, conv, w)
+            sols = api.convolution_backward_weights_get_solution(handle, y, x, conv, w, min(max(n, 1), MAX_SOLUTIONS))
+        if not sols:
+            raise MIOpenError(6, f"immediate mode ({d})", {"solutions": 0})
+        cap = self.cap(workspace)
+        ordered = sorted(sols, key=lambda s: s.time)
+        chosen, fallback = self._pick(ordered, cap, lambda s: int(s.workspace_size),
+                                      lambda s: int(s.algorithm) == int(api.ConvAlgorithm.miopenConvolutionAlgoGEMM))
+        chosen, fallback = self._reserve(chosen, fallback, ordered, lambda s: int(s.workspace_size), workspace)
+        if self.compile_ahead:
+            if d == "forward":
+                api.convolution_forward_compile_solution(handle, w, x, conv, y, chosen.solution_id)
+            elif d == "backward_data":
+                api.convolution_backward_data_compile_solution(handle, y, w, conv, x, chosen.solution_id)
+            else:
+                api.convolution_backward_weights_compile_solution(handle, y, x, conv, w, chosen.solution_id)
+        return ConvPlan(key=key, mode="immediate", workspace_bytes=int(chosen.workspace_size), algo=int(chosen.algorithm),
+                        solution_id=int(chosen.solution_id), time_ms=float(chosen.time), fallback=fallback)
+
+    # ---------------------------------------------------------------- legacy find
+    def _find(self, handle: api.Handle, key: ConvKey, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
+              y: FrozenTensorDescriptor, conv: api.ConvolutionDescriptor, ptrs: tuple[int, int, int],
+              workspace: MIOpenWorkspace | None) -> ConvPlan:
+        d = key.direction
+        xp, wp, yp = ptrs
+        if d == "forward":
+            need = api.convolution_forward_get_work_space_size(handle, w, x, conv, y)
+        elif d == "backward_data":
+            need = api.convolution_backward_data_get_work_space_size(handle, y, w, conv, x)
+        else:
+            need = api.convolution_backward_weights_get_work_space_size(handle, y, x, conv, w)
+        cap = self.cap(workspace)
+        size = need if cap is None else min(need, cap)
+        fallback = None if size == need else f"workspace capped at {cap} of the {need} bytes Find asked for"
+        ptr: int | None = None
+        if workspace is not None and size:
+            try:
+                ptr = workspace.get(size)
+            except (WorkspaceOOM, WorkspaceLimitError, HipOutOfMemoryError) as exc:
+                size, ptr, fallback = 0, None, f"out of memory for {need} bytes of workspace ({exc}); searched without"
+        algo_of: Callable[[api.ConvAlgoPerf], int]
+        if d == "forward":
+            perf = api.find_convolution_forward_algorithm(handle, x, xp, w, wp, conv, y, yp, REQUEST_ALGOS, ptr, size,
+                                                          self.benchmark)
+            algo_of = lambda p: int(p.fwd_algo)  # noqa: E731
+        elif d == "backward_data":
+            perf = api.find_convolution_backward_data_algorithm(handle, y, yp, w, wp, conv, x, xp, REQUEST_ALGOS, ptr,
+                                                                size, self.benchmark)
+            algo_of = lambda p: int(p.bwd_data_algo)  # noqa: E731
+        else:
+            perf = api.find_convolution_backward_weights_algorithm(handle, y, yp, x, xp, conv, w, wp, REQUEST_ALGOS, ptr,
+                                                                   size, self.benchmark)
+            algo_of = lambda p: int(p.bwd_weights_algo)  # noqa: E731
+        if not perf:
+            raise MIOpenError(6, f"Find ({d})", {"results": 0})
+        ordered = sorted(perf, key=lambda p: p.time)
+        fits = [p for p in ordered if int(p.memory) <= size]
+        chosen = fits[0] if fits else min(ordered, key=lambda p: int(p.memory))
+        if chosen is not ordered[0] and fallback is None:
+            fallback = f"the fastest algorithm needs {int(ordered[0].memory)} bytes; {size} available"
+        return ConvPlan(key=key, mode="find", workspace_bytes=int(chosen.memory), algo=algo_of(chosen),
+                        time_ms=float(chosen.time), fallback=fallback)
+
+    # ---------------------------------------------------------------- Find 2.0
+    def _find2(self, handle: api.Handle, key: ConvKey, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
+               y: FrozenTensorDescriptor, conv: api.ConvolutionDescriptor,
+               workspace: MIOpenWorkspace | None) -> ConvPlan:
+        direction = {"forward": api.ProblemDirection.miopenProblemDirectionForward,
+                     "backward_data": api.ProblemDirection.miopenProblemDirectionBackward,
+                     "backward_weights": api.ProblemDirection.miopenProblemDirectionBackwardWeights}[key.direction]
+        ids = api.TensorArgumentId
+        with api.create_conv_problem(conv, direction) as problem, api.create_find_options() as options:
+            api.set_problem_tensor_descriptor(problem, ids.miopenTensorConvolutionX, x)
+            api.set_problem_tensor_descriptor(problem, ids.miopenTensorConvolutionW, w)
+            api.set_problem_tensor_descriptor(problem, ids.miopenTensorConvolutionY, y)
+            cap = self.cap(workspace)
+            if cap is not None:
+                api.set_find_option_workspace_limit(options, cap)
+            solutions = [s for s in api.find_solutions(handle, problem, options, REQUEST_ALGOS) if s is not None]
+        if not solutions:
+            raise MIOpenError(6, "Find 2.0", {"solutions": 0})
+        sized = sorted(((api.get_solution_time(s), api.get_solution_workspace_size(s), s) for s in solutions),
+                       key=lambda t: t[0])
+        chosen, fallback = self._pick(sized, cap, lambda t: int(t[1]), lambda t: False)
+        chosen, fallback = self._reserve(chosen, fallback, sized, lambda t: int(t[1]), workspace)
+        for _, _, s in sized:
+            if s is not chosen[2]:
+                s.close()
+        sol = chosen[2]
+        return ConvPlan(key=key, mode="find2", workspace_bytes=int(chosen[1]), solution=sol,
+                        solution_id=api.get_solution_solver_id(sol), time_ms=float(chosen[0]), fallback=fallback)
+
+    # ---------------------------------------------------------------- choices
+    @staticmethod
+    def _pick(ordered: list[_T], cap: int | None, ws: Callable[[_T], int], is_gemm: Callable[[_T], bool]
+              ) -> tuple[_T, str | None]:
+        """The fastest candidate within the cap, else a zero-workspace one (GEMM first)."""
+        if cap is None or ws(ordered[0]) <= cap:
+            return ordered[0], None
+        fits = [c for c in ordered if ws(c) <= cap]
+        if fits:
+            return fits[0], f"the fastest candidate needs {ws(ordered[0])} bytes; the cap is {cap}"
+        zero = [c for c in ordered if ws(c) == 0]
+        gemm = [c for c in zero if is_gemm(c)]
+        if gemm or zero:
+            return (gemm or zero)[0], f"no candidate fits the cap of {cap} bytes; fell back to a zero-workspace one"
+        raise WorkspaceLimitError(f"no algorithm fits the workspace cap of {cap} bytes (smallest needs "
+                                  f"{min(ws(c) for c in ordered)})")
+
+    @staticmethod
+    def _reserve(chosen: _T, fallback: str | None, ordered: list[_T], ws: Callable[[_T], int],
+                 workspace: MIOpenWorkspace | None) -> tuple[_T, str | None]:
+        """Allocate the chosen workspace now; on out-of-memory fall back to a zero-workspace candidate."""
+        need = ws(chosen)
+        if workspace is None or need == 0:
+            return chosen, fallback
+        try:
+            workspace.get(need)
+            return chosen, fallback
+        except (WorkspaceOOM, HipOutOfMemoryError) as exc:
+            zero = [c for c in ordered if ws(c) == 0]
+            if not zero:
+                raise
+            return zero[0], f"out of memory for {need} bytes of workspace ({exc}); fell back to a zero-workspace one"
+
+    # ---------------------------------------------------------------- running
+    def run(self, plan: ConvPlan, handle: api.Handle, x: FrozenTensorDescriptor, xp: int, w: FrozenTensorDescriptor,
+            wp: int, y: FrozenTensorDescriptor, yp: int, conv: api.ConvolutionDescriptor,
+            workspace: MIOpenWorkspace | None, alpha: float = 1.0, beta: float = 0.0) -> None:
+        """Run the planned convolution (x, w, y are the forward roles: for backward_data y is dy and x is dx)."""
+        ws = workspace.get(plan.workspace_bytes) if (workspace is not None and plan.workspace_bytes) else None
+        size = plan.workspace_bytes if ws is not None else 0
+        d = plan.key.direction
+        if plan.mode == "immediate":
+            assert plan.solution_id is not None
+            if d == "forward":
+                api.convolution_forward_immediate(handle, w, wp, x, xp, conv, y, yp, ws, size, plan.solution_id)
+            elif d == "backward_data":
+                api.convolution_backward_data_immediate(handle, y, yp, w, wp, conv, x, xp, ws, size, plan.solution_id)
+            else:
+                api.convolution_backward_weights_immediate(handle, y, yp, x, xp, conv, w, wp, ws, size,
+                                                           plan.solution_id)
+        elif plan.mode == "find":
+            assert plan.algo is not None
+            a, b = _scalars(x, alpha, beta)
+            if d == "forward":
+                api.convolution_forward(handle, a, x, xp, w, wp, conv, plan.algo, b, y, yp, ws, size)
+            elif d == "backward_data":
+                api.convolution_backward_data(handle, a, y, yp, w, wp, conv, plan.algo, b, x, xp, ws, size)
+            else:
+                api.convolution_backward_weights(handle, a, y, yp, x, xp, conv, plan.algo, b, w, wp, ws, size)
+        else:
+            assert plan.solution is not None
+            ids = api.TensorArgumentId
+            args = [_tensor_arg(ids.miopenTensorConvolutionX, x, xp), _tensor_arg(ids.miopenTensorConvolutionW, w, wp),
+                    _tensor_arg(ids.miopenTensorConvolutionY, y, yp)]
+            api.run_solution(handle, plan.solution, [a for a, _ in args], ws, size)
+
+
+def _scalars(x: FrozenTensorDescriptor, alpha: float, beta: float) -> tuple[ctypes.c_float | ctypes.c_double,
+                                                                           ctypes.c_float | ctypes.c_double]:
+    from .descriptors import scaling_params
+
+    return scaling_params(x.dtype, alpha, beta)
+
+
+def _tensor_arg(arg_id: api.TensorArgumentId, desc: FrozenTensorDescriptor, ptr: int
+                ) -> tuple[raw.miopenTensorArgument_t, ctypes.c_void_p]:
+    """A miopenTensorArgument_t, and the descriptor cell it points to (keep both alive for the call)."""
+    cell = ctypes.c_void_p(desc.address)
+    arg = raw.miopenTensorArgument_t()
+    arg.id = int(arg_id)
+    arg.descriptor = ctypes.cast(ctypes.pointer(cell), ctypes.POINTER(ctypes.c_void_p))
+    arg.buffer = ptr
+    return arg, cell

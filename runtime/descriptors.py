@@ -1,0 +1,245 @@
+"""Descriptors from shapes: cached immutable tensor descriptors, the RNN descriptor arrays,
+convolution/pooling/activation/LRN descriptors, and typed scaling constants.
+
+Tensor descriptors are keyed by (dtype, dims, canonical strides): equal layouts share one
+descriptor. Cached descriptors are frozen: the set_* functions must not be called on them.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Literal
+
+from . import layout
+from ._generated import api
+from .errors import ScalingRuleError, ShapeError
+
+DataTypeLike = api.DataType | int | str
+
+
+def data_type(dtype: DataTypeLike) -> api.DataType:
+    """A MIOpen data type from a member, its value, or a numpy/torch dtype or its name."""
+    if isinstance(dtype, api.DataType):
+        return dtype
+    if isinstance(dtype, int) and not isinstance(dtype, bool):
+        try:
+            return api.DataType(dtype)
+        except ValueError:
+            raise ValueError(f"dtype: {dtype} is not a miopenDataType_t value of this release") from None
+    members = api.DataType.__members__
+    if isinstance(dtype, str) and dtype in members:
+        return members[dtype]
+    return members[layout.dtype_name_for(dtype, available=set(members))]
+
+
+def itemsize(dtype: DataTypeLike) -> int:
+    return layout.itemsize(data_type(dtype).name)
+
+
+class FrozenTensorDescriptor(api.TensorDescriptor):
+    """A cached tensor descriptor that remembers its dtype, dims and strides."""
+
+    __slots__ = ("dtype", "dims", "strides")
+    dtype: api.DataType
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+
+    @property
+    def nbytes(self) -> int:
+        return layout.num_bytes(self.dims, self.strides, itemsize(self.dtype))
+
+    def __repr__(self) -> str:
+        return f"<FrozenTensorDescriptor {self.dtype.name} dims={self.dims} strides={self.strides}>"
+
+
+class DescriptorCache:
+    """An LRU cache of frozen tensor descriptors (thread-safe)."""
+
+    def __init__(self, maxsize: int = 512) -> None:
+        self.maxsize = maxsize
+        self._lock = threading.Lock()
+        self._items: OrderedDict[tuple[int, tuple[int, ...], tuple[int, ...]], FrozenTensorDescriptor] = OrderedDict()
+        self.hits = 0
+        self.misses = 0
+
+    def get(self, dtype: DataTypeLike, dims: Sequence[int], strides: Sequence[int] | None = None
+            ) -> FrozenTensorDescriptor:
+        dt = data_type(dtype)
+        d = tuple(dims)
+        if not d:
+            raise ShapeError("tensor_descriptor: dims must not be empty")
+        s = layout.packed_strides(d) if strides is None else tuple(strides)
+        if len(s) != len(d):
+            raise ShapeError(f"tensor_descriptor: {len(d)} dims but {len(s)} strides")
+        s = layout.canonical_strides(d, s)
+        key = (int(dt), d, s)
+        with self._lock:
+            desc = self._items.get(key)
+            if desc is not None and not desc.closed:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return desc
+            self.misses += 1
+        desc = _make(dt, d, s)
+        with self._lock:
+            self._items[key] = desc
+            while len(self._items) > self.maxsize:
+                _, old = self._items.popitem(last=False)
+                old.close()
+        return desc
+
+    def clear(self) -> None:
+        with self._lock:
+            items, self._items = list(self._items.values()), OrderedDict()
+        for desc in items:
+            desc.close()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+
+def _make(dt: api.DataType, dims: tuple[int, ...], strides: tuple[int, ...]) -> FrozenTensorDescriptor:
+    plain = api.create_tensor_descriptor()
+    desc = FrozenTensorDescriptor.from_address(plain._detach(), owned=True)
+    desc.dtype, desc.dims, desc.strides = dt, dims, strides
+    try:
+        api.set_tensor_descriptor(desc, dt, list(dims), list(strides))
+    except BaseException:
+        desc.close()
+        raise
+    return desc
+
+
+_cache = DescriptorCache()
+
+
+def descriptor_cache() -> DescriptorCache:
+    return _cache
+
+
+def tensor_descriptor(dtype: DataTypeLike, dims: Sequence[int], strides: Sequence[int] | None = None
+                      ) -> FrozenTensorDescriptor:
+    """The cached descriptor of a tensor (packed strides by default)."""
+    return _cache.get(dtype, dims, strides)
+
+
+def descriptor_from_order_and_dims(order: layout.StorageOrder | str, dims: Sequence[int], dtype: DataTypeLike
+                                   ) -> FrozenTensorDescriptor:
+    """Caffe2's helper, with NHWC/NDHWC honoured through explicit strides."""
+    logical, strides = layout.descriptor_from_order_and_dims(order, dims)
+    return tensor_descriptor(dtype, logical, strides)
+
+
+class TensorDescriptors:
+    """`n` descriptors of one shape, as the RNN calls take them (`.descs`)."""
+
+    def __init__(self, n: int, dims: Sequence[int], strides: Sequence[int] | None, dtype: DataTypeLike) -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"TensorDescriptors: n must be a positive int; got {n!r}")
+        one = tensor_descriptor(dtype, dims, strides)
+        self.descs: list[api.TensorDescriptor] = [one] * n
+
+    def __len__(self) -> int:
+        return len(self.descs)
+
+
+# --------------------------------------------------------------------------- other descriptors
+
+ConvMode = Literal["conv", "transpose"]
+_conv_lock = threading.Lock()
+_conv_cache: dict[tuple[object, ...], api.ConvolutionDescriptor] = {}
+
+
+def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilations: Sequence[int], groups: int = 1,
+                           mode: ConvMode = "conv", deterministic: bool = False,
+                           find_mode: api.ConvolutionFindMode | int | None = None) -> api.ConvolutionDescriptor:
+    """A cached N-d convolution descriptor (groups, transpose, deterministic, find mode)."""
+    nd = len(pads)
+    if not (len(strides) == len(dilations) == nd) or nd not in (1, 2, 3):
+        raise ShapeError(f"convolution_descriptor: pads, strides and dilations need 1-3 equal lengths; got "
+                         f"{len(pads)}, {len(strides)}, {len(dilations)}")
+    if any(s < 1 for s in strides) or any(d < 1 for d in dilations) or any(p < 0 for p in pads):
+        raise ShapeError(f"convolution_descriptor: strides and dilations must be >= 1, pads >= 0; got "
+                         f"pads={tuple(pads)}, strides={tuple(strides)}, dilations={tuple(dilations)}")
+    if isinstance(groups, bool) or not isinstance(groups, int) or groups < 1:
+        raise ShapeError(f"convolution_descriptor: groups must be a positive int; got {groups!r}")
+    if mode not in ("conv", "transpose"):
+        raise ValueError(f"convolution_descriptor: mode must be 'conv' or 'transpose'; got {mode!r}")
+    key = (tuple(pads), tuple(strides), tuple(dilations), groups, mode, deterministic, find_mode)
+    with _conv_lock:
+        desc = _conv_cache.get(key)
+        if desc is not None and not desc.closed:
+            return desc
+    desc = api.create_convolution_descriptor()
+    c_mode = api.ConvolutionMode.miopenTranspose if mode == "transpose" else api.ConvolutionMode.miopenConvolution
+    api.init_convolution_nd_descriptor(desc, list(pads), list(strides), list(dilations), c_mode)
+    if groups != 1:
+        api.set_convolution_group_count(desc, groups)
+    if deterministic:
+        api.set_convolution_attribute(desc, api.ConvolutionAttrib.MIOPEN_CONVOLUTION_ATTRIB_DETERMINISTIC, 1)
+    if find_mode is not None:
+        api.set_convolution_find_mode(desc, find_mode)
+    with _conv_lock:
+        _conv_cache[key] = desc
+    return desc
+
+
+def pooling_descriptor(mode: api.PoolingMode | int, window: Sequence[int], pads: Sequence[int],
+                       strides: Sequence[int]) -> api.PoolingDescriptor:
+    """An N-d pooling descriptor (index workspace mode left at MIOpen's default)."""
+    if not len(window) == len(pads) == len(strides):
+        raise ShapeError(f"pooling_descriptor: window, pads and strides need equal lengths; got "
+                         f"{len(window)}, {len(pads)}, {len(strides)}")
+    desc = api.create_pooling_descriptor()
+    api.set_nd_pooling_descriptor(desc, mode, list(window), list(pads), list(strides))
+    return desc
+
+
+def activation_descriptor(mode: api.ActivationMode | int, alpha: float = 0.0, beta: float = 0.0,
+                          gamma: float = 0.0) -> api.ActivationDescriptor:
+    desc = api.create_activation_descriptor()
+    api.set_activation_descriptor(desc, mode, alpha, beta, gamma)
+    return desc
+
+
+def lrn_descriptor(mode: api.LRNMode | int, n: int, alpha: float, beta: float, k: float) -> api.LRNDescriptor:
+    desc = api.create_lrn_descriptor()
+    api.set_lrn_descriptor(desc, mode, n, alpha, beta, k)
+    return desc
+
+
+# --------------------------------------------------------------------------- scaling constants
+
+_ONE_F, _ZERO_F = ctypes.c_float(1.0), ctypes.c_float(0.0)
+_ONE_D, _ZERO_D = ctypes.c_double(1.0), ctypes.c_double(0.0)
+
+
+def _is_double(dtype: DataTypeLike) -> bool:
+    return data_type(dtype) == api.DataType.miopenDouble
+
+
+def k_one(dtype: DataTypeLike) -> ctypes.c_float | ctypes.c_double:
+    """The scaling factor 1 typed for `dtype` (float for every type but double); process-lifetime."""
+    return _ONE_D if _is_double(dtype) else _ONE_F
+
+
+def k_zero(dtype: DataTypeLike) -> ctypes.c_float | ctypes.c_double:
+    return _ZERO_D if _is_double(dtype) else _ZERO_F
+
+
+def scaling_params(dtype: DataTypeLike, alpha: float = 1.0, beta: float = 0.0
+                   ) -> tuple[ctypes.c_float | ctypes.c_double, ctypes.c_float | ctypes.c_double]:
+    """alpha and beta as the host scalars MIOpen reads for `dtype`."""
+    if _is_double(dtype):
+        return ctypes.c_double(alpha), ctypes.c_double(beta)
+    return ctypes.c_float(alpha), ctypes.c_float(beta)
+
+
+def check_conv_scaling(spatial_dims: int, alpha: float, beta: float) -> None:
+    """MIOpen's 2-D convolutions implement only y = conv(x, w): alpha must be 1 and beta 0."""
+    if spatial_dims == 2 and (alpha != 1.0 or beta != 0.0):
+        raise ScalingRuleError(f"2-D convolutions in MIOpen support only alpha=1 and beta=0; got alpha={alpha}, "
+                               f"beta={beta} (scale the output with op_tensor/scale_tensor instead)")

@@ -1,0 +1,136 @@
+"""Pooled MIOpen handles: one per (thread, device), re-bound to the caller's stream only when it changes.
+
+PyTorch's `getMiopenHandle` calls `miopenSetStream` on every call; `miopenSetStream` is neither
+free nor thread-safe, so here a handle remembers its stream and is re-bound only on a change.
+The pool has no limit (a limit can deadlock threads waiting on each other); a thread's handles go
+back to the pool when the thread ends; nothing is destroyed during interpreter shutdown.
+"""
+
+from __future__ import annotations
+
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from . import hip
+from ._generated import api
+from .version import Policy, check_miopen_versions
+
+_policy: list[Policy] = ["compatible"]
+
+
+def set_version_policy(policy: Policy) -> None:
+    """The policy `check_miopen_versions` applies when the first handle is created."""
+    if policy not in ("compatible", "strict", "off"):
+        raise ValueError(f"set_version_policy: policy must be 'compatible', 'strict' or 'off'; got {policy!r}")
+    _policy[0] = policy
+
+
+class PooledHandle:
+    """A pooled `miopen.Handle` with the stream it is bound to."""
+
+    __slots__ = ("handle", "device", "stream")
+
+    def __init__(self, handle: api.Handle, device: int) -> None:
+        self.handle = handle
+        self.device = device
+        self.stream: int | None = None
+
+    def bind(self, stream: int | None) -> api.Handle:
+        """Point the handle at `stream` (skipping `miopenSetStream` when it already is)."""
+        if stream != self.stream:
+            api.set_stream(self.handle, stream)
+            self.stream = stream
+        return self.handle
+
+
+class HandlePool:
+    """Free lists of handles per device; each thread holds at most one handle per device."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._free: dict[int, list[PooledHandle]] = {}
+        self._all: list[PooledHandle] = []
+        self._local = threading.local()
+        self.created = 0
+
+    def _window(self) -> dict[int, PooledHandle]:
+        window: dict[int, PooledHandle] | None = getattr(self._local, "window", None)
+        if window is None:
+            window = {}
+            self._local.window = window
+            # when the thread ends its thread-local dict goes away: hand its handles back
+            marker = _ThreadMarker()
+            self._local.marker = marker
+            weakref.finalize(marker, self._release, window)
+        return window
+
+    def _release(self, window: dict[int, PooledHandle]) -> None:
+        with self._lock:
+            for device, ph in window.items():
+                self._free.setdefault(device, []).append(ph)
+        window.clear()
+
+    def acquire(self, device: int) -> PooledHandle:
+        """This thread's handle for `device` (created on first use, under a device guard)."""
+        window = self._window()
+        ph = window.get(device)
+        if ph is not None:
+            return ph
+        with self._lock:
+            free = self._free.get(device)
+            ph = free.pop() if free else None
+        if ph is None:
+            check_miopen_versions(_policy[0])
+            with hip.device_guard(device):
+                handle = api.create()
+            ph = PooledHandle(handle, device)
+            with self._lock:
+                self._all.append(ph)
+                self.created += 1
+        window[device] = ph
+        return ph
+
+    def close(self) -> None:
+        """Destroy every handle the pool ever created (explicit; never at interpreter exit)."""
+        with self._lock:
+            handles, self._all, self._free = self._all, [], {}
+        for ph in handles:
+            ph.handle.close()
+        window = getattr(self._local, "window", None)
+        if window is not None:
+            window.clear()
+
+    @property
+    def size(self) -> int:
+        with self._lock:
+            return len(self._all)
+
+
+class _ThreadMarker:
+    """Lives in a thread's local storage; its finalizer runs when the thread ends."""
+
+
+_pool = HandlePool()
+
+
+def handle_pool() -> HandlePool:
+    return _pool
+
+
+def inline_miopen_handle(stream: object = None, device: int | None = None) -> api.Handle:
+    """The calling thread's handle for `device` (default: current), bound to `stream`.
+
+    `stream` may be None (the default stream), an int handle, or a torch/CuPy/hip-python stream.
+    """
+    dev = hip.current_device() if device is None else device
+    return _pool.acquire(dev).bind(hip.as_stream_handle(stream))
+
+
+@contextmanager
+def miopen_handle(stream: object = None, device: int | None = None) -> Iterator[api.Handle]:
+    """`with miopen_handle(stream) as h:` — the inline handle, under a device guard."""
+    dev = hip.current_device() if device is None else device
+    with hip.device_guard(dev):
+        yield inline_miopen_handle(stream, dev)

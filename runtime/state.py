@@ -1,0 +1,122 @@
+"""Caffe2's MIOpen states: up to 4 lock-guarded states per GPU, each with its own handle, private
+stream, two events and workspace, forking from and joining back to the caller's stream.
+
+`with with_miopen_state(0, stream) as st:` records `before` on the caller's stream, makes the
+state's stream wait on it, yields the state (queue work on `st.stream` with `st.handle` and
+`st.workspace`), then records `after` on the state's stream and makes the caller's stream wait.
+The lock is held for the whole block: two threads must not interleave event records on one state.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from . import hip
+from ._generated import api
+from .handles import _policy
+from .version import check_miopen_versions
+from .workspace import MIOpenWorkspace
+
+MAX_STATES_PER_GPU = 4
+
+
+class MIOpenState:
+    """A handle bound to a private stream, `before`/`after` events and a workspace, on one device."""
+
+    def __init__(self, device: int, allocator: hip.Allocator | None = None) -> None:
+        self.device = device
+        check_miopen_versions(_policy[0])
+        with hip.device_guard(device):
+            self.stream = hip.Stream.create()
+            self.handle = api.create_with_stream(self.stream.handle)
+            self.before = hip.Event.create()
+            self.after = hip.Event.create()
+        self.workspace = MIOpenWorkspace(device, allocator)
+        self.closed = False
+
+    @contextmanager
+    def execute(self, caller_stream: object = None) -> Iterator[MIOpenState]:
+        """Fork from `caller_stream` onto the private stream, run the block, join back."""
+        if self.closed:
+            raise ValueError(f"this MIOpenState (device {self.device}) is closed")
+        caller = hip.as_stream_handle(caller_stream)
+        with hip.device_guard(self.device):
+            self.before.record(caller)
+            self.stream.wait_event(self.before)
+            yield self
+            self.after.record(self.stream.handle)
+            hip.Stream.from_handle(caller).wait_event(self.after)
+
+    def close(self) -> None:
+        """Destroy the handle, stream, events and workspace now (explicit only)."""
+        if self.closed:
+            return
+        self.closed = True
+        self.workspace.close()
+        self.handle.close()
+        self.before.close()
+        self.after.close()
+        self.stream.close()
+
+
+class SyncedMIOpenState:
+    """A lock plus a lazily created state."""
+
+    def __init__(self, device: int) -> None:
+        self.device = device
+        self.lock = threading.Lock()
+        self.state: MIOpenState | None = None
+
+    def get(self) -> MIOpenState:
+        """The state (create it if needed); call with `lock` held."""
+        if self.state is None or self.state.closed:
+            self.state = MIOpenState(self.device)
+        return self.state
+
+
+class PerGPUMIOpenStates:
+    """States indexed [device][state_idx]; created on demand, never destroyed at interpreter exit."""
+
+    def __init__(self, max_states: int = MAX_STATES_PER_GPU) -> None:
+        if isinstance(max_states, bool) or not isinstance(max_states, int) or max_states < 1:
+            raise ValueError(f"PerGPUMIOpenStates: max_states must be a positive int; got {max_states!r}")
+        self.max_states = max_states
+        self._lock = threading.Lock()
+        self._states: dict[tuple[int, int], SyncedMIOpenState] = {}
+
+    def synced(self, device: int, state_idx: int) -> SyncedMIOpenState:
+        if isinstance(state_idx, bool) or not isinstance(state_idx, int) or not 0 <= state_idx < self.max_states:
+            raise ValueError(f"Invalid state_idx {state_idx!r}: expected an int in [0, {self.max_states})")
+        with self._lock:
+            key = (device, state_idx)
+            if key not in self._states:
+                self._states[key] = SyncedMIOpenState(device)
+            return self._states[key]
+
+    def close(self) -> None:
+        with self._lock:
+            states, self._states = list(self._states.values()), {}
+        for synced in states:
+            with synced.lock:
+                if synced.state is not None:
+                    synced.state.close()
+
+
+_states = PerGPUMIOpenStates()
+
+
+def miopen_states() -> PerGPUMIOpenStates:
+    return _states
+
+
+@contextmanager
+def with_miopen_state(state_idx: int = 0, stream: object = None, device: int | None = None) -> Iterator[MIOpenState]:
+    """Hold state `state_idx` of `device` (default: current) for the block, forked from `stream`."""
+    dev = hip.current_device() if device is None else device
+    synced = _states.synced(dev, state_idx)
+    with synced.lock:
+        state = synced.get()
+        with state.execute(stream) as st:
+            yield st

@@ -1,0 +1,96 @@
+"""`Tensor`: what the ops need of a device tensor (address, dims, strides, dtype), from a PyTorch
+tensor, anything with `__cuda_array_interface__`, or given explicitly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from . import layout
+from ._generated import api
+from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor
+from .errors import ShapeError
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """A view of device memory: `ptr` (0 allowed only for empty tensors), dims and strides in
+    elements (MIOpen's logical N, C, spatial order), and the MIOpen data type."""
+
+    ptr: int
+    dims: tuple[int, ...]
+    strides: tuple[int, ...]
+    dtype: api.DataType
+
+    @classmethod
+    def make(cls, ptr: int, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None) -> Tensor:
+        if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
+            raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
+        d = tuple(int(x) for x in dims)
+        if any(x < 0 for x in d):
+            raise ShapeError(f"Tensor: dims must not be negative; got {d}")
+        s = layout.packed_strides(d) if strides is None else tuple(int(x) for x in strides)
+        if len(s) != len(d):
+            raise ShapeError(f"Tensor: {len(d)} dims but {len(s)} strides")
+        return cls(ptr, d, s, data_type(dtype))
+
+    @property
+    def desc(self) -> FrozenTensorDescriptor:
+        return tensor_descriptor(self.dtype, self.dims, self.strides)
+
+    @property
+    def nbytes(self) -> int:
+        return layout.num_bytes(self.dims, self.strides, itemsize(self.dtype))
+
+    @property
+    def ndim(self) -> int:
+        return len(self.dims)
+
+    def data_ptr(self) -> int:
+        return self.ptr
+
+
+_TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "<i4": "int32", "|i1": "int8", "<i8": "int64",
+            "<V2": "bfloat16", "|u1": "uint8"}
+
+
+def as_tensor(obj: object, name: str = "tensor") -> Tensor:
+    """A `Tensor` from a `Tensor`, a PyTorch tensor (data_ptr/shape/stride/dtype) or a
+    `__cuda_array_interface__` object; errors name `name`."""
+    if isinstance(obj, Tensor):
+        return obj
+    iface = getattr(obj, "__cuda_array_interface__", None)
+    if isinstance(iface, Mapping):
+        shape = tuple(int(x) for x in iface["shape"])
+        typestr = str(iface["typestr"])
+        dt = data_type(_TYPESTR.get(typestr, typestr))
+        size = itemsize(dt)
+        raw_strides = iface.get("strides")
+        strides = layout.packed_strides(shape) if raw_strides is None else tuple(int(x) // size for x in raw_strides)
+        return Tensor.make(int(iface["data"][0]), shape, dt, strides)
+    data_ptr = getattr(obj, "data_ptr", None)
+    shape_attr = getattr(obj, "shape", None)
+    stride = getattr(obj, "stride", None)
+    if callable(data_ptr) and shape_attr is not None and callable(stride):
+        dtype = str(getattr(obj, "dtype", ""))
+        return Tensor.make(int(data_ptr()), tuple(shape_attr), dtype, tuple(stride()))
+    raise TypeError(f"{name} must be a miopen Tensor, a PyTorch tensor or an object with __cuda_array_interface__; "
+                    f"got {type(obj).__name__}")
+
+
+def same_dtype(op: str, **tensors: Tensor) -> api.DataType:
+    """The common dtype of the named tensors, or a ShapeError listing them."""
+    kinds = {name: t.dtype for name, t in tensors.items()}
+    if len(set(kinds.values())) > 1:
+        listing = ", ".join(f"{n}={dt.name}" for n, dt in kinds.items())
+        raise ShapeError(f"{op}: tensors must share one dtype; got {listing}")
+    return next(iter(kinds.values()))
+
+
+def same_dims(op: str, **tensors: Tensor) -> tuple[int, ...]:
+    dims = {name: t.dims for name, t in tensors.items()}
+    if len(set(dims.values())) > 1:
+        listing = ", ".join(f"{n}={d}" for n, d in dims.items())
+        raise ShapeError(f"{op}: tensors must have the same dims; got {listing}")
+    return next(iter(dims.values()))

@@ -1,0 +1,157 @@
+"""Scratch workspaces (grow-only, capped, out-of-memory aware) and persistent buffers.
+
+Scratch is shared by the calls queued on one state/stream (stream order makes reuse safe).
+Persistent buffers — pooling and LRN workspaces, the RNN reserve, dropout states — live across
+calls (forward to backward) and never come from shared scratch.
+"""
+
+from __future__ import annotations
+
+import threading
+
+from . import hip
+from .errors import HipOutOfMemoryError, WorkspaceLimitError, WorkspaceOOM
+
+_limit_lock = threading.Lock()
+_limit: list[int | None] = [None]
+
+
+def set_workspace_limit(nbytes: int | None) -> None:
+    """A global cap on any single workspace (None: no cap); planners respect it too."""
+    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
+        raise ValueError(f"set_workspace_limit: nbytes must be a non-negative int or None; got {nbytes!r}")
+    with _limit_lock:
+        _limit[0] = nbytes
+
+
+def workspace_limit() -> int | None:
+    with _limit_lock:
+        return _limit[0]
+
+
+def _allocate(allocator: hip.Allocator, nbytes: int, stream: int | None, what: str, device: int) -> int:
+    """Allocate; on out-of-memory empty the allocator's cache and retry once, then raise WorkspaceOOM."""
+    try:
+        return allocator.allocate(nbytes, stream)
+    except (HipOutOfMemoryError, MemoryError):
+        empty = getattr(allocator, "empty_cache", None)
+        if callable(empty):
+            empty()
+        try:
+            return allocator.allocate(nbytes, stream)
+        except (HipOutOfMemoryError, MemoryError) as exc:
+            raise WorkspaceOOM(f"cannot allocate {nbytes} bytes of {what} on device {device} "
+                               f"(even after emptying the allocator cache): {exc}") from exc
+
+
+class MIOpenWorkspace:
+    """Grow-only scratch memory for one device (and one stream at a time)."""
+
+    def __init__(self, device: int, allocator: hip.Allocator | None = None, max_bytes: int | None = None) -> None:
+        self.device = device
+        self.allocator = allocator if allocator is not None else hip.get_allocator()
+        self.max_bytes = max_bytes
+        self._ptr: int | None = None
+        self._nbytes = 0
+        self._stream: int | None = None
+        self._lock = threading.Lock()
+        self.allocations = 0
+
+    @property
+    def nbytes(self) -> int:
+        return self._nbytes
+
+    @property
+    def ptr(self) -> int | None:
+        return self._ptr
+
+    def cap(self) -> int | None:
+        caps = [c for c in (self.max_bytes, workspace_limit()) if c is not None]
+        return min(caps) if caps else None
+
+    def get(self, nbytes: int, stream: int | None = None) -> int | None:
+        """A pointer to at least `nbytes` of scratch (None for 0 bytes); grows, never shrinks."""
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError(f"MIOpenWorkspace.get: nbytes must be a non-negative int; got {nbytes!r}")
+        if nbytes == 0:
+            return self._ptr
+        cap = self.cap()
+        if cap is not None and nbytes > cap:
+            raise WorkspaceLimitError(f"a workspace of {nbytes} bytes exceeds the cap of {cap} bytes")
+        with self._lock:
+            if nbytes <= self._nbytes and self._ptr is not None:
+                return self._ptr
+            self._release()
+            self._ptr = _allocate(self.allocator, nbytes, stream, "workspace", self.device)
+            self._nbytes = nbytes
+            self._stream = stream
+            self.allocations += 1
+            return self._ptr
+
+    def _release(self) -> None:
+        if self._ptr is not None:
+            ptr, self._ptr, self._nbytes = self._ptr, None, 0
+            self.allocator.free(ptr, self._stream)
+
+    def reset(self) -> None:
+        """Free the scratch now (the next `get` allocates again)."""
+        with self._lock:
+            self._release()
+
+    close = reset
+
+
+class PersistentBuffer:
+    """Device memory that outlives a call (pooling/LRN workspace, RNN reserve, dropout states)."""
+
+    def __init__(self, nbytes: int, device: int, kind: str, allocator: hip.Allocator | None = None,
+                 stream: int | None = None) -> None:
+        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
+            raise ValueError(f"PersistentBuffer: nbytes must be a non-negative int; got {nbytes!r}")
+        self.kind = kind
+        self.device = device
+        self.nbytes = nbytes
+        self.allocator = allocator if allocator is not None else hip.get_allocator()
+        self._stream = stream
+        self._ptr: int | None = _allocate(self.allocator, nbytes, stream, kind, device) if nbytes else None
+        self._closed = False
+
+    @property
+    def ptr(self) -> int | None:
+        if self._closed:
+            raise ValueError(f"this {self.kind} buffer is closed")
+        return self._ptr
+
+    def data_ptr(self) -> int:
+        return self.ptr or 0
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            if self._ptr is not None:
+                ptr, self._ptr = self._ptr, None
+                self.allocator.free(ptr, self._stream)
+
+    def __enter__(self) -> PersistentBuffer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<PersistentBuffer {self.kind} {self.nbytes} bytes{' closed' if self._closed else ''}>"
+
+
+_scratch = threading.local()
+
+
+def scratch(device: int) -> MIOpenWorkspace:
+    """The calling thread's scratch workspace for `device` (ops use it when given none)."""
+    table: dict[int, MIOpenWorkspace] | None = getattr(_scratch, "table", None)
+    if table is None:
+        table = {}
+        _scratch.table = table
+    ws = table.get(device)
+    if ws is None:
+        ws = table[device] = MIOpenWorkspace(device)
+    return ws
