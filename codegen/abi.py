@@ -179,7 +179,8 @@ class _Stub:
         if p.length_call:
             callee = self.sem.functions[p.length_call.call]
             j = callee.param(p.length_call.result).index
-            return str(out_int(j))
+            # what the sizing call wrote: its known value, or the value a test scripted for it
+            return (f"PICK(long long, std::string(\"{callee.name}/{p.length_call.result}\"), {out_int(j)})")
         assert p.length is not None
         lp = fs.param(p.length)
         return f"static_cast<long long>({p.length})" if lp.shape == "value" else f"static_cast<long long>(*{p.length})"

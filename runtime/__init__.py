@@ -11,11 +11,15 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._generated import *  # noqa: F403
-from ._generated import MIOPEN_VERSION, api, errors, raw
-from ._generated import __all__ as _generated_all
+from ._generated import MIOPEN_VERSION, api, raw
+from ._generated._support import LibraryNotFoundError, MissingSymbolError, load_library, unload_library
+from ._generated.api import *  # noqa: F403
+from ._generated.api import __all__ as _api_all
+from ._generated.errors import *  # noqa: F403
+from ._generated.errors import __all__ as _errors_all
 
 if TYPE_CHECKING:
+    from . import algo, descriptors, errors, handles, hip, layout, ops, scopes, state, tensor, version, workspace
     from .descriptors import k_one, k_zero, tensor_descriptor
     from .handles import inline_miopen_handle
     from .scopes import create_scope, has_scope
@@ -33,7 +37,7 @@ _LAZY = {
     "as_tensor": "tensor", "create_scope": "scopes", "has_scope": "scopes",
 }
 _SUBMODULES = {"hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
-               "tensor"}
+               "tensor", "errors"}
 
 
 def __getattr__(name: str) -> Any:
@@ -44,5 +48,6 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'miopen' has no attribute {name!r}")
 
 
-__all__ = ["__version__", "MIOPEN_VERSION", "api", "errors", "raw", *_generated_all, *_LAZY]
-del _generated_all
+__all__ = ["__version__", "MIOPEN_VERSION", "api", "raw", "LibraryNotFoundError", "MissingSymbolError", "load_library",
+           "unload_library", *_api_all, *_errors_all, *_LAZY]
+del _api_all, _errors_all

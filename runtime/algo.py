@@ -51,6 +51,9 @@ class ConvKey:
     device: int
     arch: str
     miopen_version: str
+    mode: str = "immediate"  # a plan found one way is not reused by a planner searching another way
+    workspace_cap: int | None = None
+    benchmark: bool = False
 
     def digest(self) -> str:
         return hashlib.sha256(repr(self).encode()).hexdigest()[:32]
@@ -152,14 +155,16 @@ def _layout(d: FrozenTensorDescriptor) -> tuple[tuple[int, ...], tuple[int, ...]
 
 
 def make_key(direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor, y: FrozenTensorDescriptor,
-             conv: ConvParams, deterministic: bool, device: int | None = None) -> ConvKey:
+             conv: ConvParams, deterministic: bool, device: int | None = None, *, mode: str = "immediate",
+             workspace_cap: int | None = None, benchmark: bool = False) -> ConvKey:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}; got {direction!r}")
     dev = hip.current_device() if device is None else device
     rv = runtime_version()
     return ConvKey(direction=direction, dtype=int(x.dtype), x=_layout(x), w=_layout(w), y=_layout(y), conv=conv,
                    deterministic=deterministic, device=dev, arch=hip.device_arch(dev) or "",
-                   miopen_version=str(rv or compiled_version()))
+                   miopen_version=str(rv or compiled_version()), mode=mode, workspace_cap=workspace_cap,
+                   benchmark=benchmark)
 
 
 class ConvPlanner:
@@ -196,7 +201,8 @@ class ConvPlanner:
              device: int | None = None) -> ConvPlan:
         """The plan for this problem (from the cache when known). `ptrs` = (x, w, y) device buffers,
         needed by find/find2 (they run the candidates)."""
-        key = make_key(direction, x, w, y, conv, self.deterministic, device)
+        key = make_key(direction, x, w, y, conv, self.deterministic, device, mode=self.mode,
+                       workspace_cap=self.cap(workspace), benchmark=self.benchmark)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
@@ -235,9 +241,12 @@ class ConvPlanner:
             raise MIOpenError(6, f"immediate mode ({d})", {"solutions": 0})
         cap = self.cap(workspace)
         ordered = sorted(sols, key=lambda s: s.time)
-        chosen, fallback = self._pick(ordered, cap, lambda s: int(s.workspace_size),
-                                      lambda s: int(s.algorithm) == int(api.ConvAlgorithm.miopenConvolutionAlgoGEMM))
-        chosen, fallback = self._reserve(chosen, fallback, ordered, lambda s: int(s.workspace_size), workspace)
+        def is_gemm(s: api.ConvSolution) -> bool:
+            return int(s.algorithm) == int(api.ConvAlgorithm.miopenConvolutionAlgoGEMM)
+
+        chosen, fallback = self._pick(ordered, cap, lambda s: int(s.workspace_size), is_gemm)
+        chosen, fallback = self._reserve(chosen, fallback, ordered, lambda s: int(s.workspace_size), is_gemm,
+                                         workspace)
         if self.compile_ahead:
             if d == "forward":
                 api.convolution_forward_compile_solution(handle, w, x, conv, y, chosen.solution_id)
@@ -313,7 +322,7 @@ class ConvPlanner:
         sized = sorted(((api.get_solution_time(s), api.get_solution_workspace_size(s), s) for s in solutions),
                        key=lambda t: t[0])
         chosen, fallback = self._pick(sized, cap, lambda t: int(t[1]), lambda t: False)
-        chosen, fallback = self._reserve(chosen, fallback, sized, lambda t: int(t[1]), workspace)
+        chosen, fallback = self._reserve(chosen, fallback, sized, lambda t: int(t[1]), lambda t: False, workspace)
         for _, _, s in sized:
             if s is not chosen[2]:
                 s.close()
@@ -325,23 +334,26 @@ class ConvPlanner:
     @staticmethod
     def _pick(ordered: list[_T], cap: int | None, ws: Callable[[_T], int], is_gemm: Callable[[_T], bool]
               ) -> tuple[_T, str | None]:
-        """The fastest candidate within the cap, else a zero-workspace one (GEMM first)."""
+        """The fastest candidate within the cap (a zero-workspace one always fits; GEMM preferred among those
+        when nothing with workspace fits)."""
         if cap is None or ws(ordered[0]) <= cap:
             return ordered[0], None
-        fits = [c for c in ordered if ws(c) <= cap]
+        fits = [c for c in ordered if 0 < ws(c) <= cap]
+        zero = [c for c in ordered if ws(c) == 0]
         if fits:
             return fits[0], f"the fastest candidate needs {ws(ordered[0])} bytes; the cap is {cap}"
-        zero = [c for c in ordered if ws(c) == 0]
-        gemm = [c for c in zero if is_gemm(c)]
-        if gemm or zero:
-            return (gemm or zero)[0], f"no candidate fits the cap of {cap} bytes; fell back to a zero-workspace one"
+        if zero:
+            pick = ([c for c in zero if is_gemm(c)] or zero)[0]
+            return pick, (f"the fastest candidate needs {ws(ordered[0])} bytes and none with workspace fits the cap "
+                          f"of {cap} bytes; fell back to a zero-workspace one{' (GEMM)' if is_gemm(pick) else ''}")
         raise WorkspaceLimitError(f"no algorithm fits the workspace cap of {cap} bytes (smallest needs "
                                   f"{min(ws(c) for c in ordered)})")
 
     @staticmethod
     def _reserve(chosen: _T, fallback: str | None, ordered: list[_T], ws: Callable[[_T], int],
-                 workspace: MIOpenWorkspace | None) -> tuple[_T, str | None]:
-        """Allocate the chosen workspace now; on out-of-memory fall back to a zero-workspace candidate."""
+                 is_gemm: Callable[[_T], bool], workspace: MIOpenWorkspace | None) -> tuple[_T, str | None]:
+        """Allocate the chosen workspace now; on out-of-memory fall back to a zero-workspace candidate,
+        GEMM first."""
         need = ws(chosen)
         if workspace is None or need == 0:
             return chosen, fallback
@@ -352,13 +364,22 @@ class ConvPlanner:
             zero = [c for c in ordered if ws(c) == 0]
             if not zero:
                 raise
-            return zero[0], f"out of memory for {need} bytes of workspace ({exc}); fell back to a zero-workspace one"
+            pick = ([c for c in zero if is_gemm(c)] or zero)[0]
+            return pick, (f"out of memory for {need} bytes of workspace ({exc}); fell back to a zero-workspace "
+                          f"one{' (GEMM)' if is_gemm(pick) else ''}")
 
     # ---------------------------------------------------------------- running
     def run(self, plan: ConvPlan, handle: api.Handle, x: FrozenTensorDescriptor, xp: int, w: FrozenTensorDescriptor,
             wp: int, y: FrozenTensorDescriptor, yp: int, conv: api.ConvolutionDescriptor,
             workspace: MIOpenWorkspace | None, alpha: float = 1.0, beta: float = 0.0) -> None:
-        """Run the planned convolution (x, w, y are the forward roles: for backward_data y is dy and x is dx)."""
+        """Run the planned convolution (x, w, y are the forward roles: for backward_data y is dy and x is dx).
+
+        Only legacy find mode takes alpha/beta; immediate mode and Find 2.0 compute y = conv(x, w)
+        (ops.conv blends other scalings itself), so other values raise here rather than being dropped.
+        """
+        if plan.mode != "find" and (alpha != 1.0 or beta != 0.0):
+            raise ValueError(f"ConvPlanner.run: {plan.mode} mode computes y = conv(x, w) only; got alpha={alpha}, "
+                             f"beta={beta}")
         ws = workspace.get(plan.workspace_bytes) if (workspace is not None and plan.workspace_bytes) else None
         size = plan.workspace_bytes if ws is not None else 0
         d = plan.key.direction

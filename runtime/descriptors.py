@@ -187,6 +187,16 @@ def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilation
     return desc
 
 
+def clear_descriptor_caches() -> None:
+    """Forget (and destroy) every cached tensor and convolution descriptor."""
+    _cache.clear()
+    with _conv_lock:
+        convs = list(_conv_cache.values())
+        _conv_cache.clear()
+    for desc in convs:
+        desc.close()
+
+
 def pooling_descriptor(mode: api.PoolingMode | int, window: Sequence[int], pads: Sequence[int],
                        strides: Sequence[int]) -> api.PoolingDescriptor:
     """An N-d pooling descriptor (index workspace mode left at MIOpen's default)."""

@@ -339,7 +339,7 @@ def test_cap_forces_the_zero_workspace_fallback(libs: Libs) -> None:
     plan = algo.ConvPlanner("immediate", workspace_limit_bytes=1 << 20).plan(
         h, "forward", x, w, y, conv, params, workspace=workspace.MIOpenWorkspace(0))  # type: ignore[arg-type]
     assert plan.solution_id == 2 and plan.workspace_bytes == 0
-    assert plan.fallback is not None and "the cap is 1048576" in plan.fallback
+    assert plan.fallback is not None and "the cap of 1048576 bytes; fell back to a zero-workspace" in plan.fallback
 
 
 def test_find_queries_workspace_before_find(libs: Libs) -> None:

@@ -1,0 +1,212 @@
+"""Batch normalization: training forward, inference forward and backward (MIOpen's classic,
+non-_V2 functions, which take one descriptor for weight, bias, mean and variance).
+
+`mode` is "spatial" (statistics per channel: parameters of shape (1, C, 1, 1), or (1, C, 1, 1, 1)
+for 5-D input) or "per_activation" (statistics per (c, h, w): parameters of shape (1, C, H, W)).
+x may be 2-D (N, C), 3-D (N, C, L), 4-D or 5-D; 2-D and 3-D inputs are described as
+(N, C, 1, 1) and (N, C, L, 1), as PyTorch does.
+
+Parameter tensors (weight, bias, running/saved mean and variance, and their gradients) must be
+contiguous and hold exactly the parameter shape: dims equal to it, or the same dims with size-1
+axes dropped or added ((C,) for spatial, (C, H, W) for per-activation). They share one dtype:
+x's dtype, or float32 when x is float16/bfloat16 (MIOpen's mixed precision).
+
+`weight` is MIOpen's bnScale and `bias` its bnBias; `scale`/`shift` are the blending factors
+(MIOpen's alpha/beta): y = scale * bn(x) + shift * y. Batch norm needs no workspace.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from .. import layout
+from .._generated import api
+from ..descriptors import tensor_descriptor
+from ..errors import ShapeError
+from ..tensor import Tensor, same_dims, same_dtype
+from ._common import resolve_handle
+from .activation import _desc, _enum_arg, _float_arg, _scaling, _tensors
+
+__all__ = ["BatchNormModeLike", "batch_norm_mode", "bn_param_shape", "batch_norm_forward_training",
+           "batch_norm_forward_inference", "batch_norm_backward"]
+
+BatchNormModeLike: TypeAlias = api.BatchNormMode | int | str
+
+_MODES: dict[str, api.BatchNormMode] = {
+    "spatial": api.BatchNormMode.miopenBNSpatial,
+    "per_activation": api.BatchNormMode.miopenBNPerActivation,
+    "peractivation": api.BatchNormMode.miopenBNPerActivation,
+}
+_MIXED = (api.DataType.miopenHalf, api.DataType.miopenBFloat16)
+
+
+def batch_norm_mode(mode: BatchNormModeLike, fn: str = "batch_norm") -> api.BatchNormMode:
+    """A `miopenBatchNormMode_t` from a member, its value, or "spatial" / "per_activation"."""
+    return _enum_arg(mode, api.BatchNormMode, "mode", fn, _MODES)
+
+
+def _x_view(fn: str, name: str, t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """x's dims and strides as MIOpen takes them (2-D/3-D padded to 4-D)."""
+    if t.ndim < 2 or t.ndim > 5:
+        raise ShapeError(f"{fn}: {name} must be 2-D to 5-D (N, C, ...); got {t.ndim}-D dims {t.dims}")
+    pad = max(0, 4 - t.ndim)
+    return t.dims + (1,) * pad, t.strides + (1,) * pad
+
+
+def bn_param_shape(x_dims: tuple[int, ...] | list[int], mode: BatchNormModeLike) -> tuple[int, ...]:
+    """The dims of the weight/bias/mean/variance tensors for input dims `x_dims` (as
+    `miopenDeriveBNTensorDescriptor` derives them): spatial (1, C, 1, 1[, 1]), per-activation (1, C, H, W[, D])."""
+    m = batch_norm_mode(mode, "bn_param_shape")
+    dims = tuple(x_dims)
+    if len(dims) < 2 or len(dims) > 5:
+        raise ShapeError(f"bn_param_shape: x must be 2-D to 5-D; got dims {dims}")
+    dims = dims + (1,) * max(0, 4 - len(dims))
+    if m == api.BatchNormMode.miopenBNSpatial:
+        return (1, dims[1]) + (1,) * (len(dims) - 2)
+    return (1,) + dims[1:]
+
+
+def _squeezed(dims: tuple[int, ...]) -> tuple[int, ...]:
+    return tuple(d for d in dims if d != 1)
+
+
+def _check_params(fn: str, x_dtype: api.DataType, shape: tuple[int, ...], mode: api.BatchNormMode,
+                  params: dict[str, Tensor]) -> api.DataType:
+    """Check the parameter tensors against the derived shape and each other; return their dtype."""
+    short = "(C,)" if mode == api.BatchNormMode.miopenBNSpatial else f"{shape[1:]}"
+    for name, t in params.items():
+        if t.dims != shape and _squeezed(t.dims) != _squeezed(shape):
+            raise ShapeError(f"{fn}: {name} must have the {_mode_name(mode)} parameter shape {shape} (or {short}) "
+                             f"for this x; got dims {t.dims}")
+        if not layout.is_packed(t.dims, t.strides):
+            raise ShapeError(f"{fn}: {name} must be contiguous (packed); got dims {t.dims} strides {t.strides}")
+    dtype = same_dtype(fn, **params)
+    allowed = {x_dtype, api.DataType.miopenFloat} if x_dtype in _MIXED else {x_dtype}
+    if dtype not in allowed:
+        names = ", ".join(params)
+        raise ShapeError(f"{fn}: {names} must be {' or '.join(sorted(d.name for d in allowed))} for x of dtype "
+                         f"{x_dtype.name}; got {dtype.name}")
+    return dtype
+
+
+def _mode_name(mode: api.BatchNormMode) -> str:
+    return "spatial" if mode == api.BatchNormMode.miopenBNSpatial else "per-activation"
+
+
+def _pair(fn: str, a_name: str, a: object, b_name: str, b: object) -> bool:
+    """True if both of an optional pair are given, False if neither; raise if only one is."""
+    if (a is None) != (b is None):
+        given, missing = (a_name, b_name) if b is None else (b_name, a_name)
+        raise ValueError(f"{fn}: {given} and {missing} go together: pass both or neither (got {given} only)")
+    return a is not None
+
+
+def _ptr(t: Tensor | None) -> int | None:
+    return None if t is None else t.ptr
+
+
+def batch_norm_forward_training(x: object, y: object, weight: object, bias: object,
+                                mode: BatchNormModeLike = "spatial", *, exp_avg_factor: float = 0.1,
+                                epsilon: float = 1e-5, running_mean: object = None, running_var: object = None,
+                                save_mean: object = None, save_inv_var: object = None, scale: float = 1.0,
+                                shift: float = 0.0, handle: api.Handle | None = None, stream: object = None,
+                                device: int | None = None) -> None:
+    """Normalise x with the batch statistics (`miopenBatchNormalizationForwardTraining`).
+
+    running_mean/running_var (both or neither) are updated in place:
+    running = (1 - exp_avg_factor) * running + exp_avg_factor * batch_stat (1/(1+n) after n calls gives a
+    cumulative average). save_mean/save_inv_var (both or neither) receive the batch mean and
+    1/sqrt(var + epsilon) for `batch_norm_backward`.
+    """
+    fn = "batch_norm_forward_training"
+    t = _tensors(fn, x=x, y=y)
+    same_dims(fn, **t)
+    x_dtype = same_dtype(fn, **t)
+    xt, yt = t["x"], t["y"]
+    xv = _x_view(fn, "x", xt)
+    yv = _x_view(fn, "y", yt)
+    m = batch_norm_mode(mode, fn)
+    has_running = _pair(fn, "running_mean", running_mean, "running_var", running_var)
+    has_saved = _pair(fn, "save_mean", save_mean, "save_inv_var", save_inv_var)
+    params = _tensors(fn, weight=weight, bias=bias)
+    if has_running:
+        params.update(_tensors(fn, running_mean=running_mean, running_var=running_var))
+    if has_saved:
+        params.update(_tensors(fn, save_mean=save_mean, save_inv_var=save_inv_var))
+    shape = bn_param_shape(xv[0], m)
+    p_dtype = _check_params(fn, x_dtype, shape, m, params)
+    factor = _float_arg(exp_avg_factor, "exp_avg_factor", fn, 0.0, 1.0)
+    eps = _float_arg(epsilon, "epsilon", fn, 0.0, lo_open=True)
+    s_alpha, s_beta = _scaling(x_dtype, scale, shift, fn)
+    h = resolve_handle(handle, stream, device)
+    api.batch_normalization_forward_training(
+        h, m, s_alpha, s_beta, _desc(xt, *xv), xt.ptr, _desc(yt, *yv), yt.ptr, tensor_descriptor(p_dtype, shape),
+        params["weight"].ptr, params["bias"].ptr, factor, _ptr(params.get("running_mean")),
+        _ptr(params.get("running_var")), eps, _ptr(params.get("save_mean")), _ptr(params.get("save_inv_var")))
+
+
+def batch_norm_forward_inference(x: object, y: object, weight: object, bias: object, running_mean: object,
+                                 running_var: object, mode: BatchNormModeLike = "spatial", *,
+                                 epsilon: float = 1e-5, scale: float = 1.0, shift: float = 0.0,
+                                 handle: api.Handle | None = None, stream: object = None,
+                                 device: int | None = None) -> None:
+    """Normalise x with running_mean/running_var (`miopenBatchNormalizationForwardInference`).
+
+    Passing None for both statistics makes MIOpen use the batch's own statistics.
+    """
+    fn = "batch_norm_forward_inference"
+    t = _tensors(fn, x=x, y=y)
+    same_dims(fn, **t)
+    x_dtype = same_dtype(fn, **t)
+    xt, yt = t["x"], t["y"]
+    xv = _x_view(fn, "x", xt)
+    yv = _x_view(fn, "y", yt)
+    m = batch_norm_mode(mode, fn)
+    has_stats = _pair(fn, "running_mean", running_mean, "running_var", running_var)
+    params = _tensors(fn, weight=weight, bias=bias)
+    if has_stats:
+        params.update(_tensors(fn, running_mean=running_mean, running_var=running_var))
+    shape = bn_param_shape(xv[0], m)
+    p_dtype = _check_params(fn, x_dtype, shape, m, params)
+    eps = _float_arg(epsilon, "epsilon", fn, 0.0, lo_open=True)
+    s_alpha, s_beta = _scaling(x_dtype, scale, shift, fn)
+    h = resolve_handle(handle, stream, device)
+    api.batch_normalization_forward_inference(
+        h, m, s_alpha, s_beta, _desc(xt, *xv), xt.ptr, _desc(yt, *yv), yt.ptr, tensor_descriptor(p_dtype, shape),
+        params["weight"].ptr, params["bias"].ptr, _ptr(params.get("running_mean")),
+        _ptr(params.get("running_var")), eps)
+
+
+def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweight: object, dbias: object,
+                        mode: BatchNormModeLike = "spatial", *, epsilon: float = 1e-5, saved_mean: object = None,
+                        saved_inv_var: object = None, scale: float = 1.0, shift: float = 0.0,
+                        param_scale: float = 1.0, param_shift: float = 0.0, handle: api.Handle | None = None,
+                        stream: object = None, device: int | None = None) -> None:
+    """Gradients of batch norm (`miopenBatchNormalizationBackward`).
+
+    dx = scale * dbn/dx + shift * dx; dweight/dbias = param_scale * grad + param_shift * old.
+    saved_mean/saved_inv_var (both or neither) are the training forward's save_mean/save_inv_var;
+    without them MIOpen recomputes the statistics from x. Use the forward's epsilon.
+    """
+    fn = "batch_norm_backward"
+    t = _tensors(fn, x=x, dy=dy, dx=dx)
+    same_dims(fn, **t)
+    x_dtype = same_dtype(fn, **t)
+    xt, dyt, dxt = t["x"], t["dy"], t["dx"]
+    xv, dyv, dxv = _x_view(fn, "x", xt), _x_view(fn, "dy", dyt), _x_view(fn, "dx", dxt)
+    m = batch_norm_mode(mode, fn)
+    has_saved = _pair(fn, "saved_mean", saved_mean, "saved_inv_var", saved_inv_var)
+    params = _tensors(fn, weight=weight, dweight=dweight, dbias=dbias)
+    if has_saved:
+        params.update(_tensors(fn, saved_mean=saved_mean, saved_inv_var=saved_inv_var))
+    shape = bn_param_shape(xv[0], m)
+    p_dtype = _check_params(fn, x_dtype, shape, m, params)
+    eps = _float_arg(epsilon, "epsilon", fn, 0.0, lo_open=True)
+    d_alpha, d_beta = _scaling(x_dtype, scale, shift, fn)
+    p_alpha, p_beta = _scaling(x_dtype, _float_arg(param_scale, "param_scale", fn),
+                               _float_arg(param_shift, "param_shift", fn), fn)
+    h = resolve_handle(handle, stream, device)
+    api.batch_normalization_backward(
+        h, m, d_alpha, d_beta, p_alpha, p_beta, _desc(xt, *xv), xt.ptr, _desc(dyt, *dyv), dyt.ptr, _desc(dxt, *dxv),
+        dxt.ptr, tensor_descriptor(p_dtype, shape), params["weight"].ptr, params["dweight"].ptr, params["dbias"].ptr,
+        eps, _ptr(params.get("saved_mean")), _ptr(params.get("saved_inv_var")))

@@ -1,0 +1,304 @@
+"""Convolutions: forward, backward data, backward weights and backward bias, 2-D and 3-D, with groups,
+dilation and transposed mode; every shape checked in Python before MIOpen is called.
+
+Shapes (MIOpen's, in logical N, C, spatial order; `k` = spatial kernel size):
+
+* convolution: x (N, C, *in), w (K, C/groups, *k), y (N, K, *out) with
+  out = (in + 2*pad - dilation*(k - 1) - 1) // stride + 1; C and K divisible by groups.
+* transposed: x (N, C, *in), w (C, K/groups, *k), y (N, K, *out) with
+  out = stride*(in - 1) + dilation*(k - 1) + 1 - 2*pad.
+
+The algorithm comes from a `ConvPlanner` (immediate mode by default), planned once per problem and
+cached; the scratch workspace comes from `resolve_workspace`. MIOpen's 2-D convolutions take only
+alpha=1, beta=0 (`ScalingRuleError` otherwise). Immediate mode and Find 2.0 take no scaling at all, so
+for a 3-D problem with other scaling the result is computed into a temporary buffer and blended in
+with `op_tensor` (y = alpha*conv + beta*y).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._generated import api
+from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_key
+from ..descriptors import check_conv_scaling, convolution_descriptor
+from ..errors import ScalingRuleError, ShapeError
+from ..tensor import Tensor
+from ..workspace import MIOpenWorkspace, PersistentBuffer
+from ._common import resolve_handle, resolve_workspace
+from .tensor_ops import _on_device, _same_dtype, _scalar, _tensor, op_tensor
+
+__all__ = ["conv_forward", "conv_backward_data", "conv_backward_weights", "conv_backward_bias", "conv_output_dims",
+           "default_planner", "set_default_planner"]
+
+IntOrSeq = int | Sequence[int]
+
+_default: list[ConvPlanner] = [ConvPlanner()]
+
+
+def default_planner() -> ConvPlanner:
+    """The planner the ops use when given none (immediate mode, the process-wide algorithm cache)."""
+    return _default[0]
+
+
+def set_default_planner(planner: ConvPlanner) -> None:
+    if not isinstance(planner, ConvPlanner):
+        raise TypeError(f"set_default_planner: expected a ConvPlanner; got {type(planner).__name__}")
+    _default[0] = planner
+
+
+# --------------------------------------------------------------------------- shape math
+
+
+def _ints(value: object, name: str, n: int | None, op: str) -> tuple[int, ...]:
+    """A tuple of ints from an int (repeated n times) or a sequence; TypeError/ShapeError naming `name`."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        if n is None:
+            raise TypeError(f"{op}: {name} must be a sequence of ints; got {value!r}")
+        return (value,) * n
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise TypeError(f"{op}: {name} must be an int or a sequence of ints; got {type(value).__name__}")
+    out = []
+    for v in value:
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise TypeError(f"{op}: {name} must hold ints; got {v!r} in {tuple(value)!r}")
+        out.append(int(v))
+    if n is not None and len(out) != n:
+        raise ShapeError(f"{op}: {name} needs {n} values (one per spatial dim); got {len(out)}: {tuple(out)}")
+    return tuple(out)
+
+
+def _conv_params(ndim: int, pads: object, strides: object, dilations: object, groups: object, transpose: object,
+                 op: str) -> ConvParams:
+    if ndim not in (4, 5):
+        raise ShapeError(f"{op}: convolutions take 4-D (2-D conv) or 5-D (3-D conv) tensors; got {ndim} dims")
+    n = ndim - 2
+    p = _ints(pads, "pads", n, op)
+    s = _ints(strides, "strides", n, op)
+    d = _ints(dilations, "dilations", n, op)
+    if any(v < 0 for v in p):
+        raise ShapeError(f"{op}: pads must be >= 0; got {p}")
+    if any(v < 1 for v in s):
+        raise ShapeError(f"{op}: strides must be >= 1; got {s}")
+    if any(v < 1 for v in d):
+        raise ShapeError(f"{op}: dilations must be >= 1; got {d}")
+    if isinstance(groups, bool) or not isinstance(groups, int):
+        raise TypeError(f"{op}: groups must be an int; got {groups!r}")
+    if groups < 1:
+        raise ShapeError(f"{op}: groups must be >= 1; got {groups}")
+    if not isinstance(transpose, bool):
+        raise TypeError(f"{op}: transpose must be a bool; got {transpose!r}")
+    return ConvParams(p, s, d, groups, transpose)
+
+
+def _output_dims(x: tuple[int, ...], w: tuple[int, ...], cp: ConvParams, op: str, xn: str = "x",
+                 wn: str = "w") -> tuple[int, ...]:
+    if len(x) != len(w):
+        raise ShapeError(f"{op}: {xn} and {wn} must have the same rank; got {xn}={x}, {wn}={w}")
+    if any(v < 1 for v in x) or any(v < 1 for v in w):
+        raise ShapeError(f"{op}: dims must be >= 1; got {xn}={x}, {wn}={w}")
+    g = cp.groups
+    c_in, k0, k1 = x[1], w[0], w[1]
+    if not cp.transpose:
+        if c_in % g:
+            raise ShapeError(f"{op}: {xn}'s channels ({c_in}) must be divisible by groups ({g})")
+        if k1 != c_in // g:
+            raise ShapeError(f"{op}: {wn}'s dim 1 must be {xn}'s channels / groups = {c_in}/{g} = {c_in // g}; "
+                             f"got {wn}={w}")
+        if k0 % g:
+            raise ShapeError(f"{op}: {wn}'s output channels ({k0}) must be divisible by groups ({g})")
+        c_out = k0
+    else:
+        if k0 != c_in:
+            raise ShapeError(f"{op}: for a transposed convolution {wn}'s dim 0 must equal {xn}'s channels "
+                             f"({c_in}); got {wn}={w}")
+        if k0 % g:
+            raise ShapeError(f"{op}: {xn}'s channels ({c_in}) must be divisible by groups ({g})")
+        c_out = k1 * g
+    out = [x[0], c_out]
+    for i, (n_in, k) in enumerate(zip(x[2:], w[2:])):
+        p, s, d = cp.pads[i], cp.strides[i], cp.dilations[i]
+        span = d * (k - 1) + 1
+        if not cp.transpose:
+            if n_in + 2 * p < span:
+                raise ShapeError(f"{op}: spatial dim {i}: the dilated kernel ({span} = {d}*({k}-1)+1) is larger than "
+                                 f"the padded input ({n_in} + 2*{p}); {xn}={x}, {wn}={w}")
+            out.append((n_in + 2 * p - span) // s + 1)
+        else:
+            o = s * (n_in - 1) + span - 2 * p
+            if o < 1:
+                raise ShapeError(f"{op}: spatial dim {i}: the transposed output would be {o} long "
+                                 f"({s}*({n_in}-1) + {span} - 2*{p}); {xn}={x}, {wn}={w}")
+            out.append(o)
+    return tuple(out)
+
+
+def conv_output_dims(x_dims: Sequence[int], w_dims: Sequence[int], pads: IntOrSeq, strides: IntOrSeq,
+                     dilations: IntOrSeq, groups: int = 1, transpose: bool = False) -> tuple[int, ...]:
+    """The dims of y for a convolution of x by w (MIOpen's `GetForwardOutputTensor`, default padding mode).
+
+    Raises ShapeError (naming the argument) for inconsistent channels/groups or a kernel that does not fit."""
+    op = "conv_output_dims"
+    x = _ints(x_dims, "x_dims", None, op)
+    w = _ints(w_dims, "w_dims", None, op)
+    cp = _conv_params(len(x), pads, strides, dilations, groups, transpose, op)
+    return _output_dims(x, w, cp, op, "x_dims", "w_dims")
+
+
+# --------------------------------------------------------------------------- the ops
+
+
+@dataclass(frozen=True)
+class _Problem:
+    """One checked convolution in forward roles: x (input), w (filter), y (output)."""
+
+    direction: Direction
+    x: Tensor
+    w: Tensor
+    y: Tensor
+    params: ConvParams
+    alpha: float
+    beta: float
+
+    @property
+    def out(self) -> Tensor:
+        """The tensor this direction writes."""
+        return {"forward": self.y, "backward_data": self.x, "backward_weights": self.w}[self.direction]
+
+
+def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: object, w: object, y: object,
+             pads: object, strides: object, dilations: object, groups: object, transpose: object, alpha: object,
+             beta: object) -> _Problem:
+    """Every check, before any MIOpen call. `names` are the user's names of x, w, y."""
+    xn, wn, yn = names
+    tx, tw, ty = _tensor(x, xn, op), _tensor(w, wn, op), _tensor(y, yn, op)
+    a, b = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
+    for nm, t in ((xn, tx), (wn, tw), (yn, ty)):
+        if t.ndim not in (4, 5):
+            raise ShapeError(f"{op}: {nm} must be 4-D (2-D conv) or 5-D (3-D conv); got {t.ndim} dims ({t.dims})")
+    if not tx.ndim == tw.ndim == ty.ndim:
+        raise ShapeError(f"{op}: {xn}, {wn} and {yn} must have the same rank; got {xn}={tx.dims}, {wn}={tw.dims}, "
+                         f"{yn}={ty.dims}")
+    cp = _conv_params(tx.ndim, pads, strides, dilations, groups, transpose, op)
+    _same_dtype(op, **{xn: tx, wn: tw, yn: ty})
+    expect = _output_dims(tx.dims, tw.dims, cp, op, xn, wn)
+    if ty.dims != expect:
+        raise ShapeError(f"{op}: {yn} must have dims {expect} for {xn}={tx.dims}, {wn}={tw.dims}, pads={cp.pads}, "
+                         f"strides={cp.strides}, dilations={cp.dilations}, groups={cp.groups}"
+                         f"{', transposed' if cp.transpose else ''}; got {ty.dims}")
+    check_conv_scaling(tx.ndim - 2, a, b)
+    return _Problem(direction, tx, tw, ty, cp, a, b)
+
+
+def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, stream: object, device: int | None,
+         workspace: MIOpenWorkspace | None) -> ConvPlan:
+    pl = planner if planner is not None else default_planner()
+    if not isinstance(pl, ConvPlanner):
+        raise TypeError(f"planner must be a ConvPlanner; got {type(pl).__name__}")
+    cp = pb.params
+    find_mode = (api.ConvolutionFindMode.miopenConvolutionFindModeNormal
+                 if pl.mode == "find" and pl.benchmark else None)
+    scaled = (pb.alpha, pb.beta) != (1.0, 0.0)
+    with _on_device(device):
+        h = resolve_handle(handle, stream, device)
+        ws = resolve_workspace(workspace, device)
+        conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
+                                      "transpose" if cp.transpose else "conv", pl.deterministic, find_mode)
+        xd, wd, yd = pb.x.desc, pb.w.desc, pb.y.desc
+        scratch: PersistentBuffer | None = None
+        try:
+            ptrs = (pb.x.ptr, pb.w.ptr, pb.y.ptr)
+            if pl.mode == "find" and pb.beta != 0.0:
+                # Find runs the candidates into the output buffer: keep the values beta scales
+                key: ConvKey = make_key(pb.direction, xd, wd, yd, cp, pl.deterministic, device)
+                if pl.cache.get(key) is None:
+                    scratch = PersistentBuffer(pb.out.nbytes, ws.device, "Find output scratch", ws.allocator)
+                    ptrs = _with_out(pb, ptrs, scratch.data_ptr())
+            plan = pl.plan(h, pb.direction, xd, wd, yd, conv, cp, ptrs=ptrs, workspace=ws, device=device)
+        finally:
+            if scratch is not None:
+                scratch.close()
+        if not scaled or plan.mode == "find":
+            pl.run(plan, h, xd, pb.x.ptr, wd, pb.w.ptr, yd, pb.y.ptr, conv, ws, pb.alpha, pb.beta)
+            return plan
+        # immediate mode / Find 2.0 take no alpha, beta: convolve into a temporary of the output's layout
+        # (so the planned solution still applies), then blend
+        out = pb.out
+        with PersistentBuffer(out.nbytes, ws.device, "scaled convolution output", ws.allocator) as tmp:
+            tmp_t = Tensor.make(tmp.data_ptr(), out.dims, out.dtype, out.strides)
+            xp, wp, yp = _with_out(pb, (pb.x.ptr, pb.w.ptr, pb.y.ptr), tmp_t.ptr)
+            td = tmp_t.desc
+            rx, rw, ry = {"forward": (xd, wd, td), "backward_data": (td, wd, yd),
+                          "backward_weights": (xd, td, yd)}[pb.direction]
+            pl.run(plan, h, rx, xp, rw, wp, ry, yp, conv, ws)
+            # out = alpha*tmp + 0*tmp + beta*out
+            op_tensor("add", tmp_t, tmp_t, out, pb.alpha, 0.0, pb.beta, handle=h)
+        return plan
+
+
+def _with_out(pb: _Problem, ptrs: tuple[int, int, int], out_ptr: int) -> tuple[int, int, int]:
+    x, w, y = ptrs
+    if pb.direction == "forward":
+        return x, w, out_ptr
+    if pb.direction == "backward_data":
+        return out_ptr, w, y
+    return x, out_ptr, y
+
+
+def conv_forward(x: object, w: object, y: object, *, pads: IntOrSeq, strides: IntOrSeq, dilations: IntOrSeq,
+                 groups: int = 1, transpose: bool = False, alpha: float = 1.0, beta: float = 0.0,
+                 planner: ConvPlanner | None = None, handle: api.Handle | None = None, stream: object = None,
+                 device: int | None = None, workspace: MIOpenWorkspace | None = None) -> ConvPlan:
+    """y = alpha * conv(x, w) + beta * y. Returns the plan used (algorithm, workspace, fallback)."""
+    pb = _problem("forward", "conv_forward", ("x", "w", "y"), x, w, y, pads, strides, dilations, groups, transpose,
+                  alpha, beta)
+    return _run(pb, planner, handle, stream, device, workspace)
+
+
+def conv_backward_data(dy: object, w: object, dx: object, *, pads: IntOrSeq, strides: IntOrSeq,
+                       dilations: IntOrSeq, groups: int = 1, transpose: bool = False, alpha: float = 1.0,
+                       beta: float = 0.0, planner: ConvPlanner | None = None, handle: api.Handle | None = None,
+                       stream: object = None, device: int | None = None,
+                       workspace: MIOpenWorkspace | None = None) -> ConvPlan:
+    """dx = alpha * conv_backward_data(dy, w) + beta * dx; dx has the forward input's dims, dy the output's."""
+    pb = _problem("backward_data", "conv_backward_data", ("dx", "w", "dy"), dx, w, dy, pads, strides, dilations,
+                  groups, transpose, alpha, beta)
+    return _run(pb, planner, handle, stream, device, workspace)
+
+
+def conv_backward_weights(dy: object, x: object, dw: object, *, pads: IntOrSeq, strides: IntOrSeq,
+                          dilations: IntOrSeq, groups: int = 1, transpose: bool = False, alpha: float = 1.0,
+                          beta: float = 0.0, planner: ConvPlanner | None = None, handle: api.Handle | None = None,
+                          stream: object = None, device: int | None = None,
+                          workspace: MIOpenWorkspace | None = None) -> ConvPlan:
+    """dw = alpha * conv_backward_weights(dy, x) + beta * dw; dw has the filter's dims."""
+    pb = _problem("backward_weights", "conv_backward_weights", ("x", "dw", "dy"), x, dw, dy, pads, strides,
+                  dilations, groups, transpose, alpha, beta)
+    return _run(pb, planner, handle, stream, device, workspace)
+
+
+def conv_backward_bias(dy: object, db: object, *, alpha: float = 1.0, beta: float = 0.0,
+                       handle: api.Handle | None = None, stream: object = None, device: int | None = None) -> None:
+    """db = sum of dy over N and the spatial dims; db is (1, C, 1, 1) or (1, C, 1, 1, 1).
+
+    MIOpen implements only alpha=1, beta=0 here (and reads them as float for every dtype)."""
+    op = "conv_backward_bias"
+    tdy, tdb = _tensor(dy, "dy", op), _tensor(db, "db", op)
+    a, b = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
+    if tdy.ndim not in (4, 5):
+        raise ShapeError(f"{op}: dy must be 4-D or 5-D; got {tdy.ndim} dims ({tdy.dims})")
+    want = (1, tdy.dims[1]) + (1,) * (tdy.ndim - 2)
+    if tdb.dims != want:
+        raise ShapeError(f"{op}: db must have dims {want} for dy={tdy.dims}; got {tdb.dims}")
+    _same_dtype(op, dy=tdy, db=tdb)
+    if (a, b) != (1.0, 0.0):
+        raise ScalingRuleError(f"{op}: MIOpen's backward bias supports only alpha=1 and beta=0; got alpha={a}, "
+                               f"beta={b}")
+    if math.prod(tdy.dims) == 0:
+        raise ShapeError(f"{op}: dy is empty ({tdy.dims})")
+    with _on_device(device):
+        h = resolve_handle(handle, stream, device)
+        api.convolution_backward_bias(h, ctypes.c_float(a), tdy.desc, tdy.ptr, ctypes.c_float(b), tdb.desc, tdb.ptr)

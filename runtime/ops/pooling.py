@@ -1,0 +1,209 @@
+"""N-d pooling (2-D on (N, C, H, W), 3-D on (N, C, D, H, W)): max, average, average-inclusive.
+
+`pooling_forward` returns a `PoolingState`: the pooling descriptor and, for max pooling run
+with ``do_backward=True``, the index workspace MIOpen fills with the positions of the maxima
+(a persistent buffer sized by `miopenPoolingGetWorkSpaceSizeV2`; never shared scratch).
+`pooling_backward` needs that state. Pass ``state=`` to the next forward of the same shape to
+reuse its buffer instead of allocating a new one (stream order keeps this safe as long as the
+previous backward was queued first).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TypeAlias
+
+from .._generated import api
+from ..descriptors import pooling_descriptor
+from ..errors import ShapeError
+from ..tensor import Tensor, same_dtype
+from ..workspace import PersistentBuffer
+from ._common import resolve_handle
+from .activation import _bool_arg, _desc, _device, _enum_arg, _int_tuple, _persistent, _scaling, _tensors
+
+__all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
+
+PoolingModeLike: TypeAlias = api.PoolingMode | int | str
+
+_MODES: dict[str, api.PoolingMode] = {
+    "max": api.PoolingMode.miopenPoolingMax,
+    "average": api.PoolingMode.miopenPoolingAverage,
+    "avg": api.PoolingMode.miopenPoolingAverage,
+    "average_inclusive": api.PoolingMode.miopenPoolingAverageInclusive,
+    "avg_inclusive": api.PoolingMode.miopenPoolingAverageInclusive,
+}
+
+
+def pooling_mode(mode: PoolingModeLike, fn: str = "pooling") -> api.PoolingMode:
+    """A `miopenPoolingMode_t` from a member, its value, or "max" / "average" / "average_inclusive"."""
+    return _enum_arg(mode, api.PoolingMode, "mode", fn, _MODES)
+
+
+class PoolingState:
+    """What `pooling_backward` needs from `pooling_forward`: the descriptor, the shapes, and the
+    max-pooling index workspace (None for average pooling or ``do_backward=False``)."""
+
+    def __init__(self, desc: api.PoolingDescriptor, mode: api.PoolingMode, window: tuple[int, ...],
+                 pads: tuple[int, ...], strides: tuple[int, ...], x_dims: tuple[int, ...], y_dims: tuple[int, ...],
+                 dtype: api.DataType, device: int) -> None:
+        self.desc = desc
+        self.mode = mode
+        self.window = window
+        self.pads = pads
+        self.strides = strides
+        self.x_dims = x_dims
+        self.y_dims = y_dims
+        self.dtype = dtype
+        self.device = device
+        self.workspace: PersistentBuffer | None = None
+        self.do_backward = False
+        self._closed = False
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    @property
+    def needs_workspace(self) -> bool:
+        return self.mode == api.PoolingMode.miopenPoolingMax
+
+    def close(self) -> None:
+        """Free the index workspace and destroy the descriptor (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.workspace is not None:
+            self.workspace.close()
+            self.workspace = None
+        self.desc.close()
+
+    def __enter__(self) -> PoolingState:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        ws = "closed" if self._closed else (f"workspace {self.workspace.nbytes} bytes" if self.workspace else
+                                            "no workspace")
+        return (f"<PoolingState {self.mode.name} window={self.window} x={self.x_dims} y={self.y_dims} "
+                f"{self.dtype.name} {ws}>")
+
+
+def _check_dims(fn: str, t: dict[str, Tensor]) -> None:
+    for name, tensor in t.items():
+        if tensor.ndim not in (4, 5):
+            raise ShapeError(f"{fn}: {name} must be 4-D (N, C, H, W) or 5-D (N, C, D, H, W); got {tensor.ndim}-D "
+                             f"dims {tensor.dims}")
+
+
+def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | Sequence[int],
+                    pads: int | Sequence[int] = 0, strides: int | Sequence[int] | None = None, *,
+                    do_backward: bool = True, state: PoolingState | None = None, scale: float = 1.0,
+                    shift: float = 0.0, handle: api.Handle | None = None, stream: object = None,
+                    device: int | None = None) -> PoolingState:
+    """y = scale * pool(x) + shift * y (`miopenPoolingForward`); returns the state backward needs.
+
+    window, pads and strides have one value per spatial dim (or one int for all); strides default
+    to the window. y's dims must be those MIOpen computes (`miopenGetPoolingNdForwardOutputDim`).
+    """
+    fn = "pooling_forward"
+    t = _tensors(fn, x=x, y=y)
+    _check_dims(fn, t)
+    xt, yt = t["x"], t["y"]
+    dtype = same_dtype(fn, **t)
+    if yt.ndim != xt.ndim or yt.dims[:2] != xt.dims[:2]:
+        raise ShapeError(f"{fn}: y must have x's rank, N and C (pooling keeps them); got x dims {xt.dims}, "
+                         f"y dims {yt.dims}")
+    m = pooling_mode(mode, fn)
+    nd = xt.ndim - 2
+    win = _int_tuple(window, "window", fn, nd, 1)
+    pad = _int_tuple(pads, "pads", fn, nd, 0)
+    stride = win if strides is None else _int_tuple(strides, "strides", fn, nd, 1)
+    backward = _bool_arg(do_backward, "do_backward", fn)
+    s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
+    dev = _device(device)
+    if state is not None:
+        if not isinstance(state, PoolingState):
+            raise TypeError(f"{fn}: state must be a PoolingState from pooling_forward; got {type(state).__name__}")
+        if state.closed:
+            raise ValueError(f"{fn}: state is closed")
+        ours = (m, win, pad, stride, xt.dims, yt.dims, dtype, dev)
+        theirs = (state.mode, state.window, state.pads, state.strides, state.x_dims, state.y_dims, state.dtype,
+                  state.device)
+        if ours != theirs:
+            raise ShapeError(f"{fn}: state comes from another pooling (mode, window, pads, strides, x dims, y dims, "
+                             f"dtype, device) = {theirs}; this call is {ours}")
+    h = resolve_handle(handle, stream, device)
+    x_desc, y_desc = _desc(xt), _desc(yt)
+    fresh = state is None
+    desc = pooling_descriptor(m, list(win), list(pad), list(stride)) if state is None else state.desc
+    new_ws: PersistentBuffer | None = None
+    ws: PersistentBuffer | None = None
+    try:
+        out = tuple(api.get_pooling_nd_forward_output_dim(desc, x_desc, xt.ndim))
+        if out != yt.dims:
+            raise ShapeError(f"{fn}: y must have dims {out} for x dims {xt.dims}, window {win}, pads {pad}, strides "
+                             f"{stride}; got {yt.dims}")
+        nbytes = 0
+        if backward and m == api.PoolingMode.miopenPoolingMax:
+            nbytes = api.pooling_get_work_space_size_v2(desc, y_desc)
+            ws = None if state is None else state.workspace
+            if ws is None or ws.nbytes < nbytes:
+                ws = new_ws = _persistent(nbytes, dev, "pooling index workspace", stream)
+        api.pooling_forward(h, desc, s_alpha, x_desc, xt.ptr, s_beta, y_desc, yt.ptr, backward,
+                            None if ws is None else ws.ptr, nbytes)
+    except BaseException:
+        if new_ws is not None:
+            new_ws.close()
+        if fresh:
+            desc.close()
+        raise
+    if state is None:
+        state = PoolingState(desc, m, win, pad, stride, xt.dims, yt.dims, dtype, dev)
+    if new_ws is not None and state.workspace is not None:
+        state.workspace.close()  # outgrown: the forward above ran with the new one
+    if ws is not None:
+        state.workspace = ws
+    state.do_backward = backward
+    return state
+
+
+def pooling_backward(y: object, dy: object, x: object, dx: object, state: PoolingState | None, *,
+                     scale: float = 1.0, shift: float = 0.0, handle: api.Handle | None = None,
+                     stream: object = None, device: int | None = None) -> None:
+    """dx = scale * dpool(dy) + shift * dx (`miopenPoolingBackward`) with the state of the forward that
+    produced y (max pooling: run with ``do_backward=True``, for its index workspace)."""
+    fn = "pooling_backward"
+    if state is None:
+        raise ValueError(f"{fn}: state is required: pass the PoolingState that pooling_forward(..., "
+                         f"do_backward=True) returned")
+    if not isinstance(state, PoolingState):
+        raise TypeError(f"{fn}: state must be the PoolingState from pooling_forward; got {type(state).__name__}")
+    if state.closed:
+        raise ValueError(f"{fn}: state is closed (its index workspace was freed)")
+    t = _tensors(fn, y=y, dy=dy, x=x, dx=dx)
+    _check_dims(fn, t)
+    for name in ("y", "dy"):
+        if t[name].dims != state.y_dims:
+            raise ShapeError(f"{fn}: {name} must have the forward output's dims {state.y_dims} (state comes from "
+                             f"another shape?); got {t[name].dims}")
+    for name in ("x", "dx"):
+        if t[name].dims != state.x_dims:
+            raise ShapeError(f"{fn}: {name} must have the forward input's dims {state.x_dims} (state comes from "
+                             f"another shape?); got {t[name].dims}")
+    dtype = same_dtype(fn, **t)
+    if dtype != state.dtype:
+        raise ShapeError(f"{fn}: tensors are {dtype.name} but the forward ran on {state.dtype.name}")
+    if state.needs_workspace and (not state.do_backward or state.workspace is None):
+        raise ValueError(f"{fn}: max pooling backward needs the index workspace, but the forward ran with "
+                         f"do_backward=False; run pooling_forward(..., do_backward=True)")
+    dev = _device(device)
+    if dev != state.device:
+        raise ValueError(f"{fn}: state belongs to device {state.device}, this call runs on device {dev}")
+    s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
+    h = resolve_handle(handle, stream, device)
+    yt, dyt, xt, dxt = t["y"], t["dy"], t["x"], t["dx"]
+    ws = state.workspace.ptr if state.needs_workspace and state.workspace is not None else None
+    api.pooling_backward(h, state.desc, s_alpha, _desc(yt), yt.ptr, _desc(dyt), dyt.ptr, _desc(xt), xt.ptr, s_beta,
+                         _desc(dxt), dxt.ptr, ws)

@@ -1,0 +1,105 @@
+"""Softmax and log-softmax (`miopenSoftmaxForward_V2` / `miopenSoftmaxBackward_V2`).
+
+`mode` "channel" (MIOpen's default) normalises over C for every (n, spatial) position;
+"instance" normalises over C*H*W for every n. `algorithm` is "accurate" (subtracts the max),
+"fast" (does not), or "log" (log-softmax; `log_softmax_forward`/`log_softmax_backward` set it).
+
+MIOpen's softmax takes 4-D (N, C, H, W) tensors: 2-D (N, C) and 3-D (N, C, L) tensors are
+described as (N, C, 1, 1) and (N, C, L, 1). Softmax needs no workspace.
+"""
+
+from __future__ import annotations
+
+from typing import TypeAlias
+
+from .._generated import api
+from ..errors import ShapeError
+from ..tensor import Tensor, same_dims, same_dtype
+from ._common import resolve_handle
+from .activation import _desc, _enum_arg, _scaling, _tensors
+
+__all__ = ["SoftmaxAlgorithmLike", "SoftmaxModeLike", "softmax_forward", "softmax_backward", "log_softmax_forward",
+           "log_softmax_backward", "softmax_algorithm", "softmax_mode"]
+
+SoftmaxAlgorithmLike: TypeAlias = api.SoftmaxAlgorithm | int | str
+SoftmaxModeLike: TypeAlias = api.SoftmaxMode | int | str
+
+_ALGORITHMS: dict[str, api.SoftmaxAlgorithm] = {
+    m.name.removeprefix("MIOPEN_SOFTMAX_").lower(): m for m in api.SoftmaxAlgorithm
+}
+_MODES: dict[str, api.SoftmaxMode] = {m.name.removeprefix("MIOPEN_SOFTMAX_MODE_").lower(): m for m in api.SoftmaxMode}
+
+
+def softmax_algorithm(algorithm: SoftmaxAlgorithmLike, fn: str = "softmax") -> api.SoftmaxAlgorithm:
+    return _enum_arg(algorithm, api.SoftmaxAlgorithm, "algorithm", fn, _ALGORITHMS)
+
+
+def softmax_mode(mode: SoftmaxModeLike, fn: str = "softmax") -> api.SoftmaxMode:
+    return _enum_arg(mode, api.SoftmaxMode, "mode", fn, _MODES)
+
+
+def _as_4d(fn: str, name: str, t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if t.ndim < 2 or t.ndim > 4:
+        raise ShapeError(f"{fn}: {name} must be 2-D (N, C), 3-D (N, C, L) or 4-D (N, C, H, W); got {t.ndim}-D dims "
+                         f"{t.dims}")
+    pad = 4 - t.ndim
+    return t.dims + (1,) * pad, t.strides + (1,) * pad
+
+
+def softmax_forward(x: object, y: object, *, algorithm: SoftmaxAlgorithmLike = "accurate",
+                    mode: SoftmaxModeLike = "channel", scale: float = 1.0, shift: float = 0.0,
+                    handle: api.Handle | None = None, stream: object = None, device: int | None = None) -> None:
+    """y = scale * softmax(x) + shift * y; x and y share dims (2-D to 4-D) and dtype."""
+    _forward("softmax_forward", x, y, algorithm, mode, scale, shift, handle, stream, device)
+
+
+def log_softmax_forward(x: object, y: object, *, mode: SoftmaxModeLike = "channel", scale: float = 1.0,
+                        shift: float = 0.0, handle: api.Handle | None = None, stream: object = None,
+                        device: int | None = None) -> None:
+    """y = scale * log_softmax(x) + shift * y (algorithm LOG)."""
+    _forward("log_softmax_forward", x, y, api.SoftmaxAlgorithm.MIOPEN_SOFTMAX_LOG, mode, scale, shift, handle,
+             stream, device)
+
+
+def softmax_backward(y: object, dy: object, dx: object, *, algorithm: SoftmaxAlgorithmLike = "accurate",
+                     mode: SoftmaxModeLike = "channel", scale: float = 1.0, shift: float = 0.0,
+                     handle: api.Handle | None = None, stream: object = None, device: int | None = None) -> None:
+    """dx = scale * dsoftmax(y, dy) + shift * dx; y is the forward output. Use the forward's algorithm and mode."""
+    _backward("softmax_backward", y, dy, dx, algorithm, mode, scale, shift, handle, stream, device)
+
+
+def log_softmax_backward(y: object, dy: object, dx: object, *, mode: SoftmaxModeLike = "channel",
+                         scale: float = 1.0, shift: float = 0.0, handle: api.Handle | None = None,
+                         stream: object = None, device: int | None = None) -> None:
+    """The gradient of `log_softmax_forward`; y is its output."""
+    _backward("log_softmax_backward", y, dy, dx, api.SoftmaxAlgorithm.MIOPEN_SOFTMAX_LOG, mode, scale, shift,
+              handle, stream, device)
+
+
+def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mode: SoftmaxModeLike,
+             scale: float, shift: float, handle: api.Handle | None, stream: object, device: int | None) -> None:
+    t = _tensors(fn, x=x, y=y)
+    dims = same_dims(fn, **t)
+    dtype = same_dtype(fn, **t)
+    xt, yt = t["x"], t["y"]
+    xd, yd = _as_4d(fn, "x", xt), _as_4d(fn, "y", yt)
+    algo = softmax_algorithm(algorithm, fn)
+    m = softmax_mode(mode, fn)
+    s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
+    h = resolve_handle(handle, stream, device)
+    api.softmax_forward_v2(h, s_alpha, _desc(xt, *xd), xt.ptr, s_beta, _desc(yt, *yd), yt.ptr, algo, m)
+
+
+def _backward(fn: str, y: object, dy: object, dx: object, algorithm: SoftmaxAlgorithmLike, mode: SoftmaxModeLike,
+              scale: float, shift: float, handle: api.Handle | None, stream: object, device: int | None) -> None:
+    t = _tensors(fn, y=y, dy=dy, dx=dx)
+    dims = same_dims(fn, **t)
+    dtype = same_dtype(fn, **t)
+    yt, dyt, dxt = t["y"], t["dy"], t["dx"]
+    yd, dyd, dxd = _as_4d(fn, "y", yt), _as_4d(fn, "dy", dyt), _as_4d(fn, "dx", dxt)
+    algo = softmax_algorithm(algorithm, fn)
+    m = softmax_mode(mode, fn)
+    s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
+    h = resolve_handle(handle, stream, device)
+    api.softmax_backward_v2(h, s_alpha, _desc(yt, *yd), yt.ptr, _desc(dyt, *dyd), dyt.ptr, s_beta, _desc(dxt, *dxd),
+                            dxt.ptr, algo, m)

@@ -1,0 +1,259 @@
+"""Element-wise tensor ops: `op_tensor` (C = op(alpha1*A, alpha2*B) + beta*C, with MIOpen's broadcasting
+of B), `scale_tensor`, `set_tensor`, `transform_tensor` (y = alpha*x + beta*y, also between layouts),
+and the NCHW <-> NHWC helpers `to_channels_last` / `to_channels_first`.
+
+How MIOpen reads the host scalars differs per call, and this module follows it:
+
+* `miopenOpTensor` always reads alpha1, alpha2 and beta as `float`, whatever the tensor type;
+* `miopenSetTensor`, `miopenScaleTensor` and `miopenTransformTensor` read them as the tensor's own
+  element type (MIOpen's `visit_float`): a half tensor needs a half value, a double tensor a double.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import numbers
+import struct
+import sys
+from collections.abc import Iterator, Sequence
+
+from .. import hip, layout
+from .._generated import api, raw
+from ..errors import ShapeError, check_status
+from ..tensor import Tensor, as_tensor
+from ._common import resolve_handle
+
+__all__ = ["op_tensor", "scale_tensor", "set_tensor", "transform_tensor", "to_channels_last", "to_channels_first",
+           "element_scalar", "TENSOR_OPS"]
+
+MAX_DIMS = 5
+TENSOR_OPS: dict[str, api.TensorOp] = {
+    "add": api.TensorOp.miopenTensorOpAdd, "mul": api.TensorOp.miopenTensorOpMul,
+    "min": api.TensorOp.miopenTensorOpMin, "max": api.TensorOp.miopenTensorOpMax,
+}
+ElementScalar = ctypes.c_float | ctypes.c_double | ctypes.c_uint32 | ctypes.c_int32 | ctypes.c_uint16 | ctypes.c_int8
+
+
+# --------------------------------------------------------------------------- shared checks (used by the other ops)
+
+
+def _scalar(value: object, name: str, op: str) -> float:
+    """A real number (bool refused) as float, or a TypeError naming the argument."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{op}: {name} must be a real number; got {type(value).__name__} {value!r}")
+    out = float(value)
+    if math.isnan(out):
+        raise ValueError(f"{op}: {name} must not be NaN")
+    return out
+
+
+def _tensor(obj: object, name: str, op: str) -> Tensor:
+    """`as_tensor` with the op named, refusing a null pointer for a non-empty tensor."""
+    try:
+        t = as_tensor(obj, name)
+    except TypeError as exc:
+        raise TypeError(f"{op}: {exc}") from None
+    if t.ptr == 0 and math.prod(t.dims) > 0:
+        raise ValueError(f"{op}: {name} has a null device pointer (dims {t.dims})")
+    return t
+
+
+def _same_dtype(op: str, **tensors: Tensor) -> api.DataType:
+    kinds = {name: t.dtype for name, t in tensors.items()}
+    if len(set(kinds.values())) > 1:
+        listing = ", ".join(f"{n}={dt.name}" for n, dt in kinds.items())
+        raise ShapeError(f"{op}: tensors must share one dtype; got {listing}")
+    return next(iter(kinds.values()))
+
+
+def _rank(op: str, name: str, t: Tensor, allowed: Sequence[int]) -> None:
+    if t.ndim not in allowed:
+        want = ", ".join(str(r) for r in allowed)
+        raise ShapeError(f"{op}: {name} must have {want} dims; got {t.ndim} ({t.dims})")
+
+
+@contextlib.contextmanager
+def _on_device(device: int | None) -> Iterator[None]:
+    """Run under a device guard when a device is named (workspaces are allocated on the current device)."""
+    if device is None:
+        yield
+    else:
+        with hip.device_guard(device):
+            yield
+
+
+# --------------------------------------------------------------------------- host scalars in the element type
+
+
+def _half_bits(value: float) -> int:
+    try:
+        bits: int = struct.unpack("<H", struct.pack("<e", value))[0]
+    except (OverflowError, struct.error):
+        raise ValueError(f"{value!r} does not fit in a half (float16)") from None
+    return bits
+
+
+def _bfloat16_bits(value: float) -> int:
+    if math.isnan(value):
+        return 0x7FC0
+    f32: int = struct.unpack("<I", struct.pack("<f", value))[0]
+    return ((f32 + 0x7FFF + ((f32 >> 16) & 1)) >> 16) & 0xFFFF  # round to nearest even
+
+
+def element_scalar(dtype: api.DataType, value: float, name: str = "value", op: str = "element_scalar"
+                   ) -> ElementScalar:
+    """`value` as the host scalar MIOpen's `visit_float` reads for a tensor of `dtype`.
+
+    On little-endian hosts half, bfloat16 and int8 values sit in the low bytes of a zeroed 32-bit
+    cell (MIOpen reads only the bytes of the element type)."""
+    little = sys.byteorder == "little"
+    if dtype == api.DataType.miopenFloat:
+        return ctypes.c_float(value)
+    if dtype == api.DataType.miopenDouble:
+        return ctypes.c_double(value)
+    if dtype == api.DataType.miopenHalf:
+        bits = _half_bits(value)
+        return ctypes.c_uint32(bits) if little else ctypes.c_uint16(bits)
+    if dtype == api.DataType.miopenBFloat16:
+        bits = _bfloat16_bits(value)
+        return ctypes.c_uint32(bits) if little else ctypes.c_uint16(bits)
+    if dtype in (api.DataType.miopenInt32, api.DataType.miopenInt8):
+        lo, hi = (-(2**31), 2**31 - 1) if dtype == api.DataType.miopenInt32 else (-128, 127)
+        if value != int(value) or not lo <= value <= hi:
+            raise ValueError(f"{op}: {name} must be an integer in [{lo}, {hi}] for a {dtype.name} tensor; "
+                             f"got {value!r}")
+        if dtype == api.DataType.miopenInt8 and not little:
+            return ctypes.c_int8(int(value))
+        return ctypes.c_int32(int(value))
+    raise ShapeError(f"{op}: MIOpen has no scalar form for {dtype.name} tensors")
+
+
+def _call_raw(fn: str, args: tuple[object, ...], summary: dict[str, object]) -> None:
+    status: int = getattr(raw, fn)(*args)
+    check_status(status, fn, summary)
+
+
+# --------------------------------------------------------------------------- ops
+
+
+def _tensor_op(op: api.TensorOp | int | str) -> api.TensorOp:
+    if isinstance(op, str):
+        key = op.lower()
+        if key not in TENSOR_OPS:
+            raise ValueError(f"op_tensor: op must be one of {', '.join(TENSOR_OPS)} or an api.TensorOp; got {op!r}")
+        return TENSOR_OPS[key]
+    if isinstance(op, bool) or not isinstance(op, int):
+        raise TypeError(f"op_tensor: op must be a str or an api.TensorOp; got {type(op).__name__}")
+    try:
+        return api.TensorOp(op)
+    except ValueError:
+        raise ValueError(f"op_tensor: op {op} is not a miopenTensorOp_t value") from None
+
+
+def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alpha1: float = 1.0,
+              alpha2: float = 1.0, beta: float = 0.0, *, handle: api.Handle | None = None, stream: object = None,
+              device: int | None = None) -> None:
+    """C = op(alpha1 * A, alpha2 * B) + beta * C; op is add, mul, min or max.
+
+    A and C have the same dims; B broadcasts: each of its dims is 1 or equal to C's. All three share a
+    rank (1 to 5) and a dtype. MIOpen reads the three scalars as float for every dtype."""
+    name = "op_tensor"
+    top = _tensor_op(op)
+    ta, tb, tc = _tensor(a, "a", name), _tensor(b, "b", name), _tensor(c, "c", name)
+    s1, s2, sb = _scalar(alpha1, "alpha1", name), _scalar(alpha2, "alpha2", name), _scalar(beta, "beta", name)
+    for nm, t in (("a", ta), ("b", tb), ("c", tc)):
+        _rank(name, nm, t, range(1, MAX_DIMS + 1))
+    if ta.dims != tc.dims:
+        raise ShapeError(f"{name}: a and c must have the same dims; got a={ta.dims}, c={tc.dims}")
+    if tb.ndim != tc.ndim:
+        raise ShapeError(f"{name}: b must have the rank of c ({tc.ndim}); got b={tb.dims}")
+    bad = [i for i, (bd, cd) in enumerate(zip(tb.dims, tc.dims)) if bd not in (1, cd)]
+    if bad:
+        raise ShapeError(f"{name}: each of b's dims must be 1 or equal to c's (MIOpen broadcasting); got "
+                         f"b={tb.dims}, c={tc.dims} (dim {bad[0]})")
+    _same_dtype(name, a=ta, b=tb, c=tc)
+    with _on_device(device):
+        h = resolve_handle(handle, stream, device)
+        api.op_tensor(h, top, s1, ta.desc, ta.ptr, s2, tb.desc, tb.ptr, sb, tc.desc, tc.ptr)
+
+
+def _fill(fn: str, op: str, y: object, value: object, what: str, handle: api.Handle | None, stream: object,
+          device: int | None) -> None:
+    ty = _tensor(y, "y", op)
+    v = _scalar(value, what, op)
+    _rank(op, "y", ty, range(1, MAX_DIMS + 1))
+    cell = element_scalar(ty.dtype, v, what, op)
+    with _on_device(device):
+        h = resolve_handle(handle, stream, device)
+        desc = ty.desc
+        _call_raw(fn, (h.address, desc.address, ty.ptr, ctypes.byref(cell)),
+                  {"handle": h, "y_desc": desc, "y": ty.ptr, what: v})
+
+
+def set_tensor(y: object, value: float, *, handle: api.Handle | None = None, stream: object = None,
+               device: int | None = None) -> None:
+    """Fill y with `value` (passed to MIOpen in y's element type)."""
+    _fill("miopenSetTensor", "set_tensor", y, value, "value", handle, stream, device)
+
+
+def scale_tensor(y: object, alpha: float, *, handle: api.Handle | None = None, stream: object = None,
+                 device: int | None = None) -> None:
+    """y *= alpha (alpha passed in y's element type; MIOpen supports float and half here)."""
+    ty = _tensor(y, "y", "scale_tensor")
+    if ty.dtype in (api.DataType.miopenInt8, api.DataType.miopenBFloat16):
+        raise ShapeError(f"scale_tensor: MIOpen does not scale {ty.dtype.name} tensors")
+    _fill("miopenScaleTensor", "scale_tensor", ty, alpha, "alpha", handle, stream, device)
+
+
+def transform_tensor(x: object, y: object, alpha: float = 1.0, beta: float = 0.0, *, handle: api.Handle | None = None,
+                     stream: object = None, device: int | None = None) -> None:
+    """y = alpha * x + beta * y between two layouts of the same logical dims (e.g. NCHW -> NHWC).
+
+    x and y have the same dims (N, C, spatial, in logical order) and dtype; their strides may differ.
+    The scalars are passed in the element type, as MIOpen reads them."""
+    name = "transform_tensor"
+    tx, ty = _tensor(x, "x", name), _tensor(y, "y", name)
+    a, b = _scalar(alpha, "alpha", name), _scalar(beta, "beta", name)
+    _rank(name, "x", tx, range(1, MAX_DIMS + 1))
+    if tx.dims != ty.dims:
+        raise ShapeError(f"{name}: x and y must have the same logical dims (only strides may differ); got "
+                         f"x={tx.dims}, y={ty.dims}")
+    dt = _same_dtype(name, x=tx, y=ty)
+    if dt not in (api.DataType.miopenHalf, api.DataType.miopenFloat, api.DataType.miopenInt32,
+                  api.DataType.miopenBFloat16, api.DataType.miopenDouble):
+        raise ShapeError(f"{name}: MIOpen transforms half, float, int32, bfloat16 and double tensors; got {dt.name}")
+    ca, cb = element_scalar(dt, a, "alpha", name), element_scalar(dt, b, "beta", name)
+    with _on_device(device):
+        h = resolve_handle(handle, stream, device)
+        xd, yd = tx.desc, ty.desc
+        _call_raw("miopenTransformTensor",
+                  (h.address, ctypes.byref(ca), xd.address, tx.ptr, ctypes.byref(cb), yd.address, ty.ptr),
+                  {"handle": h, "alpha": a, "x_desc": xd, "x": tx.ptr, "beta": b, "y_desc": yd, "y": ty.ptr})
+
+
+def _relayout(x: object, y_ptr: int, channels_last: bool, op: str, handle: api.Handle | None, stream: object,
+              device: int | None) -> Tensor:
+    tx = _tensor(x, "x", op)
+    _rank(op, "x", tx, (4, 5))
+    if isinstance(y_ptr, bool) or not isinstance(y_ptr, int) or y_ptr < 0:
+        raise TypeError(f"{op}: y_ptr must be a device address (int >= 0); got {y_ptr!r}")
+    strides = layout.channels_last_strides(tx.dims) if channels_last else layout.packed_strides(tx.dims)
+    ty = Tensor.make(y_ptr, tx.dims, tx.dtype, strides)
+    transform_tensor(tx, ty, handle=handle, stream=stream, device=device)
+    return ty
+
+
+def to_channels_last(x: object, y_ptr: int, *, handle: api.Handle | None = None, stream: object = None,
+                     device: int | None = None) -> Tensor:
+    """Copy x (any layout) into dense channels-last (NHWC / NDHWC) memory at `y_ptr`; returns that tensor.
+
+    `y_ptr` must hold `x.nbytes`-worth of dense elements (prod(dims) * itemsize)."""
+    return _relayout(x, y_ptr, True, "to_channels_last", handle, stream, device)
+
+
+def to_channels_first(x: object, y_ptr: int, *, handle: api.Handle | None = None, stream: object = None,
+                      device: int | None = None) -> Tensor:
+    """Copy x (any layout) into packed channels-first (NCHW / NCDHW) memory at `y_ptr`; returns that tensor."""
+    return _relayout(x, y_ptr, False, "to_channels_first", handle, stream, device)

@@ -1,0 +1,863 @@
+"""Activation, batch norm, pooling, softmax, LRN and dropout ops through the stub libMIOpen.
+
+Each op is checked for the calls MIOpen needs, in order, with the right arguments (descriptors
+for the right dims, scaling factors typed for the dtype, persistent buffers carried from forward
+to backward), and every bad input must raise before any MIOpen call.
+"""
+
+from __future__ import annotations
+
+import gc
+import struct
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from .conftest import Libs
+
+HANDLE = 0x5A000
+HANDLE_SETUP = {"miopenGetVersion", "miopenCreate", "miopenSetStream"}
+
+
+def _script_version(libs: Libs) -> None:
+    import miopen
+
+    major, minor, patch = (int(v) for v in miopen.MIOPEN_VERSION.split("."))
+    libs.set_out("miopenGetVersion/major", major)
+    libs.set_out("miopenGetVersion/minor", minor)
+    libs.set_out("miopenGetVersion/patch", patch)
+
+
+@pytest.fixture(autouse=True)
+def _fresh(libs: Libs) -> Iterator[None]:
+    """No handle, no cached descriptors, an empty log: a test sees every call its ops make."""
+    from miopen import descriptors, handles, version
+
+    gc.collect()  # objects an earlier test left behind are destroyed now, not during this test
+    version.reset_version_cache()
+    handles.set_version_policy("compatible")
+    handles.handle_pool().close()
+    descriptors.descriptor_cache().clear()
+    libs.miopen.miogen_stub_reset()
+    _script_version(libs)
+    libs.set_out("miopenCreate/handle", HANDLE)
+    yield
+    handles.handle_pool().close()
+    descriptors.descriptor_cache().clear()
+
+
+class Rec:
+    """The calls made since it was created (handle set-up left out)."""
+
+    def __init__(self, libs: Libs) -> None:
+        self.libs = libs
+        self.start = len(libs.log())
+
+    def entries(self, fn: str | None = None) -> list[dict[str, str]]:
+        return [e for e in self.libs.log()[self.start:] if e[""] not in HANDLE_SETUP and (fn is None or e[""] == fn)]
+
+    def calls(self) -> list[str]:
+        return [e[""] for e in self.entries()]
+
+    def one(self, fn: str) -> dict[str, str]:
+        got = self.entries(fn)
+        assert len(got) == 1, f"{fn} called {len(got)} times: {self.calls()}"
+        return got[0]
+
+
+def g(v: float) -> str:
+    """How the stub logs a C double (or float widened to double)."""
+    return "%.17g" % v
+
+
+def f32(v: float) -> str:
+    """How the stub logs a host scaling factor stored as float."""
+    return g(struct.unpack("<f", struct.pack("<f", v))[0])
+
+
+def f32_of_double(v: float) -> str:
+    """What the stub logs (it reads a float) for a host scaling factor stored as double."""
+    return g(struct.unpack("<f", struct.pack("<d", v)[:4])[0])
+
+
+def T(ptr: int, dims: tuple[int, ...], dtype: str = "float32", strides: tuple[int, ...] | None = None) -> Any:
+    from miopen.tensor import Tensor
+
+    return Tensor.make(ptr, dims, dtype, strides)
+
+
+def desc_at(libs: Libs, addr: int, dtype: str, dims: tuple[int, ...], strides: tuple[int, ...] | None = None) -> str:
+    """Put the descriptor of (dtype, dims, strides) in the cache at a known address; returns it as logged."""
+    from miopen import descriptors
+
+    libs.set_out("miopenCreateTensorDescriptor/tensorDesc", addr)
+    d = descriptors.tensor_descriptor(dtype, dims, strides)
+    assert d.address == addr
+    return str(addr)
+
+
+def nothing_called(libs: Libs) -> None:
+    assert libs.calls() == [], f"MIOpen was called before the error: {libs.calls()}"
+
+
+def raises_first(libs: Libs, exc: type[BaseException], match: str, call: Callable[[], object]) -> None:
+    """`call` raises `exc` (message matching) with no MIOpen call at all (not even a handle)."""
+    before = len(libs.log())
+    with pytest.raises(exc, match=match):
+        call()
+    assert libs.calls()[before:] == [], f"MIOpen was called before the error: {libs.calls()[before:]}"
+
+
+# ====================================================================== activation
+
+X, Y, DY, DX = 0x1000, 0x2000, 0x3000, 0x4000
+DIMS = (2, 3, 4, 5)
+GAPPED = (120, 40, 10, 2)  # same dims, strided: a second descriptor
+
+
+def _params_for(mode: Any) -> tuple[float, float, float]:
+    name = mode.name.removeprefix("miopenActivation")
+    if name == "CLAMP":
+        return -1.5, 2.5, 0.0
+    if name == "CLIPPEDRELU":
+        return 6.0, 0.0, 0.0
+    return 0.5, 0.25, 2.0
+
+
+@pytest.mark.parametrize("mode_name", ["PASTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER",
+                                       "CLIPPEDRELU", "LEAKYRELU", "ELU", "CLAMP"])
+def test_activation_every_mode_forward_and_backward(libs: Libs, mode_name: str) -> None:
+    from miopen import api
+    from miopen.ops import activation
+
+    members = {m.name.removeprefix("miopenActivation"): m for m in api.ActivationMode}
+    assert set(members) >= {"PASTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER", "CLIPPEDRELU",
+                            "LEAKYRELU", "ELU"}
+    if mode_name not in members:
+        pytest.skip(f"this release has no miopenActivation{mode_name}")
+    mode = members[mode_name]
+    a, b, c = _params_for(mode)
+    packed = desc_at(libs, 0x71000, "float32", DIMS)
+    gapped = desc_at(libs, 0x72000, "float32", DIMS, GAPPED)
+    libs.set_out("miopenCreateActivationDescriptor/activDesc", 0x73000)
+    rec = Rec(libs)
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS, strides=GAPPED), mode, a, b, c)
+    assert rec.calls() == ["miopenCreateActivationDescriptor", "miopenSetActivationDescriptor",
+                           "miopenActivationForward", "miopenDestroyActivationDescriptor"]
+    s = rec.one("miopenSetActivationDescriptor")
+    assert (s["activDesc"], s["mode"], s["activAlpha"], s["activBeta"], s["activGamma"]) == (
+        str(0x73000), str(int(mode)), g(a), g(b), g(c))
+    fwd = rec.one("miopenActivationForward")
+    assert (fwd["handle"], fwd["activDesc"], fwd["xDesc"], fwd["x"], fwd["yDesc"], fwd["y"]) == (
+        str(HANDLE), str(0x73000), packed, str(X), gapped, str(Y))
+    assert (fwd["alpha"], fwd["beta"]) == ("1", "0")
+    assert rec.one("miopenDestroyActivationDescriptor")["activDesc"] == str(0x73000)
+
+    rec = Rec(libs)
+    activation.activation_backward(T(Y, DIMS, strides=GAPPED), T(DY, DIMS), T(X, DIMS),
+                                   T(DX, DIMS, strides=GAPPED), mode.name, a, b, c, scale=2.0, shift=0.5)
+    assert rec.calls() == ["miopenCreateActivationDescriptor", "miopenSetActivationDescriptor",
+                           "miopenActivationBackward", "miopenDestroyActivationDescriptor"]
+    assert rec.one("miopenSetActivationDescriptor")["mode"] == str(int(mode))
+    bwd = rec.one("miopenActivationBackward")
+    assert (bwd["yDesc"], bwd["y"], bwd["dyDesc"], bwd["dy"], bwd["xDesc"], bwd["x"], bwd["dxDesc"], bwd["dx"]) == (
+        gapped, str(Y), packed, str(DY), packed, str(X), gapped, str(DX))
+    assert (bwd["alpha"], bwd["beta"], bwd["activDesc"]) == ("2", "0.5", str(0x73000))
+
+
+def test_activation_mode_names_and_per_mode_defaults(libs: Libs) -> None:
+    from miopen import api
+    from miopen.ops import activation
+
+    assert activation.activation_mode("relu") is api.ActivationMode.miopenActivationRELU
+    assert activation.activation_mode("leaky_relu") is api.ActivationMode.miopenActivationLEAKYRELU
+    assert activation.activation_mode(9) is api.ActivationMode.miopenActivationELU
+    rec = Rec(libs)
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "tanh")  # beta * tanh(alpha * x): both default to 1
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "leakyrelu")
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "power")
+    got = [(e["activAlpha"], e["activBeta"], e["activGamma"]) for e in rec.entries("miopenSetActivationDescriptor")]
+    assert got == [("1", "1", "0"), (g(0.01), "0", "0"), ("0", "1", "1")]
+
+
+def test_activation_scaling_factors_typed_for_the_dtype(libs: Libs) -> None:
+    from miopen.ops import activation
+
+    rec = Rec(libs)
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu", scale=0.1, shift=0.3)
+    activation.activation_forward(T(X, DIMS, "float16"), T(Y, DIMS, "float16"), "relu", scale=0.1, shift=0.3)
+    activation.activation_forward(T(X, DIMS, "float64"), T(Y, DIMS, "float64"), "relu", scale=0.1, shift=0.3)
+    got = [(e["alpha"], e["beta"]) for e in rec.entries("miopenActivationForward")]
+    assert got[0] == got[1] == (f32(0.1), f32(0.3))  # float for float and half
+    assert got[2] == (f32_of_double(0.1), f32_of_double(0.3))  # the stub reads a double's low half
+    assert got[2] != got[0]
+    dtypes = [e["dataType"] for e in rec.entries("miopenSetTensorDescriptor")]
+    assert dtypes == ["1", "0", "6"]
+
+
+@pytest.mark.parametrize(
+    ("case", "exc", "match"),
+    [
+        ("dims", "ShapeError", "same dims"),
+        ("dtype", "ShapeError", "share one dtype"),
+        ("mode_int", ValueError, "mode=42 is not a miopenActivationMode_t"),
+        ("mode_str", ValueError, "'swish' is not a miopenActivationMode_t"),
+        ("not_tensor", TypeError, "activation_forward: x must be a miopen Tensor"),
+        ("bool_alpha", TypeError, "alpha must be a number"),
+        ("nan_scale", ValueError, "scale must be finite"),
+        ("clipped_no_alpha", ValueError, "CLIPPEDRELU needs alpha"),
+        ("clamp_order", ValueError, "alpha \\(lower bound\\) <= beta"),
+        ("bwd_dims", "ShapeError", "same dims"),
+        ("bwd_dtype", "ShapeError", "dx=miopenHalf"),
+    ],
+)
+def test_activation_bad_inputs(libs: Libs, case: str, exc: Any, match: str) -> None:
+    from miopen import errors
+    from miopen.ops import activation as act
+
+    if exc == "ShapeError":
+        exc = errors.ShapeError
+    x, y = T(X, DIMS), T(Y, DIMS)
+    calls: dict[str, Callable[[], object]] = {
+        "dims": lambda: act.activation_forward(x, T(Y, (2, 3, 4, 6)), "relu"),
+        "dtype": lambda: act.activation_forward(x, T(Y, DIMS, "float16"), "relu"),
+        "mode_int": lambda: act.activation_forward(x, y, 42),
+        "mode_str": lambda: act.activation_forward(x, y, "swish"),
+        "not_tensor": lambda: act.activation_forward([1.0, 2.0], y, "relu"),
+        "bool_alpha": lambda: act.activation_forward(x, y, "elu", True),  # type: ignore[arg-type]
+        "nan_scale": lambda: act.activation_forward(x, y, "relu", scale=float("nan")),
+        "clipped_no_alpha": lambda: act.activation_forward(x, y, "clippedrelu"),
+        "clamp_order": lambda: act.activation_forward(x, y, "clamp", 2.0, 1.0),
+        "bwd_dims": lambda: act.activation_backward(y, T(DY, DIMS), x, T(DX, (2, 3, 4, 1)), "relu"),
+        "bwd_dtype": lambda: act.activation_backward(y, T(DY, DIMS), x, T(DX, DIMS, "float16"), "relu"),
+    }
+    raises_first(libs, exc, match, calls[case])
+
+
+# ====================================================================== softmax
+
+
+@pytest.mark.parametrize(("algorithm", "mode", "algo_value", "mode_value"),
+                         [("fast", "instance", 0, 0), ("accurate", "channel", 1, 1), ("MIOPEN_SOFTMAX_LOG", 0, 2, 0)])
+def test_softmax_v2_forward_and_backward(libs: Libs, algorithm: str, mode: Any, algo_value: int,
+                                         mode_value: int) -> None:
+    from miopen.ops import softmax
+
+    d = desc_at(libs, 0x81000, "float32", DIMS)
+    rec = Rec(libs)
+    softmax.softmax_forward(T(X, DIMS), T(Y, DIMS), algorithm=algorithm, mode=mode, scale=0.5, shift=0.25)
+    softmax.softmax_backward(T(Y, DIMS), T(DY, DIMS), T(DX, DIMS), algorithm=algorithm, mode=mode)
+    assert rec.calls() == ["miopenSoftmaxForward_V2", "miopenSoftmaxBackward_V2"]
+    fwd = rec.one("miopenSoftmaxForward_V2")
+    assert (fwd["handle"], fwd["xDesc"], fwd["x"], fwd["yDesc"], fwd["y"]) == (str(HANDLE), d, str(X), d, str(Y))
+    assert (fwd["algorithm"], fwd["mode"], fwd["alpha"], fwd["beta"]) == (str(algo_value), str(mode_value), "0.5",
+                                                                          "0.25")
+    bwd = rec.one("miopenSoftmaxBackward_V2")
+    assert (bwd["yDesc"], bwd["y"], bwd["dyDesc"], bwd["dy"], bwd["dxDesc"], bwd["dx"]) == (
+        d, str(Y), d, str(DY), d, str(DX))
+    assert (bwd["algorithm"], bwd["mode"], bwd["alpha"], bwd["beta"]) == (str(algo_value), str(mode_value), "1",
+                                                                          "0")
+
+
+def test_log_softmax_and_2d_inputs(libs: Libs) -> None:
+    from miopen.ops import softmax
+
+    d4 = desc_at(libs, 0x82000, "float64", (8, 10, 1, 1))
+    rec = Rec(libs)
+    softmax.log_softmax_forward(T(X, (8, 10), "float64"), T(Y, (8, 10), "float64"), scale=0.1)
+    softmax.log_softmax_backward(T(Y, (8, 10), "float64"), T(DY, (8, 10), "float64"), T(DX, (8, 10), "float64"))
+    assert "miopenCreateTensorDescriptor" not in rec.calls()  # (N, C) is described as the cached (N, C, 1, 1)
+    fwd, bwd = rec.one("miopenSoftmaxForward_V2"), rec.one("miopenSoftmaxBackward_V2")
+    assert (fwd["xDesc"], fwd["yDesc"], fwd["algorithm"], fwd["mode"]) == (d4, d4, "2", "1")
+    assert fwd["alpha"] == f32_of_double(0.1)  # double tensors get double scaling factors
+    assert (bwd["dxDesc"], bwd["algorithm"]) == (d4, "2")
+
+
+@pytest.mark.parametrize(
+    ("case", "match"),
+    [("5d", "must be 2-D"), ("1d", "must be 2-D"), ("dims", "same dims"), ("dtype", "share one dtype"),
+     ("algorithm", "'exact' is not a miopenSoftmaxAlgorithm_t"), ("mode", "mode=7 is not"),
+     ("bwd_dims", "same dims")],
+)
+def test_softmax_bad_inputs(libs: Libs, case: str, match: str) -> None:
+    from miopen.ops import softmax as sm
+
+    x, y = T(X, DIMS), T(Y, DIMS)
+    calls: dict[str, Callable[[], object]] = {
+        "5d": lambda: sm.softmax_forward(T(X, (1, 2, 3, 4, 5)), T(Y, (1, 2, 3, 4, 5))),
+        "1d": lambda: sm.softmax_forward(T(X, (7,)), T(Y, (7,))),
+        "dims": lambda: sm.softmax_forward(x, T(Y, (2, 3, 4, 4))),
+        "dtype": lambda: sm.softmax_forward(x, T(Y, DIMS, "bfloat16")),
+        "algorithm": lambda: sm.softmax_forward(x, y, algorithm="exact"),
+        "mode": lambda: sm.softmax_forward(x, y, mode=7),
+        "bwd_dims": lambda: sm.softmax_backward(y, T(DY, (2, 3, 4, 4)), T(DX, DIMS)),
+    }
+    raises_first(libs, ValueError, match, calls[case])  # ShapeError is a ValueError
+
+
+# ====================================================================== batch norm
+
+W, B, RM, RV, SM, SV, DW, DB = (0x10000 * k for k in range(1, 9))
+
+
+def test_bn_param_shapes() -> None:
+    from miopen.ops.batchnorm import bn_param_shape
+
+    assert bn_param_shape((2, 3, 4, 5), "spatial") == (1, 3, 1, 1)
+    assert bn_param_shape((2, 3, 4, 5, 6), "spatial") == (1, 3, 1, 1, 1)
+    assert bn_param_shape((2, 3, 4, 5), "per_activation") == (1, 3, 4, 5)
+    assert bn_param_shape((2, 3, 4, 5, 6), 0) == (1, 3, 4, 5, 6)
+    assert bn_param_shape((8, 16), "spatial") == (1, 16, 1, 1)
+
+
+def test_batchnorm_training_spatial(libs: Libs) -> None:
+    from miopen.ops import batchnorm as bn
+
+    xd = desc_at(libs, 0x91000, "float32", DIMS)
+    pd = desc_at(libs, 0x92000, "float32", (1, 3, 1, 1))
+    rec = Rec(libs)
+    bn.batch_norm_forward_training(
+        T(X, DIMS), T(Y, DIMS), T(W, (3,)), T(B, (1, 3, 1, 1)), "spatial", exp_avg_factor=0.25, epsilon=1e-3,
+        running_mean=T(RM, (3,)), running_var=T(RV, (3,)), save_mean=T(SM, (3, 1, 1)), save_inv_var=T(SV, (3,)))
+    assert rec.calls() == ["miopenBatchNormalizationForwardTraining"]
+    e = rec.one("miopenBatchNormalizationForwardTraining")
+    assert (e["handle"], e["bn_mode"], e["xDesc"], e["x"], e["yDesc"], e["y"]) == (
+        str(HANDLE), "1", xd, str(X), xd, str(Y))
+    assert (e["bnScaleBiasMeanVarDesc"], e["bnScale"], e["bnBias"]) == (pd, str(W), str(B))
+    assert (e["expAvgFactor"], e["epsilon"]) == (g(0.25), g(1e-3))
+    assert (e["resultRunningMean"], e["resultRunningVariance"], e["resultSaveMean"], e["resultSaveInvVariance"]) == (
+        str(RM), str(RV), str(SM), str(SV))
+    assert (e["alpha"], e["beta"]) == ("1", "0")
+
+    rec = Rec(libs)
+    bn.batch_norm_forward_training(T(X, DIMS), T(Y, DIMS), T(W, (3,)), T(B, (3,)))  # no optional outputs
+    e = rec.one("miopenBatchNormalizationForwardTraining")
+    assert (e["resultRunningMean"], e["resultRunningVariance"], e["resultSaveMean"], e["resultSaveInvVariance"]) == (
+        "0", "0", "0", "0")
+    assert (e["expAvgFactor"], e["epsilon"], e["bnScaleBiasMeanVarDesc"]) == (g(0.1), g(1e-5), pd)
+
+
+def test_batchnorm_per_activation_5d_and_mixed_precision(libs: Libs) -> None:
+    from miopen.ops import batchnorm as bn
+
+    pa = desc_at(libs, 0x93000, "float32", (1, 3, 4, 5))
+    rec = Rec(libs)
+    bn.batch_norm_forward_training(T(X, DIMS), T(Y, DIMS), T(W, (1, 3, 4, 5)), T(B, (3, 4, 5)), "per_activation")
+    e = rec.one("miopenBatchNormalizationForwardTraining")
+    assert (e["bn_mode"], e["bnScaleBiasMeanVarDesc"]) == ("0", pa)
+
+    d5 = (2, 3, 4, 5, 6)
+    sp5 = desc_at(libs, 0x94000, "float32", (1, 3, 1, 1, 1))
+    half = desc_at(libs, 0x95000, "float16", d5)
+    rec = Rec(libs)
+    bn.batch_norm_forward_inference(T(X, d5, "float16"), T(Y, d5, "float16"), T(W, (3,)), T(B, (3,)),
+                                    T(RM, (3,)), T(RV, (3,)), epsilon=2e-5, scale=0.1)
+    e = rec.one("miopenBatchNormalizationForwardInference")
+    assert (e["xDesc"], e["yDesc"], e["bnScaleBiasMeanVarDesc"]) == (half, half, sp5)  # half data, float params
+    assert (e["estimatedMean"], e["estimatedVariance"], e["epsilon"], e["alpha"]) == (str(RM), str(RV), g(2e-5),
+                                                                                      f32(0.1))
+
+
+def test_batchnorm_inference_and_backward(libs: Libs) -> None:
+    from miopen.ops import batchnorm as bn
+
+    xd = desc_at(libs, 0x96000, "float64", DIMS)
+    pd = desc_at(libs, 0x97000, "float64", (1, 3, 1, 1))
+    rec = Rec(libs)
+    bn.batch_norm_forward_inference(T(X, DIMS, "float64"), T(Y, DIMS, "float64"), T(W, (3,), "float64"),
+                                    T(B, (3,), "float64"), None, None)
+    e = rec.one("miopenBatchNormalizationForwardInference")
+    assert (e["estimatedMean"], e["estimatedVariance"], e["bnScaleBiasMeanVarDesc"]) == ("0", "0", pd)
+    assert (e["alpha"], e["beta"]) == (f32_of_double(1.0), f32_of_double(0.0))
+
+    rec = Rec(libs)
+    bn.batch_norm_backward(T(X, DIMS, "float64"), T(DY, DIMS, "float64"), T(DX, DIMS, "float64"),
+                           T(W, (3,), "float64"), T(DW, (3,), "float64"), T(DB, (3,), "float64"), epsilon=1e-4,
+                           saved_mean=T(SM, (3,), "float64"), saved_inv_var=T(SV, (3,), "float64"), scale=0.1,
+                           shift=0.2, param_scale=0.3, param_shift=0.4)
+    assert rec.calls() == ["miopenBatchNormalizationBackward"]
+    e = rec.one("miopenBatchNormalizationBackward")
+    assert (e["xDesc"], e["x"], e["dyDesc"], e["dy"], e["dxDesc"], e["dx"]) == (xd, str(X), xd, str(DY), xd, str(DX))
+    assert (e["bnScaleBiasDiffDesc"], e["bnScale"], e["resultBnScaleDiff"], e["resultBnBiasDiff"]) == (
+        pd, str(W), str(DW), str(DB))
+    assert (e["savedMean"], e["savedInvVariance"], e["epsilon"], e["bn_mode"]) == (str(SM), str(SV), g(1e-4), "1")
+    assert (e["alphaDataDiff"], e["betaDataDiff"], e["alphaParamDiff"], e["betaParamDiff"]) == tuple(
+        f32_of_double(v) for v in (0.1, 0.2, 0.3, 0.4))
+
+    rec = Rec(libs)
+    bn.batch_norm_backward(T(X, DIMS), T(DY, DIMS), T(DX, DIMS), T(W, (3,)), T(DW, (3,)), T(DB, (3,)),
+                           param_scale=0.5)
+    e = rec.one("miopenBatchNormalizationBackward")
+    assert (e["savedMean"], e["savedInvVariance"]) == ("0", "0")
+    assert (e["alphaDataDiff"], e["betaDataDiff"], e["alphaParamDiff"], e["betaParamDiff"]) == ("1", "0", "0.5", "0")
+
+
+@pytest.mark.parametrize(
+    ("case", "exc", "match"),
+    [
+        ("weight_shape", "ShapeError", "weight must have the spatial parameter shape \\(1, 3, 1, 1\\)"),
+        ("per_act_given_c", "ShapeError", "bias must have the per-activation parameter shape \\(1, 3, 4, 5\\)"),
+        ("running_shape", "ShapeError", "running_var must have"),
+        ("param_dtypes", "ShapeError", "share one dtype"),
+        ("param_vs_x", "ShapeError", "must be miopenFloat for x of dtype miopenFloat; got miopenDouble"),
+        ("half_double", "ShapeError", "miopenFloat or miopenHalf for x of dtype miopenHalf"),
+        ("strided_param", "ShapeError", "weight must be contiguous"),
+        ("x_rank", "ShapeError", "x must be 2-D to 5-D"),
+        ("xy_dims", "ShapeError", "same dims"),
+        ("xy_dtype", "ShapeError", "share one dtype"),
+        ("half_pair", ValueError, "running_mean and running_var go together"),
+        ("save_pair", ValueError, "save_inv_var and save_mean go together"),
+        ("factor", ValueError, "exp_avg_factor must be <= 1.0"),
+        ("epsilon", ValueError, "epsilon must be > 0.0"),
+        ("mode", ValueError, "'batch' is not a miopenBatchNormMode_t"),
+        ("inf_pair", ValueError, "running_mean and running_var go together"),
+        ("inf_shape", "ShapeError", "running_mean must have"),
+        ("bwd_saved_pair", ValueError, "saved_mean and saved_inv_var go together"),
+        ("bwd_dweight", "ShapeError", "dweight must have"),
+        ("bwd_dims", "ShapeError", "same dims"),
+    ],
+)
+def test_batchnorm_bad_inputs(libs: Libs, case: str, exc: Any, match: str) -> None:
+    from miopen import errors
+    from miopen.ops import batchnorm as bn
+
+    if exc == "ShapeError":
+        exc = errors.ShapeError
+    x, y, w, b = T(X, DIMS), T(Y, DIMS), T(W, (3,)), T(B, (3,))
+    train = bn.batch_norm_forward_training
+    calls: dict[str, Callable[[], object]] = {
+        "weight_shape": lambda: train(x, y, T(W, (4,)), b),
+        "per_act_given_c": lambda: train(x, y, T(W, (1, 3, 4, 5)), b, "per_activation"),
+        "running_shape": lambda: train(x, y, w, b, running_mean=T(RM, (3,)), running_var=T(RV, (3, 2))),
+        "param_dtypes": lambda: train(x, y, w, T(B, (3,), "float16")),
+        "param_vs_x": lambda: train(x, y, T(W, (3,), "float64"), T(B, (3,), "float64")),
+        "half_double": lambda: train(T(X, DIMS, "float16"), T(Y, DIMS, "float16"), T(W, (3,), "float64"),
+                                     T(B, (3,), "float64")),
+        "strided_param": lambda: train(x, y, T(W, (3,), strides=(2,)), b),
+        "x_rank": lambda: train(T(X, (6,)), T(Y, (6,)), w, b),
+        "xy_dims": lambda: train(x, T(Y, (2, 3, 4, 4)), w, b),
+        "xy_dtype": lambda: train(x, T(Y, DIMS, "float16"), w, b),
+        "half_pair": lambda: train(x, y, w, b, running_mean=T(RM, (3,))),
+        "save_pair": lambda: train(x, y, w, b, save_inv_var=T(SV, (3,))),
+        "factor": lambda: train(x, y, w, b, exp_avg_factor=1.5),
+        "epsilon": lambda: train(x, y, w, b, epsilon=0.0),
+        "mode": lambda: train(x, y, w, b, "batch"),
+        "inf_pair": lambda: bn.batch_norm_forward_inference(x, y, w, b, T(RM, (3,)), None),
+        "inf_shape": lambda: bn.batch_norm_forward_inference(x, y, w, b, T(RM, (1, 3, 4, 5)), T(RV, (3,))),
+        "bwd_saved_pair": lambda: bn.batch_norm_backward(x, T(DY, DIMS), T(DX, DIMS), w, T(DW, (3,)), T(DB, (3,)),
+                                                         saved_mean=T(SM, (3,))),
+        "bwd_dweight": lambda: bn.batch_norm_backward(x, T(DY, DIMS), T(DX, DIMS), w, T(DW, (5,)), T(DB, (3,))),
+        "bwd_dims": lambda: bn.batch_norm_backward(x, T(DY, DIMS), T(DX, (2, 3, 4, 4)), w, T(DW, (3,)),
+                                                   T(DB, (3,))),
+    }
+    raises_first(libs, exc, match, calls[case])
+
+
+# ====================================================================== pooling
+
+XP, YP = (2, 3, 8, 8), (2, 3, 4, 4)
+
+
+def _script_pool_out(libs: Libs, dims: tuple[int, ...], ws: int = 4096) -> None:
+    for k, v in enumerate(dims):
+        libs.set_out(f"miopenGetPoolingNdForwardOutputDim/tensorDimArr[{k}]", v)
+    libs.set_out("miopenPoolingGetWorkSpaceSizeV2/workSpaceSize", ws)
+    libs.set_out("miopenCreatePoolingDescriptor/poolDesc", 0xA0000)
+
+
+def test_max_pooling_keeps_its_index_workspace_for_backward(libs: Libs) -> None:
+    from miopen import workspace
+    from miopen.ops import pooling
+
+    xd = desc_at(libs, 0xA1000, "float32", XP)
+    yd = desc_at(libs, 0xA2000, "float32", YP)
+    _script_pool_out(libs, YP, 4096)
+    rec = Rec(libs)
+    state = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2)
+    assert rec.calls() == ["miopenCreatePoolingDescriptor", "miopenSetNdPoolingDescriptor",
+                           "miopenGetPoolingNdForwardOutputDim", "miopenPoolingGetWorkSpaceSizeV2",
+                           "miopenPoolingForward"]
+    s = rec.one("miopenSetNdPoolingDescriptor")
+    assert (s["poolDesc"], s["mode"], s["nbDims"], s["windowDimA"], s["padA"], s["stridesA"]) == (
+        str(0xA0000), "0", "2", "[2,2]", "[0,0]", "[2,2]")
+    o = rec.one("miopenGetPoolingNdForwardOutputDim")
+    assert (o["poolDesc"], o["tensorDesc"], o["dims"]) == (str(0xA0000), xd, "4")
+    q = rec.one("miopenPoolingGetWorkSpaceSizeV2")
+    assert (q["poolDesc"], q["yDesc"]) == (str(0xA0000), yd)
+    assert state.workspace is not None and state.workspace.nbytes == 4096
+    ws_ptr = state.workspace.ptr
+    assert ws_ptr and ws_ptr != workspace.scratch(0).ptr
+    f = rec.one("miopenPoolingForward")
+    assert (f["handle"], f["poolDesc"], f["xDesc"], f["x"], f["yDesc"], f["y"]) == (
+        str(HANDLE), str(0xA0000), xd, str(X), yd, str(Y))
+    assert (f["do_backward"], f["workSpace"], f["workSpaceSize"], f["alpha"], f["beta"]) == (
+        "1", str(ws_ptr), "4096", "1", "0")
+
+    rec = Rec(libs)
+    pooling.pooling_backward(T(Y, YP), T(DY, YP), T(X, XP), T(DX, XP), state, scale=0.5)
+    assert rec.calls() == ["miopenPoolingBackward"]
+    b = rec.one("miopenPoolingBackward")
+    assert (b["poolDesc"], b["workSpace"]) == (str(0xA0000), str(ws_ptr))  # the same descriptor and index buffer
+    assert (b["yDesc"], b["y"], b["dyDesc"], b["dy"], b["xDesc"], b["x"], b["dxDesc"], b["dx"]) == (
+        yd, str(Y), yd, str(DY), xd, str(X), xd, str(DX))
+    assert (b["alpha"], b["beta"]) == ("0.5", "0")
+
+    # the next step reuses the state's buffer and descriptor: sizes queried again, nothing allocated
+    rec = Rec(libs)
+    again = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", (2, 2), state=state)
+    assert again is state and state.workspace.ptr == ws_ptr
+    assert rec.calls() == ["miopenGetPoolingNdForwardOutputDim", "miopenPoolingGetWorkSpaceSizeV2",
+                           "miopenPoolingForward"]
+    # a bigger size (scripted) makes a new buffer
+    libs.set_out("miopenPoolingGetWorkSpaceSizeV2/workSpaceSize", 8192)
+    pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2, state=state)
+    assert state.workspace.nbytes == 8192
+    assert state.workspace.ptr != ws_ptr
+    assert libs.log("miopenPoolingForward")[-1]["workSpace"] == str(state.workspace.ptr)
+    rec = Rec(libs)
+    state.close()
+    assert rec.calls() == ["miopenDestroyPoolingDescriptor"] and state.closed
+
+
+def test_average_pooling_3d_has_no_workspace(libs: Libs) -> None:
+    from miopen.ops import pooling
+
+    x5, y5 = (1, 2, 6, 6, 6), (1, 2, 3, 2, 2)
+    _script_pool_out(libs, y5)
+    rec = Rec(libs)
+    state = pooling.pooling_forward(T(X, x5), T(Y, y5), "average", (2, 3, 3), pads=(0, 1, 1), strides=(2, 3, 3))
+    assert "miopenPoolingGetWorkSpaceSizeV2" not in rec.calls()
+    s = rec.one("miopenSetNdPoolingDescriptor")
+    assert (s["mode"], s["nbDims"], s["windowDimA"], s["padA"], s["stridesA"]) == ("1", "3", "[2,3,3]", "[0,1,1]",
+                                                                                   "[2,3,3]")
+    assert rec.one("miopenGetPoolingNdForwardOutputDim")["dims"] == "5"
+    f = rec.one("miopenPoolingForward")
+    assert (f["workSpace"], f["workSpaceSize"]) == ("0", "0") and state.workspace is None
+    pooling.pooling_backward(T(Y, y5), T(DY, y5), T(X, x5), T(DX, x5), state)
+    assert rec.one("miopenPoolingBackward")["workSpace"] == "0"
+
+
+def test_pooling_inference_skips_the_workspace(libs: Libs) -> None:
+    from miopen.ops import pooling
+
+    _script_pool_out(libs, YP)
+    rec = Rec(libs)
+    state = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2, do_backward=False)
+    assert "miopenPoolingGetWorkSpaceSizeV2" not in rec.calls()
+    f = rec.one("miopenPoolingForward")
+    assert (f["do_backward"], f["workSpace"]) == ("0", "0")
+    raises_first(libs, ValueError, "forward ran with do_backward=False",
+                 lambda: pooling.pooling_backward(T(Y, YP), T(DY, YP), T(X, XP), T(DX, XP), state))
+
+
+def test_pooling_wrong_output_dims_are_caught_before_the_forward(libs: Libs) -> None:
+    from miopen import errors
+    from miopen.ops import pooling
+
+    desc_at(libs, 0xA1000, "float32", XP)
+    desc_at(libs, 0xA2000, "float32", (2, 3, 5, 5))
+    _script_pool_out(libs, YP)
+    rec = Rec(libs)
+    with pytest.raises(errors.ShapeError, match=r"y must have dims \(2, 3, 4, 4\).*got \(2, 3, 5, 5\)"):
+        pooling.pooling_forward(T(X, XP), T(Y, (2, 3, 5, 5)), "max", 2)
+    assert rec.calls() == ["miopenCreatePoolingDescriptor", "miopenSetNdPoolingDescriptor",
+                           "miopenGetPoolingNdForwardOutputDim", "miopenDestroyPoolingDescriptor"]
+
+
+@pytest.mark.parametrize(
+    ("case", "exc", "match"),
+    [
+        ("rank", "ShapeError", "x must be 4-D"),
+        ("window_len", "ShapeError", "window needs 2 values"),
+        ("pads", ValueError, "pads values must be >= 0"),
+        ("strides", ValueError, "strides values must be >= 1"),
+        ("nc", "ShapeError", "y must have x's rank, N and C"),
+        ("dtype", "ShapeError", "share one dtype"),
+        ("mode", ValueError, "'min' is not a miopenPoolingMode_t"),
+        ("window_type", TypeError, "window must be an int or a sequence"),
+        ("bwd_no_state", ValueError, "state is required"),
+        ("bwd_not_state", TypeError, "state must be the PoolingState"),
+        ("bwd_other_shape", "ShapeError", "x must have the forward input's dims \\(2, 3, 8, 8\\)"),
+        ("bwd_other_y", "ShapeError", "dy must have the forward output's dims"),
+        ("bwd_dtype", "ShapeError", "the forward ran on miopenFloat"),
+        ("bwd_closed", ValueError, "state is closed"),
+        ("fwd_state_mismatch", "ShapeError", "state comes from another pooling"),
+    ],
+)
+def test_pooling_bad_inputs(libs: Libs, case: str, exc: Any, match: str) -> None:
+    from miopen import errors
+    from miopen.ops import pooling as pl
+
+    if exc == "ShapeError":
+        exc = errors.ShapeError
+    _script_pool_out(libs, YP)
+    state = pl.pooling_forward(T(X, XP), T(Y, YP), "max", 2)
+    closed = pl.pooling_forward(T(X, XP), T(Y, YP), "max", 2)
+    closed.close()
+    x, y, dy, dx = T(X, XP), T(Y, YP), T(DY, YP), T(DX, XP)
+    calls: dict[str, Callable[[], object]] = {
+        "rank": lambda: pl.pooling_forward(T(X, (3, 8, 8)), T(Y, (3, 4, 4)), "max", 2),
+        "window_len": lambda: pl.pooling_forward(x, y, "max", (2, 2, 2)),
+        "pads": lambda: pl.pooling_forward(x, y, "max", 2, pads=(-1, 0)),
+        "strides": lambda: pl.pooling_forward(x, y, "max", 2, strides=0),
+        "nc": lambda: pl.pooling_forward(x, T(Y, (2, 4, 4, 4)), "max", 2),
+        "dtype": lambda: pl.pooling_forward(x, T(Y, YP, "float16"), "max", 2),
+        "mode": lambda: pl.pooling_forward(x, y, "min", 2),
+        "window_type": lambda: pl.pooling_forward(x, y, "max", 2.0),  # type: ignore[arg-type]
+        "bwd_no_state": lambda: pl.pooling_backward(y, dy, x, dx, None),
+        "bwd_not_state": lambda: pl.pooling_backward(y, dy, x, dx, object()),  # type: ignore[arg-type]
+        "bwd_other_shape": lambda: pl.pooling_backward(y, dy, T(X, (2, 3, 9, 9)), T(DX, (2, 3, 9, 9)), state),
+        "bwd_other_y": lambda: pl.pooling_backward(y, T(DY, (2, 3, 5, 5)), x, dx, state),
+        "bwd_dtype": lambda: pl.pooling_backward(T(Y, YP, "float16"), T(DY, YP, "float16"), T(X, XP, "float16"),
+                                                 T(DX, XP, "float16"), state),
+        "bwd_closed": lambda: pl.pooling_backward(y, dy, x, dx, closed),
+        "fwd_state_mismatch": lambda: pl.pooling_forward(x, y, "average", 2, state=state),
+    }
+    raises_first(libs, exc, match, calls[case])
+
+
+# ====================================================================== LRN
+
+
+def test_lrn_forward_keeps_its_workspace_for_backward(libs: Libs) -> None:
+    from miopen.ops import lrn
+
+    d = desc_at(libs, 0xB1000, "float32", DIMS)
+    libs.set_out("miopenLRNGetWorkSpaceSize/workSpaceSize", 2048)
+    libs.set_out("miopenCreateLRNDescriptor/lrnDesc", 0xB0000)
+    rec = Rec(libs)
+    state = lrn.lrn_forward(T(X, DIMS), T(Y, DIMS), "cross_channel", 5, 1e-4, 0.75, 2.0)
+    assert rec.calls() == ["miopenCreateLRNDescriptor", "miopenSetLRNDescriptor", "miopenLRNGetWorkSpaceSize",
+                           "miopenLRNForward"]
+    s = rec.one("miopenSetLRNDescriptor")
+    assert (s["lrnDesc"], s["mode"], s["lrnN"], s["lrnAlpha"], s["lrnBeta"], s["lrnK"]) == (
+        str(0xB0000), "1", "5", g(1e-4), "0.75", "2")
+    assert rec.one("miopenLRNGetWorkSpaceSize")["yDesc"] == d
+    assert state.workspace is not None and state.workspace.nbytes == 2048
+    ws = state.workspace.ptr
+    f = rec.one("miopenLRNForward")
+    assert (f["lrnDesc"], f["xDesc"], f["x"], f["yDesc"], f["y"], f["do_backward"], f["workSpace"]) == (
+        str(0xB0000), d, str(X), d, str(Y), "1", str(ws))
+    rec = Rec(libs)
+    lrn.lrn_backward(T(Y, DIMS), T(DY, DIMS), T(X, DIMS), T(DX, DIMS), state, shift=1.0)
+    b = rec.one("miopenLRNBackward")
+    assert rec.calls() == ["miopenLRNBackward"]
+    assert (b["lrnDesc"], b["workSpace"], b["y"], b["dy"], b["x"], b["dx"], b["alpha"], b["beta"]) == (
+        str(0xB0000), str(ws), str(Y), str(DY), str(X), str(DX), "1", "1")
+
+    rec = Rec(libs)
+    assert lrn.lrn_forward(T(X, DIMS), T(Y, DIMS), "cross_channel", 5, 1e-4, 0.75, 2.0, state=state) is state
+    assert rec.calls() == ["miopenLRNGetWorkSpaceSize", "miopenLRNForward"] and state.workspace.ptr == ws
+    state.close()
+    raises_first(libs, ValueError, "state is closed",
+                 lambda: lrn.lrn_backward(T(Y, DIMS), T(DY, DIMS), T(X, DIMS), T(DX, DIMS), state))
+
+
+def test_lrn_without_backward_has_no_workspace(libs: Libs) -> None:
+    from miopen.ops import lrn
+
+    rec = Rec(libs)
+    state = lrn.lrn_forward(T(X, DIMS), T(Y, DIMS), "within_channel", 3, do_backward=False)
+    assert "miopenLRNGetWorkSpaceSize" not in rec.calls()
+    f = rec.one("miopenLRNForward")
+    assert (f["do_backward"], f["workSpace"]) == ("0", "0")
+    assert rec.one("miopenSetLRNDescriptor")["mode"] == "0"
+    raises_first(libs, ValueError, "do_backward=False",
+                 lambda: lrn.lrn_backward(T(Y, DIMS), T(DY, DIMS), T(X, DIMS), T(DX, DIMS), state))
+
+
+@pytest.mark.parametrize(
+    ("case", "exc", "match"),
+    [
+        ("rank", "ShapeError", "x must be 4-D"),
+        ("dims", "ShapeError", "same dims"),
+        ("dtype", "ShapeError", "share one dtype"),
+        ("n", ValueError, "n \\(the window size\\) must be a positive int"),
+        ("mode", ValueError, "'across' is not a miopenLRNMode_t"),
+        ("bwd_no_state", ValueError, "state is required"),
+        ("bwd_other_shape", "ShapeError", "dx must have the forward's dims"),
+        ("bwd_dtype", "ShapeError", "share one dtype"),
+        ("fwd_state_mismatch", "ShapeError", "state comes from another LRN"),
+    ],
+)
+def test_lrn_bad_inputs(libs: Libs, case: str, exc: Any, match: str) -> None:
+    from miopen import errors
+    from miopen.ops import lrn
+
+    if exc == "ShapeError":
+        exc = errors.ShapeError
+    libs.set_out("miopenLRNGetWorkSpaceSize/workSpaceSize", 256)
+    state = lrn.lrn_forward(T(X, DIMS), T(Y, DIMS))
+    x, y, dy, dx = T(X, DIMS), T(Y, DIMS), T(DY, DIMS), T(DX, DIMS)
+    calls: dict[str, Callable[[], object]] = {
+        "rank": lambda: lrn.lrn_forward(T(X, (2, 3, 4)), T(Y, (2, 3, 4))),
+        "dims": lambda: lrn.lrn_forward(x, T(Y, (2, 3, 4, 4))),
+        "dtype": lambda: lrn.lrn_forward(x, T(Y, DIMS, "float16")),
+        "n": lambda: lrn.lrn_forward(x, y, n=0),
+        "mode": lambda: lrn.lrn_forward(x, y, "across"),
+        "bwd_no_state": lambda: lrn.lrn_backward(y, dy, x, dx, None),
+        "bwd_other_shape": lambda: lrn.lrn_backward(y, dy, x, T(DX, (2, 3, 4, 6)), state),
+        "bwd_dtype": lambda: lrn.lrn_backward(y, dy, x, T(DX, DIMS, "float16"), state),
+        "fwd_state_mismatch": lambda: lrn.lrn_forward(x, y, n=3, state=state),
+    }
+    raises_first(libs, exc, match, calls[case])
+
+
+# ====================================================================== dropout
+
+
+def test_dropout_states_reserve_and_close(libs: Libs) -> None:
+    from miopen.ops.dropout import Dropout
+
+    libs.set_out("miopenDropoutGetStatesSize/stateSizeInBytes", 1024)
+    libs.set_out("miopenDropoutGetReserveSpaceSize/reserveSpaceSizeInBytes", 512)
+    libs.set_out("miopenCreateDropoutDescriptor/dropoutDesc", 0xC0000)
+    rec = Rec(libs)
+    drop = Dropout(0.25, seed=7, state_evo=True)
+    assert rec.calls() == ["miopenCreateDropoutDescriptor", "miopenDropoutGetStatesSize", "miopenSetDropoutDescriptor"]
+    assert rec.one("miopenDropoutGetStatesSize")["handle"] == str(HANDLE)
+    assert drop.states is not None and drop.states.nbytes == 1024
+    s = rec.one("miopenSetDropoutDescriptor")
+    assert (s["dropoutDesc"], s["handle"], s["dropout"], s["states"], s["stateSizeInBytes"]) == (
+        str(0xC0000), str(HANDLE), "0.25", str(drop.states.ptr), "1024")
+    assert (s["seed"], s["use_mask"], s["state_evo"], s["rng_mode"]) == ("7", "0", "1", "0")
+
+    xd = desc_at(libs, 0xC1000, "float32", DIMS)
+    rec = Rec(libs)
+    reserve = drop.forward(T(X, DIMS), T(Y, DIMS))
+    assert rec.calls() == ["miopenDropoutGetReserveSpaceSize", "miopenDropoutForward"]
+    assert rec.one("miopenDropoutGetReserveSpaceSize")["xDesc"] == xd
+    assert reserve.nbytes == 512 and reserve.buffer.nbytes == 512
+    rptr = reserve.buffer.ptr
+    assert rptr and rptr != drop.states.ptr
+    f = rec.one("miopenDropoutForward")
+    assert (f["dropoutDesc"], f["noise_shape"], f["xDesc"], f["x"], f["yDesc"], f["y"]) == (
+        str(0xC0000), xd, xd, str(X), xd, str(Y))
+    assert (f["reserveSpace"], f["reserveSpaceSizeInBytes"]) == (str(rptr), "512")
+
+    rec = Rec(libs)
+    drop.backward(T(DY, DIMS), T(DX, DIMS), reserve)
+    assert rec.calls() == ["miopenDropoutBackward"]
+    b = rec.one("miopenDropoutBackward")
+    assert (b["dropoutDesc"], b["noise_shape"], b["dy"], b["dx"], b["reserveSpace"], b["reserveSpaceSizeInBytes"]) == (
+        str(0xC0000), xd, str(DY), str(DX), str(rptr), "512")
+
+    rec = Rec(libs)
+    assert drop.forward(T(X, DIMS), T(Y, DIMS), reserve=reserve) is reserve and reserve.buffer.ptr == rptr
+    assert rec.one("miopenDropoutForward")["reserveSpace"] == str(rptr)
+
+    rec = Rec(libs)
+    drop.close()
+    drop.close()
+    assert rec.calls() == ["miopenDestroyDropoutDescriptor"] and drop.closed
+    raises_first(libs, ValueError, "Dropout.forward: this Dropout is closed",
+                 lambda: drop.forward(T(X, DIMS), T(Y, DIMS)))
+    raises_first(libs, ValueError, "Dropout.backward: this Dropout is closed",
+                 lambda: drop.backward(T(DY, DIMS), T(DX, DIMS), reserve))
+
+
+def test_dropout_use_mask_needs_a_reserve(libs: Libs) -> None:
+    from miopen.ops.dropout import Dropout
+
+    libs.set_out("miopenDropoutGetStatesSize/stateSizeInBytes", 64)
+    libs.set_out("miopenDropoutGetReserveSpaceSize/reserveSpaceSizeInBytes", 32)
+    with Dropout(0.5, use_mask=True) as drop:
+        assert libs.log("miopenSetDropoutDescriptor")[-1]["use_mask"] == "1"
+        raises_first(libs, ValueError, "use_mask=True: pass the reserve",
+                     lambda: drop.forward(T(X, DIMS), T(Y, DIMS)))
+    assert drop.closed
+
+
+@pytest.mark.parametrize(
+    ("case", "exc", "match"),
+    [
+        ("rate", ValueError, "rate must be < 1.0"),
+        ("negative_rate", ValueError, "rate must be >= 0.0"),
+        ("seed", ValueError, "seed must be an int"),
+        ("use_mask", TypeError, "use_mask must be a bool"),
+        ("rng", ValueError, "rng_mode=5 is not"),
+    ],
+)
+def test_dropout_bad_settings(libs: Libs, case: str, exc: type[BaseException], match: str) -> None:
+    from miopen.ops.dropout import Dropout
+
+    kwargs: dict[str, Any] = {"rate": {"rate": 1.0}, "negative_rate": {"rate": -0.1}, "seed": {"seed": -1},
+                              "use_mask": {"use_mask": 1}, "rng": {"rng_mode": 5}}[case]
+    raises_first(libs, exc, match, lambda: Dropout(**kwargs))
+
+
+@pytest.mark.parametrize(
+    ("case", "exc", "match"),
+    [
+        ("dims", "ShapeError", "same dims"),
+        ("dtype", "ShapeError", "share one dtype"),
+        ("rank", "ShapeError", "x must be 1-D to 5-D"),
+        ("no_reserve", ValueError, "reserve is required"),
+        ("other_owner", ValueError, "reserve comes from another Dropout"),
+        ("reserve_shape", "ShapeError", "reserve was made for miopenFloat dims \\(2, 3, 4, 5\\)"),
+        ("closed_reserve", ValueError, "reserve is closed"),
+        ("not_reserve", TypeError, "reserve must be the DropoutReserve"),
+    ],
+)
+def test_dropout_bad_inputs(libs: Libs, case: str, exc: Any, match: str) -> None:
+    from miopen import errors
+    from miopen.ops.dropout import Dropout
+
+    if exc == "ShapeError":
+        exc = errors.ShapeError
+    libs.set_out("miopenDropoutGetStatesSize/stateSizeInBytes", 64)
+    libs.set_out("miopenDropoutGetReserveSpaceSize/reserveSpaceSizeInBytes", 32)
+    drop, other = Dropout(0.5), Dropout(0.5)
+    reserve = drop.forward(T(X, DIMS), T(Y, DIMS))
+    foreign = other.forward(T(X, DIMS), T(Y, DIMS))
+    gone = drop.forward(T(X, DIMS), T(Y, DIMS))
+    gone.close()
+    dy, dx = T(DY, DIMS), T(DX, DIMS)
+    calls: dict[str, Callable[[], object]] = {
+        "dims": lambda: drop.forward(T(X, DIMS), T(Y, (2, 3, 4, 4))),
+        "dtype": lambda: drop.forward(T(X, DIMS), T(Y, DIMS, "float16")),
+        "rank": lambda: drop.forward(T(X, (1, 2, 3, 4, 5, 6)), T(Y, (1, 2, 3, 4, 5, 6))),
+        "no_reserve": lambda: drop.backward(dy, dx, None),
+        "other_owner": lambda: drop.backward(dy, dx, foreign),
+        "reserve_shape": lambda: drop.backward(T(DY, (2, 3, 4, 6)), T(DX, (2, 3, 4, 6)), reserve),
+        "closed_reserve": lambda: drop.backward(dy, dx, gone),
+        "not_reserve": lambda: drop.backward(dy, dx, 0x1234),  # type: ignore[arg-type]
+    }
+    raises_first(libs, exc, match, calls[case])
+
+
+# ====================================================================== no scratch for workspace-free ops
+
+
+def test_workspace_free_ops_allocate_nothing(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
+    from miopen import hip, workspace
+    from miopen.ops import activation, batchnorm, pooling, softmax
+
+    class Counting:
+        def __init__(self) -> None:
+            self.allocated: list[int] = []
+
+        def allocate(self, nbytes: int, stream: int | None) -> int:
+            self.allocated.append(nbytes)
+            return 0xD0000 + 0x1000 * len(self.allocated)
+
+        def free(self, ptr: int, stream: int | None) -> None:
+            pass
+
+    counting = Counting()
+    monkeypatch.setattr(hip, "get_allocator", lambda: counting)
+    monkeypatch.setattr(workspace._scratch, "table", {}, raising=False)  # fresh scratch uses the counter
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu")
+    activation.activation_backward(T(Y, DIMS), T(DY, DIMS), T(X, DIMS), T(DX, DIMS), "elu")
+    softmax.softmax_forward(T(X, DIMS), T(Y, DIMS))
+    softmax.log_softmax_backward(T(Y, DIMS), T(DY, DIMS), T(DX, DIMS))
+    batchnorm.batch_norm_forward_training(T(X, DIMS), T(Y, DIMS), T(W, (3,)), T(B, (3,)))
+    batchnorm.batch_norm_forward_inference(T(X, DIMS), T(Y, DIMS), T(W, (3,)), T(B, (3,)), T(RM, (3,)), T(RV, (3,)))
+    batchnorm.batch_norm_backward(T(X, DIMS), T(DY, DIMS), T(DX, DIMS), T(W, (3,)), T(DW, (3,)), T(DB, (3,)))
+    assert counting.allocated == []
+    assert workspace.scratch(0).allocations == 0
+    # the counter does see persistent buffers
+    _script_pool_out(libs, YP, 96)
+    state = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2)
+    assert counting.allocated == [96] and state.workspace is not None and state.workspace.ptr == 0xD1000
