@@ -380,3 +380,61 @@ def test_find2_persists_and_drops_stale_solutions(libs: Libs, tmp_path: Path) ->
     stale.plan(h, "forward", x, w, y, conv, params)  # type: ignore[arg-type]
     assert libs.calls().count("miopenFindSolutions") == 2  # searched again after dropping it
     assert len(list(tmp_path.rglob("*.bin"))) == 1  # and saved anew
+
+
+def test_out_of_memory_falls_back_end_to_end(libs: Libs) -> None:
+    """A real HIP out-of-memory (stub libamdhip64 over capacity) ends in the zero-workspace GEMM solution."""
+    import ctypes
+
+    from miopen import algo, api, workspace
+
+    libs.hip.stub_hip_set_capacity.argtypes = [ctypes.c_size_t]
+    libs.hip.stub_hip_set_capacity(1 << 16)  # 64 KiB of device memory
+    try:
+        gemm = int(api.ConvAlgorithm.miopenConvolutionAlgoGEMM)
+        libs.set_out("miopenConvolutionForwardGetSolutionCount/solutionCount", 2)
+        libs.set_out("miopenConvolutionForwardGetSolution/solutionCount", 2)
+        for k, (time, ws, sid, alg) in enumerate([(1.0, 1 << 20, 31, 5), (4.0, 0, 32, gemm)]):
+            libs.set_out(f"miopenConvolutionForwardGetSolution/solutions[{k}].time", time)
+            libs.set_out(f"miopenConvolutionForwardGetSolution/solutions[{k}].workspace_size", ws)
+            libs.set_out(f"miopenConvolutionForwardGetSolution/solutions[{k}].solution_id", sid)
+            libs.set_out(f"miopenConvolutionForwardGetSolution/solutions[{k}].algorithm", alg)
+        h, x, w, y, (conv, params) = _problem()
+        cache = algo.AlgoCache()
+        planner = algo.ConvPlanner("immediate", cache=cache)
+        ws_ = workspace.MIOpenWorkspace(0)
+        plan = planner.plan(h, "forward", x, w, y, conv, params, workspace=ws_)  # type: ignore[arg-type]
+        assert (plan.solution_id, plan.workspace_bytes) == (32, 0)
+        assert plan.fallback is not None and "out of memory for 1048576 bytes" in plan.fallback and "(GEMM)" in plan.fallback
+        assert libs.log("miopenConvolutionForwardCompileSolution")[0]["solution_id"] == "32"
+        assert (cache.hits, cache.misses) == (0, 1)
+        assert planner.plan(h, "forward", x, w, y, conv, params, workspace=ws_) is plan  # type: ignore[arg-type]
+        assert (cache.hits, cache.misses) == (1, 1) and libs.calls().count("miopenConvolutionForwardGetSolution") == 1
+        planner.run(plan, h, x, 1, w, 2, y, 3, conv, ws_)  # type: ignore[arg-type]
+        run = libs.log("miopenConvolutionForwardImmediate")[0]
+        assert (run["workSpace"], run["workSpaceSize"], run["solution_id"]) == ("0", "0", "32")
+    finally:
+        libs.hip.stub_hip_set_capacity(1 << 40)
+
+
+def test_allocator_handed_to_miopen(libs: Libs) -> None:
+    """hip.miopen_allocator_callbacks plugged into miopenSetAllocator: MIOpen's calls reach the allocator."""
+    from miopen import api, hip
+
+    class Recording:
+        def __init__(self) -> None:
+            self.calls: list[tuple[str, int]] = []
+
+        def allocate(self, nbytes: int, stream: int | None) -> int:
+            self.calls.append(("allocate", nbytes))
+            return 0xA110C
+
+        def free(self, ptr: int, stream: int | None) -> None:
+            self.calls.append(("free", ptr))
+
+    rec = Recording()
+    handle = api.Handle.from_address(0x4242)
+    api.set_allocator(handle, *hip.miopen_allocator_callbacks(rec), None)
+    # the stub calls allocate(ctx, 64) then free(ctx, 0x3001) once, as MIOpen would
+    assert rec.calls == [("allocate", 64), ("free", 0x3001)]
+    assert libs.log("miopenSetAllocator")[0]["allocator.ret"] == str(0xA110C)
