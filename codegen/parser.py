@@ -151,6 +151,8 @@ def _top_level(tu: Any, header: Path) -> list[Any]:
     ci = cindex()
     main = str(header)
     nested = (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.NAMESPACE)
+    in_system = ci.conf.lib.clang_Location_isInSystemHeader
+    in_main = ci.conf.lib.clang_Location_isFromMainFile
     out: list[Any] = []
 
     def walk(cursor: Any) -> None:
@@ -158,7 +160,13 @@ def _top_level(tu: Any, header: Path) -> list[Any]:
             if ch.kind in nested:
                 walk(ch)
                 continue
-            f = ch.location.file  # the expansion location: macro-made declarations count too
+            loc = ch.location
+            if in_system(loc):  # the HIP and C/C++ headers: quick to rule out
+                continue
+            if in_main(loc):
+                out.append(ch)
+                continue
+            f = loc.file  # the expansion location: macro-made declarations count too
             if f is not None and f.name == main:
                 out.append(ch)
     walk(tu.cursor)
