@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+from typing import Any, Generic, TypeVar
+
 from .. import hip
 from .._generated import api
+from .._generated._support import HandleBase
 from ..handles import inline_miopen_handle
-from ..workspace import MIOpenWorkspace, scratch
+from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
+
+
+_S = TypeVar("_S", bound="OpState[Any]")
 
 
 def resolve_handle(handle: api.Handle | None, stream: object, device: int | None) -> api.Handle:
@@ -15,3 +21,35 @@ def resolve_handle(handle: api.Handle | None, stream: object, device: int | None
 
 def resolve_workspace(workspace: MIOpenWorkspace | None, device: int | None) -> MIOpenWorkspace:
     return workspace if workspace is not None else scratch(hip.current_device() if device is None else device)
+
+
+_D = TypeVar("_D", bound=HandleBase)
+
+
+class OpState(Generic[_D]):
+    """What a forward op hands to its backward: a descriptor and, when needed, a persistent
+    workspace; closed once (`close()`, or `with`)."""
+
+    desc: _D
+    workspace: PersistentBuffer | None
+    _closed: bool
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Free the workspace and destroy the descriptor (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        if self.workspace is not None:
+            self.workspace.close()
+            self.workspace = None
+        self.desc.close()
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

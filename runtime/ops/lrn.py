@@ -18,7 +18,7 @@ from ..descriptors import lrn_descriptor
 from ..errors import ShapeError
 from ..tensor import same_dims, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import resolve_handle
+from ._common import OpState, resolve_handle
 from .activation import _bool_arg, _check_rank, _desc, _device, _enum_arg, _float_arg, _persistent, _scaling, _tensors
 
 __all__ = ["LRNModeLike", "LRNState", "lrn_mode", "lrn_forward", "lrn_backward"]
@@ -38,7 +38,7 @@ def lrn_mode(mode: LRNModeLike, fn: str = "lrn") -> api.LRNMode:
     return _enum_arg(mode, api.LRNMode, "mode", fn, _MODES)
 
 
-class LRNState:
+class LRNState(OpState[api.LRNDescriptor]):
     """What `lrn_backward` needs from `lrn_forward`: the descriptor, the shape and the workspace
     (None when the forward ran with ``do_backward=False``)."""
 
@@ -52,26 +52,6 @@ class LRNState:
         self.workspace: PersistentBuffer | None = None
         self.do_backward = False
         self._closed = False
-
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
-    def close(self) -> None:
-        """Free the workspace and destroy the descriptor (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self.workspace is not None:
-            self.workspace.close()
-            self.workspace = None
-        self.desc.close()
-
-    def __enter__(self) -> LRNState:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         ws = "closed" if self._closed else (f"workspace {self.workspace.nbytes} bytes" if self.workspace else

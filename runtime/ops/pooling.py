@@ -18,7 +18,7 @@ from ..descriptors import pooling_descriptor
 from ..errors import ShapeError
 from ..tensor import Tensor, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import resolve_handle
+from ._common import OpState, resolve_handle
 from .activation import _bool_arg, _desc, _device, _enum_arg, _int_tuple, _persistent, _scaling, _tensors
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
@@ -39,7 +39,7 @@ def pooling_mode(mode: PoolingModeLike, fn: str = "pooling") -> api.PoolingMode:
     return _enum_arg(mode, api.PoolingMode, "mode", fn, _MODES)
 
 
-class PoolingState:
+class PoolingState(OpState[api.PoolingDescriptor]):
     """What `pooling_backward` needs from `pooling_forward`: the descriptor, the shapes, and the
     max-pooling index workspace (None for average pooling or ``do_backward=False``)."""
 
@@ -60,28 +60,8 @@ class PoolingState:
         self._closed = False
 
     @property
-    def closed(self) -> bool:
-        return self._closed
-
-    @property
     def needs_workspace(self) -> bool:
         return self.mode == api.PoolingMode.miopenPoolingMax
-
-    def close(self) -> None:
-        """Free the index workspace and destroy the descriptor (idempotent)."""
-        if self._closed:
-            return
-        self._closed = True
-        if self.workspace is not None:
-            self.workspace.close()
-            self.workspace = None
-        self.desc.close()
-
-    def __enter__(self) -> PoolingState:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
     def __repr__(self) -> str:
         ws = "closed" if self._closed else (f"workspace {self.workspace.nbytes} bytes" if self.workspace else
