@@ -394,7 +394,7 @@ class Driver:
         self.naming = naming
         stub.miogen_stub_log.restype = ctypes.c_char_p
         stub.miogen_stub_set_status.argtypes = [ctypes.c_char_p, ctypes.c_int]
-        self.handle_class = {h.name: getattr(self.api, naming.class_name(h.tag, prefix)) for h in spec.handles}
+        self.handle_class = {h.name: getattr(self.api, naming.class_name(h.name, prefix)) for h in spec.handles}
         self.length_sources = length_sources(sem)
         self.enum_class = {e.name: getattr(self.raw, e.name) for e in spec.enums}
 
@@ -698,7 +698,7 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     from .render import plan, render, write
 
     ann = load_annotations(ann_path)
-    sem = resolve(spec, ann)
+    sem = resolve(spec, ann, prefix=target.function_prefix)
     pl = plan(spec, ann, target, "# abi-check build")
     pkg_name = f"miogen_abi_{spec.miopen_version.replace('.', '_')}_{id(workdir) & 0xffff:x}"
     write(render(pl), workdir / pkg_name)

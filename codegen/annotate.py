@@ -164,7 +164,7 @@ def _in_range(version: str, note: FunctionNote | Ownership) -> bool:
     return not (note.until and v > _version_key(note.until))
 
 
-def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True) -> Semantics:
+def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: str | None = None) -> Semantics:
     """Apply the rules and the annotations to `spec`; raise the gate error if anything is left open."""
     problems: list[str] = []
     names = {f.name: f for f in spec.functions}
@@ -213,7 +213,11 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True) -> Seman
             if missing:
                 problems.append(f"{fs.name}.{ps.name}: {lc.call} needs {', '.join(map(str, missing))}, "
                                 f"which {fs.name} does not have")
-    handles = _resolve_handles(spec, ann, functions, problems)
+    if prefix is None:
+        from .target import target_for
+
+        prefix = target_for(spec.target).function_prefix
+    handles = _resolve_handles(spec, ann, functions, problems, prefix)
     functions = {
         n: replace(fs, creates=next((h.name for h in handles.values() if n in h.create), None))
         for n, fs in functions.items()
@@ -311,7 +315,7 @@ def _adjacent_count(f: model.Function, i: int, rules: Rules) -> str | None:
 
 
 def _resolve_handles(
-    spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem], problems: list[str]
+    spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem], problems: list[str], prefix: str
 ) -> dict[str, HandleSem]:
     names = {f.name for f in spec.functions}
     known = {h.name for h in spec.handles}
@@ -326,7 +330,8 @@ def _resolve_handles(
                             f"since/until range includes it")
     out: dict[str, HandleSem] = {}
     for h in spec.handles:
-        base = h.tag[len("miopen"):] if h.tag.startswith("miopen") else h.tag
+        base = h.name[len(prefix):] if h.name.startswith(prefix) else h.name
+        base = base[:-2] if base.endswith("_t") else base
         note = ann.handles.get(h.name)
         if note is not None:
             create = tuple(c for c in note.create if c in names)
@@ -338,15 +343,15 @@ def _resolve_handles(
         else:
             create = tuple(
                 n for n, fs in functions.items()
-                if n.startswith("miopenCreate") and any(
+                if n.startswith(f"{prefix}Create") and any(
                     s.type.kind == "handle" and s.type.name == h.name and s.type.depth == 1 and s.direction == "out"
                     for s in fs.params
                 )
             )
-            destroy = f"miopenDestroy{base}" if f"miopenDestroy{base}" in names else None
+            destroy = f"{prefix}Destroy{base}" if f"{prefix}Destroy{base}" in names else None
             owner = None
             if create and destroy is None:
-                problems.append(f"handle {h.name}: no miopenDestroy{base}; annotate its destroy function "
+                problems.append(f"handle {h.name}: no {prefix}Destroy{base}; annotate its destroy function "
                                 f"(or `destroy: null` with owner/why)")
         out[h.name] = HandleSem(name=h.name, tag=h.tag, create=create, destroy=destroy, owner=owner)
     return out

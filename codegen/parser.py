@@ -146,10 +146,12 @@ def _translation_unit(header: Path, args: list[str], target: Target) -> Any:
     return tu
 
 
-def _top_level(tu: Any, header: Path) -> list[Any]:
-    """Declarations whose location is the header itself, in order, inside `extern "C"` too."""
+def _top_level(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> list[Any]:
+    """Declarations whose location is the header itself (or one of the target's other API headers
+    beside it), in order, inside `extern "C"` too."""
     ci = cindex()
     main = str(header)
+    others = {str(header.parent / name) for name in api_headers}
     nested = (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.NAMESPACE)
     in_system = ci.conf.lib.clang_Location_isInSystemHeader
     in_main = ci.conf.lib.clang_Location_isFromMainFile
@@ -167,7 +169,7 @@ def _top_level(tu: Any, header: Path) -> list[Any]:
                 out.append(ch)
                 continue
             f = loc.file  # the expansion location: macro-made declarations count too
-            if f is not None and f.name == main:
+            if f is not None and (f.name == main or f.name in others):
                 out.append(ch)
     walk(tu.cursor)
     return out
@@ -187,6 +189,7 @@ class _Builder:
         self.enums: set[str] = set()
         self.records: dict[str, str] = {}  # clang decl hash key -> model name
         self.tu: Any = None
+        self.api_files = {str(header), *(str(header.parent / n) for n in target.api_headers)}
 
     # ------------------------------------------------------------------ types
     def _error(self, cursor: Any, message: str) -> HeaderError:
@@ -280,7 +283,7 @@ class _Builder:
                     elif pointee.kind == TK.RECORD:
                         decl = pointee.get_declaration()
                         loc = decl.location.file
-                        if loc is not None and loc.name == str(self.header) and not list(pointee.get_fields()):
+                        if loc is not None and loc.name in self.api_files and not list(pointee.get_fields()):
                             self.handles[c.spelling] = decl.spelling
                 elif canon.kind == TK.ENUM:
                     self.enums.add(c.spelling)
@@ -413,7 +416,7 @@ def build_spec(tu: Any, header: Path, text: str, target: Target) -> dict[str, li
     """All API items of one parse, in header order."""
     b = _Builder(header, text, target)
     CK = b.ci.CursorKind
-    cursors = _top_level(tu, header)
+    cursors = _top_level(tu, header, target.api_headers)
     b.collect_names(cursors)
     handles: list[Handle] = []
     typedefs: list[Typedef] = []
@@ -461,13 +464,13 @@ def build_spec(tu: Any, header: Path, text: str, target: Target) -> dict[str, li
     }
 
 
-def stable_names(tu: Any, header: Path) -> tuple[set[str], dict[str, set[str]]]:
+def stable_names(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> tuple[set[str], dict[str, set[str]]]:
     """Names declared without the beta macro: every top-level name, and each enum's constants."""
     ci = cindex()
     CK = ci.CursorKind
     names: set[str] = set()
     constants: dict[str, set[str]] = {}
-    for c in _top_level(tu, header):
+    for c in _top_level(tu, header, api_headers):
         names.add(c.spelling)
         if c.kind == CK.ENUM_DECL:
             constants[c.spelling] = {e.spelling for e in c.get_children() if e.kind == CK.ENUM_CONSTANT_DECL}
@@ -491,9 +494,6 @@ def _flag_beta(items: dict[str, list[Any]], stable: tuple[set[str], dict[str, se
     return out
 
 
-_VERSION_MACRO = re.compile(r"#\s*define\s+MIOPEN_VERSION_(MAJOR|MINOR|PATCH)\s+(\d+)")
-
-
 def normalise_version(text: str) -> str:
     """'3.00.0' -> '3.0.0'; raises ValueError for anything but three numbers."""
     parts = text.strip().split(".")
@@ -502,15 +502,21 @@ def normalise_version(text: str) -> str:
     return ".".join(str(int(p)) for p in parts)
 
 
-def detect_version(header: Path) -> str | None:
-    """The version from an installed `version.h` beside the header, if there is one."""
-    vh = header.parent / "version.h"
+def detect_version(header: Path, target: Target) -> str | None:
+    """The version from the target's version header installed beside the header, if there is one."""
+    if not target.version_header or len(target.version_macros) != 3:
+        return None
+    vh = header.parent / target.version_header
     if not vh.is_file():
         return None
-    found = dict(_VERSION_MACRO.findall(vh.read_text(encoding="utf-8", errors="replace")))
-    if set(found) != {"MAJOR", "MINOR", "PATCH"}:
-        return None
-    return normalise_version(f"{found['MAJOR']}.{found['MINOR']}.{found['PATCH']}")
+    text = vh.read_text(encoding="utf-8", errors="replace")
+    values = []
+    for macro in target.version_macros:
+        m = re.search(rf"#\s*define\s+{re.escape(macro)}\s+(\d+)", text)
+        if m is None:
+            return None
+        values.append(m.group(1))
+    return normalise_version(".".join(values))
 
 
 def parse_header(
@@ -525,10 +531,11 @@ def parse_header(
     data = check_header_file(header)
     text = data.decode("utf-8")
     if miopen_version is None:
-        miopen_version = detect_version(header)
+        miopen_version = detect_version(header, target)
         if miopen_version is None:
             raise HeaderError(
-                f"{header}: cannot tell the MIOpen version (no version.h beside the header); pass --miopen-version X.Y.Z"
+                f"{header}: cannot tell the {target.display_name} version (no {target.version_header or 'version header'}"
+                f" beside the header); pass --miopen-version X.Y.Z"
             )
     try:
         miopen_version = normalise_version(miopen_version)
@@ -540,7 +547,7 @@ def parse_header(
             stable_tu = pool.submit(_translation_unit, header, clang_args(opts, target, False), target)
             beta_tu = _translation_unit(header, clang_args(opts, target, True), target)
             items = build_spec(beta_tu, header, text, target)
-            items = _flag_beta(items, stable_names(stable_tu.result(), header))
+            items = _flag_beta(items, stable_names(stable_tu.result(), header, target.api_headers))
     else:
         items = build_spec(_translation_unit(header, clang_args(opts, target, False), target), header, text, target)
     _check_is_target(header, items, target)

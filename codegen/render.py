@@ -145,7 +145,7 @@ class _Planner:
         self.prefix = target.function_prefix
         self.added_in = added_in
         self.enum_names = {e.name for e in spec.enums}
-        self.handle_class = {h.name: naming.class_name(h.tag, self.prefix) for h in spec.handles}
+        self.handle_class = {h.name: naming.class_name(h.name, self.prefix) for h in spec.handles}
         self.record_class = {r.name: naming.class_name(r.name, self.prefix) for r in spec.records if r.name}
         self.enum_class = {e.name: naming.class_name(e.name, self.prefix) for e in spec.enums}
         self.fn_py = {f.name: naming.function_name(f.name, self.prefix) for f in spec.functions}
@@ -540,7 +540,7 @@ def plan(
     spec: Spec, ann: Annotations, target: Target, banner_info: str, added_in: dict[str, str] | None = None,
     *, strict: bool = True,
 ) -> Plan:
-    sem = resolve(spec, ann, strict=strict)
+    sem = resolve(spec, ann, strict=strict, prefix=target.function_prefix)
     pl = _Planner(spec, sem, target, added_in or {})
     enums = tuple(
         EnumPlan(e.name, pl.enum_class[e.name], INT_CTYPES.get(e.underlying, "ctypes.c_uint"),
@@ -595,7 +595,9 @@ def render(p: Plan) -> dict[str, str]:
     """File name -> text of every generated file."""
     env = _env()
     ctx = {"p": p, "banner": p.banner_info, "prefix": p.target.function_prefix,
-           "library_names": repr(tuple(p.target.library_names)), "miopen_version": p.spec.miopen_version}
+           "library_names": repr(tuple(p.target.library_names)), "miopen_version": p.spec.miopen_version,
+           "lib_name": p.target.display_name, "version_getter": p.target.version_getter, "t": p.target,
+           "library_env": p.target.library_env}
     out: dict[str, str] = {}
     for name in OUTPUTS:
         if name == "py.typed":

@@ -26,6 +26,7 @@ class StatusException:
 @dataclass(frozen=True)
 class Target:
     name: str
+    display_name: str
     header: str
     function_prefix: str
     status_type: str
@@ -34,6 +35,11 @@ class Target:
     object_macro: str
     default_defines: tuple[str, ...]
     library_names: tuple[str, ...]
+    library_env: str
+    library_root_env: str | None
+    library_roots: tuple[str, ...]
+    find_library_name: str
+    error_suffix: str
     host_scalar_names: tuple[str, ...]
     releases: dict[str, str]
     diagnostic_hints: tuple[DiagnosticHint, ...]
@@ -41,12 +47,24 @@ class Target:
     status_exceptions: dict[str, StatusException]
     status_warnings: tuple[str, ...]
     status_hints: dict[str, str]
+    # headers beside the main one whose declarations belong to the API (e.g. cudnn.h's parts)
+    api_headers: tuple[str, ...] = ()
+    # the version header installed beside the main header, and its three macros
+    version_header: str | None = None
+    version_macros: tuple[str, ...] = ()
+    # a function `status f(size_t *major, size_t *minor, size_t *patch)` giving the loaded library's version
+    version_getter: str | None = None
     path: Path = Path()
 
     @property
     def shim_dir(self) -> Path:
         """The target's minimal stand-ins for headers its header includes."""
         return self.path.parent / "shims"
+
+
+def target_for(name: str) -> Target:
+    """The target file of the committed target `name` (specs/<name>/target.yaml)."""
+    return load_target(REPO_ROOT / "specs" / name / "target.yaml")
 
 
 def load_target(path: Path = DEFAULT_TARGET) -> Target:

@@ -20,7 +20,7 @@ H = TypeVar("H", bound="HandleBase")
 
 
 class LibraryNotFoundError(OSError):
-    """libMIOpen could not be loaded; the message lists every place that was searched."""
+    """The MIOpen library could not be loaded; the message lists every place that was searched."""
 
 
 class MissingSymbolError(AttributeError):
@@ -51,7 +51,7 @@ def _candidates() -> list[tuple[str, str]]:
     if env:
         found.append((f"${LIBRARY_ENV}", env))
     roots = [os.environ["ROCM_PATH"]] if os.environ.get("ROCM_PATH") else []
-    roots.append("/opt/rocm")
+    roots += ['/opt/rocm']
     for root in roots:
         for sub in ("lib", "lib64"):
             for name in LIBRARY_NAMES:
@@ -65,7 +65,7 @@ def _candidates() -> list[tuple[str, str]]:
 
 
 def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ctypes.CDLL:
-    """Load (or inject) the library; without `path`, search $MIOPEN_LIBRARY, $ROCM_PATH/lib, /opt/rocm/lib, the loader path."""
+    """Load (or inject) the library; without `path`, search $MIOPEN_LIBRARY, the install roots, the loader path."""
     global _lib, _lib_path
     with _lock:
         if isinstance(path, ctypes.CDLL):
@@ -90,8 +90,9 @@ def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ct
                     tried.append(f"{candidate} ({origin}): {exc}")
             if found is None:
                 raise LibraryNotFoundError(
-                    "cannot find libMIOpen; set $MIOPEN_LIBRARY to its path or $ROCM_PATH to your ROCm install. "
-                    "Searched:\n  " + "\n  ".join(tried)
+                    "cannot find the MIOpen library; set $MIOPEN_LIBRARY to its path"
+                    " or $ROCM_PATH to its install root"
+                    ". Searched:\n  " + "\n  ".join(tried)
                 )
             lib = found
         _lib, _lib_path = lib, where
@@ -436,7 +437,7 @@ class HandleBase:
 
     @classmethod
     def _created(cls: type[H], ptr: int | None, fn: str, owner: HandleBase | None = None) -> H:
-        """The object a create function made (owned, unless MIOpen frees it with its owner)."""
+        """The object a create function made (owned, unless the library frees it with its owner)."""
         if not ptr:
             raise RuntimeError(f"{fn} succeeded but returned a null {cls._c_name}")
         obj = cls._from_c(ptr, owner is None, owner)
