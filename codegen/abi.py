@@ -23,7 +23,7 @@ import jinja2
 from .annotate import FunctionSem, ParamSem, Semantics
 from .ctypes_map import INT_BITS, int_range
 from .errors import CodegenError
-from .model import CType, Record, Spec
+from .model import CType, Param, Record, Spec
 from .render import TEMPLATES
 from .target import Target
 
@@ -143,12 +143,12 @@ class _Stub:
             return f"static_cast<{t.name}>({_last_enum(self.spec, t.name)}u)"
         if kind == "char":
             return f"static_cast<char>({2 + i} + {k})"
-        if kind == "handle" or kind == "opaque":
+        if kind in ("handle", "opaque", "callback"):
             return f"reinterpret_cast<{t.name}>(static_cast<uintptr_t>({out_handle(i)} + 8 * ({k})))"
         return f"reinterpret_cast<void*>(static_cast<uintptr_t>({out_ptr(i)} + 8 * ({k})))"
 
     def _ctype_name(self, t: CType) -> str:
-        if t.kind in ("handle", "opaque", "int", "float", "enum", "bool"):
+        if t.kind in ("handle", "opaque", "int", "float", "enum", "bool", "callback"):
             return "bool" if t.kind == "bool" else t.name
         if t.kind == "char":
             return "char"
@@ -212,11 +212,16 @@ class _Stub:
                 args = []
                 voids = 0
                 for a in cb.params:
+                    spelt = a.type.spelling()
                     if a.type.depth > 0:
-                        args.append((opaque or "nullptr") if voids == 0 else f"reinterpret_cast<void*>({0x3000 + voids})")
+                        first = f"static_cast<{spelt}>({opaque})" if opaque else "nullptr"
+                        untyped = a.type.kind == "void" and a.type.depth == 1  # never dereferenced by ctypes
+                        args.append(first if voids == 0 else
+                                    f"reinterpret_cast<{spelt}>(static_cast<uintptr_t>({0x3000 + voids}))" if untyped
+                                    else "nullptr")
                         voids += 1
                     else:
-                        args.append("64")
+                        args.append(f"static_cast<{spelt}>(64)" if a.type.kind != "enum" else f"static_cast<{spelt}>(0)")
                 call = f"{n}({', '.join(args)})"
                 if cb.returns.kind == "void" and cb.returns.depth == 0:
                     writes.append(f"if({n}) {{ {call}; s += \"\\t{n}.called=1\"; }}")
@@ -265,9 +270,9 @@ class _Stub:
                 fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
                                           small=(fs.name, n) in self.length_sources))
                 writes.append(f"if({n}) {{ {fill} }}")
-        params = ", ".join(f"{p.c} {p.name}" for p in f.params)
+        params = ", ".join(_param_decl(p) for p in f.params)
         ret = self.status_type if status else _c_spelling(f.returns)
-        fallback = '"stub"' if f.returns.kind == "char" else "{}"
+        fallback = '"stub"' if f.returns.kind == "char" else "" if f.returns == CType(kind="void", name="void") else "{}"
         return {"name": f.name, "params": params, "returns": ret if not status else f.returns.name,
                 "log": body, "writes": writes, "status": status, "fallback": fallback}
 
@@ -276,6 +281,11 @@ def length_sources(sem: Semantics) -> set[tuple[str, str]]:
     """(function, parameter) pairs whose output sizes another call's array: kept small by the stub."""
     return {(p.length_call.call, p.length_call.result)
             for fs in sem.functions.values() for p in fs.params if p.length_call}
+
+
+def _param_decl(p: Param) -> str:
+    """`type name` as C++ accepts it (`int x[]` parameters are spelt as the pointers they are)."""
+    return f"{p.type.spelling() if '[' in p.c else p.c} {p.name}"
 
 
 def _c_spelling(t: CType) -> str:
@@ -308,7 +318,7 @@ def header_source(spec: Spec, banner: str) -> str:
         else:
             records.append({"text": "typedef " + _record_text(r, r.tag or "") + f" {r.typedef or r.name};"})
     functions = [{"name": f.name, "returns": _c_spelling(f.returns),
-                  "params": ", ".join(f"{p.c} {p.name}" for p in f.params)} for f in spec.functions]
+                  "params": ", ".join(_param_decl(p) for p in f.params)} for f in spec.functions]
     return _env().get_template("header.h.j2").render(banner=banner, typedefs=typedefs, handles=handles, enums=enums,
                                                       callbacks=callbacks, records=records, functions=functions)
 
@@ -556,7 +566,7 @@ class Driver:
             return _last_enum(self.spec, t.name)
         if kind == "handle":
             return ("handle", out_handle(i, k))
-        if kind == "opaque":
+        if kind in ("opaque", "callback"):
             return out_handle(i, k)
         if kind in ("struct", "union"):
             vals: list[Any] = []
@@ -612,9 +622,11 @@ class Driver:
                 problems.append(f"{name}: not logged")
             elif not _same_text(value, got):
                 problems.append(f"{name}: passed {value}, C saw {got}")
-        outs = {p.name: p for p in fs.params if p.direction in ("out", "inout") and p.shape not in ("value", "buffer")
-                and not p.hidden and p.shape != "callback"}
+        outs = {p.name: p for p in fs.params if p.direction in ("out", "inout")
+                and p.shape not in ("value", "buffer", "callback", "opaque") and not p.hidden}
         if outs:
+            if result is None or (len(out_names) > 1 and not isinstance(result, tuple)):
+                return CallResult(fs.name, [f"expected outputs {', '.join(out_names)}; got {result!r}"])
             values = [result] if len(out_names) == 1 else list(result)
             for c_name, value in zip(out_names, values, strict=False):
                 exp = self.expected_out(fs, outs[c_name])
@@ -669,6 +681,7 @@ def make_tempdir() -> Path:
 
 @dataclass
 class Report:
+    library: str
     version: str
     layout_checked: int
     layout_problems: list[str]
@@ -680,7 +693,7 @@ class Report:
 
     def summary(self) -> str:
         bad = [c for c in self.calls if c.problems]
-        lines = [f"MIOpen {self.version}: layout {self.layout_checked} facts, {len(self.layout_problems)} mismatches; "
+        lines = [f"{self.library} {self.version}: layout {self.layout_checked} facts, {len(self.layout_problems)} mismatches; "
                  f"call-through {len(self.calls)} functions, {len(bad)} failing"]
         lines += [f"  layout: {p}" for p in self.layout_problems]
         for c in bad:
@@ -721,4 +734,4 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
         for f in pl.functions
     }
     calls = run_call_through(pkg, spec, sem, stub, target.function_prefix, plans)
-    return Report(spec.miopen_version, len(layout_out.splitlines()), layout, calls)
+    return Report(target.display_name, spec.miopen_version, len(layout_out.splitlines()), layout, calls)

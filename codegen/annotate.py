@@ -73,6 +73,8 @@ class Rules:
     count_names: tuple[str, ...]  # by-value integers that count an adjacent array
     nullable_buffers: tuple[str, ...]  # device buffers that may be null (workspaces)
     scratch_buffers: tuple[str, ...]  # device buffers the call reads and writes
+    # direction of a non-const `void *` device buffer that has no doc tag (None: an annotation decides)
+    untagged_buffers: Literal["in", "out", "inout"] | None = None
 
 
 @dataclass(frozen=True)
@@ -224,8 +226,8 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     }
     if problems and strict:
         raise AnnotationGateError(
-            f"annotation gate: {len(problems)} problem(s) in MIOpen {spec.miopen_version} "
-            f"(fix specs/miopen/annotations.yaml):\n  " + "\n  ".join(problems)
+            f"annotation gate: {len(problems)} problem(s) in {spec.target} {spec.miopen_version} "
+            f"(fix specs/{spec.target}/annotations.yaml):\n  " + "\n  ".join(problems)
         )
     return Semantics(functions=functions, handles=handles)
 
@@ -252,6 +254,8 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
         nullable = p.doc_optional
         if shape == "buffer" and name in rules.scratch_buffers and direction == "unknown":
             direction, source = "inout", "rule"
+        if shape == "buffer" and direction == "unknown" and rules.untagged_buffers is not None:
+            direction, source = rules.untagged_buffers, "rule"
         if shape == "buffer" and name in rules.nullable_buffers:
             nullable = True
         if p.type.kind == "void" and r.memory == "host" and shape == "scalar" and p.type.depth == 1:

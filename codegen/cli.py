@@ -299,7 +299,7 @@ def _parse(args: argparse.Namespace) -> int:
     dump(spec, args.output)
     beta = sum(f.beta for f in spec.functions)
     print(
-        f"{args.output}: MIOpen {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
+        f"{args.output}: {target.display_name} {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
         f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles",
         file=sys.stderr,
     )

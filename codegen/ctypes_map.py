@@ -66,9 +66,10 @@ def ctype(t: CType, spec: Spec) -> str:
     elif t.kind == "char" and t.depth == 1:
         expr = "ctypes.c_char_p"
     else:
-        inner = "ctypes.c_void_p" if t.kind == "void" else base
+        opaque_target = t.kind in ("void", "incomplete")  # a pointer to these is an untyped address
+        inner = "ctypes.c_void_p" if opaque_target else base
         expr = inner
-        for _ in range(t.depth - (1 if t.kind == "void" else 0)):
+        for _ in range(t.depth - (1 if opaque_target else 0)):
             expr = f"ctypes.POINTER({expr})"
     if t.array is not None:
         expr = f"({expr} * {t.array})"

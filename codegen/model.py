@@ -13,11 +13,11 @@ SCHEMA_VERSION = 1
 
 #: Kind of the innermost (named) type of a C type.
 BaseKind = Literal[
-    "void", "bool", "char", "int", "float", "enum", "struct", "union", "handle", "callback", "opaque"
+    "void", "bool", "char", "int", "float", "enum", "struct", "union", "handle", "callback", "opaque", "incomplete"
 ]
 Direction = Literal["in", "out", "inout", "unknown"]
 Memory = Literal["host", "device", "unknown"]
-Shape = Literal["scalar", "array", "buffer", "callback", "unknown"]
+Shape = Literal["scalar", "array", "buffer", "callback", "opaque", "unknown"]
 #: Where a proposed role came from: the C type, the doc tag, the target's name rules,
 #: nothing yet (an annotation must decide), or a hand-written annotation.
 Provenance = Literal["type", "doc", "name", "none", "annotation"]

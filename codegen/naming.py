@@ -20,7 +20,8 @@ def snake(name: str) -> str:
 
 
 # names the generated modules use for themselves
-_RESERVED = {"ctypes", "enum", "typing", "self", "cls"}
+_RESERVED = {"ctypes", "enum", "typing", "self", "cls", "type", "len", "int", "float", "bool", "min", "list", "tuple",
+             "isinstance", "callable", "object", "bytes", "str"}
 
 
 def strip_prefix(name: str, prefix: str) -> str:

@@ -209,6 +209,10 @@ class _Builder:
                 consts.append(const)
                 cur = cur.get_pointee()
                 continue
+            if cur.kind == TK.INCOMPLETEARRAY:  # `T x[]` as a parameter is `T *x`
+                consts.append(False)
+                cur = cur.element_type
+                continue
             if cur.kind == TK.CONSTANTARRAY and array is None and not consts:
                 array = cur.element_count
                 cur = cur.element_type
@@ -237,14 +241,16 @@ class _Builder:
             if ck == TK.POINTER:
                 pointee = canon.get_pointee()
                 return ("callback" if pointee.kind == TK.FUNCTIONPROTO else "opaque"), name
-            if ck == TK.ENUM:
-                return "enum", name
+            if ck == TK.ENUM:  # an enum declared outside the API's headers: its integer type
+                return self._builtin(canon.get_declaration().enum_type.get_canonical(), where)[0], \
+                    _INT_KINDS.get(canon.get_declaration().enum_type.get_canonical().kind.name, "unsigned int")
             if ck == TK.RECORD:
-                return self._record_kind(canon), name
+                return self._record_kind(canon) if canon.get_size() > 0 else "incomplete", name
             kind, _ = self._builtin(canon, where)
             return kind, name
         if k == TK.RECORD:
-            return self._record_kind(t), t.get_declaration().spelling
+            kind = self._record_kind(t) if t.get_size() > 0 else "incomplete"  # declared, never defined
+            return kind, t.get_declaration().spelling
         if k == TK.ENUM:
             return "enum", t.get_declaration().spelling
         return self._builtin(t, where)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -103,6 +103,7 @@ class RecordPlan:
     flat: tuple[FieldPlan, ...]  # fields of the Python record, anonymous members flattened
     size: int
     align: int
+    alias: str | None = None  # the typedef name, when it differs from the struct's name
 
 
 @dataclass(frozen=True)
@@ -146,7 +147,8 @@ class _Planner:
         self.added_in = added_in
         self.enum_names = {e.name for e in spec.enums}
         self.handle_class = {h.name: naming.class_name(h.name, self.prefix) for h in spec.handles}
-        self.record_class = {r.name: naming.class_name(r.name, self.prefix) for r in spec.records if r.name}
+        self.record_class = {r.name: naming.class_name(r.typedef or r.name, self.prefix) for r in spec.records if r.name}
+        self.record_class.update({r.typedef: self.record_class[r.name] for r in spec.records if r.name and r.typedef})
         self.enum_class = {e.name: naming.class_name(e.name, self.prefix) for e in spec.enums}
         self.fn_py = {f.name: naming.function_name(f.name, self.prefix) for f in spec.functions}
         self.destroy_of = {h.destroy: self.handle_class[h.name] for h in sem.handles.values() if h.destroy}
@@ -185,7 +187,7 @@ class _Planner:
             return f"{self.handle_class[t.name]} | None"
         if k in ("struct", "union"):
             return self.record_class[t.name]
-        if k in ("void", "opaque") or t.depth > 0:
+        if k in ("void", "opaque", "callback") or t.depth > 0:
             return "int | None"
         return self.scalar_hint(t)
 
@@ -391,6 +393,8 @@ class _Planner:
         ct = "ctypes.c_void_p" if (t.kind == "void" and t.depth == 2) else self.api_ctype(t)
         owned = creates is not None and t.kind == "handle" and t.name == creates
         value = self.convert_out(t, f"{v}.value" if t.kind not in ("struct", "union") else v, owned, owner_param)
+        if t.kind == "callback":  # a function pointer comes back as its address
+            value = f"ctypes.cast({v}, ctypes.c_void_p).value"
         out_name = py
         if p.direction == "inout":
             conv = self._scalar_in(t, py, q, False)
@@ -547,7 +551,9 @@ def plan(
                  tuple((c.name, c.value) for c in e.constants))
         for e in spec.enums
     )
-    records = tuple(pl.record(r, r.name or "", pl.record_class[r.name]) for r in spec.records if r.name)
+    records = tuple(replace(pl.record(r, r.name or "", pl.record_class[r.name]),
+                            alias=r.typedef if r.typedef and r.typedef != r.name else None)
+                    for r in spec.records if r.name)
     handles = tuple(
         HandlePlan(h.name, pl.handle_class[h.name], sem.handles[h.name].create, sem.handles[h.name].destroy,
                    pl.handle_class.get(sem.handles[h.name].owner or "", None))

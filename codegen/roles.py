@@ -30,6 +30,8 @@ def propose(p: Param, target: Target) -> Role | None:
     if t.depth == 0:
         return None
     const = t.pointee_const
+    if t.kind == "incomplete" and t.depth == 1:  # a pointer to a struct the header never defines
+        return _role(("in", "type"), ("host", "type"), ("opaque", "type"))
     if t.kind == "void" and t.depth == 1:
         if p.name in target.host_scalar_names:
             return _role(("in", "type" if const else "name"), ("host", "name"), ("scalar", "name"))

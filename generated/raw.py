@@ -440,11 +440,6 @@ miopenFindOptions_t = ctypes.c_void_p
 miopenSolution_t = ctypes.c_void_p
 miopenAcceleratorQueue_t = ctypes.c_void_p
 
-# --------------------------------------------------------------------------- callbacks
-
-miopenAllocatorFunction = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-miopenDeallocatorFunction = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-
 # --------------------------------------------------------------------------- structs and unions
 
 
@@ -488,6 +483,11 @@ class miopenTensorArgument_t(ctypes.Structure):
         ("descriptor", ctypes.POINTER(ctypes.c_void_p)),
         ("buffer", ctypes.c_void_p),
     ]
+
+# --------------------------------------------------------------------------- callbacks
+
+miopenAllocatorFunction = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+miopenDeallocatorFunction = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
 # --------------------------------------------------------------------------- functions
 

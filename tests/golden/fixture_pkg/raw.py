@@ -118,11 +118,6 @@ miopenDropoutDescriptor_t = ctypes.c_void_p
 miopenActivationDescriptor_t = ctypes.c_void_p
 miopenAcceleratorQueue_t = ctypes.c_void_p
 
-# --------------------------------------------------------------------------- callbacks
-
-miopenAllocatorFunction = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
-miopenDeallocatorFunction = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
-
 # --------------------------------------------------------------------------- structs and unions
 
 
@@ -165,6 +160,11 @@ class miopenConvSolution_t(ctypes.Structure):
         ("solution_id", ctypes.c_uint64),
         ("algorithm", ctypes.c_uint),
     ]
+
+# --------------------------------------------------------------------------- callbacks
+
+miopenAllocatorFunction = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t)
+miopenDeallocatorFunction = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)
 
 # --------------------------------------------------------------------------- functions
 
