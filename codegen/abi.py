@@ -305,7 +305,10 @@ def _record_text(r: Record, name: str, indent: str = "") -> str:
 
 def header_source(spec: Spec, banner: str) -> str:
     """C++ declarations of the spec's API (ABI-equivalent to the real header; no prose)."""
-    typedefs = [{"name": t.name, "target": _c_spelling(t.type)} for t in spec.typedefs if t.name != "hipStream_t"]
+    typedefs = [{"name": t.name, "target": _c_spelling(t.type)} for t in spec.typedefs]
+    declared = {t.name for t in spec.typedefs} | {h.name for h in spec.handles}
+    used = [t.type for t in spec.typedefs] + [p.type for f in spec.functions for p in f.params]
+    opaque = sorted({t.name for t in used if t.kind == "opaque" and t.name not in declared})
     handles = [{"name": h.name, "tag": h.tag} for h in spec.handles]
     enums = [{"name": e.name, "underlying": e.underlying, "constants": [(c.name, c.value) for c in e.constants]}
              for e in spec.enums]
@@ -319,7 +322,8 @@ def header_source(spec: Spec, banner: str) -> str:
             records.append({"text": "typedef " + _record_text(r, r.tag or "") + f" {r.typedef or r.name};"})
     functions = [{"name": f.name, "returns": _c_spelling(f.returns),
                   "params": ", ".join(_param_decl(p) for p in f.params)} for f in spec.functions]
-    return _env().get_template("header.h.j2").render(banner=banner, typedefs=typedefs, handles=handles, enums=enums,
+    return _env().get_template("header.h.j2").render(banner=banner, opaque=opaque, typedefs=typedefs, handles=handles,
+                                                      enums=enums,
                                                       callbacks=callbacks, records=records, functions=functions)
 
 

@@ -156,7 +156,10 @@ def _is_count(p: model.Param) -> bool:
 
 
 def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split("."))
+    try:
+        return tuple(int(x) for x in v.split("."))
+    except ValueError:
+        raise CodegenError(f"annotations: since/until must be versions like 3.2.0; got {v!r}") from None
 
 
 def _in_range(version: str, note: FunctionNote | Ownership) -> bool:
@@ -173,17 +176,17 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     for fname, note in sorted(ann.functions.items()):
         if fname not in names:
             if _in_range(spec.miopen_version, note) and (note.since or note.until):
-                problems.append(f"annotation for {fname}: not in MIOpen {spec.miopen_version} although its "
+                problems.append(f"annotation for {fname}: not in {spec.target} {spec.miopen_version} although its "
                                 f"since/until range includes it")
             elif not (note.since or note.until):
-                problems.append(f"annotation for {fname}: no such function in MIOpen {spec.miopen_version} "
+                problems.append(f"annotation for {fname}: no such function in {spec.target} {spec.miopen_version} "
                                 f"(typo, or add since:/until: to scope it)")
             continue
         pnames = {p.name for p in names[fname].params}
         for pname in sorted(note.params):
             if pname not in pnames:
                 problems.append(f"annotation for {fname}.{pname}: no such parameter "
-                                f"(has: {', '.join(str(n) for n in pnames)})")
+                                f"(has: {', '.join(str(p.name) for p in names[fname].params)})")
     functions: dict[str, FunctionSem] = {}
     for f in spec.functions:
         sem, open_params = _resolve_function(f, ann)
@@ -200,7 +203,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
             if lc is None:
                 continue
             if lc.call not in names:
-                problems.append(f"{fs.name}.{ps.name}: length_call {lc.call} is not in MIOpen {spec.miopen_version}")
+                problems.append(f"{fs.name}.{ps.name}: length_call {lc.call} is not in {spec.target} {spec.miopen_version}")
                 continue
             callee = names[lc.call]
             mine = {p.name for p in names[fs.name].params}
@@ -327,10 +330,10 @@ def _resolve_handles(
         if hname in known:
             continue
         if not (hnote.since or hnote.until):
-            problems.append(f"annotation for handle {hname}: no such handle type in MIOpen {spec.miopen_version} "
+            problems.append(f"annotation for handle {hname}: no such handle type in {spec.target} {spec.miopen_version} "
                             f"(typo, or add since:/until: to scope it)")
         elif _in_range(spec.miopen_version, hnote):
-            problems.append(f"annotation for handle {hname}: not in MIOpen {spec.miopen_version} although its "
+            problems.append(f"annotation for handle {hname}: not in {spec.target} {spec.miopen_version} although its "
                             f"since/until range includes it")
     out: dict[str, HandleSem] = {}
     for h in spec.handles:
@@ -338,11 +341,18 @@ def _resolve_handles(
         base = base[:-2] if base.endswith("_t") else base
         note = ann.handles.get(h.name)
         if note is not None:
+            for fn in (*note.create, *((note.destroy,) if note.destroy else ())):
+                if fn not in names and fn not in ann.functions:
+                    problems.append(f"annotation for handle {h.name}: {fn} is no function of {spec.target} "
+                                    f"{spec.miopen_version} (typo? a function of other releases needs a "
+                                    f"functions: entry with since:/until:)")
+                elif fn not in names and _in_range(spec.miopen_version, ann.functions[fn]):
+                    problems.append(f"annotation for handle {h.name}: {fn} is not in {spec.target} "
+                                    f"{spec.miopen_version} although its since/until range includes it")
+            if note.owner and note.owner not in known:
+                problems.append(f"annotation for handle {h.name}: owner {note.owner} is no handle type")
             create = tuple(c for c in note.create if c in names)
-            destroy = note.destroy if note.destroy in names else None
-            if note.destroy and note.destroy not in names:
-                # a destroy function added in a later release: the handle cannot be destroyed here
-                destroy = None
+            destroy = note.destroy if note.destroy in names else None  # added in a later release: none here
             owner = note.owner
         else:
             create = tuple(

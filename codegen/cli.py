@@ -82,11 +82,12 @@ def _parser() -> argparse.ArgumentParser:
         "Fails at the annotation gate when a pointer parameter is unclassified or an annotation is stale.",
     )
     r.add_argument("spec", type=Path, metavar="SPEC.yaml")
-    r.add_argument("--annotations", type=Path, default=DEFAULT_TARGET.parent / "annotations.yaml", metavar="YAML",
-                   help="annotations file (default: specs/miopen/annotations.yaml)")
+    r.add_argument("--annotations", type=Path, metavar="YAML",
+                   help="annotations file (default: specs/<the spec's target>/annotations.yaml)")
     r.add_argument("--history", type=Path, metavar="DIR",
                    help="directory of committed specs, to record the release that introduced each function")
-    r.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML", help="target facts file")
+    r.add_argument("--target", type=Path, metavar="YAML",
+                   help="target facts file (default: specs/<the spec's target>/target.yaml)")
     r.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="package directory to write")
 
     a = sub.add_parser(
@@ -133,6 +134,8 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("header", type=Path, metavar="HEADER")
     u.add_argument("--miopen-version", metavar="X.Y.Z")
     u.add_argument("-I", dest="includes", action="append", type=Path, default=[], metavar="DIR")
+    u.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
+    u.add_argument("--no-shims", action="store_true", help="do not fall back to miogen's shims")
     u.add_argument("--specs", type=Path, default=DEFAULT_TARGET.parent, metavar="DIR",
                    help="spec directory holding the pin file `pinned` (default: specs/miopen)")
     u.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
@@ -195,10 +198,12 @@ def _upgrade(args: argparse.Namespace) -> int:
 
     target = load_target(args.target)
     pin_file = args.specs / "pinned"
+    if not pin_file.is_file():
+        raise CodegenError(f"{pin_file}: no pinned release (a file holding e.g. 3.5.2); is {args.specs} a spec dir?")
     pinned_version = pin_file.read_text(encoding="utf-8").strip()
     pinned = load(args.specs / f"{pinned_version}.yaml")
-    spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), beta=True),
-                        args.miopen_version)
+    spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
+                                                          beta=True, shims=not args.no_shims), args.miopen_version)
 
     def key(v: str) -> tuple[int, ...]:
         return tuple(int(x) for x in v.split("."))
@@ -215,15 +220,15 @@ def _upgrade(args: argparse.Namespace) -> int:
         return 0
     print(to_markdown(diff(pinned, spec)))
     out = args.specs / f"{spec.miopen_version}.yaml"
-    dump(spec, out)
-    print(f"wrote {out}")
     try:
-        resolve(spec, load_annotations(args.specs / "annotations.yaml"))
+        resolve(spec, load_annotations(args.specs / "annotations.yaml"), prefix=target.function_prefix)
     except AnnotationGateError as exc:
         print(f"miogen: {exc}", file=sys.stderr)
-        print("miogen: add the annotations above to specs/miopen/annotations.yaml, then run make upgrade again",
-              file=sys.stderr)
+        print(f"miogen: add the annotations above to {args.specs / 'annotations.yaml'}, then run make upgrade again "
+              f"(nothing was written)", file=sys.stderr)
         return 1
+    dump(spec, out)
+    print(f"wrote {out}")
     pin_file.write_text(spec.miopen_version + "\n", encoding="utf-8")
     print(f"pinned MIOpen {spec.miopen_version} (specs/miopen/pinned); next: make generate && make test")
     return 0
@@ -250,10 +255,14 @@ def _render(args: argparse.Namespace) -> int:
     import time
 
     from .render import generate
-    from .target import load_target
+    from .spec_io import load
+    from .target import REPO_ROOT, load_target
 
     t0 = time.perf_counter()
-    files = generate(args.spec, args.annotations, load_target(args.target), args.output, args.history)
+    name = load(args.spec).target
+    target = load_target(args.target or REPO_ROOT / "specs" / name / "target.yaml")
+    annotations = args.annotations or target.path.parent / "annotations.yaml"
+    files = generate(args.spec, annotations, target, args.output, args.history)
     print(f"{args.output}: {len(files)} files from {args.spec} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return 0
 
@@ -287,6 +296,12 @@ def _parse(args: argparse.Namespace) -> int:
     from .target import load_target
 
     target = load_target(args.target)
+    if args.builtin_include is not None:
+        from .clang_env import _has_builtins
+
+        if not _has_builtins(args.builtin_include):
+            raise CodegenError(f"--builtin-include {args.builtin_include}: no stddef.h, stdbool.h and stdint.h there; "
+                               f"pass a compiler's builtin include directory (e.g. `gcc -print-file-name=include`)")
     opts = ParseOptions(
         includes=tuple(args.includes),
         defines=tuple(args.defines),
@@ -325,5 +340,9 @@ def main(argv: list[str] | None = None) -> int:
             return _upgrade(args)
     except CodegenError as exc:
         print(f"miogen: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # unwritable output, a directory where a file belongs, ...
+        where = f"{exc.filename}: " if exc.filename else ""
+        print(f"miogen: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
     return 1  # pragma: no cover - argparse enforces a command

@@ -69,7 +69,7 @@ def _function(a: Function, b: Function, out: list[Change]) -> None:
     if a.beta and not b.beta:
         out.append(Change("beta-to-stable", name, f"{name} left the beta API", False))
     elif b.beta and not a.beta:
-        out.append(Change("stable-to-beta", name, f"{name} moved into the beta API (needs MIOPEN_BETA_API)", True))
+        out.append(Change("stable-to-beta", name, f"{name} moved into the beta API", True))
     if a.returns != b.returns:
         out.append(Change("return-retyped", name, f"returns {_text(b.returns)} instead of "
                           f"{_text(a.returns)}", not _same_but_const(a.returns, b.returns)))
@@ -192,7 +192,7 @@ def _record(a: Record, b: Record, out: list[Change]) -> None:
     if (a.size, a.align) != (b.size, b.align):
         out.append(Change("struct-resized", a.name or "", f"size/align {a.size}/{a.align} -> {b.size}/{b.align}", True))
     fa, fb = _layout(a), _layout(b)
-    for name in fa.keys() | fb.keys():
+    for name in sorted(fa.keys() | fb.keys()):
         if name not in fb:
             out.append(Change("field-removed", f"{a.name}.{name}", f"field {name} was removed", True))
         elif name not in fa:

@@ -547,6 +547,10 @@ def parse_header(
         miopen_version = normalise_version(miopen_version)
     except ValueError:
         raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {miopen_version!r}") from None
+    installed = detect_version(header, target)
+    if installed is not None and installed != miopen_version:
+        raise HeaderError(f"--miopen-version {miopen_version} disagrees with {header.parent / str(target.version_header)}"
+                          f", which says {installed}; leave the option out or fix it")
     if opts.beta:
         # the two parses run side by side: libclang releases the GIL while it parses
         with ThreadPoolExecutor(max_workers=2) as pool:

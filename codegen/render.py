@@ -6,6 +6,7 @@ their output. Output is deterministic: header order, no hashes of sets, no absol
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 import re
 from collections.abc import Callable
@@ -540,10 +541,36 @@ class _Planner:
                           nested=tuple(nested), flat=tuple(flat), size=r.size, align=r.align)
 
 
+def check_target(spec: Spec, target: Target) -> None:
+    """The target file must describe this spec's library: names it uses must exist in the spec."""
+    where = f"{target.path}"
+    if spec.target != target.name:
+        raise CodegenError(f"{where}: the spec is for {spec.target!r} but this target file is {target.name!r}; pass "
+                           f"--target specs/{spec.target}/target.yaml")
+    status = next((e for e in spec.enums if e.name == target.status_type), None)
+    if status is None:
+        raise CodegenError(f"{where}: status_type: {target.status_type} is no enum of the spec")
+    values = {c.name: c.value for c in status.constants}
+    if values.get(target.success_constant) != 0:
+        raise CodegenError(f"{where}: success_constant: {target.success_constant} must be a {target.status_type} "
+                           f"constant of value 0 (the generated status checks test for non-zero)")
+    for key in (*target.status_exceptions, *target.status_warnings, *target.status_hints):
+        if key not in values:
+            raise CodegenError(f"{where}: {key} (status_exceptions/status_warnings/status_hints) is no "
+                               f"{target.status_type} constant; known: {', '.join(values)}")
+    for key, exc in target.status_exceptions.items():
+        base = getattr(builtins, exc.also, None) if exc.also else None
+        if exc.also and not (isinstance(base, type) and issubclass(base, BaseException)):
+            raise CodegenError(f"{where}: status_exceptions.{key}.also: {exc.also} is no built-in exception")
+        if not exc.name.isidentifier():
+            raise CodegenError(f"{where}: status_exceptions.{key}.name: {exc.name!r} is no Python class name")
+
+
 def plan(
     spec: Spec, ann: Annotations, target: Target, banner_info: str, added_in: dict[str, str] | None = None,
     *, strict: bool = True,
 ) -> Plan:
+    check_target(spec, target)
     sem = resolve(spec, ann, strict=strict, prefix=target.function_prefix)
     pl = _Planner(spec, sem, target, added_in or {})
     enums = tuple(
@@ -610,6 +637,11 @@ def render(p: Plan) -> dict[str, str]:
             out[name] = ""
             continue
         out[name] = env.get_template(name + ".j2").render(ctx)
+        try:
+            compile(out[name], name, "exec")
+        except SyntaxError as exc:
+            raise CodegenError(f"rendered {name} is not valid Python (line {exc.lineno}: {exc.msg}); "
+                               f"check the target's names and exception classes") from None
     return out
 
 
@@ -619,7 +651,12 @@ def sha256_text(text: str) -> str:
 
 def write(files: dict[str, str], out_dir: Path) -> list[Path]:
     """Write the files; remove stale generated files this renderer owns."""
+    if out_dir.exists() and not out_dir.is_dir():
+        raise CodegenError(f"{out_dir}: exists and is not a directory")
     out_dir.mkdir(parents=True, exist_ok=True)
+    for stale in sorted(out_dir.iterdir()):
+        if stale.is_file() and stale.name not in files and stale.suffix in (".py", ".pyi", ".typed"):
+            stale.unlink()
     written = []
     for name, text in files.items():
         path = out_dir / name
@@ -640,17 +677,24 @@ def added_in_history(spec_dir: Path) -> dict[str, str]:
     """
 
     def key(p: Path) -> tuple[int, ...]:
-        return tuple(int(x) for x in p.name[: -len(".yaml")].split("."))
+        try:
+            return tuple(int(x) for x in p.name[: -len(".yaml")].split("."))
+        except ValueError:
+            raise CodegenError(f"{p}: spec files are named <version>.yaml (e.g. 3.3.0.yaml)") from None
 
+    paths = sorted(spec_dir.glob("*.*.*.yaml"), key=key)
+    if not paths:
+        raise CodegenError(f"--history {spec_dir}: no committed specs (<version>.yaml) there")
     first: dict[str, str] = {}
-    for path in sorted(spec_dir.glob("*.*.*.yaml"), key=key):
+    oldest = paths[0].name[: -len(".yaml")]
+    for path in paths:
         text = path.read_text(encoding="utf-8")
         _, sep, functions = text.partition("\nfunctions:\n")
         if not sep:
             raise CodegenError(f"{path}: no functions section; is this a miogen spec?")
         version = path.name[: -len(".yaml")]
         for name in _FUNCTION_ENTRY.findall(functions):
-            first.setdefault(name, version)
+            first.setdefault(name, version if version != oldest else f"{version} or earlier")
     return first
 
 

@@ -328,17 +328,64 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
         raise SpecError(f"{source}: a spec must be a YAML mapping; got {_typename(data)}")
     version = data.get("schema_version")
     if version != model.SCHEMA_VERSION:
+        if version is None:
+            raise SpecError(f"{source}: not a miogen spec (it has no schema_version)", path="schema_version")
         raise SpecError(
             f"{source}: schema_version: this generator reads schema version {model.SCHEMA_VERSION}; "
             f"the file has {version!r} (re-run `miogen parse` to regenerate it)",
             path="schema_version",
         )
     try:
-        return _from_mapping(model.Spec, data)
+        spec = _from_mapping(model.Spec, data)
+        _check_references(spec)
+        return spec
     except _Invalid as exc:
         line = _line_of(text, exc.path)
         at = f"{source}:{line}" if line else source
         raise SpecError(f"{at}: {exc.path}: {exc.message}", path=exc.path) from None
+
+
+def _check_references(spec: model.Spec) -> None:
+    """What the schema alone cannot check: each type is well formed and names something that exists."""
+    from .ctypes_map import FLOAT_CTYPES, INT_BITS
+
+    declared = {
+        "enum": {e.name for e in spec.enums},
+        "handle": {h.name for h in spec.handles},
+        "callback": {c.name for c in spec.callbacks},
+        "struct": {n for r in spec.records for n in (r.name, r.typedef) if n},
+        "union": {n for r in spec.records for n in (r.name, r.typedef) if n},
+    }
+
+    def check(t: model.CType, parts: list[str]) -> None:
+        """`parts`: the YAML path of the type mapping itself."""
+        if t.depth < 0 or len(t.const) != t.depth + 1:
+            raise _Invalid(f"depth {t.depth} needs {t.depth + 1} const flags; got {len(t.const)}", parts)
+        if t.array is not None and t.array <= 0:
+            raise _Invalid(f"array length must be positive; got {t.array}", [*parts, "array"])
+        known = {"int": INT_BITS, "float": FLOAT_CTYPES}.get(t.kind) or declared.get(t.kind)
+        if known is not None and t.name not in known:
+            raise _Invalid(f"{t.kind} type {t.name!r} is not declared in the spec", [*parts, "name"])
+
+    for i, f in enumerate(spec.functions):
+        check(f.returns, ["functions", f"[{i}]", "returns"])
+        for j, p in enumerate(f.params):
+            check(p.type, ["functions", f"[{i}]", "params", f"[{j}]", "type"])
+    def check_record(r: model.Record, parts: list[str]) -> None:
+        for j, fld in enumerate(r.fields):
+            if fld.type is not None:
+                check(fld.type, [*parts, "fields", f"[{j}]", "type"])
+            if fld.record is not None:
+                check_record(fld.record, [*parts, "fields", f"[{j}]", "record"])
+
+    for i, r in enumerate(spec.records):
+        check_record(r, ["records", f"[{i}]"])
+    for i, t in enumerate(spec.typedefs):
+        check(t.type, ["typedefs", f"[{i}]", "type"])
+    for i, c in enumerate(spec.callbacks):
+        check(c.returns, ["callbacks", f"[{i}]", "returns"])
+        for j, p in enumerate(c.params):
+            check(p.type, ["callbacks", f"[{i}]", "params", f"[{j}]", "type"])
 
 
 def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:

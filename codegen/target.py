@@ -32,7 +32,6 @@ class Target:
     status_type: str
     success_constant: str
     beta_macro: str
-    object_macro: str
     default_defines: tuple[str, ...]
     library_names: tuple[str, ...]
     library_env: str

@@ -579,7 +579,7 @@ class GetSoftmaxDescriptorResult(NamedTuple):
 
 
 def get_error_string(error: Status | int) -> str:
-    """miopenGetErrorString(error) (group handle); added in MIOpen 2.15.0."""
+    """miopenGetErrorString(error) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetErrorString"
     if type(error) is not Status:
         error = _s.as_enum(error, Status, "error", _fn)
@@ -588,7 +588,7 @@ def get_error_string(error: Status | int) -> str:
 
 
 def get_version() -> GetVersionResult:
-    """miopenGetVersion(major, minor, patch) (group handle); added in MIOpen 2.15.0."""
+    """miopenGetVersion(major, minor, patch) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetVersion"
     _major = ctypes.c_size_t()
     _minor = ctypes.c_size_t()
@@ -600,7 +600,7 @@ def get_version() -> GetVersionResult:
 
 
 def create() -> Handle:
-    """miopenCreate(handle) (group handle); added in MIOpen 2.15.0."""
+    """miopenCreate(handle) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreate"
     _handle = ctypes.c_void_p()
     _st = _raw.miopenCreate(_byref(_handle))
@@ -610,7 +610,7 @@ def create() -> Handle:
 
 
 def create_with_stream(stream: Stream) -> Handle:
-    """miopenCreateWithStream(handle, stream) (group handle); added in MIOpen 2.15.0."""
+    """miopenCreateWithStream(handle, stream) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateWithStream"
     _stream = _s.as_stream(stream, "stream", _fn)
     _handle = ctypes.c_void_p()
@@ -621,7 +621,7 @@ def create_with_stream(stream: Stream) -> Handle:
 
 
 def destroy(handle: Handle) -> None:
-    """miopenDestroy(handle) (group handle); added in MIOpen 2.15.0."""
+    """miopenDestroy(handle) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroy"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -633,7 +633,7 @@ def destroy(handle: Handle) -> None:
 
 
 def set_stream(handle: Handle, stream_id: Stream) -> None:
-    """miopenSetStream(handle, streamID) (group handle); added in MIOpen 2.15.0."""
+    """miopenSetStream(handle, streamID) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetStream"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -645,7 +645,7 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
 
 
 def get_stream(handle: Handle) -> int | None:
-    """miopenGetStream(handle, streamID) (group handle); added in MIOpen 2.15.0."""
+    """miopenGetStream(handle, streamID) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetStream"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -658,7 +658,7 @@ def get_stream(handle: Handle) -> int | None:
 
 
 def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, deallocator: Callable[..., Any] | None, allocator_context: int | None = None) -> None:
-    """miopenSetAllocator(handle, allocator, deallocator, allocatorContext) (group handle); added in MIOpen 2.15.0."""
+    """miopenSetAllocator(handle, allocator, deallocator, allocatorContext) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetAllocator"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -673,7 +673,7 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
 
 
 def get_kernel_time(handle: Handle) -> float:
-    """miopenGetKernelTime(handle, time) (group handle); added in MIOpen 2.15.0."""
+    """miopenGetKernelTime(handle, time) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetKernelTime"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -686,7 +686,7 @@ def get_kernel_time(handle: Handle) -> float:
 
 
 def enable_profiling(handle: Handle, enable: bool) -> None:
-    """miopenEnableProfiling(handle, enable) (group handle); added in MIOpen 2.15.0."""
+    """miopenEnableProfiling(handle, enable) (group handle); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenEnableProfiling"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -699,7 +699,7 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
 
 
 def create_tensor_descriptor() -> TensorDescriptor:
-    """miopenCreateTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 2.15.0."""
+    """miopenCreateTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateTensorDescriptor"
     _tensor_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateTensorDescriptor(_byref(_tensor_desc))
@@ -709,7 +709,7 @@ def create_tensor_descriptor() -> TensorDescriptor:
 
 
 def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | int, n: int, c: int, h: int, w: int) -> None:
-    """miopenSet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w) (group tensor); added in MIOpen 2.15.0."""
+    """miopenSet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSet4dTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -776,7 +776,7 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
 
 
 def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescriptorResult:
-    """miopenGet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor); added in MIOpen 2.15.0."""
+    """miopenGet4dTensorDescriptor(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGet4dTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -797,7 +797,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
 
 
 def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | int, dims_a: Sequence[int], strides_a: Sequence[int]) -> None:
-    """miopenSetTensorDescriptor(tensorDesc, dataType, nbDims, dimsA, stridesA) (group tensor); added in MIOpen 2.15.0."""
+    """miopenSetTensorDescriptor(tensorDesc, dataType, nbDims, dimsA, stridesA) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -842,7 +842,7 @@ def set_tensor_cast_type(tensor_desc: TensorDescriptor, cast_type: DataType | in
 
 
 def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
-    """miopenGetTensorDescriptorSize(tensorDesc, size) (group tensor); added in MIOpen 2.15.0."""
+    """miopenGetTensorDescriptorSize(tensorDesc, size) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetTensorDescriptorSize"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -855,7 +855,7 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
 
 
 def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorResult:
-    """miopenGetTensorDescriptor(tensorDesc, dataType, dimsA, stridesA) (group tensor); added in MIOpen 2.15.0."""
+    """miopenGetTensorDescriptor(tensorDesc, dataType, dimsA, stridesA) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -939,7 +939,7 @@ def get_tensor_vector_length(tensor_desc: TensorDescriptor) -> int:
 
 
 def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
-    """miopenDestroyTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 2.15.0."""
+    """miopenDestroyTensorDescriptor(tensorDesc) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyTensorDescriptor"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -973,7 +973,7 @@ def destroy_seq_tensor_descriptor(tensor_desc: SeqTensorDescriptor) -> None:
 
 
 def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes.c_float | ctypes.c_double, a_desc: TensorDescriptor, a: DeviceBuffer, alpha_2: float | ctypes.c_float | ctypes.c_double, b_desc: TensorDescriptor, b: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, c_desc: TensorDescriptor, c: DeviceBuffer) -> None:
-    """miopenOpTensor(handle, tensorOp, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C) (group tensor); added in MIOpen 2.15.0."""
+    """miopenOpTensor(handle, tensorOp, alpha1, aDesc, A, alpha2, bDesc, B, beta, cDesc, C) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenOpTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1001,7 +1001,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
 
 
 def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha: float | ctypes.c_float | ctypes.c_double) -> None:
-    """miopenSetTensor(handle, yDesc, y, alpha) (group tensor); added in MIOpen 2.15.0."""
+    """miopenSetTensor(handle, yDesc, y, alpha) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1017,7 +1017,7 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
 
 
 def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha: float | ctypes.c_float | ctypes.c_double) -> None:
-    """miopenScaleTensor(handle, yDesc, y, alpha) (group tensor); added in MIOpen 2.15.0."""
+    """miopenScaleTensor(handle, yDesc, y, alpha) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenScaleTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1033,7 +1033,7 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
 
 
 def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
-    """miopenGetTensorNumBytes(tensorDesc, numBytes) (group tensor); added in MIOpen 2.15.0."""
+    """miopenGetTensorNumBytes(tensorDesc, numBytes) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetTensorNumBytes"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
@@ -1046,7 +1046,7 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
 
 
 def transform_tensor(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenTransformTensor(handle, alpha, xDesc, x, beta, yDesc, y) (group tensor); added in MIOpen 2.15.0."""
+    """miopenTransformTensor(handle, alpha, xDesc, x, beta, yDesc, y) (group tensor); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenTransformTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1067,7 +1067,7 @@ def transform_tensor(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
 
 
 def create_convolution_descriptor() -> ConvolutionDescriptor:
-    """miopenCreateConvolutionDescriptor(convDesc) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenCreateConvolutionDescriptor(convDesc) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateConvolutionDescriptor"
     _conv_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
@@ -1077,7 +1077,7 @@ def create_convolution_descriptor() -> ConvolutionDescriptor:
 
 
 def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: ConvolutionMode | int, pad_h: int, pad_w: int, stride_h: int, stride_w: int, dilation_h: int, dilation_w: int) -> None:
-    """miopenInitConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenInitConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenInitConvolutionDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1102,7 +1102,7 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
 
 
 def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequence[int], stride_a: Sequence[int], dilation_a: Sequence[int], c_mode: ConvolutionMode | int) -> None:
-    """miopenInitConvolutionNdDescriptor(convDesc, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenInitConvolutionNdDescriptor(convDesc, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenInitConvolutionNdDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1132,7 +1132,7 @@ def get_convolution_spatial_dim(conv_desc: ConvolutionDescriptor) -> int:
 
 
 def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvolutionDescriptorResult:
-    """miopenGetConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenGetConvolutionDescriptor(convDesc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetConvolutionDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1151,7 +1151,7 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
 
 
 def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_spatial_dim: int) -> GetConvolutionNdDescriptorResult:
-    """miopenGetConvolutionNdDescriptor(convDesc, requestedSpatialDim, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenGetConvolutionNdDescriptor(convDesc, requestedSpatialDim, spatialDim, padA, strideA, dilationA, c_mode) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetConvolutionNdDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1197,7 +1197,7 @@ def get_convolution_padding_mode(conv_desc: ConvolutionDescriptor) -> PaddingMod
 
 
 def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: int) -> None:
-    """miopenSetConvolutionGroupCount(convDesc, groupCount) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenSetConvolutionGroupCount(convDesc, groupCount) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetConvolutionGroupCount"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1210,7 +1210,7 @@ def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: i
 
 
 def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: int, adj_w: int) -> None:
-    """miopenSetTransposeConvOutputPadding(convDesc, adj_h, adj_w) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenSetTransposeConvOutputPadding(convDesc, adj_h, adj_w) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetTransposeConvOutputPadding"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1225,7 +1225,7 @@ def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: i
 
 
 def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a: Sequence[int]) -> None:
-    """miopenSetTransposeConvNdOutputPadding(convDesc, spatialDim, adjA) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenSetTransposeConvNdOutputPadding(convDesc, spatialDim, adjA) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetTransposeConvNdOutputPadding"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1238,7 +1238,7 @@ def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a
 
 
 def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_tensor_desc: TensorDescriptor, filter_desc: TensorDescriptor) -> GetConvolutionForwardOutputDimResult:
-    """miopenGetConvolutionForwardOutputDim(convDesc, inputTensorDesc, filterDesc, n, c, h, w) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenGetConvolutionForwardOutputDim(convDesc, inputTensorDesc, filterDesc, n, c, h, w) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetConvolutionForwardOutputDim"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1260,7 +1260,7 @@ def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_t
 
 
 def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, input_tensor_desc: TensorDescriptor, filter_desc: TensorDescriptor) -> GetConvolutionNdForwardOutputDimResult:
-    """miopenGetConvolutionNdForwardOutputDim(convDesc, inputTensorDesc, filterDesc, nDim, outputTensorDimA) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenGetConvolutionNdForwardOutputDim(convDesc, inputTensorDesc, filterDesc, nDim, outputTensorDimA) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetConvolutionNdForwardOutputDim"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1281,7 +1281,7 @@ def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, inpu
 
 
 def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
-    """miopenDestroyConvolutionDescriptor(convDesc) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenDestroyConvolutionDescriptor(convDesc) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyConvolutionDescriptor"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1293,7 +1293,7 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
 
 
 def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: ConvolutionAttrib | int, value: int) -> None:
-    """miopenSetConvolutionAttribute(convDesc, attr, value) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenSetConvolutionAttribute(convDesc, attr, value) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetConvolutionAttribute"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1308,7 +1308,7 @@ def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
 
 
 def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: ConvolutionAttrib | int) -> int:
-    """miopenGetConvolutionAttribute(convDesc, attr, value) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenGetConvolutionAttribute(convDesc, attr, value) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetConvolutionAttribute"
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
@@ -1349,7 +1349,7 @@ def get_convolution_find_mode(conv_desc: ConvolutionDescriptor) -> ConvolutionFi
 
 
 def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor) -> int:
-    """miopenConvolutionForwardGetSolutionCount(handle, wDesc, xDesc, convDesc, yDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForwardGetSolutionCount(handle, wDesc, xDesc, convDesc, yDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForwardGetSolutionCount"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1374,7 +1374,7 @@ def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescrip
 
 
 def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
-    """miopenConvolutionForwardGetSolution(handle, wDesc, xDesc, convDesc, yDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForwardGetSolution(handle, wDesc, xDesc, convDesc, yDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForwardGetSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1403,7 +1403,7 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
 
 
 def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, solution_id: int) -> int:
-    """miopenConvolutionForwardGetSolutionWorkspaceSize(handle, wDesc, xDesc, convDesc, yDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForwardGetSolutionWorkspaceSize(handle, wDesc, xDesc, convDesc, yDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForwardGetSolutionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1430,7 +1430,7 @@ def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: Tens
 
 
 def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, solution_id: int) -> None:
-    """miopenConvolutionForwardCompileSolution(handle, wDesc, xDesc, convDesc, yDesc, solution_id) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForwardCompileSolution(handle, wDesc, xDesc, convDesc, yDesc, solution_id) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForwardCompileSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1455,7 +1455,7 @@ def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescripto
 
 
 def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
-    """miopenConvolutionForwardImmediate(handle, wDesc, w, xDesc, x, convDesc, yDesc, y, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForwardImmediate(handle, wDesc, w, xDesc, x, convDesc, yDesc, y, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForwardImmediate"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1486,7 +1486,7 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
 
 
 def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardDataGetSolutionCount(handle, dyDesc, wDesc, convDesc, dxDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardDataGetSolutionCount(handle, dyDesc, wDesc, convDesc, dxDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardDataGetSolutionCount"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1511,7 +1511,7 @@ def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: Tensor
 
 
 def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
-    """miopenConvolutionBackwardDataGetSolution(handle, dyDesc, wDesc, convDesc, dxDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardDataGetSolution(handle, dyDesc, wDesc, convDesc, dxDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardDataGetSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1540,7 +1540,7 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
 
 
 def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, solution_id: int) -> int:
-    """miopenConvolutionBackwardDataGetSolutionWorkspaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardDataGetSolutionWorkspaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardDataGetSolutionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1567,7 +1567,7 @@ def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_des
 
 
 def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, solution_id: int) -> None:
-    """miopenConvolutionBackwardDataCompileSolution(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardDataCompileSolution(handle, dyDesc, wDesc, convDesc, dxDesc, solution_id) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardDataCompileSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1592,7 +1592,7 @@ def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDe
 
 
 def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
-    """miopenConvolutionBackwardDataImmediate(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardDataImmediate(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardDataImmediate"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1623,7 +1623,7 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
 
 
 def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardWeightsGetSolutionCount(handle, dyDesc, xDesc, convDesc, dwDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardWeightsGetSolutionCount(handle, dyDesc, xDesc, convDesc, dwDesc, solutionCount) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardWeightsGetSolutionCount"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1648,7 +1648,7 @@ def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: Ten
 
 
 def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, max_solution_count: int) -> list[ConvSolution]:
-    """miopenConvolutionBackwardWeightsGetSolution(handle, dyDesc, xDesc, convDesc, dwDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardWeightsGetSolution(handle, dyDesc, xDesc, convDesc, dwDesc, maxSolutionCount, solutionCount, solutions) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardWeightsGetSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1677,7 +1677,7 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
 
 
 def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, solution_id: int) -> int:
-    """miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1704,7 +1704,7 @@ def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_
 
 
 def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, solution_id: int) -> None:
-    """miopenConvolutionBackwardWeightsCompileSolution(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardWeightsCompileSolution(handle, dyDesc, xDesc, convDesc, dwDesc, solution_id) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardWeightsCompileSolution"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1729,7 +1729,7 @@ def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: Tenso
 
 
 def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int, solution_id: int) -> None:
-    """miopenConvolutionBackwardWeightsImmediate(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardWeightsImmediate(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, workSpace, workSpaceSize, solution_id) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardWeightsImmediate"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1760,7 +1760,7 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
 
 
 def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor) -> int:
-    """miopenConvolutionForwardGetWorkSpaceSize(handle, wDesc, xDesc, convDesc, yDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForwardGetWorkSpaceSize(handle, wDesc, xDesc, convDesc, yDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForwardGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1785,7 +1785,7 @@ def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescri
 
 
 def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, y_desc: TensorDescriptor, y: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
-    """miopenFindConvolutionForwardAlgorithm(handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenFindConvolutionForwardAlgorithm(handle, xDesc, x, wDesc, w, convDesc, yDesc, y, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenFindConvolutionForwardAlgorithm"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1822,7 +1822,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
 
 
 def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvFwdAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenConvolutionForward(handle, alpha, xDesc, x, wDesc, w, convDesc, algo, beta, yDesc, y, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForward(handle, alpha, xDesc, x, wDesc, w, convDesc, algo, beta, yDesc, y, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1855,7 +1855,7 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
 
 
 def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, b_desc: TensorDescriptor, b: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenConvolutionForwardBias(handle, alpha, bDesc, b, beta, yDesc, y) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionForwardBias(handle, alpha, bDesc, b, beta, yDesc, y) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionForwardBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1876,7 +1876,7 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
 
 
 def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: TensorDescriptor, w_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardDataGetWorkSpaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardDataGetWorkSpaceSize(handle, dyDesc, wDesc, convDesc, dxDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardDataGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1901,7 +1901,7 @@ def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: Tenso
 
 
 def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, dx_desc: TensorDescriptor, dx: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
-    """miopenFindConvolutionBackwardDataAlgorithm(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenFindConvolutionBackwardDataAlgorithm(handle, dyDesc, dy, wDesc, w, convDesc, dxDesc, dx, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenFindConvolutionBackwardDataAlgorithm"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1938,7 +1938,7 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
 
 
 def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, w_desc: TensorDescriptor, w: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvBwdDataAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenConvolutionBackwardData(handle, alpha, dyDesc, dy, wDesc, w, convDesc, algo, beta, dxDesc, dx, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardData(handle, alpha, dyDesc, dy, wDesc, w, convDesc, algo, beta, dxDesc, dx, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardData"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1971,7 +1971,7 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
 
 
 def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: TensorDescriptor, x_desc: TensorDescriptor, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor) -> int:
-    """miopenConvolutionBackwardWeightsGetWorkSpaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardWeightsGetWorkSpaceSize(handle, dyDesc, xDesc, convDesc, dwDesc, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardWeightsGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -1996,7 +1996,7 @@ def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: Te
 
 
 def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, dw_desc: TensorDescriptor, dw: DeviceBuffer, request_algo_count: int, work_space: DeviceBuffer | None, work_space_size: int, exhaustive_search: bool) -> list[ConvAlgoPerf]:
-    """miopenFindConvolutionBackwardWeightsAlgorithm(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenFindConvolutionBackwardWeightsAlgorithm(handle, dyDesc, dy, xDesc, x, convDesc, dwDesc, dw, requestAlgoCount, returnedAlgoCount, perfResults, workSpace, workSpaceSize, exhaustiveSearch) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenFindConvolutionBackwardWeightsAlgorithm"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2033,7 +2033,7 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
 
 
 def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, conv_desc: ConvolutionDescriptor, algo: ConvBwdWeightsAlgorithm | int, beta: float | ctypes.c_float | ctypes.c_double, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenConvolutionBackwardWeights(handle, alpha, dyDesc, dy, xDesc, x, convDesc, algo, beta, dwDesc, dw, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardWeights(handle, alpha, dyDesc, dy, xDesc, x, convDesc, algo, beta, dwDesc, dw, workSpace, workSpaceSize) (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardWeights"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2066,7 +2066,7 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
 
 
 def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, db_desc: TensorDescriptor, db: DeviceBuffer) -> None:
-    """miopenConvolutionBackwardBias(handle, alpha, dyDesc, dy, beta, dbDesc, db) [deprecated] (group convolutions); added in MIOpen 2.15.0."""
+    """miopenConvolutionBackwardBias(handle, alpha, dyDesc, dy, beta, dbDesc, db) [deprecated] (group convolutions); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenConvolutionBackwardBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2087,7 +2087,7 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
 
 
 def create_pooling_descriptor() -> PoolingDescriptor:
-    """miopenCreatePoolingDescriptor(poolDesc) (group pooling); added in MIOpen 2.15.0."""
+    """miopenCreatePoolingDescriptor(poolDesc) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreatePoolingDescriptor"
     _pool_desc = ctypes.c_void_p()
     _st = _raw.miopenCreatePoolingDescriptor(_byref(_pool_desc))
@@ -2097,7 +2097,7 @@ def create_pooling_descriptor() -> PoolingDescriptor:
 
 
 def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType | int) -> None:
-    """miopenSetPoolingIndexType(poolDesc, index_type) (group pooling); added in MIOpen 2.15.0."""
+    """miopenSetPoolingIndexType(poolDesc, index_type) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetPoolingIndexType"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2110,7 +2110,7 @@ def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType |
 
 
 def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
-    """miopenGetPoolingIndexType(poolDesc, index_type) (group pooling); added in MIOpen 2.15.0."""
+    """miopenGetPoolingIndexType(poolDesc, index_type) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetPoolingIndexType"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2136,7 +2136,7 @@ def get_pooling_padding_mode(pool_desc: PoolingDescriptor) -> PaddingMode | int:
 
 
 def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_index: PoolingWorkspaceIndexMode | int) -> None:
-    """miopenSetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling); added in MIOpen 2.15.0."""
+    """miopenSetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetPoolingWorkSpaceIndexMode"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2149,7 +2149,7 @@ def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_in
 
 
 def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWorkspaceIndexMode | int:
-    """miopenGetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling); added in MIOpen 2.15.0."""
+    """miopenGetPoolingWorkSpaceIndexMode(poolDesc, workspace_index) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetPoolingWorkSpaceIndexMode"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2162,7 +2162,7 @@ def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWo
 
 
 def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | int, window_height: int, window_width: int, pad_h: int, pad_w: int, stride_h: int, stride_w: int) -> None:
-    """miopenSet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling); added in MIOpen 2.15.0."""
+    """miopenSet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSet2dPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2187,7 +2187,7 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
 
 
 def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescriptorResult:
-    """miopenGet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling); added in MIOpen 2.15.0."""
+    """miopenGet2dPoolingDescriptor(poolDesc, mode, windowHeight, windowWidth, pad_h, pad_w, stride_h, stride_w) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGet2dPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2206,7 +2206,7 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
 
 
 def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: TensorDescriptor) -> GetPoolingForwardOutputDimResult:
-    """miopenGetPoolingForwardOutputDim(poolDesc, tensorDesc, n, c, h, w) (group pooling); added in MIOpen 2.15.0."""
+    """miopenGetPoolingForwardOutputDim(poolDesc, tensorDesc, n, c, h, w) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetPoolingForwardOutputDim"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2225,7 +2225,7 @@ def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: Te
 
 
 def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | int, window_dim_a: Sequence[int], pad_a: Sequence[int], strides_a: Sequence[int]) -> None:
-    """miopenSetNdPoolingDescriptor(poolDesc, mode, nbDims, windowDimA, padA, stridesA) (group pooling); added in MIOpen 2.15.0."""
+    """miopenSetNdPoolingDescriptor(poolDesc, mode, nbDims, windowDimA, padA, stridesA) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetNdPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2242,7 +2242,7 @@ def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
 
 
 def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: int) -> GetNdPoolingDescriptorResult:
-    """miopenGetNdPoolingDescriptor(poolDesc, nbDimsRequested, mode, nbDims, windowDimA, padA, stridesA) (group pooling); added in MIOpen 2.15.0."""
+    """miopenGetNdPoolingDescriptor(poolDesc, nbDimsRequested, mode, nbDims, windowDimA, padA, stridesA) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetNdPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2262,7 +2262,7 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
 
 
 def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: TensorDescriptor, dims: int) -> list[int]:
-    """miopenGetPoolingNdForwardOutputDim(poolDesc, tensorDesc, dims, tensorDimArr) (group pooling); added in MIOpen 2.15.0."""
+    """miopenGetPoolingNdForwardOutputDim(poolDesc, tensorDesc, dims, tensorDimArr) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetPoolingNdForwardOutputDim"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2281,7 +2281,7 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
 
 
 def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
-    """miopenPoolingGetWorkSpaceSize(yDesc, workSpaceSize) (group pooling); added in MIOpen 2.15.0."""
+    """miopenPoolingGetWorkSpaceSize(yDesc, workSpaceSize) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenPoolingGetWorkSpaceSize"
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
@@ -2294,7 +2294,7 @@ def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
 
 
 def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorDescriptor) -> int:
-    """miopenPoolingGetWorkSpaceSizeV2(poolDesc, yDesc, workSpaceSize) (group pooling); added in MIOpen 2.15.0."""
+    """miopenPoolingGetWorkSpaceSizeV2(poolDesc, yDesc, workSpaceSize) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenPoolingGetWorkSpaceSizeV2"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2310,7 +2310,7 @@ def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorD
 
 
 def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, do_backward: bool, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenPoolingForward(handle, poolDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace, workSpaceSize) (group pooling); added in MIOpen 2.15.0."""
+    """miopenPoolingForward(handle, poolDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace, workSpaceSize) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenPoolingForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2339,7 +2339,7 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
 
 
 def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None) -> None:
-    """miopenPoolingBackward(handle, poolDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group pooling); added in MIOpen 2.15.0."""
+    """miopenPoolingBackward(handle, poolDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenPoolingBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2372,7 +2372,7 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
 
 
 def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
-    """miopenDestroyPoolingDescriptor(poolDesc) (group pooling); added in MIOpen 2.15.0."""
+    """miopenDestroyPoolingDescriptor(poolDesc) (group pooling); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyPoolingDescriptor"
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
@@ -2384,7 +2384,7 @@ def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
 
 
 def create_lrn_descriptor() -> LRNDescriptor:
-    """miopenCreateLRNDescriptor(lrnDesc) (group LRN); added in MIOpen 2.15.0."""
+    """miopenCreateLRNDescriptor(lrnDesc) (group LRN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateLRNDescriptor"
     _lrn_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateLRNDescriptor(_byref(_lrn_desc))
@@ -2394,7 +2394,7 @@ def create_lrn_descriptor() -> LRNDescriptor:
 
 
 def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int, lrn_alpha: float, lrn_beta: float, lrn_k: float) -> None:
-    """miopenSetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN); added in MIOpen 2.15.0."""
+    """miopenSetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetLRNDescriptor"
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
@@ -2415,7 +2415,7 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
 
 
 def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
-    """miopenGetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN); added in MIOpen 2.15.0."""
+    """miopenGetLRNDescriptor(lrnDesc, mode, lrnN, lrnAlpha, lrnBeta, lrnK) (group LRN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetLRNDescriptor"
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
@@ -2432,7 +2432,7 @@ def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
 
 
 def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
-    """miopenLRNGetWorkSpaceSize(yDesc, workSpaceSize) (group LRN); added in MIOpen 2.15.0."""
+    """miopenLRNGetWorkSpaceSize(yDesc, workSpaceSize) (group LRN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenLRNGetWorkSpaceSize"
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
@@ -2445,7 +2445,7 @@ def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
 
 
 def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, do_backward: bool, work_space: DeviceBuffer | None) -> None:
-    """miopenLRNForward(handle, lrnDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace) (group LRN); added in MIOpen 2.15.0."""
+    """miopenLRNForward(handle, lrnDesc, alpha, xDesc, x, beta, yDesc, y, do_backward, workSpace) (group LRN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenLRNForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2472,7 +2472,7 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
 
 
 def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, work_space: DeviceBuffer | None) -> None:
-    """miopenLRNBackward(handle, lrnDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group LRN); added in MIOpen 2.15.0."""
+    """miopenLRNBackward(handle, lrnDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx, workSpace) (group LRN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenLRNBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2505,7 +2505,7 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
 
 
 def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
-    """miopenDestroyLRNDescriptor(lrnDesc) (group LRN); added in MIOpen 2.15.0."""
+    """miopenDestroyLRNDescriptor(lrnDesc) (group LRN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyLRNDescriptor"
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
@@ -2669,7 +2669,7 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
 
 
 def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: TensorDescriptor, bn_mode: BatchNormMode | int) -> None:
-    """miopenDeriveBNTensorDescriptor(derivedBnDesc, xDesc, bn_mode) (group batchnorm); added in MIOpen 2.15.0."""
+    """miopenDeriveBNTensorDescriptor(derivedBnDesc, xDesc, bn_mode) (group batchnorm); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDeriveBNTensorDescriptor"
     _derived_bn_desc: int | None = derived_bn_desc._ptr if type(derived_bn_desc) is TensorDescriptor else None
     if _derived_bn_desc is None:
@@ -2685,7 +2685,7 @@ def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: Tenso
 
 
 def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, bn_scale_bias_mean_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, exp_avg_factor: float, result_running_mean: DeviceBuffer | None, result_running_variance: DeviceBuffer | None, epsilon: float, result_save_mean: DeviceBuffer | None, result_save_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationForwardTraining(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm); added in MIOpen 2.15.0."""
+    """miopenBatchNormalizationForwardTraining(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, expAvgFactor, resultRunningMean, resultRunningVariance, epsilon, resultSaveMean, resultSaveInvVariance) (group batchnorm); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenBatchNormalizationForwardTraining"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -2911,7 +2911,7 @@ def batch_norm_forward_training_activation_v2(handle: Handle, bn_mode: BatchNorm
 
 
 def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode | int, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, bn_scale_bias_mean_var_desc: TensorDescriptor, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer | None, estimated_variance: DeviceBuffer | None, epsilon: float) -> None:
-    """miopenBatchNormalizationForwardInference(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm); added in MIOpen 2.15.0."""
+    """miopenBatchNormalizationForwardInference(handle, bn_mode, alpha, beta, xDesc, x, yDesc, y, bnScaleBiasMeanVarDesc, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group batchnorm); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenBatchNormalizationForwardInference"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3109,7 +3109,7 @@ def batch_norm_forward_inference_activation(handle: Handle, bn_mode: BatchNormMo
 
 
 def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, alpha_data_diff: float | ctypes.c_float | ctypes.c_double, beta_data_diff: float | ctypes.c_float | ctypes.c_double, alpha_param_diff: float | ctypes.c_float | ctypes.c_double, beta_param_diff: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, bn_scale_bias_diff_desc: TensorDescriptor, bn_scale: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, epsilon: float, saved_mean: DeviceBuffer | None, saved_inv_variance: DeviceBuffer | None) -> None:
-    """miopenBatchNormalizationBackward(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, bnScaleBiasDiffDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm); added in MIOpen 2.15.0."""
+    """miopenBatchNormalizationBackward(handle, bn_mode, alphaDataDiff, betaDataDiff, alphaParamDiff, betaParamDiff, xDesc, x, dyDesc, dy, dxDesc, dx, bnScaleBiasDiffDesc, bnScale, resultBnScaleDiff, resultBnBiasDiff, epsilon, savedMean, savedInvVariance) (group batchnorm); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenBatchNormalizationBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3248,7 +3248,7 @@ def batch_norm_backward_activation(handle: Handle, bn_mode: BatchNormMode | int,
 
 
 def create_activation_descriptor() -> ActivationDescriptor:
-    """miopenCreateActivationDescriptor(activDesc) (group activation); added in MIOpen 2.15.0."""
+    """miopenCreateActivationDescriptor(activDesc) (group activation); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateActivationDescriptor"
     _activ_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateActivationDescriptor(_byref(_activ_desc))
@@ -3258,7 +3258,7 @@ def create_activation_descriptor() -> ActivationDescriptor:
 
 
 def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: ActivationMode | int, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
-    """miopenSetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation); added in MIOpen 2.15.0."""
+    """miopenSetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetActivationDescriptor"
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
@@ -3277,7 +3277,7 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
 
 
 def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivationDescriptorResult:
-    """miopenGetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation); added in MIOpen 2.15.0."""
+    """miopenGetActivationDescriptor(activDesc, mode, activAlpha, activBeta, activGamma) (group activation); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetActivationDescriptor"
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
@@ -3293,7 +3293,7 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
 
 
 def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenActivationForward(handle, activDesc, alpha, xDesc, x, beta, yDesc, y) (group activation); added in MIOpen 2.15.0."""
+    """miopenActivationForward(handle, activDesc, alpha, xDesc, x, beta, yDesc, y) (group activation); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenActivationForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3317,7 +3317,7 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
 
 
 def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
-    """miopenActivationBackward(handle, activDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx) (group activation); added in MIOpen 2.15.0."""
+    """miopenActivationBackward(handle, activDesc, alpha, yDesc, y, dyDesc, dy, xDesc, x, beta, dxDesc, dx) (group activation); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenActivationBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3349,7 +3349,7 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
 
 
 def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
-    """miopenDestroyActivationDescriptor(activDesc) (group activation); added in MIOpen 2.15.0."""
+    """miopenDestroyActivationDescriptor(activDesc) (group activation); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyActivationDescriptor"
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
@@ -3407,7 +3407,7 @@ def glu_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuff
 
 
 def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer) -> None:
-    """miopenSoftmaxForward(handle, alpha, xDesc, x, beta, yDesc, y) (group softmax); added in MIOpen 2.15.0."""
+    """miopenSoftmaxForward(handle, alpha, xDesc, x, beta, yDesc, y) (group softmax); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSoftmaxForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3428,7 +3428,7 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
 
 
 def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer) -> None:
-    """miopenSoftmaxBackward(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx) (group softmax); added in MIOpen 2.15.0."""
+    """miopenSoftmaxBackward(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx) (group softmax); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSoftmaxBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3453,7 +3453,7 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
 
 
 def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, x_desc: TensorDescriptor, x: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
-    """miopenSoftmaxForward_V2(handle, alpha, xDesc, x, beta, yDesc, y, algorithm, mode) (group softmax); added in MIOpen 2.15.0."""
+    """miopenSoftmaxForward_V2(handle, alpha, xDesc, x, beta, yDesc, y, algorithm, mode) (group softmax); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSoftmaxForward_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3478,7 +3478,7 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
 
 
 def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_double, y_desc: TensorDescriptor, y: DeviceBuffer, dy_desc: TensorDescriptor, dy: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, dx_desc: TensorDescriptor, dx: DeviceBuffer, algorithm: SoftmaxAlgorithm | int, mode: SoftmaxMode | int) -> None:
-    """miopenSoftmaxBackward_V2(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx, algorithm, mode) (group softmax); added in MIOpen 2.15.0."""
+    """miopenSoftmaxBackward_V2(handle, alpha, yDesc, y, dyDesc, dy, beta, dxDesc, dx, algorithm, mode) (group softmax); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSoftmaxBackward_V2"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3507,7 +3507,7 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
 
 
 def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: TensorDescriptor) -> FusionPlanDescriptor:
-    """miopenCreateFusionPlan(fusePlanDesc, fuseDirection, inputDesc) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateFusionPlan(fusePlanDesc, fuseDirection, inputDesc) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateFusionPlan"
     if type(fuse_direction) is not FusionDirection:
         fuse_direction = _s.as_enum(fuse_direction, FusionDirection, "fuse_direction", _fn)
@@ -3522,7 +3522,7 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
 
 
 def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
-    """miopenDestroyFusionPlan(fusePlanDesc) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenDestroyFusionPlan(fusePlanDesc) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyFusionPlan"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3534,7 +3534,7 @@ def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
 
 
 def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) -> None:
-    """miopenCompileFusionPlan(handle, fusePlanDesc) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCompileFusionPlan(handle, fusePlanDesc) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCompileFusionPlan"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3548,7 +3548,7 @@ def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) ->
 
 
 def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> FusionOpDescriptor | None:
-    """miopenFusionPlanGetOp(fusePlanDesc, op_idx, op) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenFusionPlanGetOp(fusePlanDesc, op_idx, op) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenFusionPlanGetOp"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3563,7 +3563,7 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
 
 
 def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, algo: ConvFwdAlgorithm | int) -> int:
-    """miopenFusionPlanGetWorkSpaceSize(handle, fusePlanDesc, workSpaceSize, algo) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenFusionPlanGetWorkSpaceSize(handle, fusePlanDesc, workSpaceSize, algo) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenFusionPlanGetWorkSpaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3581,7 +3581,7 @@ def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDe
 
 
 def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, request_algo_count: int) -> list[ConvFwdAlgorithm | int]:
-    """miopenFusionPlanConvolutionGetAlgo(fusePlanDesc, requestAlgoCount, returnedAlgoCount, returnedAlgos) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenFusionPlanConvolutionGetAlgo(fusePlanDesc, requestAlgoCount, returnedAlgoCount, returnedAlgos) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenFusionPlanConvolutionGetAlgo"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3598,7 +3598,7 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
 
 
 def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo: ConvFwdAlgorithm | int) -> None:
-    """miopenFusionPlanConvolutionSetAlgo(fusePlanDesc, algo) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenFusionPlanConvolutionSetAlgo(fusePlanDesc, algo) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenFusionPlanConvolutionSetAlgo"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3611,7 +3611,7 @@ def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo:
 
 
 def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: ConvolutionDescriptor, w_desc: TensorDescriptor) -> FusionOpDescriptor:
-    """miopenCreateOpConvForward(fusePlanDesc, convOp, convDesc, wDesc) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOpConvForward(fusePlanDesc, convOp, convDesc, wDesc) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOpConvForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3630,7 +3630,7 @@ def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: Conv
 
 
 def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: ActivationMode | int) -> FusionOpDescriptor:
-    """miopenCreateOpActivationForward(fusePlanDesc, activFwdOp, mode) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOpActivationForward(fusePlanDesc, activFwdOp, mode) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOpActivationForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3645,7 +3645,7 @@ def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: Act
 
 
 def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: ActivationMode | int) -> FusionOpDescriptor:
-    """miopenCreateOpActivationBackward(fusePlanDesc, activBwdOp, mode) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOpActivationBackward(fusePlanDesc, activBwdOp, mode) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOpActivationBackward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3660,7 +3660,7 @@ def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: Ac
 
 
 def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorDescriptor) -> FusionOpDescriptor:
-    """miopenCreateOpBiasForward(fusePlanDesc, biasOp, bDesc) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOpBiasForward(fusePlanDesc, biasOp, bDesc) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOpBiasForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3676,7 +3676,7 @@ def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorD
 
 
 def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int, bn_scale_bias_mean_var_desc: TensorDescriptor) -> FusionOpDescriptor:
-    """miopenCreateOpBatchNormInference(fusePlanDesc, bnOp, bn_mode, bnScaleBiasMeanVarDesc) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOpBatchNormInference(fusePlanDesc, bnOp, bn_mode, bnScaleBiasMeanVarDesc) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOpBatchNormInference"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3694,7 +3694,7 @@ def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode
 
 
 def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int, running_mean_variance: bool) -> FusionOpDescriptor:
-    """miopenCreateOpBatchNormForward(fusePlanDesc, bnFwdOp, bn_mode, runningMeanVariance) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOpBatchNormForward(fusePlanDesc, bnFwdOp, bn_mode, runningMeanVariance) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOpBatchNormForward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3711,7 +3711,7 @@ def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: 
 
 
 def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: BatchNormMode | int) -> FusionOpDescriptor:
-    """miopenCreateOpBatchNormBackward(fusePlanDesc, bnBwdOp, bn_mode) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOpBatchNormBackward(fusePlanDesc, bnBwdOp, bn_mode) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOpBatchNormBackward"
     _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
@@ -3726,7 +3726,7 @@ def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode:
 
 
 def create_operator_args() -> OperatorArgs:
-    """miopenCreateOperatorArgs(args) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenCreateOperatorArgs(args) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateOperatorArgs"
     _args = ctypes.c_void_p()
     _st = _raw.miopenCreateOperatorArgs(_byref(_args))
@@ -3736,7 +3736,7 @@ def create_operator_args() -> OperatorArgs:
 
 
 def destroy_operator_args(args: OperatorArgs) -> None:
-    """miopenDestroyOperatorArgs(args) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenDestroyOperatorArgs(args) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyOperatorArgs"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3748,7 +3748,7 @@ def destroy_operator_args(args: OperatorArgs) -> None:
 
 
 def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, w: DeviceBuffer) -> None:
-    """miopenSetOpArgsConvForward(args, convOp, alpha, beta, w) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenSetOpArgsConvForward(args, convOp, alpha, beta, w) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetOpArgsConvForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3765,7 +3765,7 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
 
 
 def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
-    """miopenSetOpArgsActivForward(args, activFwdOp, alpha, beta, activAlpha, activBeta, activGamma) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenSetOpArgsActivForward(args, activFwdOp, alpha, beta, activAlpha, activBeta, activGamma) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetOpArgsActivForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3787,7 +3787,7 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
 
 
 def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, y: DeviceBuffer, reserved: DeviceBuffer | None, activ_alpha: float, activ_beta: float, activ_gamma: float) -> None:
-    """miopenSetOpArgsActivBackward(args, activBwdOp, alpha, beta, y, reserved, activAlpha, activBeta, activGamma) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenSetOpArgsActivBackward(args, activBwdOp, alpha, beta, y, reserved, activAlpha, activBeta, activGamma) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetOpArgsActivBackward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3811,7 +3811,7 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
 
 
 def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, estimated_mean: DeviceBuffer, estimated_variance: DeviceBuffer, epsilon: float) -> None:
-    """miopenSetOpArgsBatchNormInference(args, bnOp, alpha, beta, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenSetOpArgsBatchNormInference(args, bnOp, alpha, beta, bnScale, bnBias, estimatedMean, estimatedVariance, epsilon) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetOpArgsBatchNormInference"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3833,7 +3833,7 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
 
 
 def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, saved_mean: DeviceBuffer, saved_inv_variance: DeviceBuffer, running_mean: DeviceBuffer | None, running_variance: DeviceBuffer | None, exp_avg_factor: float, epsilon: float) -> None:
-    """miopenSetOpArgsBatchNormForward(args, bnOp, alpha, beta, bnScale, bnBias, savedMean, savedInvVariance, runningMean, runningVariance, expAvgFactor, epsilon) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenSetOpArgsBatchNormForward(args, bnOp, alpha, beta, bnScale, bnBias, savedMean, savedInvVariance, runningMean, runningVariance, expAvgFactor, epsilon) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetOpArgsBatchNormForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3859,7 +3859,7 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
 
 
 def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, x: DeviceBuffer, bn_scale: DeviceBuffer, bn_bias: DeviceBuffer, result_bn_scale_diff: DeviceBuffer, result_bn_bias_diff: DeviceBuffer, saved_mean: DeviceBuffer, saved_inv_variance: DeviceBuffer) -> None:
-    """miopenSetOpArgsBatchNormBackward(args, bnOp, alpha, beta, x, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, savedMean, savedInvVariance) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenSetOpArgsBatchNormBackward(args, bnOp, alpha, beta, x, bnScale, bnBias, resultBnScaleDiff, resultBnBiasDiff, savedMean, savedInvVariance) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetOpArgsBatchNormBackward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3882,7 +3882,7 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
 
 
 def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, alpha: float | ctypes.c_float | ctypes.c_double, beta: float | ctypes.c_float | ctypes.c_double, bias: DeviceBuffer) -> None:
-    """miopenSetOpArgsBiasForward(args, biasOp, alpha, beta, bias) (group FUSION); added in MIOpen 2.15.0."""
+    """miopenSetOpArgsBiasForward(args, biasOp, alpha, beta, bias) (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetOpArgsBiasForward"
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
@@ -3899,7 +3899,7 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
 
 
 def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, input_desc: TensorDescriptor, input: DeviceBuffer, output_desc: TensorDescriptor, output: DeviceBuffer, args: OperatorArgs) -> None:
-    """miopenExecuteFusionPlan(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args) [deprecated] (group FUSION); added in MIOpen 2.15.0."""
+    """miopenExecuteFusionPlan(handle, fusePlanDesc, inputDesc, input, outputDesc, output, args) [deprecated] (group FUSION); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenExecuteFusionPlan"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -3996,7 +3996,7 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
 
 
 def create_rnn_descriptor() -> RNNDescriptor:
-    """miopenCreateRNNDescriptor(rnnDesc) (group RNN); added in MIOpen 2.15.0."""
+    """miopenCreateRNNDescriptor(rnnDesc) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateRNNDescriptor"
     _rnn_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateRNNDescriptor(_byref(_rnn_desc))
@@ -4006,7 +4006,7 @@ def create_rnn_descriptor() -> RNNDescriptor:
 
 
 def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
-    """miopenGetRNNDescriptor(rnnDesc, rnnMode, algoMode, inputMode, dirMode, biasMode, hiddenSize, layer) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNDescriptor(rnnDesc, rnnMode, algoMode, inputMode, dirMode, biasMode, hiddenSize, layer) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNDescriptor"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4025,7 +4025,7 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
 
 
 def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
-    """miopenGetRNNDescriptor_V2(rnnDesc, hiddenSize, layer, dropoutDesc, inputMode, dirMode, rnnMode, biasMode, algoMode, dataType) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNDescriptor_V2(rnnDesc, hiddenSize, layer, dropoutDesc, inputMode, dirMode, rnnMode, biasMode, algoMode, dataType) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNDescriptor_V2"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4046,7 +4046,7 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
 
 
 def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
-    """miopenDestroyRNNDescriptor(rnnDesc) (group RNN); added in MIOpen 2.15.0."""
+    """miopenDestroyRNNDescriptor(rnnDesc) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyRNNDescriptor"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4058,7 +4058,7 @@ def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
 
 
 def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mode: RNNInputMode | int, direction: RNNDirectionMode | int, rnn_mode: RNNMode | int, bias_mode: RNNBiasMode | int, algo: RNNAlgo | int, data_type: DataType | int) -> None:
-    """miopenSetRNNDescriptor(rnnDesc, hsize, nlayers, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN); added in MIOpen 2.15.0."""
+    """miopenSetRNNDescriptor(rnnDesc, hsize, nlayers, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetRNNDescriptor"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4085,7 +4085,7 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
 
 
 def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dropout_desc: DropoutDescriptor, in_mode: RNNInputMode | int, direction: RNNDirectionMode | int, rnn_mode: RNNMode | int, bias_mode: RNNBiasMode | int, algo: RNNAlgo | int, data_type: DataType | int) -> None:
-    """miopenSetRNNDescriptor_V2(rnnDesc, hsize, nlayers, dropoutDesc, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN); added in MIOpen 2.15.0."""
+    """miopenSetRNNDescriptor_V2(rnnDesc, hsize, nlayers, dropoutDesc, inMode, direction, rnnMode, biasMode, algo, dataType) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetRNNDescriptor_V2"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4159,7 +4159,7 @@ def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, seq
 
 
 def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNWorkspaceSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNWorkspaceSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4177,7 +4177,7 @@ def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequ
 
 
 def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNTrainingReserveSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNTrainingReserveSize(handle, rnnDesc, sequenceLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNTrainingReserveSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4217,7 +4217,7 @@ def get_rnn_temp_space_sizes(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Se
 
 
 def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorDescriptor, dtype: DataType | int) -> int:
-    """miopenGetRNNParamsSize(handle, rnnDesc, xDesc, numBytes, dtype) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNParamsSize(handle, rnnDesc, xDesc, numBytes, dtype) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNParamsSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4238,7 +4238,7 @@ def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorD
 
 
 def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorDescriptor, w_desc: TensorDescriptor, dtype: DataType | int) -> None:
-    """miopenGetRNNParamsDescriptor(handle, rnnDesc, xDesc, wDesc, dtype) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNParamsDescriptor(handle, rnnDesc, xDesc, wDesc, dtype) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNParamsDescriptor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4260,7 +4260,7 @@ def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: T
 
 
 def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNInputTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNInputTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNInputTensorSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4278,7 +4278,7 @@ def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: S
 
 
 def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor]) -> int:
-    """miopenGetRNNHiddenTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNHiddenTensorSize(handle, rnnDesc, seqLen, xDesc, numBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNHiddenTensorSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4296,7 +4296,7 @@ def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: 
 
 
 def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, param_id: int) -> int:
-    """miopenGetRNNLayerParamSize(handle, rnnDesc, layer, xDesc, paramID, numBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNLayerParamSize(handle, rnnDesc, layer, xDesc, paramID, numBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNLayerParamSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4319,7 +4319,7 @@ def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int
 
 
 def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int, bias_id: int) -> int:
-    """miopenGetRNNLayerBiasSize(handle, rnnDesc, layer, biasID, numBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNLayerBiasSize(handle, rnnDesc, layer, biasID, numBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNLayerBiasSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4339,7 +4339,7 @@ def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int,
 
 
 def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, param_id: int, param_desc: TensorDescriptor, layer_param: DeviceBuffer | None) -> None:
-    """miopenGetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNLayerParam"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4368,7 +4368,7 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
 
 
 def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, bias_id: int, bias_desc: TensorDescriptor, layer_bias: DeviceBuffer | None) -> None:
-    """miopenGetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNLayerBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4397,7 +4397,7 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
 
 
 def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, param_id: int, param_desc: TensorDescriptor) -> int:
-    """miopenGetRNNLayerParamOffset(rnnDesc, layer, xDesc, paramID, paramDesc, layerParamOffset) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNLayerParamOffset(rnnDesc, layer, xDesc, paramID, paramDesc, layerParamOffset) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNLayerParamOffset"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4420,7 +4420,7 @@ def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tens
 
 
 def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, bias_id: int, bias_desc: TensorDescriptor) -> int:
-    """miopenGetRNNLayerBiasOffset(rnnDesc, layer, xDesc, biasID, biasDesc, layerBiasOffset) (group RNN); added in MIOpen 2.15.0."""
+    """miopenGetRNNLayerBiasOffset(rnnDesc, layer, xDesc, biasID, biasDesc, layerBiasOffset) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetRNNLayerBiasOffset"
     _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
@@ -4443,7 +4443,7 @@ def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tenso
 
 
 def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, param_id: int, param_desc: TensorDescriptor, layer_param: DeviceBuffer) -> None:
-    """miopenSetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN); added in MIOpen 2.15.0."""
+    """miopenSetRNNLayerParam(handle, rnnDesc, layer, xDesc, wDesc, w, paramID, paramDesc, layerParam) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetRNNLayerParam"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4472,7 +4472,7 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
 
 
 def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_desc: TensorDescriptor, w_desc: TensorDescriptor, w: DeviceBuffer, bias_id: int, bias_desc: TensorDescriptor, layer_bias: DeviceBuffer) -> None:
-    """miopenSetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN); added in MIOpen 2.15.0."""
+    """miopenSetRNNLayerBias(handle, rnnDesc, layer, xDesc, wDesc, w, biasID, biasDesc, layerBias) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetRNNLayerBias"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4649,7 +4649,7 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
 
 
 def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, hy_desc: TensorDescriptor, hy: DeviceBuffer | None, cy_desc: TensorDescriptor, cy: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNForwardTraining(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenRNNForwardTraining(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenRNNForwardTraining"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4694,7 +4694,7 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
 
 
 def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, dy_desc: Sequence[TensorDescriptor], dy: DeviceBuffer, dhy_desc: TensorDescriptor, dhy: DeviceBuffer | None, dcy_desc: TensorDescriptor, dcy: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, dx_desc: Sequence[TensorDescriptor], dx: DeviceBuffer, dhx_desc: TensorDescriptor, dhx: DeviceBuffer | None, dcx_desc: TensorDescriptor, dcx: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNBackwardData(handle, rnnDesc, sequenceLen, yDesc, y, dyDesc, dy, dhyDesc, dhy, dcyDesc, dcy, wDesc, w, hxDesc, hx, cxDesc, cx, dxDesc, dx, dhxDesc, dhx, dcxDesc, dcx, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenRNNBackwardData(handle, rnnDesc, sequenceLen, yDesc, y, dyDesc, dy, dhyDesc, dhy, dcyDesc, dcy, wDesc, w, hxDesc, hx, cxDesc, cx, dxDesc, dx, dhxDesc, dhx, dcxDesc, dcx, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenRNNBackwardData"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4749,7 +4749,7 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
 
 
 def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, dw_desc: TensorDescriptor, dw: DeviceBuffer, work_space: DeviceBuffer | None, work_space_num_bytes: int, reserve_space: DeviceBuffer | None, reserve_space_num_bytes: int) -> None:
-    """miopenRNNBackwardWeights(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, yDesc, y, dwDesc, dw, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenRNNBackwardWeights(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, yDesc, y, dwDesc, dw, workSpace, workSpaceNumBytes, reserveSpace, reserveSpaceNumBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenRNNBackwardWeights"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4782,7 +4782,7 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
 
 
 def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequence[TensorDescriptor], x: DeviceBuffer, hx_desc: TensorDescriptor, hx: DeviceBuffer | None, cx_desc: TensorDescriptor, cx: DeviceBuffer | None, w_desc: TensorDescriptor, w: DeviceBuffer, y_desc: Sequence[TensorDescriptor], y: DeviceBuffer, hy_desc: TensorDescriptor, hy: DeviceBuffer | None, cy_desc: TensorDescriptor, cy: DeviceBuffer | None, work_space: DeviceBuffer | None, work_space_num_bytes: int) -> None:
-    """miopenRNNForwardInference(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes) (group RNN); added in MIOpen 2.15.0."""
+    """miopenRNNForwardInference(handle, rnnDesc, sequenceLen, xDesc, x, hxDesc, hx, cxDesc, cx, wDesc, w, yDesc, y, hyDesc, hy, cyDesc, cy, workSpace, workSpaceNumBytes) (group RNN); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenRNNForwardInference"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4824,7 +4824,7 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
 
 
 def create_ctc_loss_descriptor() -> CTCLossDescriptor:
-    """miopenCreateCTCLossDescriptor(ctcLossDesc) (group LossFunction); added in MIOpen 2.15.0."""
+    """miopenCreateCTCLossDescriptor(ctcLossDesc) (group LossFunction); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateCTCLossDescriptor"
     _ctc_loss_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateCTCLossDescriptor(_byref(_ctc_loss_desc))
@@ -4834,7 +4834,7 @@ def create_ctc_loss_descriptor() -> CTCLossDescriptor:
 
 
 def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescriptorResult:
-    """miopenGetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction); added in MIOpen 2.15.0."""
+    """miopenGetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetCTCLossDescriptor"
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
@@ -4849,7 +4849,7 @@ def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescr
 
 
 def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
-    """miopenDestroyCTCLossDescriptor(ctcLossDesc) (group LossFunction); added in MIOpen 2.15.0."""
+    """miopenDestroyCTCLossDescriptor(ctcLossDesc) (group LossFunction); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyCTCLossDescriptor"
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
@@ -4861,7 +4861,7 @@ def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
 
 
 def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataType | int, blank_label_id: int, apply_softmax_layer: bool) -> None:
-    """miopenSetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction); added in MIOpen 2.15.0."""
+    """miopenSetCTCLossDescriptor(ctcLossDesc, dataType, blank_label_id, apply_softmax_layer) (group LossFunction); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetCTCLossDescriptor"
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
@@ -4878,7 +4878,7 @@ def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataTyp
 
 
 def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gradients_desc: TensorDescriptor, labels: Sequence[int], label_lengths: Sequence[int], input_lengths: Sequence[int], algo: CTCLossAlgo | int, ctc_loss_desc: CTCLossDescriptor) -> int:
-    """miopenGetCTCLossWorkspaceSize(handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, workSpaceSize) (group LossFunction); added in MIOpen 2.15.0."""
+    """miopenGetCTCLossWorkspaceSize(handle, probsDesc, gradientsDesc, labels, labelLengths, inputLengths, algo, ctcLossDesc, workSpaceSize) (group LossFunction); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetCTCLossWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4905,7 +4905,7 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
 
 
 def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, labels: Sequence[int], label_lengths: Sequence[int], input_lengths: Sequence[int], losses: DeviceBuffer, gradients_desc: TensorDescriptor, gradients: DeviceBuffer, algo: CTCLossAlgo | int, ctc_loss_desc: CTCLossDescriptor, work_space: DeviceBuffer | None, work_space_size: int) -> None:
-    """miopenCTCLoss(handle, probsDesc, probs, labels, labelLengths, inputLengths, losses, gradientsDesc, gradients, algo, ctcLossDesc, workSpace, workSpaceSize) (group LossFunction); added in MIOpen 2.15.0."""
+    """miopenCTCLoss(handle, probsDesc, probs, labels, labelLengths, inputLengths, losses, gradientsDesc, gradients, algo, ctcLossDesc, workSpace, workSpaceSize) (group LossFunction); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCTCLoss"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4936,7 +4936,7 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
 
 
 def create_dropout_descriptor() -> DropoutDescriptor:
-    """miopenCreateDropoutDescriptor(dropoutDesc) (group dropout); added in MIOpen 2.15.0."""
+    """miopenCreateDropoutDescriptor(dropoutDesc) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateDropoutDescriptor"
     _dropout_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateDropoutDescriptor(_byref(_dropout_desc))
@@ -4946,7 +4946,7 @@ def create_dropout_descriptor() -> DropoutDescriptor:
 
 
 def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
-    """miopenDestroyDropoutDescriptor(dropoutDesc) (group dropout); added in MIOpen 2.15.0."""
+    """miopenDestroyDropoutDescriptor(dropoutDesc) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -4958,7 +4958,7 @@ def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
 
 
 def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
-    """miopenDropoutGetReserveSpaceSize(xDesc, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
+    """miopenDropoutGetReserveSpaceSize(xDesc, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDropoutGetReserveSpaceSize"
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
@@ -4971,7 +4971,7 @@ def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
 
 
 def dropout_get_states_size(handle: Handle) -> int:
-    """miopenDropoutGetStatesSize(handle, stateSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
+    """miopenDropoutGetStatesSize(handle, stateSizeInBytes) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDropoutGetStatesSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -4984,7 +4984,7 @@ def dropout_get_states_size(handle: Handle) -> int:
 
 
 def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> GetDropoutDescriptorResult:
-    """miopenGetDropoutDescriptor(dropoutDesc, handle, dropout, states, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0."""
+    """miopenGetDropoutDescriptor(dropoutDesc, handle, dropout, states, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -5005,7 +5005,7 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
 
 
 def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, dropout: float, states: DeviceBuffer, state_size_in_bytes: int, seed: int, use_mask: bool, state_evo: bool, rng_mode: RNGType | int) -> None:
-    """miopenRestoreDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0."""
+    """miopenRestoreDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenRestoreDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -5032,7 +5032,7 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
 
 
 def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, dropout: float, states: DeviceBuffer, state_size_in_bytes: int, seed: int, use_mask: bool, state_evo: bool, rng_mode: RNGType | int) -> None:
-    """miopenSetDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0."""
+    """miopenSetDropoutDescriptor(dropoutDesc, handle, dropout, states, stateSizeInBytes, seed, use_mask, state_evo, rng_mode) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetDropoutDescriptor"
     _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
@@ -5059,7 +5059,7 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
 
 
 def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape: TensorDescriptor, x_desc: TensorDescriptor, x: DeviceBuffer, y_desc: TensorDescriptor, y: DeviceBuffer, reserve_space: DeviceBuffer | None, reserve_space_size_in_bytes: int) -> None:
-    """miopenDropoutForward(handle, dropoutDesc, noise_shape, xDesc, x, yDesc, y, reserveSpace, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
+    """miopenDropoutForward(handle, dropoutDesc, noise_shape, xDesc, x, yDesc, y, reserveSpace, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDropoutForward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5087,7 +5087,7 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
 
 
 def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape: TensorDescriptor, dy_desc: TensorDescriptor, dy: DeviceBuffer, dx_desc: TensorDescriptor, dx: DeviceBuffer, reserve_space: DeviceBuffer | None, reserve_space_size_in_bytes: int) -> None:
-    """miopenDropoutBackward(handle, dropoutDesc, noise_shape, dyDesc, dy, dxDesc, dx, reserveSpace, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0."""
+    """miopenDropoutBackward(handle, dropoutDesc, noise_shape, dyDesc, dy, dxDesc, dx, reserveSpace, reserveSpaceSizeInBytes) (group dropout); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDropoutBackward"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5115,7 +5115,7 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
 
 
 def create_reduce_tensor_descriptor() -> ReduceTensorDescriptor:
-    """miopenCreateReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce); added in MIOpen 2.15.0."""
+    """miopenCreateReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenCreateReduceTensorDescriptor"
     _reduce_tensor_desc = ctypes.c_void_p()
     _st = _raw.miopenCreateReduceTensorDescriptor(_byref(_reduce_tensor_desc))
@@ -5125,7 +5125,7 @@ def create_reduce_tensor_descriptor() -> ReduceTensorDescriptor:
 
 
 def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> None:
-    """miopenDestroyReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce); added in MIOpen 2.15.0."""
+    """miopenDestroyReduceTensorDescriptor(reduceTensorDesc) (group TensorReduce); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenDestroyReduceTensorDescriptor"
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
@@ -5137,7 +5137,7 @@ def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor)
 
 
 def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, reduce_tensor_op: ReduceTensorOp | int, reduce_tensor_comp_type: DataType | int, reduce_tensor_nan_opt: NanPropagation | int, reduce_tensor_indices: ReduceTensorIndices | int, reduce_tensor_indices_type: IndicesType | int) -> None:
-    """miopenSetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce); added in MIOpen 2.15.0."""
+    """miopenSetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenSetReduceTensorDescriptor"
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
@@ -5158,7 +5158,7 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
 
 
 def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> GetReduceTensorDescriptorResult:
-    """miopenGetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce); added in MIOpen 2.15.0."""
+    """miopenGetReduceTensorDescriptor(reduceTensorDesc, reduceTensorOp, reduceTensorCompType, reduceTensorNanOpt, reduceTensorIndices, reduceTensorIndicesType) (group TensorReduce); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetReduceTensorDescriptor"
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
@@ -5175,7 +5175,7 @@ def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> 
 
 
 def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, a_desc: TensorDescriptor, c_desc: TensorDescriptor) -> int:
-    """miopenGetReductionIndicesSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce); added in MIOpen 2.15.0."""
+    """miopenGetReductionIndicesSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetReductionIndicesSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5197,7 +5197,7 @@ def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorD
 
 
 def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, a_desc: TensorDescriptor, c_desc: TensorDescriptor) -> int:
-    """miopenGetReductionWorkspaceSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce); added in MIOpen 2.15.0."""
+    """miopenGetReductionWorkspaceSize(handle, reduceTensorDesc, aDesc, cDesc, sizeInBytes) (group TensorReduce); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenGetReductionWorkspaceSize"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
@@ -5219,7 +5219,7 @@ def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTenso
 
 
 def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, indices: DeviceBuffer | None, indices_size_in_bytes: int, workspace: DeviceBuffer | None, workspace_size_in_bytes: int, alpha: float | ctypes.c_float | ctypes.c_double, a_desc: TensorDescriptor, a: DeviceBuffer, beta: float | ctypes.c_float | ctypes.c_double, c_desc: TensorDescriptor, c: DeviceBuffer) -> None:
-    """miopenReduceTensor(handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C) (group TensorReduce); added in MIOpen 2.15.0."""
+    """miopenReduceTensor(handle, reduceTensorDesc, indices, indicesSizeInBytes, workspace, workspaceSizeInBytes, alpha, aDesc, A, beta, cDesc, C) (group TensorReduce); added in MIOpen 2.15.0 or earlier."""
     _fn = "miopenReduceTensor"
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:

@@ -34,14 +34,36 @@ def test_parse_writes_the_spec(tmp_path: Path) -> None:
 
 
 def test_parse_with_defines_and_includes(tmp_path: Path) -> None:
+    import shutil
+
     out = tmp_path / "spec.yaml"
-    r = _run("parse", str(FIXTURE_HEADER), "-D", "MIOGEN_UNUSED=1", "-I", str(tmp_path),
+    header = tmp_path / "miopen.h"  # no version.h beside this copy
+    shutil.copy(FIXTURE_HEADER, header)
+    r = _run("parse", str(header), "-D", "MIOGEN_UNUSED=1", "-I", str(tmp_path),
              "--miopen-version", "3.3.0", "-o", str(out))
     assert r.returncode == 0, r.stderr
     spec = load(out)
     assert spec.miopen_version == "3.3.0" and spec.rocm_release == "rocm-6.3.0"
     assert spec.parse.defines == ("__HIP_PLATFORM_AMD__", "MIOGEN_UNUSED=1")
     assert not spec.parse.beta and len(spec.functions) == 40
+
+
+def test_version_option_must_agree_with_version_h(tmp_path: Path) -> None:
+    r = _run("parse", str(FIXTURE_HEADER), "--miopen-version", "3.3.0", "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and "--miopen-version 3.3.0 disagrees with" in r.stderr and "says 3.4.1" in r.stderr
+
+
+def test_output_and_option_mistakes(tmp_path: Path) -> None:
+    r = _run("parse", str(FIXTURE_HEADER), "-o", str(tmp_path))  # a directory
+    assert r.returncode == 2 and r.stderr.startswith("miogen: error:") and "Traceback" not in r.stderr
+    r = _run("parse", str(FIXTURE_HEADER), "--builtin-include", str(tmp_path), "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and "--builtin-include" in r.stderr and "no stddef.h" in r.stderr
+    (tmp_path / "file").write_text("")
+    spec = tmp_path / "s.yaml"
+    assert _run("parse", str(FIXTURE_HEADER), "--beta", "-o", str(spec)).returncode == 0
+    r = _run("render", str(spec), "--annotations", str(REPO / "tests/fixtures/annotations.yaml"), "-o",
+             str(tmp_path / "file"))
+    assert r.returncode == 2 and "exists and is not a directory" in r.stderr and "Traceback" not in r.stderr
 
 
 def test_errors_are_messages_not_tracebacks(tmp_path: Path) -> None:

@@ -70,7 +70,7 @@ def test_gate_scopes_by_release() -> None:
     scoped = replace(ann, functions={**ann.functions, "miopenAddedLater": FunctionNote(since="9.0.0")})
     resolve(fixture_spec(), scoped)  # not yet in 3.4.1: fine
     wrong = replace(ann, functions={**ann.functions, "miopenAddedLater": FunctionNote(since="3.0.0")})
-    with pytest.raises(AnnotationGateError, match="not in MIOpen 3.4.1 although its since/until range includes it"):
+    with pytest.raises(AnnotationGateError, match="not in miopen 3.4.1 although its since/until range includes it"):
         resolve(fixture_spec(), wrong)
 
 

@@ -59,6 +59,21 @@ def test_error_carries_the_line(tmp_path: Path) -> None:
         load(p)
 
 
+def test_references_are_checked() -> None:
+    text = dumps(fixture_spec())
+    bad = text.replace("type: {kind: int, name: size_t}", "type: {kind: int, name: sizet}", 1)
+    with pytest.raises(SpecError, match=r"\.type\.name: int type 'sizet' is not declared in the spec"):
+        loads(bad, "bad.yaml")
+    bad = text.replace("type: {kind: handle, name: miopenHandle_t}", "type: {kind: handle, name: miopenHandel_t}", 1)
+    with pytest.raises(SpecError, match=r"handle type 'miopenHandel_t' is not declared"):
+        loads(bad, "bad.yaml")
+    bad = text.replace("depth: 1, const: [true, false]}", "depth: 2, const: [true, false]}", 1)
+    with pytest.raises(SpecError, match=r"depth 2 needs 3 const flags; got 2"):
+        loads(bad, "bad.yaml")
+    with pytest.raises(SpecError, match=r"not a miogen spec \(it has no schema_version\)"):
+        loads("a: 1\n", "other.yaml")
+
+
 def test_schema_version_mismatch() -> None:
     text = dumps(fixture_spec()).replace("schema_version: 1", "schema_version: 99", 1)
     with pytest.raises(SpecError, match=r"schema_version: this generator reads schema version 1; the file has 99"):
