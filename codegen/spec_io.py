@@ -349,7 +349,9 @@ def _check_references(spec: model.Spec) -> None:
     """What the schema alone cannot check: each type is well formed and names something that exists."""
     from .ctypes_map import FLOAT_CTYPES, INT_BITS
 
-    declared = {
+    declared: dict[str, set[str]] = {
+        "int": set(INT_BITS),
+        "float": set(FLOAT_CTYPES),
         "enum": {e.name for e in spec.enums},
         "handle": {h.name for h in spec.handles},
         "callback": {c.name for c in spec.callbacks},
@@ -363,7 +365,7 @@ def _check_references(spec: model.Spec) -> None:
             raise _Invalid(f"depth {t.depth} needs {t.depth + 1} const flags; got {len(t.const)}", parts)
         if t.array is not None and t.array <= 0:
             raise _Invalid(f"array length must be positive; got {t.array}", [*parts, "array"])
-        known = {"int": INT_BITS, "float": FLOAT_CTYPES}.get(t.kind) or declared.get(t.kind)
+        known = declared.get(t.kind)
         if known is not None and t.name not in known:
             raise _Invalid(f"{t.kind} type {t.name!r} is not declared in the spec", [*parts, "name"])
 
