@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import os
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,7 +17,7 @@ from typing import Literal, TypeVar
 from . import hip
 from ._generated import api, raw
 from .descriptors import FrozenTensorDescriptor
-from .errors import HipOutOfMemoryError, MIOpenError, MIOpenVersionMismatchError, WorkspaceLimitError, WorkspaceOOM
+from .errors import STATUS_EXCEPTIONS, HipOutOfMemoryError, MIOpenError, WorkspaceLimitError, WorkspaceOOM
 from .version import compiled_version, runtime_version
 from .workspace import MIOpenWorkspace, workspace_limit
 
@@ -54,6 +55,7 @@ class ConvKey:
     mode: str = "immediate"  # a plan found one way is not reused by a planner searching another way
     workspace_cap: int | None = None
     benchmark: bool = False
+    handle_id: int = 0  # legacy Find registers its invokers on the handle it ran on: find plans are per handle
 
     def digest(self) -> str:
         return hashlib.sha256(repr(self).encode()).hexdigest()[:32]
@@ -113,16 +115,23 @@ class AlgoCache:
         """Write every Find 2.0 solution as `<root>/<MIOpen version>/<arch>/<key digest>.bin`."""
         with self._lock:
             plans = [p for p in self._plans.values() if p.mode == "find2" and p.solution is not None]
-        written = 0
         for plan in plans:
-            assert plan.solution is not None
-            blob = plan.blob or api.save_solution(plan.solution)
-            d = self._dir(root, plan.key)
-            d.mkdir(parents=True, exist_ok=True)
-            (d / f"{plan.key.digest()}.bin").write_bytes(blob)
-            (d / f"{plan.key.digest()}.key").write_text(repr(plan.key) + "\n", encoding="utf-8")
-            written += 1
-        return written
+            self.save_plan(root, plan)
+        return len(plans)
+
+    def save_plan(self, root: Path, plan: ConvPlan) -> None:
+        """Write one Find 2.0 solution (atomically: readers never see a partial blob)."""
+        if plan.solution is None:
+            return
+        blob = plan.blob or api.save_solution(plan.solution)
+        plan.blob = blob
+        d = self._dir(root, plan.key)
+        d.mkdir(parents=True, exist_ok=True)
+        for name, data in ((f"{plan.key.digest()}.key", (repr(plan.key) + "\n").encode()),
+                           (f"{plan.key.digest()}.bin", blob)):
+            tmp = d / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+            tmp.write_bytes(data)
+            os.replace(tmp, d / name)
 
     def load(self, root: Path, key: ConvKey, workspace_bytes: int | None = None) -> ConvPlan | None:
         """The saved solution for `key`, or None; a stale blob (VersionMismatch) is deleted."""
@@ -132,7 +141,7 @@ class AlgoCache:
         blob = path.read_bytes()
         try:
             solution = api.load_solution(blob)
-        except MIOpenVersionMismatchError:
+        except MIOpenError:  # VersionMismatch (another MIOpen), or a damaged blob: drop it and search again
             path.unlink(missing_ok=True)
             path.with_suffix(".key").unlink(missing_ok=True)
             return None
@@ -156,7 +165,7 @@ def _layout(d: FrozenTensorDescriptor) -> tuple[tuple[int, ...], tuple[int, ...]
 
 def make_key(direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor, y: FrozenTensorDescriptor,
              conv: ConvParams, deterministic: bool, device: int | None = None, *, mode: str = "immediate",
-             workspace_cap: int | None = None, benchmark: bool = False) -> ConvKey:
+             workspace_cap: int | None = None, benchmark: bool = False, handle_id: int = 0) -> ConvKey:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}; got {direction!r}")
     dev = hip.current_device() if device is None else device
@@ -164,7 +173,7 @@ def make_key(direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDes
     return ConvKey(direction=direction, dtype=int(x.dtype), x=_layout(x), w=_layout(w), y=_layout(y), conv=conv,
                    deterministic=deterministic, device=dev, arch=hip.device_arch(dev) or "",
                    miopen_version=str(rv or compiled_version()), mode=mode, workspace_cap=workspace_cap,
-                   benchmark=benchmark)
+                   benchmark=benchmark, handle_id=handle_id)
 
 
 class ConvPlanner:
@@ -195,14 +204,21 @@ class ConvPlanner:
                 if c is not None]
         return min(caps) if caps else None
 
+    def key(self, handle: api.Handle, direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
+            y: FrozenTensorDescriptor, conv: ConvParams, workspace: MIOpenWorkspace | None = None,
+            device: int | None = None) -> ConvKey:
+        """The cache key this planner uses for a problem."""
+        return make_key(direction, x, w, y, conv, self.deterministic, device, mode=self.mode,
+                        workspace_cap=self.cap(workspace), benchmark=self.benchmark,
+                        handle_id=handle.address if self.mode == "find" else 0)
+
     def plan(self, handle: api.Handle, direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
              y: FrozenTensorDescriptor, conv_desc: api.ConvolutionDescriptor, conv: ConvParams,
              *, ptrs: tuple[int, int, int] | None = None, workspace: MIOpenWorkspace | None = None,
              device: int | None = None) -> ConvPlan:
         """The plan for this problem (from the cache when known). `ptrs` = (x, w, y) device buffers,
         needed by find/find2 (they run the candidates)."""
-        key = make_key(direction, x, w, y, conv, self.deterministic, device, mode=self.mode,
-                       workspace_cap=self.cap(workspace), benchmark=self.benchmark)
+        key = self.key(handle, direction, x, w, y, conv, workspace, device)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
@@ -220,7 +236,7 @@ class ConvPlanner:
             plan = self._find2(handle, key, x, w, y, conv_desc, workspace)
         self.cache.put(plan)
         if self.mode == "find2" and self.cache_dir is not None:
-            self.cache.save(self.cache_dir)
+            self.cache.save_plan(self.cache_dir, plan)
         return plan
 
     # ---------------------------------------------------------------- immediate
@@ -238,7 +254,7 @@ class ConvPlanner:
             n = api.convolution_backward_weights_get_solution_count(handle, y, x, conv, w)
             sols = api.convolution_backward_weights_get_solution(handle, y, x, conv, w, min(max(n, 1), MAX_SOLUTIONS))
         if not sols:
-            raise MIOpenError(6, f"immediate mode ({d})", {"solutions": 0})
+            raise _no_solution(f"immediate mode ({d})", {"solutions": 0})
         cap = self.cap(workspace)
         ordered = sorted(sols, key=lambda s: s.time)
         def is_gemm(s: api.ConvSolution) -> bool:
@@ -270,8 +286,8 @@ class ConvPlanner:
         else:
             need = api.convolution_backward_weights_get_work_space_size(handle, y, x, conv, w)
         cap = self.cap(workspace)
-        size = need if cap is None else min(need, cap)
-        fallback = None if size == need else f"workspace capped at {cap} of the {need} bytes Find asked for"
+        size = 0 if workspace is None else need if cap is None else min(need, cap)
+        fallback = None if size == need else f"Find searched with {size} of the {need} bytes of workspace it asked for"
         ptr: int | None = None
         if workspace is not None and size:
             try:
@@ -292,7 +308,7 @@ class ConvPlanner:
                                                                    size, self.benchmark)
             algo_of = lambda p: int(p.bwd_weights_algo)  # noqa: E731
         if not perf:
-            raise MIOpenError(6, f"Find ({d})", {"results": 0})
+            raise _no_solution(f"Find ({d})", {"results": 0})
         ordered = sorted(perf, key=lambda p: p.time)
         fits = [p for p in ordered if int(p.memory) <= size]
         chosen = fits[0] if fits else min(ordered, key=lambda p: int(p.memory))
@@ -318,7 +334,7 @@ class ConvPlanner:
                 api.set_find_option_workspace_limit(options, cap)
             solutions = [s for s in api.find_solutions(handle, problem, options, REQUEST_ALGOS) if s is not None]
         if not solutions:
-            raise MIOpenError(6, "Find 2.0", {"solutions": 0})
+            raise _no_solution("Find 2.0", {"solutions": 0})
         sized = sorted(((api.get_solution_time(s), api.get_solution_workspace_size(s), s) for s in solutions),
                        key=lambda t: t[0])
         chosen, fallback = self._pick(sized, cap, lambda t: int(t[1]), lambda t: False)
@@ -380,6 +396,8 @@ class ConvPlanner:
         if plan.mode != "find" and (alpha != 1.0 or beta != 0.0):
             raise ValueError(f"ConvPlanner.run: {plan.mode} mode computes y = conv(x, w) only; got alpha={alpha}, "
                              f"beta={beta}")
+        if plan.workspace_bytes and workspace is None:
+            raise ValueError(f"ConvPlanner.run: this plan needs {plan.workspace_bytes} bytes of workspace; pass one")
         ws = workspace.get(plan.workspace_bytes) if (workspace is not None and plan.workspace_bytes) else None
         size = plan.workspace_bytes if ws is not None else 0
         d = plan.key.direction
@@ -407,6 +425,11 @@ class ConvPlanner:
             args = [_tensor_arg(ids.miopenTensorConvolutionX, x, xp), _tensor_arg(ids.miopenTensorConvolutionW, w, wp),
                     _tensor_arg(ids.miopenTensorConvolutionY, y, yp)]
             api.run_solution(handle, plan.solution, [a for a, _ in args], ws, size)
+
+
+def _no_solution(where: str, args: dict[str, object]) -> MIOpenError:
+    """MIOpen offered no algorithm: the NotImplemented status exception (also a NotImplementedError)."""
+    return STATUS_EXCEPTIONS.get(6, MIOpenError)(6, where, args)
 
 
 def _scalars(x: FrozenTensorDescriptor, alpha: float, beta: float) -> tuple[ctypes.c_float | ctypes.c_double,

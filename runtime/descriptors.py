@@ -87,15 +87,14 @@ class DescriptorCache:
         with self._lock:
             self._items[key] = desc
             while len(self._items) > self.maxsize:
-                _, old = self._items.popitem(last=False)
-                old.close()
+                # only forget it: a caller may still use it; its finalizer destroys it when the last user is gone
+                self._items.popitem(last=False)
         return desc
 
     def clear(self) -> None:
+        """Forget every cached descriptor (each is destroyed once nobody holds it any more)."""
         with self._lock:
-            items, self._items = list(self._items.values()), OrderedDict()
-        for desc in items:
-            desc.close()
+            self._items = OrderedDict()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -188,13 +187,10 @@ def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilation
 
 
 def clear_descriptor_caches() -> None:
-    """Forget (and destroy) every cached tensor and convolution descriptor."""
+    """Forget every cached tensor and convolution descriptor (destroyed when no longer held)."""
     _cache.clear()
     with _conv_lock:
-        convs = list(_conv_cache.values())
         _conv_cache.clear()
-    for desc in convs:
-        desc.close()
 
 
 def pooling_descriptor(mode: api.PoolingMode | int, window: Sequence[int], pads: Sequence[int],

@@ -69,14 +69,15 @@ class HandlePool:
     def _release(self, window: dict[int, PooledHandle]) -> None:
         with self._lock:
             for device, ph in window.items():
-                self._free.setdefault(device, []).append(ph)
+                if not ph.handle.closed:  # handles closed by close() are not handed out again
+                    self._free.setdefault(device, []).append(ph)
         window.clear()
 
     def acquire(self, device: int) -> PooledHandle:
         """This thread's handle for `device` (created on first use, under a device guard)."""
         window = self._window()
         ph = window.get(device)
-        if ph is not None:
+        if ph is not None and not ph.handle.closed:
             return ph
         with self._lock:
             free = self._free.get(device)

@@ -45,9 +45,11 @@ class MIOpenState:
         with hip.device_guard(self.device):
             self.before.record(caller)
             self.stream.wait_event(self.before)
-            yield self
-            self.after.record(self.stream.handle)
-            hip.Stream.from_handle(caller).wait_event(self.after)
+            try:
+                yield self
+            finally:  # join even when the block raised: queued work must stay ordered before the caller's
+                self.after.record(self.stream.handle)
+                hip.Stream.from_handle(caller).wait_event(self.after)
 
     def close(self) -> None:
         """Destroy the handle, stream, events and workspace now (explicit only)."""

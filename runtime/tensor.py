@@ -15,7 +15,7 @@ from .errors import ShapeError
 
 @dataclass(frozen=True)
 class Tensor:
-    """A view of device memory: `ptr` (0 allowed only for empty tensors), dims and strides in
+    """A view of device memory: `ptr` (never null), dims (each >= 1) and strides in
     elements (MIOpen's logical N, C, spatial order), and the MIOpen data type."""
 
     ptr: int
@@ -28,8 +28,10 @@ class Tensor:
         if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
         d = tuple(int(x) for x in dims)
-        if any(x < 0 for x in d):
-            raise ShapeError(f"Tensor: dims must not be negative; got {d}")
+        if any(x < 1 for x in d):
+            raise ShapeError(f"Tensor: every dim must be >= 1 (MIOpen has no empty tensors); got {d}")
+        if ptr == 0:
+            raise ValueError(f"Tensor: a null device address for a tensor of dims {d}")
         s = layout.packed_strides(d) if strides is None else tuple(int(x) for x in strides)
         if len(s) != len(d):
             raise ShapeError(f"Tensor: {len(d)} dims but {len(s)} strides")
@@ -60,21 +62,26 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
     `__cuda_array_interface__` object; errors name `name`."""
     if isinstance(obj, Tensor):
         return obj
-    iface = getattr(obj, "__cuda_array_interface__", None)
+    data_ptr = getattr(obj, "data_ptr", None)
+    shape_attr = getattr(obj, "shape", None)
+    stride = getattr(obj, "stride", None)
+    if callable(data_ptr) and shape_attr is not None and callable(stride):  # PyTorch first: no interface needed
+        dtype = str(getattr(obj, "dtype", ""))
+        return Tensor.make(int(data_ptr()), tuple(shape_attr), dtype, tuple(stride()))
+    try:
+        iface = getattr(obj, "__cuda_array_interface__", None)
+    except Exception as exc:  # some producers raise for tensors they cannot describe
+        raise TypeError(f"{name}: its __cuda_array_interface__ is unavailable: {exc}") from None
     if isinstance(iface, Mapping):
         shape = tuple(int(x) for x in iface["shape"])
         typestr = str(iface["typestr"])
         dt = data_type(_TYPESTR.get(typestr, typestr))
         size = itemsize(dt)
         raw_strides = iface.get("strides")
+        if raw_strides is not None and any(int(x) % size for x in raw_strides):
+            raise ShapeError(f"{name}: byte strides {tuple(raw_strides)} are not multiples of the item size {size}")
         strides = layout.packed_strides(shape) if raw_strides is None else tuple(int(x) // size for x in raw_strides)
         return Tensor.make(int(iface["data"][0]), shape, dt, strides)
-    data_ptr = getattr(obj, "data_ptr", None)
-    shape_attr = getattr(obj, "shape", None)
-    stride = getattr(obj, "stride", None)
-    if callable(data_ptr) and shape_attr is not None and callable(stride):
-        dtype = str(getattr(obj, "dtype", ""))
-        return Tensor.make(int(data_ptr()), tuple(shape_attr), dtype, tuple(stride()))
     raise TypeError(f"{name} must be a miopen Tensor, a PyTorch tensor or an object with __cuda_array_interface__; "
                     f"got {type(obj).__name__}")
 

@@ -69,7 +69,7 @@ def _regenerate_hint(runtime: Version | None) -> str:
 def check_miopen_versions(policy: Policy = "compatible", *, force: bool = False) -> Version | None:
     """Check the loaded library against the compiled version (cached per library and policy).
 
-    compatible: the same major, and not older than the compiled release (newer only warns);
+    compatible: the same major and not an older minor (a newer release or an older patch only warns);
     strict: major and minor equal (PyTorch's MIOpen rule); off: no check.
     Returns the runtime version (None when unknown or skipped).
     """
@@ -92,13 +92,16 @@ def check_miopen_versions(policy: Policy = "compatible", *, force: bool = False)
         problem = f"major versions differ: runtime {runtime}, compiled {compiled}"
     elif policy == "strict" and runtime.minor != compiled.minor:
         problem = f"minor versions differ (strict policy): runtime {runtime}, compiled {compiled}"
-    elif (runtime.minor, runtime.patch) < (compiled.minor, compiled.patch):
+    elif runtime.minor < compiled.minor:
         problem = f"the runtime {runtime} is older than the compiled {compiled}: functions or enum values may be missing"
     if problem:
         raise MIOpenVersionError(f"MIOpen version mismatch for {path}: {problem}; {_regenerate_hint(runtime)}")
     if runtime is not None and runtime > compiled:
         warnings.warn(f"{path} is MIOpen {runtime}, newer than the bindings ({compiled}); new functions are not "
                       f"bound until you regenerate", MIOpenVersionWarning, stacklevel=2)
+    elif runtime is not None and runtime < compiled:
+        warnings.warn(f"{path} is MIOpen {runtime}, an older patch release than the bindings ({compiled})",
+                      MIOpenVersionWarning, stacklevel=2)
     with _lock:
         _checked[key] = runtime
     return runtime

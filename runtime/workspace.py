@@ -7,7 +7,9 @@ calls (forward to backward) and never come from shared scratch.
 
 from __future__ import annotations
 
+import sys
 import threading
+import weakref
 
 from . import hip
 from .errors import HipOutOfMemoryError, WorkspaceLimitError, WorkspaceOOM
@@ -101,6 +103,11 @@ class MIOpenWorkspace:
     close = reset
 
 
+def _free_buffer(allocator: hip.Allocator, ptr: int | None, stream: int | None) -> None:
+    if ptr is not None and not sys.is_finalizing():
+        allocator.free(ptr, stream)
+
+
 class PersistentBuffer:
     """Device memory that outlives a call (pooling/LRN workspace, RNN reserve, dropout states)."""
 
@@ -115,6 +122,9 @@ class PersistentBuffer:
         self._stream = stream
         self._ptr: int | None = _allocate(self.allocator, nbytes, stream, kind, device) if nbytes else None
         self._closed = False
+        # freed when dropped too (never during interpreter shutdown)
+        self._finalizer = weakref.finalize(self, _free_buffer, self.allocator, self._ptr, stream)
+        self._finalizer.atexit = False
 
     @property
     def ptr(self) -> int | None:
@@ -128,9 +138,8 @@ class PersistentBuffer:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
-            if self._ptr is not None:
-                ptr, self._ptr = self._ptr, None
-                self.allocator.free(ptr, self._stream)
+            self._ptr = None
+            self._finalizer()
 
     def __enter__(self) -> PersistentBuffer:
         return self
@@ -145,13 +154,15 @@ class PersistentBuffer:
 _scratch = threading.local()
 
 
-def scratch(device: int) -> MIOpenWorkspace:
-    """The calling thread's scratch workspace for `device` (ops use it when given none)."""
-    table: dict[int, MIOpenWorkspace] | None = getattr(_scratch, "table", None)
+def scratch(device: int, stream: object = None) -> MIOpenWorkspace:
+    """The calling thread's scratch workspace for (`device`, `stream`): work queued on two streams
+    never shares scratch. Ops use it when given no workspace."""
+    key = (device, hip.as_stream_handle(stream))
+    table: dict[tuple[int, int | None], MIOpenWorkspace] | None = getattr(_scratch, "table", None)
     if table is None:
         table = {}
         _scratch.table = table
-    ws = table.get(device)
+    ws = table.get(key)
     if ws is None:
-        ws = table[device] = MIOpenWorkspace(device)
+        ws = table[key] = MIOpenWorkspace(device)
     return ws

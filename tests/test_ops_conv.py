@@ -435,6 +435,19 @@ def test_3d_unit_scaling_runs_directly(libs: Libs) -> None:
 # ===================================================================== bad inputs: nothing reaches MIOpen
 
 
+class _NullPtr:
+    """A PyTorch-like tensor whose data_ptr() is 0."""
+
+    shape = (1, 4, 8, 8)
+    dtype = "float32"
+
+    def data_ptr(self) -> int:
+        return 0
+
+    def stride(self) -> tuple[int, ...]:
+        return (256, 64, 8, 1)
+
+
 _BAD_CONV = [
     ("y dims", dict(y=((1, 8, 7, 7), "float32")), "ShapeError", "y must have dims \\(1, 8, 8, 8\\)"),
     ("w channels", dict(w=((8, 3, 3, 3), "float32")), "ShapeError", "w's dim 1 must be x's channels"),
@@ -447,9 +460,16 @@ _BAD_CONV = [
     ("alpha type", dict(alpha=True), "TypeError", "alpha must be a real number"),
     ("transpose type", dict(transpose=1), "TypeError", "transpose must be a bool"),
     ("not a tensor", dict(x="x"), "TypeError", "x must be a miopen Tensor"),
-    ("null pointer", dict(x=((1, 4, 8, 8), "float32", 0)), "ValueError", "x has a null device pointer"),
+    ("null pointer", dict(x=_NullPtr()), "ValueError", "null device address"),
     ("planner", dict(planner="immediate"), "TypeError", "planner must be a ConvPlanner"),
 ]
+
+
+def test_null_tensor_is_refused() -> None:
+    from miopen.tensor import Tensor
+
+    with pytest.raises(ValueError, match="a null device address for a tensor of dims"):
+        Tensor.make(0, (1, 4, 8, 8), "float32")
 
 
 @pytest.mark.parametrize(("case", "change", "exc", "match"), _BAD_CONV, ids=[c[0] for c in _BAD_CONV])

@@ -37,7 +37,8 @@ def _set_version(libs: Libs, v: str) -> None:
     ("runtime", "policy", "outcome"),
     [
         ("3.5.2", "compatible", "ok"), ("3.5.2", "strict", "ok"), ("3.6.0", "compatible", "warn"),
-        ("3.6.0", "strict", "error"), ("3.5.1", "compatible", "error"), ("3.4.9", "strict", "error"),
+        ("3.6.0", "strict", "error"), ("3.5.1", "compatible", "warn"), ("3.4.9", "compatible", "error"),
+        ("3.4.9", "strict", "error"),
         ("2.20.0", "compatible", "error"), ("4.0.0", "compatible", "error"), ("4.0.0", "off", "ok"),
         ("3.5.3", "compatible", "warn"), ("3.5.3", "strict", "warn"),
     ],

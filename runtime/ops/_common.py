@@ -19,8 +19,9 @@ def resolve_handle(handle: api.Handle | None, stream: object, device: int | None
     return handle if handle is not None else inline_miopen_handle(stream, device)
 
 
-def resolve_workspace(workspace: MIOpenWorkspace | None, device: int | None) -> MIOpenWorkspace:
-    return workspace if workspace is not None else scratch(hip.current_device() if device is None else device)
+def resolve_workspace(workspace: MIOpenWorkspace | None, device: int | None, stream: object = None) -> MIOpenWorkspace:
+    """The given workspace, or the thread's scratch for (device, stream)."""
+    return workspace if workspace is not None else scratch(hip.current_device() if device is None else device, stream)
 
 
 _D = TypeVar("_D", bound=HandleBase)

@@ -204,7 +204,7 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
     scaled = (pb.alpha, pb.beta) != (1.0, 0.0)
     with _on_device(device):
         h = resolve_handle(handle, stream, device)
-        ws = resolve_workspace(workspace, device)
+        ws = resolve_workspace(workspace, device, stream)
         conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
                                       "transpose" if cp.transpose else "conv", pl.deterministic, find_mode)
         xd, wd, yd = pb.x.desc, pb.w.desc, pb.y.desc
@@ -213,7 +213,7 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
             ptrs = (pb.x.ptr, pb.w.ptr, pb.y.ptr)
             if pl.mode == "find" and pb.beta != 0.0:
                 # Find runs the candidates into the output buffer: keep the values beta scales
-                key: ConvKey = make_key(pb.direction, xd, wd, yd, cp, pl.deterministic, device)
+                key: ConvKey = pl.key(h, pb.direction, xd, wd, yd, cp, ws, device)
                 if pl.cache.get(key) is None:
                     scratch = PersistentBuffer(pb.out.nbytes, ws.device, "Find output scratch", ws.allocator)
                     ptrs = _with_out(pb, ptrs, scratch.data_ptr())

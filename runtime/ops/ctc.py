@@ -185,6 +185,6 @@ def ctc_loss(probs: TensorLike, gradients: TensorLike, labels: Sequence[int], la
         h = resolve_handle(handle, stream, dev)
         with _ctc_descriptor(p) as desc:
             ws_bytes = _workspace_size(h, p, desc)
-            ws_ptr = resolve_workspace(workspace, dev).get(ws_bytes, hip.as_stream_handle(stream))
+            ws_ptr = resolve_workspace(workspace, dev, stream).get(ws_bytes, hip.as_stream_handle(stream))
             api.ctc_loss(h, p.probs.desc, p.probs.ptr, p.labels, p.label_lengths, p.input_lengths, lt.ptr,
                          p.gradients.desc, p.gradients.ptr, p.algo, desc, ws_ptr, ws_bytes)

@@ -108,7 +108,7 @@ def reduce_tensor(a: object, c: object, op: api.ReduceTensorOp | int | str, *, i
                 idx_ptr, idx_size = ti.ptr, ti.nbytes
             else:
                 idx_size = 0
-            ws = resolve_workspace(workspace, device)
+            ws = resolve_workspace(workspace, device, stream)
             ws_ptr = ws.get(ws_bytes) if ws_bytes else None
             api.reduce_tensor(h, rdesc, idx_ptr, idx_size, ws_ptr, ws_bytes if ws_ptr is not None else 0, s_alpha,
                               ad, ta.ptr, s_beta, cd, tc.ptr)

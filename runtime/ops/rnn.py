@@ -650,7 +650,7 @@ class RNN:
             hdesc = tensor_descriptor(self.dtype, self.hidden_dims(bs[0]))
             ws_bytes = api.get_rnn_workspace_size(h, self.desc, x_descs)
             rs_bytes = api.get_rnn_training_reserve_size(h, self.desc, x_descs)
-            ws = resolve_workspace(workspace, dev)
+            ws = resolve_workspace(workspace, dev, stream)
             ws_ptr = ws.get(ws_bytes, sh)
             reserve = RNNReserve(self, PersistentBuffer(rs_bytes, dev, "rnn reserve", stream=sh), bs, self.dtype, dev,
                                  ws_bytes, sh)
@@ -680,7 +680,7 @@ class RNN:
             y_descs = self._step_descs(bs, self.output_size)
             hdesc = tensor_descriptor(self.dtype, self.hidden_dims(bs[0]))
             ws_bytes = api.get_rnn_workspace_size(h, self.desc, x_descs)
-            ws_ptr = resolve_workspace(workspace, dev).get(ws_bytes, sh)
+            ws_ptr = resolve_workspace(workspace, dev, stream).get(ws_bytes, sh)
             api.rnn_forward_inference(h, self.desc, x_descs, xt.ptr, hdesc, _ptr(hxt), hdesc, _ptr(cxt), wt.desc,
                                       wt.ptr, y_descs, yt.ptr, hdesc, _ptr(hyt), hdesc, _ptr(cyt), ws_ptr, ws_bytes)
 
