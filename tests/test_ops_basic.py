@@ -156,14 +156,14 @@ def test_activation_every_mode_forward_and_backward(libs: Libs, mode_name: str) 
 
     rec = Rec(libs)
     activation.activation_backward(T(Y, DIMS, strides=GAPPED), T(DY, DIMS), T(X, DIMS),
-                                   T(DX, DIMS, strides=GAPPED), mode.name, a, b, c, scale=2.0, shift=0.5)
+                                   T(DX, DIMS, strides=GAPPED), mode.name, a, b, c)
     assert rec.calls() == ["miopenCreateActivationDescriptor", "miopenSetActivationDescriptor",
                            "miopenActivationBackward", "miopenDestroyActivationDescriptor"]
     assert rec.one("miopenSetActivationDescriptor")["mode"] == str(int(mode))
     bwd = rec.one("miopenActivationBackward")
     assert (bwd["yDesc"], bwd["y"], bwd["dyDesc"], bwd["dy"], bwd["xDesc"], bwd["x"], bwd["dxDesc"], bwd["dx"]) == (
         gapped, str(Y), packed, str(DY), packed, str(X), gapped, str(DX))
-    assert (bwd["alpha"], bwd["beta"], bwd["activDesc"]) == ("2", "0.5", str(0x73000))
+    assert (bwd["alpha"], bwd["beta"], bwd["activDesc"]) == ("1", "0", str(0x73000))
 
 
 def test_activation_mode_names_and_per_mode_defaults(libs: Libs) -> None:
@@ -181,19 +181,23 @@ def test_activation_mode_names_and_per_mode_defaults(libs: Libs) -> None:
     assert got == [("1", "1", "0"), (g(0.01), "0", "0"), ("0", "1", "1")]
 
 
-def test_activation_scaling_factors_typed_for_the_dtype(libs: Libs) -> None:
+def test_activation_scaling_factors_are_float_and_only_one_zero(libs: Libs) -> None:
+    """MIOpen's activation reads alpha/beta as float for every dtype and implements only alpha=1, beta=0."""
+    import miopen.errors as errors
     from miopen.ops import activation
 
     rec = Rec(libs)
-    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu", scale=0.1, shift=0.3)
-    activation.activation_forward(T(X, DIMS, "float16"), T(Y, DIMS, "float16"), "relu", scale=0.1, shift=0.3)
-    activation.activation_forward(T(X, DIMS, "float64"), T(Y, DIMS, "float64"), "relu", scale=0.1, shift=0.3)
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu")
+    activation.activation_forward(T(X, DIMS, "float16"), T(Y, DIMS, "float16"), "relu")
+    activation.activation_forward(T(X, DIMS, "float64"), T(Y, DIMS, "float64"), "relu")
     got = [(e["alpha"], e["beta"]) for e in rec.entries("miopenActivationForward")]
-    assert got[0] == got[1] == (f32(0.1), f32(0.3))  # float for float and half
-    assert got[2] == (f32_of_double(0.1), f32_of_double(0.3))  # the stub reads a double's low half
-    assert got[2] != got[0]
+    assert got == [("1", "0")] * 3  # a float 1 and 0 even for double tensors (the stub reads a float)
     dtypes = [e["dataType"] for e in rec.entries("miopenSetTensorDescriptor")]
     assert dtypes == ["1", "0", "6"]
+    rec = Rec(libs)
+    with pytest.raises(errors.ScalingRuleError, match="only scale=1 and shift=0"):
+        activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu", scale=0.1, shift=0.3)
+    assert rec.calls() == []
 
 
 @pytest.mark.parametrize(
@@ -265,12 +269,12 @@ def test_log_softmax_and_2d_inputs(libs: Libs) -> None:
 
     d4 = desc_at(libs, 0x82000, "float64", (8, 10, 1, 1))
     rec = Rec(libs)
-    softmax.log_softmax_forward(T(X, (8, 10), "float64"), T(Y, (8, 10), "float64"), scale=0.1)
+    softmax.log_softmax_forward(T(X, (8, 10), "float64"), T(Y, (8, 10), "float64"), scale=0.1)  # softmax blends
     softmax.log_softmax_backward(T(Y, (8, 10), "float64"), T(DY, (8, 10), "float64"), T(DX, (8, 10), "float64"))
     assert "miopenCreateTensorDescriptor" not in rec.calls()  # (N, C) is described as the cached (N, C, 1, 1)
     fwd, bwd = rec.one("miopenSoftmaxForward_V2"), rec.one("miopenSoftmaxBackward_V2")
     assert (fwd["xDesc"], fwd["yDesc"], fwd["algorithm"], fwd["mode"]) == (d4, d4, "2", "1")
-    assert fwd["alpha"] == f32_of_double(0.1)  # double tensors get double scaling factors
+    assert fwd["alpha"] == f32(0.1)  # MIOpen reads the scaling factors as float
     assert (bwd["dxDesc"], bwd["algorithm"]) == (d4, "2")
 
 
@@ -352,11 +356,11 @@ def test_batchnorm_per_activation_5d_and_mixed_precision(libs: Libs) -> None:
     half = desc_at(libs, 0x95000, "float16", d5)
     rec = Rec(libs)
     bn.batch_norm_forward_inference(T(X, d5, "float16"), T(Y, d5, "float16"), T(W, (3,)), T(B, (3,)),
-                                    T(RM, (3,)), T(RV, (3,)), epsilon=2e-5, scale=0.1)
+                                    T(RM, (3,)), T(RV, (3,)), epsilon=2e-5)
     e = rec.one("miopenBatchNormalizationForwardInference")
     assert (e["xDesc"], e["yDesc"], e["bnScaleBiasMeanVarDesc"]) == (half, half, sp5)  # half data, float params
     assert (e["estimatedMean"], e["estimatedVariance"], e["epsilon"], e["alpha"]) == (str(RM), str(RV), g(2e-5),
-                                                                                      f32(0.1))
+                                                                                      "1")
 
 
 def test_batchnorm_inference_and_backward(libs: Libs) -> None:
@@ -369,28 +373,31 @@ def test_batchnorm_inference_and_backward(libs: Libs) -> None:
                                     T(B, (3,), "float64"), None, None)
     e = rec.one("miopenBatchNormalizationForwardInference")
     assert (e["estimatedMean"], e["estimatedVariance"], e["bnScaleBiasMeanVarDesc"]) == ("0", "0", pd)
-    assert (e["alpha"], e["beta"]) == (f32_of_double(1.0), f32_of_double(0.0))
+    assert (e["alpha"], e["beta"]) == ("1", "0")  # float scalars for double data too
 
     rec = Rec(libs)
     bn.batch_norm_backward(T(X, DIMS, "float64"), T(DY, DIMS, "float64"), T(DX, DIMS, "float64"),
                            T(W, (3,), "float64"), T(DW, (3,), "float64"), T(DB, (3,), "float64"), epsilon=1e-4,
-                           saved_mean=T(SM, (3,), "float64"), saved_inv_var=T(SV, (3,), "float64"), scale=0.1,
-                           shift=0.2, param_scale=0.3, param_shift=0.4)
+                           saved_mean=T(SM, (3,), "float64"), saved_inv_var=T(SV, (3,), "float64"))
     assert rec.calls() == ["miopenBatchNormalizationBackward"]
     e = rec.one("miopenBatchNormalizationBackward")
     assert (e["xDesc"], e["x"], e["dyDesc"], e["dy"], e["dxDesc"], e["dx"]) == (xd, str(X), xd, str(DY), xd, str(DX))
     assert (e["bnScaleBiasDiffDesc"], e["bnScale"], e["resultBnScaleDiff"], e["resultBnBiasDiff"]) == (
         pd, str(W), str(DW), str(DB))
     assert (e["savedMean"], e["savedInvVariance"], e["epsilon"], e["bn_mode"]) == (str(SM), str(SV), g(1e-4), "1")
-    assert (e["alphaDataDiff"], e["betaDataDiff"], e["alphaParamDiff"], e["betaParamDiff"]) == tuple(
-        f32_of_double(v) for v in (0.1, 0.2, 0.3, 0.4))
+    assert (e["alphaDataDiff"], e["betaDataDiff"], e["alphaParamDiff"], e["betaParamDiff"]) == ("1", "0", "1", "0")
 
     rec = Rec(libs)
-    bn.batch_norm_backward(T(X, DIMS), T(DY, DIMS), T(DX, DIMS), T(W, (3,)), T(DW, (3,)), T(DB, (3,)),
-                           param_scale=0.5)
+    bn.batch_norm_backward(T(X, DIMS), T(DY, DIMS), T(DX, DIMS), T(W, (3,)), T(DW, (3,)), T(DB, (3,)))
     e = rec.one("miopenBatchNormalizationBackward")
     assert (e["savedMean"], e["savedInvVariance"]) == ("0", "0")
-    assert (e["alphaDataDiff"], e["betaDataDiff"], e["alphaParamDiff"], e["betaParamDiff"]) == ("1", "0", "0.5", "0")
+    import miopen.errors as errors
+
+    rec = Rec(libs)
+    with pytest.raises(errors.ScalingRuleError, match="only scale=1 and shift=0"):
+        bn.batch_norm_backward(T(X, DIMS), T(DY, DIMS), T(DX, DIMS), T(W, (3,)), T(DW, (3,)), T(DB, (3,)),
+                               param_scale=0.5)
+    assert rec.calls() == []
 
 
 @pytest.mark.parametrize(
@@ -495,13 +502,13 @@ def test_max_pooling_keeps_its_index_workspace_for_backward(libs: Libs) -> None:
         "1", str(ws_ptr), "4096", "1", "0")
 
     rec = Rec(libs)
-    pooling.pooling_backward(T(Y, YP), T(DY, YP), T(X, XP), T(DX, XP), state, scale=0.5)
+    pooling.pooling_backward(T(Y, YP), T(DY, YP), T(X, XP), T(DX, XP), state)
     assert rec.calls() == ["miopenPoolingBackward"]
     b = rec.one("miopenPoolingBackward")
     assert (b["poolDesc"], b["workSpace"]) == (str(0xA0000), str(ws_ptr))  # the same descriptor and index buffer
     assert (b["yDesc"], b["y"], b["dyDesc"], b["dy"], b["xDesc"], b["x"], b["dxDesc"], b["dx"]) == (
         yd, str(Y), yd, str(DY), xd, str(X), xd, str(DX))
-    assert (b["alpha"], b["beta"]) == ("0.5", "0")
+    assert (b["alpha"], b["beta"]) == ("1", "0")
 
     # the next step reuses the state's buffer and descriptor: sizes queried again, nothing allocated
     rec = Rec(libs)
@@ -640,11 +647,11 @@ def test_lrn_forward_keeps_its_workspace_for_backward(libs: Libs) -> None:
     assert (f["lrnDesc"], f["xDesc"], f["x"], f["yDesc"], f["y"], f["do_backward"], f["workSpace"]) == (
         str(0xB0000), d, str(X), d, str(Y), "1", str(ws))
     rec = Rec(libs)
-    lrn.lrn_backward(T(Y, DIMS), T(DY, DIMS), T(X, DIMS), T(DX, DIMS), state, shift=1.0)
+    lrn.lrn_backward(T(Y, DIMS), T(DY, DIMS), T(X, DIMS), T(DX, DIMS), state)
     b = rec.one("miopenLRNBackward")
     assert rec.calls() == ["miopenLRNBackward"]
     assert (b["lrnDesc"], b["workSpace"], b["y"], b["dy"], b["x"], b["dx"], b["alpha"], b["beta"]) == (
-        str(0xB0000), str(ws), str(Y), str(DY), str(X), str(DX), "1", "1")
+        str(0xB0000), str(ws), str(Y), str(DY), str(X), str(DX), "1", "0")
 
     rec = Rec(libs)
     assert lrn.lrn_forward(T(X, DIMS), T(Y, DIMS), "cross_channel", 5, 1e-4, 0.75, 2.0, state=state) is state

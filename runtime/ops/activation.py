@@ -34,7 +34,7 @@ from typing import TypeAlias, TypeVar
 from .. import hip
 from .._generated import api
 from ..descriptors import scaling_params, tensor_descriptor
-from ..errors import ShapeError
+from ..errors import ScalingRuleError, ShapeError
 from ..tensor import Tensor, as_tensor, same_dims, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import resolve_handle
@@ -197,9 +197,17 @@ def _check_rank(fn: str, name: str, t: Tensor, allowed: tuple[int, ...], what: s
 Scalar: TypeAlias = ctypes.c_float | ctypes.c_double
 
 
-def _scaling(dtype: api.DataType, scale: float, shift: float, fn: str) -> tuple[Scalar, Scalar]:
-    """The blending factors (MIOpen's alpha/beta) as host scalars typed for `dtype`."""
-    return scaling_params(dtype, _float_arg(scale, "scale", fn), _float_arg(shift, "shift", fn))
+def _scaling(dtype: api.DataType, scale: float, shift: float, fn: str, *, blend: bool = False
+             ) -> tuple[Scalar, Scalar]:
+    """The blending factors (MIOpen's alpha/beta) as the host scalars these ops read: always float.
+
+    Activation, batch norm, pooling and LRN implement only y = f(x) (alpha=1, beta=0) and say so
+    only from inside C; softmax (`blend=True`) implements any blend.
+    """
+    a, b = _float_arg(scale, "scale", fn), _float_arg(shift, "shift", fn)
+    if not blend and (a, b) != (1.0, 0.0):
+        raise ScalingRuleError(f"{fn}: MIOpen supports only scale=1 and shift=0 here; got scale={a}, shift={b}")
+    return ctypes.c_float(a), ctypes.c_float(b)
 
 
 def _desc(t: Tensor, dims: tuple[int, ...] | None = None, strides: tuple[int, ...] | None = None

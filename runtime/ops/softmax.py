@@ -85,7 +85,7 @@ def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mod
     xd, yd = _as_4d(fn, "x", xt), _as_4d(fn, "y", yt)
     algo = softmax_algorithm(algorithm, fn)
     m = softmax_mode(mode, fn)
-    s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
+    s_alpha, s_beta = _scaling(dtype, scale, shift, fn, blend=True)
     h = resolve_handle(handle, stream, device)
     api.softmax_forward_v2(h, s_alpha, _desc(xt, *xd), xt.ptr, s_beta, _desc(yt, *yd), yt.ptr, algo, m)
 
@@ -99,7 +99,7 @@ def _backward(fn: str, y: object, dy: object, dx: object, algorithm: SoftmaxAlgo
     yd, dyd, dxd = _as_4d(fn, "y", yt), _as_4d(fn, "dy", dyt), _as_4d(fn, "dx", dxt)
     algo = softmax_algorithm(algorithm, fn)
     m = softmax_mode(mode, fn)
-    s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
+    s_alpha, s_beta = _scaling(dtype, scale, shift, fn, blend=True)
     h = resolve_handle(handle, stream, device)
     api.softmax_backward_v2(h, s_alpha, _desc(yt, *yd), yt.ptr, _desc(dyt, *dyd), dyt.ptr, s_beta, _desc(dxt, *dxd),
                             dxt.ptr, algo, m)
