@@ -10,6 +10,8 @@ SPEC_DIR       := specs/miopen
 # `make specs HEADER=/opt/rocm/include/miopen/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS="-I ..."]`
 HEADER     ?=
 PARSE_ARGS ?=
+# --miopen-version only when given on the command line; otherwise the header's version.h decides
+VERSION_ARG := $(if $(filter command line,$(origin MIOPEN_VERSION)),--miopen-version $(MIOPEN_VERSION),)
 
 ANNOTATIONS    := $(SPEC_DIR)/annotations.yaml
 GENERATED      := generated
@@ -36,11 +38,12 @@ venv: $(STAMP)
 
 specs: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make specs HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z]"; exit 2; }
-	$(PY) -m codegen parse $(HEADER) --beta --miopen-version $(MIOPEN_VERSION) $(PARSE_ARGS) -o $(SPEC_DIR)/$(MIOPEN_VERSION).yaml
+	$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)
 
 generate: $(STAMP)
 ifneq ($(HEADER),)
-	$(PY) -m codegen parse $(HEADER) --beta --miopen-version $(MIOPEN_VERSION) $(PARSE_ARGS) -o $(SPEC_DIR)/$(MIOPEN_VERSION).yaml
+	@test "$(origin MIOPEN_VERSION)" = "command line" || { echo "make generate HEADER=... needs MIOPEN_VERSION=X.Y.Z (the release to render)"; exit 2; }
+	$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)/$(MIOPEN_VERSION).yaml
 endif
 	$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS)
 	$(PY) -m codegen render $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
@@ -68,7 +71,7 @@ check-generated: $(STAMP)
 
 abi-check: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make abi-check HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z]"; exit 2; }
-	$(PY) -m codegen abi-check $(HEADER) --miopen-version $(MIOPEN_VERSION) $(PARSE_ARGS)
+	$(PY) -m codegen abi-check $(HEADER) $(VERSION_ARG) $(PARSE_ARGS)
 
 # mypy --strict on codegen/, and on runtime/ + generated/ assembled as the installed `miopen` package
 # (twice: with the .pyi stubs, and the implementation itself without them).
@@ -87,6 +90,7 @@ test: $(STAMP) check-generated typecheck
 	$(PY) -m pytest tests
 
 bench: $(STAMP)
+	$(PY) benchmarks/parse_speed.py $(HEADER) $(BENCH_ARGS)
 	$(PY) benchmarks/render_speed.py
 	$(PY) benchmarks/import_time.py
 	$(PY) benchmarks/call_overhead.py

@@ -62,7 +62,8 @@ def _parser() -> argparse.ArgumentParser:
         "--target", type=Path, default=DEFAULT_TARGET, metavar="YAML",
         help=f"target facts file (default: {DEFAULT_TARGET.relative_to(DEFAULT_TARGET.parents[2])})",
     )
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="SPEC.yaml", help="where to write the spec")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="SPEC.yaml",
+                   help="where to write the spec (a directory: <version>.yaml in it)")
 
     c = sub.add_parser(
         "check",
@@ -311,6 +312,8 @@ def _parse(args: argparse.Namespace) -> int:
         builtin_include=args.builtin_include or True,
     )
     spec = parse_header(args.header, target, opts, args.miopen_version, args.rocm_release)
+    if args.output.is_dir():  # a spec directory: the file is named after the version the header declares
+        args.output = args.output / f"{spec.miopen_version}.yaml"
     dump(spec, args.output)
     beta = sum(f.beta for f in spec.functions)
     print(

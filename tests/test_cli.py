@@ -54,7 +54,9 @@ def test_version_option_must_agree_with_version_h(tmp_path: Path) -> None:
 
 
 def test_output_and_option_mistakes(tmp_path: Path) -> None:
-    r = _run("parse", str(FIXTURE_HEADER), "-o", str(tmp_path))  # a directory
+    r = _run("parse", str(FIXTURE_HEADER), "-o", str(tmp_path))  # a directory: named after the version
+    assert r.returncode == 0 and (tmp_path / "3.4.1.yaml").is_file()
+    r = _run("parse", str(FIXTURE_HEADER), "-o", str(tmp_path / "3.4.1.yaml" / "x.yaml"))  # under a file
     assert r.returncode == 2 and r.stderr.startswith("miogen: error:") and "Traceback" not in r.stderr
     r = _run("parse", str(FIXTURE_HEADER), "--builtin-include", str(tmp_path), "-o", str(tmp_path / "x.yaml"))
     assert r.returncode == 2 and "--builtin-include" in r.stderr and "no stddef.h" in r.stderr

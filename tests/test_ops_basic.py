@@ -76,11 +76,6 @@ def f32(v: float) -> str:
     return g(struct.unpack("<f", struct.pack("<f", v))[0])
 
 
-def f32_of_double(v: float) -> str:
-    """What the stub logs (it reads a float) for a host scaling factor stored as double."""
-    return g(struct.unpack("<f", struct.pack("<d", v)[:4])[0])
-
-
 def T(ptr: int, dims: tuple[int, ...], dtype: str = "float32", strides: tuple[int, ...] | None = None) -> Any:
     from miopen.tensor import Tensor
 

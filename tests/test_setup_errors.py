@@ -110,13 +110,18 @@ def test_own_complete_shims_work_without_miogens(tmp_path: Path) -> None:
     assert spec.functions == fixture_spec(True).functions
 
 
+REAL_HIP = Path("/usr/include/hip/hip_runtime_api.h")
+
+
 @pytest.mark.skipif(
-    not Path("/usr/include/hip/hip_runtime_api.h").exists() and not os.environ.get("MIOGEN_REQUIRE_REAL_HIP"),
+    not REAL_HIP.exists() and not os.environ.get("MIOGEN_REQUIRE_REAL_HIP"),
     reason="needs Debian's libamdhip64-dev (.ci/run installs it and makes this test required)",
 )
-def test_real_hip_headers_give_the_same_spec() -> None:
-    """Debian's real HIP 5.2.3 headers (found on the system path before miogen's shims) vs the shims alone."""
-    real = parse_header(FIXTURE_HEADER, target(), ParseOptions(beta=True, includes=(Path("/usr/include"),)))
+def test_real_hip_headers_give_the_same_spec(tmp_path: Path) -> None:
+    """Debian's real HIP 5.2.3 headers (no HIP shim anywhere on the path) vs the shims alone."""
+    assert REAL_HIP.exists(), "MIOGEN_REQUIRE_REAL_HIP is set but libamdhip64-dev is not installed"
+    inc = _shim_tree(tmp_path, {"miopen/config.h": GOOD_CONFIG, "miopen/export.h": GOOD_EXPORT})  # no hip/
+    real = parse_header(FIXTURE_HEADER, target(), ParseOptions(beta=True, shims=False, includes=(inc,)))
     shim = parse_header(FIXTURE_HEADER, target(), ParseOptions(beta=True, includes=(target().shim_dir,)))
     assert real == shim
 
