@@ -541,6 +541,13 @@ class _Planner:
                           nested=tuple(nested), flat=tuple(flat), size=r.size, align=r.align)
 
 
+def _vkey(version: str) -> tuple[int, ...]:
+    try:
+        return tuple(int(x) for x in version.split("."))
+    except ValueError:
+        raise CodegenError(f"expected a version like 3.2.0; got {version!r}") from None
+
+
 def check_target(spec: Spec, target: Target) -> None:
     """The target file must describe this spec's library: names it uses must exist in the spec."""
     where = f"{target.path}"
@@ -554,8 +561,12 @@ def check_target(spec: Spec, target: Target) -> None:
     if values.get(target.success_constant) != 0:
         raise CodegenError(f"{where}: success_constant: {target.success_constant} must be a {target.status_type} "
                            f"constant of value 0 (the generated status checks test for non-zero)")
+    def newer(key: str) -> bool:
+        since = target.status_exceptions[key].since if key in target.status_exceptions else None
+        return since is not None and _vkey(since) > _vkey(spec.miopen_version)
+
     for key in (*target.status_exceptions, *target.status_warnings, *target.status_hints):
-        if key not in values:
+        if key not in values and not newer(key):
             raise CodegenError(f"{where}: {key} (status_exceptions/status_warnings/status_hints) is no "
                                f"{target.status_type} constant; known: {', '.join(values)}")
     for key, exc in target.status_exceptions.items():

@@ -21,6 +21,7 @@ class DiagnosticHint:
 class StatusException:
     name: str
     also: str | None = None
+    since: str | None = None  # the first release with this status (older specs lack the constant)
 
 
 @dataclass(frozen=True)
