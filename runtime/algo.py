@@ -36,6 +36,7 @@ class ConvParams:
     dilations: tuple[int, ...]
     groups: int = 1
     transpose: bool = False
+    output_pads: tuple[int, ...] = ()  # transposed convolutions: extra output size per spatial dim
 
 
 @dataclass(frozen=True)

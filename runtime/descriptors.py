@@ -154,7 +154,8 @@ _conv_cache: dict[tuple[object, ...], api.ConvolutionDescriptor] = {}
 
 def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilations: Sequence[int], groups: int = 1,
                            mode: ConvMode = "conv", deterministic: bool = False,
-                           find_mode: api.ConvolutionFindMode | int | None = None) -> api.ConvolutionDescriptor:
+                           find_mode: api.ConvolutionFindMode | int | None = None,
+                           output_pads: Sequence[int] = ()) -> api.ConvolutionDescriptor:
     """A cached N-d convolution descriptor (groups, transpose, deterministic, find mode)."""
     nd = len(pads)
     if not (len(strides) == len(dilations) == nd) or nd not in (1, 2, 3):
@@ -167,7 +168,10 @@ def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilation
         raise ShapeError(f"convolution_descriptor: groups must be a positive int; got {groups!r}")
     if mode not in ("conv", "transpose"):
         raise ValueError(f"convolution_descriptor: mode must be 'conv' or 'transpose'; got {mode!r}")
-    key = (tuple(pads), tuple(strides), tuple(dilations), groups, mode, deterministic, find_mode)
+    if output_pads and (mode != "transpose" or len(output_pads) != nd):
+        raise ShapeError(f"convolution_descriptor: output_pads needs mode='transpose' and {nd} values; got "
+                         f"{tuple(output_pads)}")
+    key = (tuple(pads), tuple(strides), tuple(dilations), groups, mode, deterministic, find_mode, tuple(output_pads))
     with _conv_lock:
         desc = _conv_cache.get(key)
         if desc is not None and not desc.closed:
@@ -181,6 +185,8 @@ def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilation
         api.set_convolution_attribute(desc, api.ConvolutionAttrib.MIOPEN_CONVOLUTION_ATTRIB_DETERMINISTIC, 1)
     if find_mode is not None:
         api.set_convolution_find_mode(desc, find_mode)
+    if any(output_pads):
+        api.set_transpose_conv_nd_output_padding(desc, list(output_pads))
     with _conv_lock:
         _conv_cache[key] = desc
     return desc

@@ -164,8 +164,15 @@ def libs(runtime_libs: Libs) -> Iterator[Libs]:
     import miopen
     from miopen import hip
 
+    import gc
+
     miopen.load_library(runtime_libs.miopen)
     hip.set_hip_library(runtime_libs.hip)
+    gc.collect()  # handles dropped by earlier tests are destroyed now, not in the middle of this one
+    gc.disable()  # and no automatic collection interleaves destroy calls with what a test asserts
     runtime_libs.reset()
-    yield runtime_libs
+    try:
+        yield runtime_libs
+    finally:
+        gc.enable()
     runtime_libs.miopen.miogen_stub_reset()

@@ -806,3 +806,27 @@ def test_reduce_without_indices_and_size_errors(libs: Libs) -> None:
     with pytest.raises(errors.ShapeError, match="MIOpen needs 64 bytes"):
         reduce_tensor(a, c, "max", indices=_t(0x8000_0000, (3,), "int32"))
     assert libs.calls().count("miopenReduceTensor") == 1
+
+
+def test_transposed_convolution_output_padding(libs: Libs) -> None:
+    """Output padding reaches miopenSetTransposeConvNdOutputPadding and grows the expected output."""
+    import miopen.errors as errors
+    from miopen.descriptors import clear_descriptor_caches
+    from miopen.ops.conv import conv_forward, conv_output_dims
+
+    clear_descriptor_caches()
+    assert conv_output_dims((1, 8, 4, 4), (8, 4, 3, 3), 1, 2, 1, transpose=True) == (1, 4, 7, 7)
+    assert conv_output_dims((1, 8, 4, 4), (8, 4, 3, 3), 1, 2, 1, transpose=True, output_pads=(1, 1)) == (1, 4, 8, 8)
+    with pytest.raises(errors.ShapeError, match="output pad must be >= 0 and smaller than its stride"):
+        conv_output_dims((1, 8, 4, 4), (8, 4, 3, 3), 1, 2, 1, transpose=True, output_pads=(2, 0))
+    with pytest.raises(errors.ShapeError, match="output_pads apply to transposed convolutions only"):
+        conv_output_dims((1, 8, 4, 4), (4, 8, 3, 3), 1, 2, 1, output_pads=(1, 1))
+    libs.reset()
+    conv_forward(_t(X, (1, 8, 4, 4)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 4, 8, 8)), pads=1, strides=2, dilations=1,
+                 transpose=True, output_pads=(1, 1), workspace=_ws())
+    assert libs.log("miopenSetTransposeConvNdOutputPadding")[0]["adjA"] == "[1,1]"
+    before = libs.calls()
+    with pytest.raises(errors.ShapeError):  # y sized without the output padding
+        conv_forward(_t(X, (1, 8, 4, 4)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 4, 7, 7)), pads=1, strides=2,
+                     dilations=1, transpose=True, output_pads=(1, 1), workspace=_ws())
+    assert libs.calls() == before

@@ -72,7 +72,7 @@ def _ints(value: object, name: str, n: int | None, op: str) -> tuple[int, ...]:
 
 
 def _conv_params(ndim: int, pads: object, strides: object, dilations: object, groups: object, transpose: object,
-                 op: str) -> ConvParams:
+                 op: str, output_pads: object = None) -> ConvParams:
     if ndim not in (4, 5):
         raise ShapeError(f"{op}: convolutions take 4-D (2-D conv) or 5-D (3-D conv) tensors; got {ndim} dims")
     n = ndim - 2
@@ -91,7 +91,13 @@ def _conv_params(ndim: int, pads: object, strides: object, dilations: object, gr
         raise ShapeError(f"{op}: groups must be >= 1; got {groups}")
     if not isinstance(transpose, bool):
         raise TypeError(f"{op}: transpose must be a bool; got {transpose!r}")
-    return ConvParams(p, s, d, groups, transpose)
+    op_ = () if output_pads is None else _ints(output_pads, "output_pads", n, op)
+    if op_ and not transpose:
+        raise ShapeError(f"{op}: output_pads apply to transposed convolutions only (transpose=True)")
+    if any(v < 0 or v >= max(si, di) for v, si, di in zip(op_, s, d)):
+        raise ShapeError(f"{op}: each output pad must be >= 0 and smaller than its stride or dilation; got "
+                         f"output_pads={op_}, strides={s}, dilations={d}")
+    return ConvParams(p, s, d, groups, transpose, op_ if any(op_) else ())
 
 
 def _output_dims(x: tuple[int, ...], w: tuple[int, ...], cp: ConvParams, op: str, xn: str = "x",
@@ -128,7 +134,7 @@ def _output_dims(x: tuple[int, ...], w: tuple[int, ...], cp: ConvParams, op: str
                                  f"the padded input ({n_in} + 2*{p}); {xn}={x}, {wn}={w}")
             out.append((n_in + 2 * p - span) // s + 1)
         else:
-            o = s * (n_in - 1) + span - 2 * p
+            o = s * (n_in - 1) + span - 2 * p + (cp.output_pads[i] if cp.output_pads else 0)
             if o < 1:
                 raise ShapeError(f"{op}: spatial dim {i}: the transposed output would be {o} long "
                                  f"({s}*({n_in}-1) + {span} - 2*{p}); {xn}={x}, {wn}={w}")
@@ -137,14 +143,15 @@ def _output_dims(x: tuple[int, ...], w: tuple[int, ...], cp: ConvParams, op: str
 
 
 def conv_output_dims(x_dims: Sequence[int], w_dims: Sequence[int], pads: IntOrSeq, strides: IntOrSeq,
-                     dilations: IntOrSeq, groups: int = 1, transpose: bool = False) -> tuple[int, ...]:
+                     dilations: IntOrSeq, groups: int = 1, transpose: bool = False,
+                     output_pads: IntOrSeq | None = None) -> tuple[int, ...]:
     """The dims of y for a convolution of x by w (MIOpen's `GetForwardOutputTensor`, default padding mode).
 
     Raises ShapeError (naming the argument) for inconsistent channels/groups or a kernel that does not fit."""
     op = "conv_output_dims"
     x = _ints(x_dims, "x_dims", None, op)
     w = _ints(w_dims, "w_dims", None, op)
-    cp = _conv_params(len(x), pads, strides, dilations, groups, transpose, op)
+    cp = _conv_params(len(x), pads, strides, dilations, groups, transpose, op, output_pads)
     return _output_dims(x, w, cp, op, "x_dims", "w_dims")
 
 
@@ -171,7 +178,7 @@ class _Problem:
 
 def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: object, w: object, y: object,
              pads: object, strides: object, dilations: object, groups: object, transpose: object, alpha: object,
-             beta: object) -> _Problem:
+             beta: object, output_pads: object = None) -> _Problem:
     """Every check, before any MIOpen call. `names` are the user's names of x, w, y."""
     xn, wn, yn = names
     tx, tw, ty = _tensor(x, xn, op), _tensor(w, wn, op), _tensor(y, yn, op)
@@ -182,7 +189,7 @@ def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: obje
     if not tx.ndim == tw.ndim == ty.ndim:
         raise ShapeError(f"{op}: {xn}, {wn} and {yn} must have the same rank; got {xn}={tx.dims}, {wn}={tw.dims}, "
                          f"{yn}={ty.dims}")
-    cp = _conv_params(tx.ndim, pads, strides, dilations, groups, transpose, op)
+    cp = _conv_params(tx.ndim, pads, strides, dilations, groups, transpose, op, output_pads)
     _same_dtype(op, **{xn: tx, wn: tw, yn: ty})
     expect = _output_dims(tx.dims, tw.dims, cp, op, xn, wn)
     if ty.dims != expect:
@@ -206,7 +213,8 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
         h = resolve_handle(handle, stream, device)
         ws = resolve_workspace(workspace, device, stream)
         conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
-                                      "transpose" if cp.transpose else "conv", pl.deterministic, find_mode)
+                                      "transpose" if cp.transpose else "conv", pl.deterministic, find_mode,
+                                      cp.output_pads)
         xd, wd, yd = pb.x.desc, pb.w.desc, pb.y.desc
         scratch: PersistentBuffer | None = None
         try:
@@ -249,34 +257,37 @@ def _with_out(pb: _Problem, ptrs: tuple[int, int, int], out_ptr: int) -> tuple[i
 
 
 def conv_forward(x: object, w: object, y: object, *, pads: IntOrSeq, strides: IntOrSeq, dilations: IntOrSeq,
-                 groups: int = 1, transpose: bool = False, alpha: float = 1.0, beta: float = 0.0,
+                 groups: int = 1, transpose: bool = False, output_pads: IntOrSeq | None = None,
+                 alpha: float = 1.0, beta: float = 0.0,
                  planner: ConvPlanner | None = None, handle: api.Handle | None = None, stream: object = None,
                  device: int | None = None, workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """y = alpha * conv(x, w) + beta * y. Returns the plan used (algorithm, workspace, fallback)."""
     pb = _problem("forward", "conv_forward", ("x", "w", "y"), x, w, y, pads, strides, dilations, groups, transpose,
-                  alpha, beta)
+                  alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
 
 
 def conv_backward_data(dy: object, w: object, dx: object, *, pads: IntOrSeq, strides: IntOrSeq,
-                       dilations: IntOrSeq, groups: int = 1, transpose: bool = False, alpha: float = 1.0,
+                       dilations: IntOrSeq, groups: int = 1, transpose: bool = False,
+                       output_pads: IntOrSeq | None = None, alpha: float = 1.0,
                        beta: float = 0.0, planner: ConvPlanner | None = None, handle: api.Handle | None = None,
                        stream: object = None, device: int | None = None,
                        workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """dx = alpha * conv_backward_data(dy, w) + beta * dx; dx has the forward input's dims, dy the output's."""
     pb = _problem("backward_data", "conv_backward_data", ("dx", "w", "dy"), dx, w, dy, pads, strides, dilations,
-                  groups, transpose, alpha, beta)
+                  groups, transpose, alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
 
 
 def conv_backward_weights(dy: object, x: object, dw: object, *, pads: IntOrSeq, strides: IntOrSeq,
-                          dilations: IntOrSeq, groups: int = 1, transpose: bool = False, alpha: float = 1.0,
+                          dilations: IntOrSeq, groups: int = 1, transpose: bool = False,
+                       output_pads: IntOrSeq | None = None, alpha: float = 1.0,
                           beta: float = 0.0, planner: ConvPlanner | None = None, handle: api.Handle | None = None,
                           stream: object = None, device: int | None = None,
                           workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """dw = alpha * conv_backward_weights(dy, x) + beta * dw; dw has the filter's dims."""
     pb = _problem("backward_weights", "conv_backward_weights", ("x", "dw", "dy"), x, dw, dy, pads, strides,
-                  dilations, groups, transpose, alpha, beta)
+                  dilations, groups, transpose, alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
 
 
