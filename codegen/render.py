@@ -363,7 +363,7 @@ class _Planner:
             pre: tuple[str, ...] = (
                 f"{v} = {py} if type({py}) is int and {py} >= 0 else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
             if not (t.kind == "void" and t.depth == 1):  # a typed pointer to device memory: cast the address
-                pre += (f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec).replace('ctypes.', 'ctypes.')})",)
+                pre += (f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})",)
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
         if p.shape == "string":
             if p.direction == "in":
