@@ -241,7 +241,7 @@ class _Stub:
                 body.append(f"s += {tag}; s += hex({n}, {self.length_expr(fs, p)});")
                 continue
             if p.shape == "array" and p.direction in ("in", "inout"):
-                elem = CType(kind=t.kind, name=t.name, depth=t.depth - 1)
+                elem = t.pointee()
                 length = self.length_expr(fs, p)
                 body.append(f"s += {tag}; s += \"[\";")
                 body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
@@ -257,13 +257,13 @@ class _Stub:
                                   f"{n}[k] = static_cast<char>(({p.index} + k) & 255);")
                 else:
                     upto = f"std::min<long long>({length}, cnt_{p.count})" if p.count else length
-                    elem = CType(kind=t.kind, name=t.name, depth=t.depth - 1)
+                    elem = t.pointee()
                     key = f"(std::string(\"{fs.name}/{n}[\") + std::to_string(k) + \"]\")"
                     fill = " ".join(self.fill(elem, f"{n}[k]", p.index, "k", key))
                     writes.append(f"for(long long k = 0; {n} && k < {upto}; ++k) {{ {fill} }}")
                 continue
             # scalar by pointer
-            elem = CType(kind=t.kind, name=t.name, depth=t.depth - 1)
+            elem = t.pointee()
             if p.direction in ("in", "inout"):
                 body.append(f"s += {tag}; s += ({n} ? {self.fmt(elem, f'*{n}')} : std::string(\"null\"));")
             if p.direction in ("out", "inout"):
@@ -496,9 +496,8 @@ class Driver:
                 args.append(b"\x01\x02\x03")
                 expect[n] = "010203"
             elif p.shape == "array":
-                elem = ParamSem(name=n, index=i, type=CType(kind=p.type.kind, name=p.type.name,
-                                                            depth=p.type.depth - 1),
-                                direction="in", memory=p.memory, shape="scalar", source="type")
+                elem = ParamSem(name=n, index=i, type=p.type.pointee(), direction="in", memory=p.memory,
+                                shape="scalar", source="type")
                 values, logged = [], []
                 for k in range(3):
                     if elem.type.kind in ("struct", "union"):

@@ -54,6 +54,11 @@ class CType:
         """Constness of what the outermost pointer points to."""
         return self.depth > 0 and self.const[self.depth - 1]
 
+    def pointee(self) -> CType:
+        """The type one pointer level down (`int **` -> `int *`; a non-pointer stays itself)."""
+        return CType(kind=self.kind, name=self.name, depth=max(self.depth - 1, 0),
+                     const=self.const[: max(self.depth, 1)])
+
     def spelling(self) -> str:
         """A C spelling of the type, e.g. `const void *const *`."""
         text = ("const " if self.const[0] else "") + self.name

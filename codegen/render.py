@@ -160,10 +160,6 @@ class _Planner:
         expr = base_ctype(t, self.spec)
         return f"_raw.{expr}" if t.kind in ("struct", "union", "callback") else expr
 
-    @staticmethod
-    def pointee(t: CType) -> CType:
-        return CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0), const=t.const[: max(t.depth, 1)])
-
     def scalar_hint(self, t: CType) -> str:
         k = t.kind
         if k == "bool":
@@ -401,8 +397,8 @@ class _Planner:
             conv = self._scalar_in(t, py, q, False)
             return make(py=py, hint=self.scalar_hint(t), default=default,
                         pre=conv + (f"{v} = {ct}({py})",), arg=f"_byref({v})",
-                        out=value, out_hint=self.out_hint(self.pointee(t)), out_name=out_name)
-        hint = self.out_hint(self.pointee(t))
+                        out=value, out_hint=self.out_hint(t.pointee()), out_name=out_name)
+        hint = self.out_hint(t.pointee())
         if owned:  # a create function: the new object, never None
             value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
             hint = self.handle_class[t.name]
@@ -504,7 +500,7 @@ class _Planner:
         owned = creates is not None and t.kind == "handle" and t.name == creates
         elem = self.convert_out(t, "_e", owned, owner_param)
         out = f"{v}[:{upto}]" if elem == "_e" else f"[{elem} for _e in {v}[:{upto}]]"
-        hint = f"list[{self.out_hint(self.pointee(t))}]"
+        hint = f"list[{self.out_hint(t.pointee())}]"
         return make(alloc=stmts + (f"{v} = ({ct} * {n})()",), out=out, out_hint=hint,
                     out_name=py)
 
