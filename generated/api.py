@@ -747,7 +747,7 @@ def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_typ
 
 
 def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataType | int, n: int, c: int, h: int, w: int, n_stride: int, c_stride: int, h_stride: int, w_stride: int) -> None:
-    """miopenSet4dTensorDescriptorEx(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor); added in MIOpen 2.20.0."""
+    """miopenSet4dTensorDescriptorEx(tensorDesc, dataType, n, c, h, w, nStride, cStride, hStride, wStride) (group tensor); added in MIOpen 2.17.0."""
     _fn = "miopenSet4dTensorDescriptorEx"
     _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:

@@ -781,7 +781,7 @@ _s.ADDED_IN.update({
     "miopenCreateTensorDescriptor": "2.15.0 or earlier",
     "miopenSet4dTensorDescriptor": "2.15.0 or earlier",
     "miopenSetNdTensorDescriptorWithLayout": "2.20.0",
-    "miopenSet4dTensorDescriptorEx": "2.20.0",
+    "miopenSet4dTensorDescriptorEx": "2.17.0",
     "miopenGet4dTensorDescriptor": "2.15.0 or earlier",
     "miopenSetTensorDescriptor": "2.15.0 or earlier",
     "miopenSetTensorDescriptorV2": "3.2.0",
