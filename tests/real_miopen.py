@@ -15,7 +15,9 @@ import pytest
 
 from .helpers import REPO
 
-SHARED = REPO.parent / "shared" / "real-miopen"
+# ../shared/real-miopen beside the checkout (one level further up for a git worktree in a subfolder)
+SHARED = next((d for d in (REPO.parent / "shared" / "real-miopen", REPO.parent.parent / "shared" / "real-miopen")
+               if d.is_dir()), REPO.parent / "shared" / "real-miopen")
 #: sha256 of the unpacked libMIOpen.so.1 in ../shared/real-miopen (its README gives it)
 SHARED_SHA256 = "71a26ecfa455d0ff0704701eee75d2fabaef2c5c087621cc7cf9a76cbb7bd1ac"
 REQUIRED = os.environ.get("MIOGEN_REQUIRE_REAL_MIOPEN") == "1"
