@@ -4,7 +4,8 @@ VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 
-# the pinned release (written by `make upgrade`)
+# the newest committed release (written by `make upgrade`); `make test MIOPEN_VERSION=X` runs the
+# runtime suite against a stub library of release X (every committed release is always rendered)
 MIOPEN_VERSION ?= $(shell cat specs/miopen/pinned)
 SPEC_DIR       := specs/miopen
 # `make specs HEADER=/opt/rocm/include/miopen/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS="-I ..."]`
@@ -21,7 +22,7 @@ GENERATED      := generated
 all: generate
 
 help:
-	@echo "make generate            render generated/ from specs/miopen/$(MIOPEN_VERSION).yaml (HEADER=... parses first)"
+	@echo "make generate            render generated/ from every specs/miopen/<release>.yaml (HEADER=... parses one first)"
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
 	@echo "make upgrade HEADER=...  parse a new release, diff, gate, pin, generate, test"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<MIOPEN_VERSION>.yaml"
@@ -46,7 +47,8 @@ ifneq ($(HEADER),)
 	$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)/$(MIOPEN_VERSION).yaml
 endif
 	$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS)
-	$(PY) -m codegen render $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
+	@test -f $(SPEC_DIR)/$(MIOPEN_VERSION).yaml || { echo "MIOPEN_VERSION=$(MIOPEN_VERSION): no committed spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml"; exit 2; }
+	$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
 	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
 
 docs: $(STAMP)
@@ -63,7 +65,7 @@ upgrade: $(STAMP)
 # CI: the committed generated/ must be exactly what `make generate` renders.
 check-generated: $(STAMP)
 	rm -rf .check-generated
-	$(PY) -m codegen render $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated
+	$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated
 	diff -r -x __pycache__ $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
 	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o .check-generated/api-changes.md
 	diff docs/api-changes.md .check-generated/api-changes.md || { echo "docs/api-changes.md is stale: run make generate and commit"; exit 1; }
@@ -74,7 +76,7 @@ abi-check: $(STAMP)
 	$(PY) -m codegen abi-check $(HEADER) $(VERSION_ARG) $(PARSE_ARGS)
 
 # mypy --strict on codegen/, and on runtime/ + generated/ assembled as the installed `miopen` package
-# (twice: with the .pyi stubs, and the implementation itself without them).
+# (twice: everything with the .pyi stubs, and the generated implementation of every release without them).
 typecheck: $(STAMP)
 	$(PY) -m mypy --strict codegen
 	rm -rf .typecheck && mkdir -p .typecheck/stubs/miopen .typecheck/impl/miopen
@@ -83,11 +85,11 @@ typecheck: $(STAMP)
 	rm -f .typecheck/impl/miopen/_generated/*.pyi
 	cp tests/fixtures/miopen_usage.py .typecheck/stubs/
 	cd .typecheck/stubs && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental miopen miopen_usage.py
-	cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental -p miopen
+	cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
 	rm -rf .typecheck
 
 test: $(STAMP) check-generated typecheck
-	$(PY) -m pytest tests
+	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) $(PY) -m pytest tests
 
 bench: $(STAMP)
 	$(PY) benchmarks/parse_speed.py $(HEADER) $(BENCH_ARGS)

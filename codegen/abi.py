@@ -99,12 +99,25 @@ def _last_enum(spec: Spec, name: str) -> int:
     return spec.enum(name).constants[-1].value
 
 
+def fixed_outputs(spec: Spec, version_getter: str | None) -> dict[tuple[str, str], int]:
+    """(function, out parameter) -> the value a stub writes unless a test scripts another: the version
+    function reports the spec's release, so the bindings select that release for the stub."""
+    if not version_getter or not any(f.name == version_getter for f in spec.functions):
+        return {}
+    outs = [p.name or f"arg{i}" for i, p in enumerate(spec.function(version_getter).params)]
+    parts = [int(x) for x in spec.miopen_version.split(".")]
+    return {(version_getter, n): v for n, v in zip(outs, parts)}
+
+
 class _Stub:
-    def __init__(self, spec: Spec, sem: Semantics, status_type: str) -> None:
+    def __init__(self, spec: Spec, sem: Semantics, status_type: str, version_getter: str | None = None) -> None:
         self.spec = spec
         self.sem = sem
         self.status_type = status_type
         self.length_sources = length_sources(sem)
+        # (function, out parameter) -> the value it writes unless scripted: the version function reports
+        # the spec's release, so the bindings select that release for a stub
+        self.fixed = fixed_outputs(spec, version_getter)
 
     def fmt(self, t: CType, expr: str) -> str:
         """C++ expression formatting one value of base type `t` (depth ignored)."""
@@ -266,7 +279,10 @@ class _Stub:
             elem = t.pointee()
             if p.direction in ("in", "inout"):
                 body.append(f"s += {tag}; s += ({n} ? {self.fmt(elem, f'*{n}')} : std::string(\"null\"));")
-            if p.direction in ("out", "inout"):
+            if (fs.name, n) in self.fixed:
+                value = self.fixed[fs.name, n]
+                writes.append(f"if({n}) *{n} = PICK({elem.name}, std::string(\"{fs.name}/{n}\"), {value});")
+            elif p.direction in ("out", "inout"):
                 fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
                                           small=(fs.name, n) in self.length_sources))
                 writes.append(f"if({n}) {{ {fill} }}")
@@ -327,8 +343,10 @@ def header_source(spec: Spec, banner: str) -> str:
                                                       callbacks=callbacks, records=records, functions=functions)
 
 
-def stub_source(spec: Spec, sem: Semantics, header: Path, banner: str, status_type: str) -> str:
-    stub = _Stub(spec, sem, status_type)
+def stub_source(spec: Spec, sem: Semantics, header: Path, banner: str, status_type: str,
+                version_getter: str | None = None) -> str:
+    """A stub library logging every call; with `version_getter`, it reports the spec's release."""
+    stub = _Stub(spec, sem, status_type, version_getter)
     fns = [stub.function(sem.functions[f.name]) for f in spec.functions]
     return _env().get_template("stub.cpp.j2").render(banner=banner, header=str(header), functions=fns)
 
@@ -395,9 +413,11 @@ class CallResult:
 class Driver:
     """Calls every typed wrapper of a rendered package through the stub library and checks both ways."""
 
-    def __init__(self, pkg: ModuleType, spec: Spec, sem: Semantics, stub: ctypes.CDLL, prefix: str) -> None:
+    def __init__(self, pkg: ModuleType, spec: Spec, sem: Semantics, stub: ctypes.CDLL, prefix: str,
+                 version_getter: str | None = None) -> None:
         from . import naming
 
+        self.fixed = fixed_outputs(spec, version_getter)
         self.pkg = pkg
         self.api = pkg.api
         self.raw = pkg.raw
@@ -541,6 +561,8 @@ class Driver:
 
     # ---------------------------------------------------------------- outputs
     def expected_out(self, fs: FunctionSem, p: ParamSem) -> Any:
+        if (fs.name, p.name) in self.fixed:
+            return self.fixed[fs.name, p.name]
         t = p.type
         elem = CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0))
         if p.shape in ("array", "blob", "string"):
@@ -668,9 +690,10 @@ class _Callback:
 
 
 def run_call_through(pkg: ModuleType, spec: Spec, sem: Semantics, stub: ctypes.CDLL, prefix: str,
-                     plans: dict[str, tuple[str, list[tuple[str, str]], list[str]]]) -> list[CallResult]:
+                     plans: dict[str, tuple[str, list[tuple[str, str]], list[str]]],
+                     version_getter: str | None = None) -> list[CallResult]:
     """Drive every function; `plans` maps C name -> (python name, [(c param, py param)], [out param names])."""
-    driver = Driver(pkg, spec, sem, stub, prefix)
+    driver = Driver(pkg, spec, sem, stub, prefix, version_getter)
     results = []
     for f in spec.functions:
         py_name, params, outs = plans[f.name]
@@ -721,7 +744,8 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     banner = f"miogen abi-check of MIOpen {spec.miopen_version}"
     probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,
                         spec.parse.beta)
-    stub_path = compile_cpp(stub_source(spec, sem, header.resolve(), banner, target.status_type), workdir / "libstub.so", target, True,
+    stub_path = compile_cpp(stub_source(spec, sem, header.resolve(), banner, target.status_type, target.version_getter),
+                            workdir / "libstub.so", target, True,
                             includes, spec.parse.beta)
     sys.path.insert(0, str(workdir))
     try:
@@ -736,5 +760,5 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
         f.c_name: (f.py_name, [(p.c_name, p.py) for p in f.params], [p.c_name for p in f.params if p.out])
         for f in pl.functions
     }
-    calls = run_call_through(pkg, spec, sem, stub, target.function_prefix, plans)
+    calls = run_call_through(pkg, spec, sem, stub, target.function_prefix, plans, target.version_getter)
     return Report(target.display_name, spec.miopen_version, len(layout_out.splitlines()), layout, calls)

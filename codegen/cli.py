@@ -82,7 +82,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Render a spec plus annotations into a bindings package (raw ctypes layer, typed API, .pyi). "
         "Fails at the annotation gate when a pointer parameter is unclassified or an annotation is stale.",
     )
-    r.add_argument("spec", type=Path, metavar="SPEC.yaml")
+    r.add_argument("spec", type=Path, nargs="+", metavar="SPEC.yaml",
+                   help="specs of one target, one per release (each gets a sub-package; the newest gives the .pyi)")
     r.add_argument("--annotations", type=Path, metavar="YAML",
                    help="annotations file (default: specs/<the spec's target>/annotations.yaml)")
     r.add_argument("--history", type=Path, metavar="DIR",
@@ -260,11 +261,12 @@ def _render(args: argparse.Namespace) -> int:
     from .target import REPO_ROOT, load_target
 
     t0 = time.perf_counter()
-    name = load(args.spec).target
+    name = load(args.spec[-1]).target
     target = load_target(args.target or REPO_ROOT / "specs" / name / "target.yaml")
     annotations = args.annotations or target.path.parent / "annotations.yaml"
-    files = generate(args.spec, annotations, target, args.output, args.history)
-    print(f"{args.output}: {len(files)} files from {args.spec} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
+    files = generate(list(args.spec), annotations, target, args.output, args.history)
+    shown = args.spec[0] if len(args.spec) == 1 else f"{len(args.spec)} specs"
+    print(f"{args.output}: {len(files)} files from {shown} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
     return 0
 
 

@@ -54,6 +54,8 @@ class Target:
     version_macros: tuple[str, ...] = ()
     # a function `status f(size_t *major, size_t *minor, size_t *patch)` giving the loaded library's version
     version_getter: str | None = None
+    # an environment switch that turns the version check off (the loaded release is still selected)
+    skip_version_check_env: str | None = None
     path: Path = Path()
 
     @property

@@ -1,7 +1,9 @@
 """miopen: MIOpen for Python — generated bindings of miopen.h plus a handwritten runtime.
 
-`import miopen` works without MIOpen installed: the library is opened on the first call
-(`MIOPEN_LIBRARY`, `ROCM_PATH`, /opt/rocm/lib, then the loader path). The runtime modules
+`import miopen` works without MIOpen installed and loads nothing. The first use of a generated
+name (`miopen.create`, `miopen.DataType`, ...) or `miopen.load_library(path)` opens the library
+(`MIOPEN_LIBRARY`, `ROCM_PATH`, /opt/rocm/lib, then the loader path), reads its version and binds
+the generated layer of that release (`miopen.RELEASES` lists them). The runtime modules
 (`miopen.hip`, `miopen.handles`, `miopen.state`, `miopen.workspace`, `miopen.descriptors`,
 `miopen.algo`, `miopen.ops`, `miopen.scopes`, ...) load on first use, so importing stays fast.
 """
@@ -11,15 +13,23 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from ._generated import MIOPEN_VERSION, api, raw
-from ._generated._support import LibraryNotFoundError, MissingSymbolError, load_library, unload_library
-from ._generated.api import *  # noqa: F403
-from ._generated.api import __all__ as _api_all
+from ._generated import _support as _gs
+from ._generated import api, raw
+from ._generated._support import (
+    RELEASES,
+    LibraryNotFoundError,
+    MIOpenVersionError,
+    MIOpenVersionWarning,
+    MissingSymbolError,
+    bound_release,
+    load_library,
+    unload_library,
+)
 from ._generated.errors import *  # noqa: F403
-from ._generated.errors import __all__ as _errors_all
 
 if TYPE_CHECKING:
     from . import algo, descriptors, errors, handles, hip, layout, ops, scopes, state, tensor, version, workspace
+    from ._generated.api import *  # noqa: F403
     from .descriptors import k_one, k_zero, tensor_descriptor
     from .handles import inline_miopen_handle
     from .scopes import create_scope, has_scope
@@ -27,6 +37,8 @@ if TYPE_CHECKING:
     from .tensor import Tensor, as_tensor
     from .version import check_miopen_versions, has_feature
     from .workspace import set_workspace_limit, workspace_limit
+
+    MIOPEN_VERSION: str
 
 __version__ = "0.1.0"
 
@@ -38,6 +50,8 @@ _LAZY = {
 }
 _SUBMODULES = {"hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
                "tensor", "errors"}
+_FIXED = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
+          "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library"]
 
 
 def __getattr__(name: str) -> Any:
@@ -45,9 +59,24 @@ def __getattr__(name: str) -> Any:
         return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
     if name in _SUBMODULES:
         return importlib.import_module(f".{name}", __name__)
-    raise AttributeError(f"module 'miopen' has no attribute {name!r}")
+    if name == "__all__":  # the bound release's names: `from miopen import *` binds the library
+        from ._generated import errors as _errors
+
+        return [*_FIXED, *_gs.bound_all(), *_errors.__all__, *_LAZY]
+    if name.startswith("__"):
+        raise AttributeError(f"module 'miopen' has no attribute {name!r}")
+    return _gs.facade_attr(globals(), "package", name)
 
 
-__all__ = ["__version__", "MIOPEN_VERSION", "api", "raw", "LibraryNotFoundError", "MissingSymbolError", "load_library",
-           "unload_library", *_api_all, *_errors_all, *_LAZY]
-del _api_all, _errors_all
+_gs.register_facade(globals(), "package")
+
+if TYPE_CHECKING:  # at run time `__all__` is the bound release's (see __getattr__)
+    from ._generated import errors as _generated_errors
+
+    __all__ = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
+               "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library",
+               "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
+               "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
+               "create_scope", "has_scope"]
+    __all__ += api.__all__
+    __all__ += _generated_errors.__all__

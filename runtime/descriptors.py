@@ -11,13 +11,14 @@ import ctypes
 import threading
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Literal
+from typing import Literal, TypeAlias
 
 from . import layout
 from ._generated import api
+from ._generated._handles import TensorDescriptor
 from .errors import ScalingRuleError, ShapeError
 
-DataTypeLike = api.DataType | int | str
+DataTypeLike: TypeAlias = "api.DataType | int | str"
 
 
 def data_type(dtype: DataTypeLike) -> api.DataType:
@@ -39,7 +40,7 @@ def itemsize(dtype: DataTypeLike) -> int:
     return layout.itemsize(data_type(dtype).name)
 
 
-class FrozenTensorDescriptor(api.TensorDescriptor):
+class FrozenTensorDescriptor(TensorDescriptor):
     """A cached tensor descriptor that remembers its dtype, dims and strides."""
 
     __slots__ = ("dtype", "dims", "strides")

@@ -6,15 +6,8 @@ from __future__ import annotations
 
 from ._generated.errors import *  # noqa: F403
 from ._generated.errors import STATUS_EXCEPTIONS, MIOpenError, MIOpenWarning, raise_status
+from ._generated._support import MIOpenVersionError, MIOpenVersionWarning
 from .hip import HipError, HipLibraryNotFoundError, HipOutOfMemoryError
-
-
-class MIOpenVersionError(RuntimeError):
-    """The loaded libMIOpen does not match the release the bindings were generated for."""
-
-
-class MIOpenVersionWarning(UserWarning):
-    """The loaded libMIOpen is newer than the bindings (allowed by the "compatible" policy)."""
 
 
 class WorkspaceOOM(MemoryError):

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from . import hip
+from ._generated import _support as _gs
 from ._generated import api
 from .version import Policy, check_miopen_versions
 
@@ -25,6 +26,7 @@ def set_version_policy(policy: Policy) -> None:
     if policy not in ("compatible", "strict", "off"):
         raise ValueError(f"set_version_policy: policy must be 'compatible', 'strict' or 'off'; got {policy!r}")
     _policy[0] = policy
+    _gs.set_version_policy(policy)  # also what the next library load applies
 
 
 class PooledHandle:

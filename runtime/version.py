@@ -1,23 +1,24 @@
-"""Compiled vs runtime MIOpen versions, the version policy, and feature detection.
+"""The loaded MIOpen release, the version policy, and feature detection.
 
-The compiled version is the release the bindings were generated from; the runtime version
-comes from `miopenGetVersion` (absent before MIOpen 2.3). The check runs lazily (first handle),
-once per loaded library and policy, and `MIOPEN_SKIP_VERSION_CHECK=1` skips it.
+Loading the library reads `miopenGetVersion` and binds the generated layer of that release
+(`miopen._generated._support`); this module exposes the outcome: the bound release
+(`compiled_version`), the library's own version (`runtime_version`), the policy that decides what
+is refused (`check_miopen_versions`), and `has_feature`. `MIOPEN_SKIP_VERSION_CHECK=1` turns
+refusals off (the release is still selected by the library's version).
 """
 
 from __future__ import annotations
 
-import os
 import threading
-import warnings
 from typing import Literal, NamedTuple
 
-from ._generated import MIOPEN_VERSION, api
 from ._generated import _support as _s
 from .errors import MIOpenVersionError, MIOpenVersionWarning
 
 Policy = Literal["compatible", "strict", "off"]
-SKIP_ENV = "MIOPEN_SKIP_VERSION_CHECK"
+SKIP_ENV = _s.SKIP_VERSION_CHECK_ENV or "MIOPEN_SKIP_VERSION_CHECK"
+__all__ = ["Policy", "Version", "compiled_version", "runtime_version", "check_miopen_versions", "has_feature",
+           "reset_version_cache", "FEATURES", "MIOpenVersionError", "MIOpenVersionWarning"]
 
 
 class Version(NamedTuple):
@@ -41,70 +42,41 @@ class Version(NamedTuple):
 
 
 def compiled_version() -> Version:
-    """The MIOpen release these bindings were generated from."""
-    return Version.parse(MIOPEN_VERSION)
+    """The release whose generated layer is bound (the library is loaded first if needed)."""
+    return Version.parse(_s.bound_release())
 
 
 def runtime_version() -> Version | None:
-    """The loaded library's version, or None when it has no `miopenGetVersion` (MIOpen < 2.3)."""
-    try:
-        v = api.get_version()
-    except _s.MissingSymbolError:
-        return None
-    return Version(v.major, v.minor, v.patch)
+    """The loaded library's version, or None when it has no `miopenGetVersion`."""
+    v = _s.runtime_version()
+    return None if v is None else Version(*v)
 
 
 _lock = threading.Lock()
 _checked: dict[tuple[str, str], Version | None] = {}
 
 
-def _regenerate_hint(runtime: Version | None) -> str:
-    if runtime is None:
-        return "install MIOpen 2.3 or newer"
-    return (f"regenerate the bindings for the installed release: make upgrade "
-            f"HEADER=/opt/rocm/include/miopen/miopen.h (or make generate MIOPEN_VERSION={runtime} if its spec is "
-            f"committed), or set {SKIP_ENV}=1 to skip this check")
-
-
 def check_miopen_versions(policy: Policy = "compatible", *, force: bool = False) -> Version | None:
-    """Check the loaded library against the compiled version (cached per library and policy).
+    """Apply `policy` to the loaded library (loading and binding it first); cached per library and policy.
 
-    compatible: the same major and not an older minor (a newer release or an older patch only warns);
-    strict: major and minor equal (PyTorch's MIOpen rule); off: no check.
-    Returns the runtime version (None when unknown or skipped).
+    compatible: the same major.minor as a committed release (another patch warns), else the newest
+    older release (warns that what the library added is unbound); an older library raises.
+    strict: a committed release of the same major.minor is required. off: nothing is refused.
+    Returns the library's version (None when unknown).
     """
     if policy not in ("compatible", "strict", "off"):
         raise ValueError(f"check_miopen_versions: policy must be 'compatible', 'strict' or 'off'; got {policy!r}")
-    if policy == "off" or os.environ.get(SKIP_ENV, "") not in ("", "0"):
-        return None
+    _s.set_version_policy(policy)
     path = _s.library_path()
     key = (path, policy)
     with _lock:
         if key in _checked and not force:
             return _checked[key]
-    compiled = compiled_version()
-    runtime = runtime_version()
-    problem = None
-    if runtime is None:
-        problem = (f"the library has no miopenGetVersion, so it is older than MIOpen 2.3; the bindings are for "
-                   f"{compiled}")
-    elif runtime.major != compiled.major:
-        problem = f"major versions differ: runtime {runtime}, compiled {compiled}"
-    elif policy == "strict" and runtime.minor != compiled.minor:
-        problem = f"minor versions differ (strict policy): runtime {runtime}, compiled {compiled}"
-    elif runtime.minor < compiled.minor:
-        problem = f"the runtime {runtime} is older than the compiled {compiled}: functions or enum values may be missing"
-    if problem:
-        raise MIOpenVersionError(f"MIOpen version mismatch for {path}: {problem}; {_regenerate_hint(runtime)}")
-    if runtime is not None and runtime > compiled:
-        warnings.warn(f"{path} is MIOpen {runtime}, newer than the bindings ({compiled}); new functions are not "
-                      f"bound until you regenerate", MIOpenVersionWarning, stacklevel=2)
-    elif runtime is not None and runtime < compiled:
-        warnings.warn(f"{path} is MIOpen {runtime}, an older patch release than the bindings ({compiled})",
-                      MIOpenVersionWarning, stacklevel=2)
+    version = _s.check_binding(policy)
+    result = None if version is None else Version(*version)
     with _lock:
-        _checked[key] = runtime
-    return runtime
+        _checked[key] = result
+    return result
 
 
 def reset_version_cache() -> None:
@@ -135,7 +107,18 @@ def has_feature(name: str) -> bool:
         raise ValueError(f"has_feature: unknown feature {name!r}; known: {', '.join(sorted(FEATURES))}")
     symbols, minimum = FEATURES[name]
     lib = _s.library()
-    if not all(hasattr(lib, s) for s in symbols):
-        return False
+    bound = _s.bound_raw_prototypes()
+    if not all(s in bound and hasattr(lib, s) for s in symbols):
+        return False  # the library lacks it, or the bound release's layer has no binding for it
     runtime = runtime_version() if name != "get_version" else None
     return runtime is None or runtime >= minimum
+
+
+def require_feature(name: str, what: str) -> None:
+    """Raise MissingSymbolError naming `what`, the feature and the bound release when it is unavailable."""
+    if not has_feature(name):
+        symbols = FEATURES[name][0]
+        raise _s.MissingSymbolError(
+            symbols[0], _s.library_path(),
+            f": {what} needs the {name!r} feature ({', '.join(symbols)}), which the loaded MIOpen "
+            f"{runtime_version() or 'of unknown version'} (bound release {_s.bound_release()}) lacks")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import importlib
+import os
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -47,8 +48,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     write(files, root / "fixture_pkg")
     spec = pl.spec
     sem = resolve(spec, load_annotations(FIXTURE_ANNOTATIONS))
-    stub_path = abi.compile_cpp(abi.stub_source(spec, sem, FIXTURE_HEADER, "fixture stub", target().status_type), root / "libstub.so",
-                                target(), shared=True)
+    stub_path = abi.compile_cpp(abi.stub_source(spec, sem, FIXTURE_HEADER, "fixture stub", target().status_type,
+                                                target().version_getter), root / "libstub.so", target(), shared=True)
     sys.path.insert(0, str(root))
     try:
         pkg = importlib.import_module("fixture_pkg")
@@ -93,12 +94,8 @@ class Libs:
         return out
 
     def reset(self) -> None:
-        """Clear the stub's log and scripts; script the pinned release as the runtime version."""
-        import miopen
-
+        """Clear the stub's log and scripts (its version function keeps reporting the stub's release)."""
         self.miopen.miogen_stub_reset()
-        for part, value in zip(("major", "minor", "patch"), miopen.MIOPEN_VERSION.split("."), strict=True):
-            self.set_out(f"miopenGetVersion/{part}", int(value))
 
     def calls(self) -> list[str]:
         return [e[""] for e in self.log()]
@@ -127,31 +124,53 @@ def _configure_stub(lib: ctypes.CDLL) -> None:
     lib.miogen_stub_calls.restype = ctypes.c_longlong
 
 
+def test_release() -> str:
+    """The release the runtime suite's stub library reports: $MIOGEN_TEST_RELEASE (`make test MIOPEN_VERSION=X`),
+    else the newest committed one."""
+    from .helpers import SPECS
+
+    version = os.environ.get("MIOGEN_TEST_RELEASE") or (SPECS / "pinned").read_text().strip()
+    if not (SPECS / f"{version}.yaml").is_file():
+        pytest.exit(f"MIOGEN_TEST_RELEASE={version}: no committed spec specs/miopen/{version}.yaml", returncode=2)
+    return version
+
+
+def build_stub(version: str, root: Path) -> Path:
+    """A stub libMIOpen of a committed release (declarations re-synthesised from its spec), reporting that release."""
+    from codegen.spec_io import load
+
+    from .helpers import SPECS
+
+    spec = load(SPECS / f"{version}.yaml")
+    sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
+    header = root / f"miopen-{version}.h"
+    header.write_text(abi.header_source(spec, f"MIOpen {version} declarations"))
+    return abi.compile_cpp(abi.stub_source(spec, sem, header, f"MIOpen {version} stub", target().status_type,
+                                           target().version_getter),
+                           root / f"libMIOpen_stub-{version}.so", target(), shared=True)
+
+
 @pytest.fixture(scope="session")
 def runtime_libs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Libs]:
     import subprocess
 
     import miopen
-    from codegen.spec_io import load
     from miopen import hip
 
-    from .helpers import REPO, SPECS
+    from .helpers import REPO
 
     root = tmp_path_factory.mktemp("runtime_libs")
-    version = (SPECS / "pinned").read_text().strip()
-    spec = load(SPECS / f"{version}.yaml")
-    sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
-    header = root / "miopen.h"
-    header.write_text(abi.header_source(spec, f"MIOpen {version} declarations"))
-    lib_path = abi.compile_cpp(abi.stub_source(spec, sem, header, "runtime stub", target().status_type),
-                               root / "libMIOpen_stub.so", target(), shared=True)
+    version = test_release()
+    lib_path = build_stub(version, root)
     hip_path = root / "libamdhip64_stub.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-O0", "-o", str(hip_path), str(REPO / "tests/fixtures/stub_hip.c")],
                    check=True)
     mi = ctypes.CDLL(str(lib_path))
     _configure_stub(mi)
     hl = ctypes.CDLL(str(hip_path))
+    miopen.unload_library()
     miopen.load_library(mi)
+    assert miopen.bound_release() == version
     hip.set_hip_library(hl)
     yield Libs(mi, hl)
     miopen.unload_library()
@@ -166,6 +185,7 @@ def libs(runtime_libs: Libs) -> Iterator[Libs]:
 
     import gc
 
+    runtime_libs.miopen.miogen_stub_reset()  # no version left scripted by an earlier test
     miopen.load_library(runtime_libs.miopen)
     hip.set_hip_library(runtime_libs.hip)
     gc.collect()  # handles dropped by earlier tests are destroyed now, not in the middle of this one

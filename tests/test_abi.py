@@ -47,7 +47,7 @@ def test_layout_check_catches_a_wrong_ctypes_layer(built: Built, tmp_path: Path)
 
 
 def test_every_wrapper_calls_through(fx: Built) -> None:
-    results = abi.run_call_through(fx.pkg, fx.spec, fx.sem, fx.stub, "miopen", _plans(fx))
+    results = abi.run_call_through(fx.pkg, fx.spec, fx.sem, fx.stub, "miopen", _plans(fx), target().version_getter)
     assert len(results) == len(fx.spec.functions) == 44
     failing = {r.function: r.problems for r in results if r.problems}
     assert failing == {}
@@ -64,7 +64,7 @@ def test_call_through_catches_a_wrong_prototype(fx: Built) -> None:
         raw.PROTOTYPES["miopenGetKernelTime"] = (restype, [argtypes[0], ctypes.POINTER(ctypes.c_double)])
         raw._reset()
         results = {r.function: r.problems for r in abi.run_call_through(fx.pkg, fx.spec, fx.sem, fx.stub, "miopen",
-                                                                          _plans(fx))}
+                                                                          _plans(fx), target().version_getter)}
     finally:
         raw.PROTOTYPES.clear()
         raw.PROTOTYPES.update(saved)

@@ -143,9 +143,9 @@ def test_added_in_is_recorded_from_history() -> None:
     assert added["miopenCreate"] == "2.15.0 or earlier"  # the oldest committed release
     assert added["miopenRunSolution"] == "2.20.0"
     assert added["miopenGetSolverName"] == "3.5.2"
-    generated = (REPO / "generated" / "raw.py").read_text()
+    generated = (REPO / "generated" / "_releases.py").read_text()
     assert '"miopenGetSolverName": "3.5.2",' in generated
-    assert "added in MIOpen 3.5.2" in (REPO / "generated" / "api.py").read_text()
+    assert "added in MIOpen 3.5.2" in (REPO / "generated" / "v3_5_2" / "api.py").read_text()
 
 
 # ------------------------------------------------------------------ the upgrade flow

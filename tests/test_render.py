@@ -12,16 +12,28 @@ from pathlib import Path
 import pytest
 
 from codegen.annotate import AnnotationGateError, FunctionNote, ParamNote, load_annotations, resolve
-from codegen.render import OUTPUTS
+from codegen.render import RELEASE_OUTPUTS, SHARED_OUTPUTS, release_module
 
 from .conftest import Built, fixture_files
 from .helpers import FIXTURE_ANNOTATIONS, REPO, check_golden, fixture_spec
 
 
-@pytest.mark.parametrize("name", [n for n in OUTPUTS if n != "py.typed"])
+def _expected_files(version: str) -> set[str]:
+    return set(SHARED_OUTPUTS) | {f"{release_module(version)}/{n}" for n in RELEASE_OUTPUTS}
+
+
+@pytest.mark.parametrize("name", sorted(n for n in fixture_files()[1] if n != "py.typed"))
 def test_golden_rendering(name: str) -> None:
     _, files = fixture_files()
     check_golden(f"fixture_pkg/{name}", files[name])
+
+
+def test_golden_files_are_what_renders() -> None:
+    pl, files = fixture_files()
+    assert set(files) == _expected_files(pl.spec.miopen_version)
+    golden = {p.relative_to(REPO / "tests" / "golden" / "fixture_pkg").as_posix()
+              for p in (REPO / "tests" / "golden" / "fixture_pkg").rglob("*") if p.is_file()}
+    assert golden == set(files) - {"py.typed"}
 
 
 def test_every_file_has_the_banner() -> None:
@@ -96,6 +108,7 @@ def test_mypy_strict_on_rendered_package_and_usage(built: Built, tmp_path: Path)
     assert r.returncode == 0, r.stdout + r.stderr
     # the implementation itself (mypy prefers the .pyi when both exist)
     (tmp_path / "fixture_pkg" / "api.pyi").unlink()
+    (tmp_path / "fixture_pkg" / "raw.pyi").unlink()
     r = _mypy("fixture_pkg", cwd=tmp_path)
     assert r.returncode == 0, r.stdout + r.stderr
 
@@ -123,6 +136,11 @@ def test_every_committed_release_renders(tmp_path: Path) -> None:
     from .helpers import SPECS
 
     ann = load_annotations(SPECS / "annotations.yaml")
+    plans = []
     for path in sorted(SPECS.glob("*.*.*.yaml")):
-        files = render(plan(load(path), ann, load_target(), "# test"))
-        assert set(files) == set(OUTPUTS), path
+        plans.append(plan(load(path), ann, load_target(), "# test"))
+        files = render(plans[-1])
+        assert set(files) == _expected_files(plans[-1].spec.miopen_version), path
+    together = render(*plans)
+    assert set(together) == set(SHARED_OUTPUTS) | {f"{release_module(p.spec.miopen_version)}/{n}"
+                                                   for p in plans for n in RELEASE_OUTPUTS}

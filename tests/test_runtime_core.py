@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import warnings
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -30,88 +32,211 @@ def _set_version(libs: Libs, v: str) -> None:
     libs.set_out("miopenGetVersion/patch", patch)
 
 
-# ------------------------------------------------------------------ versions
+@contextlib.contextmanager
+def _reloaded(libs: Libs, version: str | None) -> Iterator[None]:
+    """The stub unloaded, made to report `version` (None: its own release) and left for the test to load;
+    afterwards it is loaded again reporting its own release."""
+    import miopen
+
+    miopen.unload_library()
+    libs.reset()
+    if version is not None:
+        _set_version(libs, version)
+    try:
+        yield
+    finally:
+        miopen.unload_library()
+        libs.reset()
+        miopen.load_library(libs.miopen)
 
 
-@pytest.mark.parametrize(
-    ("runtime", "policy", "outcome"),
-    [
-        ("3.5.2", "compatible", "ok"), ("3.5.2", "strict", "ok"), ("3.6.0", "compatible", "warn"),
-        ("3.6.0", "strict", "error"), ("3.5.1", "compatible", "warn"), ("3.4.9", "compatible", "error"),
-        ("3.4.9", "strict", "error"),
-        ("2.20.0", "compatible", "error"), ("4.0.0", "compatible", "error"), ("4.0.0", "off", "ok"),
-        ("3.5.3", "compatible", "warn"), ("3.5.3", "strict", "warn"),
-    ],
-)
-def test_version_policy_matrix(libs: Libs, runtime: str, policy: str, outcome: str) -> None:
+def _vt(v: str) -> tuple[int, int, int]:
+    a, b, c = (int(x) for x in v.split("."))
+    return a, b, c
+
+
+def _v(t: tuple[int, int, int]) -> str:
+    return ".".join(map(str, t))
+
+
+# ------------------------------------------------------------------ versions: selecting the release
+
+
+def _selection_cases() -> list[tuple[str, str, str, str | None]]:
+    """(library version, policy, outcome ok/warn/error, release bound) derived from the committed releases."""
+    from miopen._generated._support import RELEASES
+
+    cases: list[tuple[str, str, str, str | None]] = []
+    for r in RELEASES:
+        t = _vt(r)
+        cases += [(r, "compatible", "ok", r), (r, "strict", "ok", r), (_v((t[0], t[1], t[2] + 1)), "compatible", "warn", r),
+                  (_v((t[0], t[1], t[2] + 1)), "strict", "warn", r)]
+    for older, newer in zip(RELEASES, RELEASES[1:]):
+        between = (_vt(older)[0], _vt(older)[1] + 1, 0)
+        if between < _vt(newer) and between[:2] != _vt(newer)[:2]:
+            cases += [(_v(between), "compatible", "warn", older), (_v(between), "strict", "error", None),
+                      (_v(between), "off", "ok", older)]
+    newest, oldest = _vt(RELEASES[-1]), _vt(RELEASES[0])
+    beyond = _v((newest[0] + 1, 0, 0))
+    cases += [(beyond, "compatible", "warn", RELEASES[-1]), (beyond, "strict", "error", None),
+              (beyond, "off", "ok", RELEASES[-1])]
+    before = _v((oldest[0], oldest[1] - 1, 0)) if oldest[1] else _v((oldest[0] - 1, 99, 0))
+    cases += [(before, "compatible", "error", None), (before, "strict", "error", None), (before, "off", "ok", RELEASES[0])]
+    return cases
+
+
+@pytest.mark.parametrize(("runtime", "policy", "outcome", "bound"), _selection_cases())
+def test_release_selection_rules(runtime: str, policy: str, outcome: str, bound: str | None) -> None:
+    from miopen._generated import _support as s
+
+    if outcome == "error":
+        with pytest.raises(s.MIOpenVersionError) as e:
+            s.select_release(_vt(runtime), policy, "libX.so")
+        msg = str(e.value)
+        assert f"libX.so is MIOpen {runtime}" in msg and ", ".join(s.RELEASES) in msg
+        return
+    release, notes = s.select_release(_vt(runtime), policy, "libX.so")
+    assert release == bound
+    assert bool(notes) == (outcome == "warn")
+    if outcome == "warn" and _vt(runtime)[:2] != _vt(release)[:2]:  # a release the bindings do not have
+        assert "make upgrade HEADER=" in notes[0] and f"bound to the bindings of {release}" in notes[0]
+
+
+def test_library_without_version_function_is_refused() -> None:
+    from miopen._generated import _support as s
+
+    with pytest.raises(s.MIOpenVersionError, match="has no miopenGetVersion") as e:
+        s.select_release(None, "compatible", "libold.so")
+    assert ", ".join(s.RELEASES) in str(e.value)
+    assert s.select_release(None, "off")[0] == s.RELEASES[-1]
+
+
+def test_loading_binds_the_reported_release(libs: Libs) -> None:
+    """The stub reports a patch release beside its own: same bindings, a warning; the values reaching C are its."""
+    import miopen
     from miopen import errors, version
 
-    _set_version(libs, runtime)
-    with warnings.catch_warnings(record=True) as w:
-        warnings.simplefilter("always")
-        if outcome == "error":
-            with pytest.raises(errors.MIOpenVersionError) as e:
-                version.check_miopen_versions(policy)  # type: ignore[arg-type]
-            msg = str(e.value)
-            assert f"runtime {runtime}" in msg or f"the runtime {runtime}" in msg
-            assert "3.5.2" in msg and "libMIOpen_stub.so" in msg and "make upgrade" in msg
-        else:
-            version.check_miopen_versions(policy)  # type: ignore[arg-type]
-    warned = [x for x in w if issubclass(x.category, errors.MIOpenVersionWarning)]
-    assert bool(warned) == (outcome == "warn")
+    own = miopen.bound_release()
+    t = _vt(own)
+    with _reloaded(libs, _v((t[0], t[1], t[2] + 7))):
+        with pytest.warns(errors.MIOpenVersionWarning, match="another patch release"):
+            miopen.load_library(libs.miopen)
+        assert miopen.bound_release() == own and miopen.MIOPEN_VERSION == own
+        assert version.runtime_version() == (t[0], t[1], t[2] + 7)
+        assert version.compiled_version() == t
+        assert version.check_miopen_versions("strict") == (t[0], t[1], t[2] + 7)
 
 
-def test_version_check_is_cached_and_skippable(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
-    from miopen import errors, version
+def test_unparsable_version_binds_nothing(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
+    import miopen
+    from miopen import errors
 
-    _set_version(libs, "3.5.2")
+    monkeypatch.setenv("MIOPEN_LIBRARY", libs.miopen._name)  # type: ignore[attr-defined]
+    with _reloaded(libs, "0.0.0"):
+        with pytest.raises(errors.MIOpenVersionError, match=r"unparsable version \(0\.0\.0") as e:
+            miopen.load_library(libs.miopen)
+        assert "libMIOpen_stub" in str(e.value)
+        with pytest.raises(errors.MIOpenVersionError):
+            miopen.create()  # still nothing bound: every path runs the check
+    assert "miopenCreate" not in libs.calls()
+
+
+def test_exports_that_contradict_the_version(libs: Libs) -> None:
+    """A stub of one release reporting another: it exports another release's functions, or lacks its own."""
+    import miopen
+    from miopen import errors
+
+    own = miopen.bound_release()
+    others = [r for r in miopen.RELEASES if _vt(r)[:2] != _vt(own)[:2]]
+    older = [r for r in others if _vt(r) < _vt(own)]
+    claimed, expected = (older[0], "introduced after") if older else (others[-1], f"it lacks")
+    with _reloaded(libs, claimed):
+        with pytest.raises(errors.MIOpenVersionError, match=expected) as e:
+            miopen.load_library(libs.miopen)
+        assert f"reports MIOpen {claimed}" in str(e.value) and "Nothing was bound" in str(e.value)
+
+
+def test_create_runs_the_version_check(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
+    import miopen
+    from miopen import errors
+
+    monkeypatch.setenv("MIOPEN_LIBRARY", libs.miopen._name)  # type: ignore[attr-defined]
+    oldest = _vt(miopen.RELEASES[0])
+    with _reloaded(libs, _v((oldest[0] - 1, 0, 0))):
+        with pytest.raises(errors.MIOpenVersionError, match="older than every supported release"):
+            miopen.create()
+        with pytest.raises(errors.MIOpenVersionError):
+            miopen.DataType  # noqa: B018  (binding a name needs the release)
+    assert "miopenCreate" not in libs.calls()
+
+
+def test_two_libraries_are_not_mixed(libs: Libs, tmp_path: pytest.TempPathFactory) -> None:
+    import ctypes
+    import shutil
+
+    import miopen
+    from miopen import errors
+
+    copy = shutil.copy(libs.miopen._name, str(tmp_path / "libMIOpen_copy.so"))  # type: ignore[attr-defined]
+    other = ctypes.CDLL(copy)
+    with pytest.raises(errors.MIOpenVersionError, match="another MIOpen library is loaded .*unload_library"):
+        miopen.load_library(other)
+    assert miopen.load_library(libs.miopen) is libs.miopen  # the same one again is fine
+    with _reloaded(libs, None):
+        miopen.load_library(other)  # after unload_library(): rebinds
+        assert miopen.bound_release() in miopen.RELEASES
+
+
+def test_skip_switch_is_parsed_strictly(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
+    import miopen
+    from miopen import version
+
+    oldest = _vt(miopen.RELEASES[0])
+    with _reloaded(libs, _v((oldest[0] - 1, 0, 0))):
+        monkeypatch.setenv(version.SKIP_ENV, "maybe")
+        with pytest.raises(ValueError, match="MIOPEN_SKIP_VERSION_CHECK='maybe': expected 1/true/yes or 0/false/no"):
+            miopen.load_library(libs.miopen)
+        monkeypatch.setenv(version.SKIP_ENV, "YES")
+        miopen.load_library(libs.miopen)  # refusals off: binds the oldest release
+        assert miopen.bound_release() == miopen.RELEASES[0]
+
+
+def test_version_check_is_cached_and_validated(libs: Libs) -> None:
+    from miopen import version
+
+    version.reset_version_cache()
     version.check_miopen_versions()
     version.check_miopen_versions()
-    assert libs.calls().count("miopenGetVersion") == 1
-    _set_version(libs, "1.0.0")
-    version.check_miopen_versions()  # cached: no new query
-    with pytest.raises(errors.MIOpenVersionError):
-        version.check_miopen_versions(force=True)
-    monkeypatch.setenv(version.SKIP_ENV, "1")
-    assert version.check_miopen_versions(force=True) is None
     with pytest.raises(ValueError, match="policy must be"):
         version.check_miopen_versions("lenient")  # type: ignore[arg-type]
 
 
-def test_library_without_get_version(libs: Libs) -> None:
-    import ctypes
-
+def test_first_handle_runs_the_check_lazily(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
     import miopen
-    from miopen import errors, version
-
-    miopen.load_library(ctypes.CDLL(None))  # exports no miopen* symbol, like MIOpen < 2.3
-    try:
-        assert version.runtime_version() is None
-        with pytest.raises(errors.MIOpenVersionError, match="no miopenGetVersion, so it is older than MIOpen 2.3"):
-            version.check_miopen_versions(force=True)
-        assert not version.has_feature("find2")
-    finally:
-        miopen.load_library(libs.miopen)
-
-
-def test_first_handle_runs_the_check_lazily(libs: Libs) -> None:
     from miopen import errors, handles
 
-    _set_version(libs, "2.20.0")
-    with pytest.raises(errors.MIOpenVersionError):
-        handles.inline_miopen_handle()
-    assert "miopenCreate" not in libs.calls()
-    handles.set_version_policy("off")
-    handles.inline_miopen_handle()
-    assert "miopenCreate" in libs.calls()
+    monkeypatch.setenv("MIOPEN_LIBRARY", libs.miopen._name)  # type: ignore[attr-defined]
+    oldest = _vt(miopen.RELEASES[0])
+    with _reloaded(libs, _v((oldest[0] - 1, 0, 0))):
+        with pytest.raises(errors.MIOpenVersionError):
+            handles.inline_miopen_handle()
+        assert "miopenCreate" not in libs.calls()
+        handles.set_version_policy("off")
+        try:
+            handles.inline_miopen_handle()
+        finally:
+            handles.set_version_policy("compatible")
+        assert "miopenCreate" in libs.calls()
 
 
 def test_has_feature(libs: Libs) -> None:
+    import miopen
     from miopen import version
 
-    assert version.has_feature("find2") and version.has_feature("immediate") and version.has_feature("fusion")
-    _set_version(libs, "2.18.0")
-    assert not version.has_feature("find2")  # symbols present, release too old
+    bound = set(miopen.raw.PROTOTYPES)
+    for name, (symbols, minimum) in version.FEATURES.items():
+        expected = all(s in bound for s in symbols) and version.compiled_version() >= minimum
+        assert version.has_feature(name) == expected, name
     with pytest.raises(ValueError, match="unknown feature 'warp_drive'"):
         version.has_feature("warp_drive")
 

@@ -32,6 +32,7 @@ from enum import IntEnum
 from typing import TypeAlias, TypeVar
 
 from .. import hip
+from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import scaling_params, tensor_descriptor
 from ..errors import ScalingRuleError, ShapeError
@@ -42,16 +43,12 @@ from ._common import resolve_handle
 __all__ = ["ActivationModeLike", "activation_forward", "activation_backward", "activation_mode",
            "activation_params"]
 
-ActivationModeLike: TypeAlias = api.ActivationMode | int | str
+ActivationModeLike: TypeAlias = "api.ActivationMode | int | str"
 
-_M = api.ActivationMode
-_ACTIVATION_ALIASES: dict[str, api.ActivationMode] = {
-    m.name.removeprefix("miopenActivation").lower(): m for m in _M
-}
-_ACTIVATION_ALIASES.update({"passthrough": _M.miopenActivationPASTHRU, "identity": _M.miopenActivationPASTHRU,
-                            "sigmoid": _M.miopenActivationLOGISTIC, "softplus": _M.miopenActivationSOFTRELU,
-                            "clipped_relu": _M.miopenActivationCLIPPEDRELU,
-                            "leaky_relu": _M.miopenActivationLEAKYRELU})
+_ACTIVATION_ALIASES: EnumMap[api.ActivationMode] = EnumMap("ActivationMode", prefix="miopenActivation", names={
+    "passthrough": "miopenActivationPASTHRU", "identity": "miopenActivationPASTHRU",
+    "sigmoid": "miopenActivationLOGISTIC", "softplus": "miopenActivationSOFTRELU",
+    "clipped_relu": "miopenActivationCLIPPEDRELU", "leaky_relu": "miopenActivationLEAKYRELU"})
 
 # (alpha, beta, gamma) defaults per mode; None: the caller must give the value
 _DEFAULTS: dict[str, tuple[float | None, float | None, float | None]] = {

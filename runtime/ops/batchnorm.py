@@ -20,6 +20,7 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from .. import layout
+from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import tensor_descriptor
 from ..errors import ShapeError
@@ -30,14 +31,11 @@ from .activation import _desc, _enum_arg, _float_arg, _scaling, _tensors
 __all__ = ["BatchNormModeLike", "batch_norm_mode", "bn_param_shape", "batch_norm_forward_training",
            "batch_norm_forward_inference", "batch_norm_backward"]
 
-BatchNormModeLike: TypeAlias = api.BatchNormMode | int | str
+BatchNormModeLike: TypeAlias = "api.BatchNormMode | int | str"
 
-_MODES: dict[str, api.BatchNormMode] = {
-    "spatial": api.BatchNormMode.miopenBNSpatial,
-    "per_activation": api.BatchNormMode.miopenBNPerActivation,
-    "peractivation": api.BatchNormMode.miopenBNPerActivation,
-}
-_MIXED = (api.DataType.miopenHalf, api.DataType.miopenBFloat16)
+_MODES: EnumMap[api.BatchNormMode] = EnumMap("BatchNormMode", {
+    "spatial": "miopenBNSpatial", "per_activation": "miopenBNPerActivation", "peractivation": "miopenBNPerActivation"})
+_MIXED = ("miopenHalf", "miopenBFloat16")  # data types whose scale/bias/mean/variance are float
 
 
 def batch_norm_mode(mode: BatchNormModeLike, fn: str = "batch_norm") -> api.BatchNormMode:
@@ -81,7 +79,7 @@ def _check_params(fn: str, x_dtype: api.DataType, shape: tuple[int, ...], mode: 
         if not layout.is_packed(t.dims, t.strides):
             raise ShapeError(f"{fn}: {name} must be contiguous (packed); got dims {t.dims} strides {t.strides}")
     dtype = same_dtype(fn, **params)
-    allowed = {x_dtype, api.DataType.miopenFloat} if x_dtype in _MIXED else {x_dtype}
+    allowed = {x_dtype, api.DataType.miopenFloat} if x_dtype.name in _MIXED else {x_dtype}
     if dtype not in allowed:
         names = ", ".join(params)
         raise ShapeError(f"{fn}: {names} must be {' or '.join(sorted(d.name for d in allowed))} for x of dtype "

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from math import prod
 
 from .. import hip
+from .._bound import member
 from .._generated import api
 from ..errors import ShapeError
 from ..layout import is_packed
@@ -29,7 +30,7 @@ from .rnn import TensorLike
 
 __all__ = ["ctc_loss", "ctc_loss_workspace_size", "CTCProblem"]
 
-_DEFAULT_ALGO = api.CTCLossAlgo.MIOPEN_CTC_LOSS_ALGO_DETERMINISTIC
+_DEFAULT_ALGO = "MIOPEN_CTC_LOSS_ALGO_DETERMINISTIC"  # the member of the bound release, by name
 
 
 def _ints(op: str, name: str, values: Sequence[int]) -> list[int]:
@@ -67,7 +68,7 @@ class CTCProblem:
     @classmethod
     def check(cls, op: str, probs: TensorLike, gradients: TensorLike, labels: Sequence[int],
               label_lengths: Sequence[int], input_lengths: Sequence[int], blank_label_id: int, apply_softmax: bool,
-              algo: api.CTCLossAlgo | int) -> CTCProblem:
+              algo: api.CTCLossAlgo | int | None) -> CTCProblem:
         pt = as_tensor(probs, "probs")
         gt = as_tensor(gradients, "gradients")
         if pt.ndim != 3:
@@ -117,7 +118,9 @@ class CTCProblem:
                                  f"{in_len[b]}")
         if not isinstance(apply_softmax, bool):
             raise TypeError(f"{op}: apply_softmax must be a bool; got {apply_softmax!r}")
-        if isinstance(algo, api.CTCLossAlgo):
+        if algo is None:
+            alg = member("CTCLossAlgo", _DEFAULT_ALGO)
+        elif isinstance(algo, api.CTCLossAlgo):
             alg = algo
         else:
             try:
@@ -148,7 +151,7 @@ def _workspace_size(h: api.Handle, p: CTCProblem, desc: api.CTCLossDescriptor) -
 
 def ctc_loss_workspace_size(probs: TensorLike, gradients: TensorLike, labels: Sequence[int],
                             label_lengths: Sequence[int], input_lengths: Sequence[int], *, blank_label_id: int = 0,
-                            apply_softmax: bool = True, algo: api.CTCLossAlgo | int = _DEFAULT_ALGO,
+                            apply_softmax: bool = True, algo: api.CTCLossAlgo | int | None = None,
                             handle: api.Handle | None = None, stream: object = None,
                             device: int | None = None) -> int:
     """Scratch bytes `ctc_loss` needs for this problem (`miopenGetCTCLossWorkspaceSize`)."""
@@ -162,7 +165,7 @@ def ctc_loss_workspace_size(probs: TensorLike, gradients: TensorLike, labels: Se
 
 def ctc_loss(probs: TensorLike, gradients: TensorLike, labels: Sequence[int], label_lengths: Sequence[int],
              input_lengths: Sequence[int], losses: TensorLike, *, blank_label_id: int = 0, apply_softmax: bool = True,
-             algo: api.CTCLossAlgo | int = _DEFAULT_ALGO, handle: api.Handle | None = None, stream: object = None,
+             algo: api.CTCLossAlgo | int | None = None, handle: api.Handle | None = None, stream: object = None,
              workspace: MIOpenWorkspace | None = None, device: int | None = None) -> None:
     """CTC loss per batch entry into `losses` (N values) and its gradient into `gradients`.
 

@@ -13,6 +13,7 @@ to `forward` instead of drawing a new one.
 
 from __future__ import annotations
 
+from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import tensor_descriptor
 from ..errors import ShapeError
@@ -23,8 +24,8 @@ from .activation import _bool_arg, _check_rank, _desc, _device, _enum_arg, _floa
 
 __all__ = ["Dropout", "DropoutReserve"]
 
-_RNG: dict[str, api.RNGType] = {"xorwow": api.RNGType.MIOPEN_RNG_PSEUDO_XORWOW,
-                                "pseudo_xorwow": api.RNGType.MIOPEN_RNG_PSEUDO_XORWOW}
+_RNG: EnumMap[api.RNGType] = EnumMap("RNGType", {"xorwow": "MIOPEN_RNG_PSEUDO_XORWOW",
+                                                 "pseudo_xorwow": "MIOPEN_RNG_PSEUDO_XORWOW"})
 
 
 class DropoutReserve:
@@ -67,7 +68,7 @@ class Dropout:
     """A dropout layer: descriptor (rate, seed, use_mask, state_evo, rng_mode) plus PRNG states."""
 
     def __init__(self, rate: float = 0.5, seed: int = 0, *, use_mask: bool = False, state_evo: bool = False,
-                 rng_mode: api.RNGType | int | str = api.RNGType.MIOPEN_RNG_PSEUDO_XORWOW,
+                 rng_mode: api.RNGType | int | str = "xorwow",
                  handle: api.Handle | None = None, stream: object = None, device: int | None = None) -> None:
         fn = "Dropout"
         self.rate = _float_arg(rate, "rate", fn, 0.0, 1.0, hi_open=True)

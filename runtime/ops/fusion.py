@@ -45,21 +45,17 @@ class _Op:
 
 
 def _activation_mode(mode: object) -> api.ActivationMode:
-    if isinstance(mode, bool) or not isinstance(mode, int):
-        raise TypeError(f"FusionPlan: activation mode must be an api.ActivationMode; got {mode!r}")
-    try:
-        return api.ActivationMode(mode)
-    except ValueError:
-        raise ValueError(f"FusionPlan: {mode} is not a miopenActivationMode_t value") from None
+    """A member, its int value, or a name ("relu", "miopenActivationRELU")."""
+    from .activation import activation_mode
+
+    return activation_mode(mode)  # type: ignore[arg-type]
 
 
 def _bn_mode(mode: object) -> api.BatchNormMode:
-    if isinstance(mode, bool) or not isinstance(mode, int):
-        raise TypeError(f"FusionPlan: batch-norm mode must be an api.BatchNormMode; got {mode!r}")
-    try:
-        return api.BatchNormMode(mode)
-    except ValueError:
-        raise ValueError(f"FusionPlan: {mode} is not a miopenBatchNormMode_t value") from None
+    """A member, its int value, or a name ("spatial", "per_activation")."""
+    from .batchnorm import batch_norm_mode
+
+    return batch_norm_mode(mode, "FusionPlan")  # type: ignore[arg-type]
 
 
 class FusionPlan:
@@ -94,7 +90,7 @@ class FusionPlan:
     def conv_bias_activation(cls, x_dims: Sequence[int], w_dims: Sequence[int], dtype: DataTypeLike, *,
                              pads: IntOrSeq, strides: IntOrSeq, dilations: IntOrSeq, groups: int = 1,
                              bias: bool = True,
-                             activation: api.ActivationMode | int | None = api.ActivationMode.miopenActivationRELU,
+                             activation: api.ActivationMode | int | str | None = "relu",
                              x_strides: Sequence[int] | None = None, device: int | None = None) -> FusionPlan:
         """convolution (+ bias) (+ activation); pass bias=False / activation=None to leave them out."""
         plan = cls(x_dims, dtype, x_strides=x_strides, device=device)
@@ -111,8 +107,8 @@ class FusionPlan:
 
     @classmethod
     def batch_norm_activation(cls, x_dims: Sequence[int], dtype: DataTypeLike, *,
-                              mode: api.BatchNormMode | int = api.BatchNormMode.miopenBNSpatial,
-                              activation: api.ActivationMode | int | None = api.ActivationMode.miopenActivationRELU,
+                              mode: api.BatchNormMode | int | str = "spatial",
+                              activation: api.ActivationMode | int | str | None = "relu",
                               x_strides: Sequence[int] | None = None, device: int | None = None) -> FusionPlan:
         """batch-norm inference (+ activation)."""
         plan = cls(x_dims, dtype, x_strides=x_strides, device=device)
@@ -198,7 +194,7 @@ class FusionPlan:
         self._ops.append(_Op("bias", desc, f"bias{dims}", dims, self.dtype))
         return self
 
-    def add_activation(self, mode: api.ActivationMode | int) -> FusionPlan:
+    def add_activation(self, mode: api.ActivationMode | int | str) -> FusionPlan:
         """An activation (its alpha, beta, gamma are given at execute time)."""
         m = _activation_mode(mode)
         plan = self._check_add("activation")
@@ -206,7 +202,7 @@ class FusionPlan:
         self._ops.append(_Op("activation", desc, f"activation({m.name})"))
         return self
 
-    def add_batch_norm_inference(self, mode: api.BatchNormMode | int = api.BatchNormMode.miopenBNSpatial
+    def add_batch_norm_inference(self, mode: api.BatchNormMode | int | str = "spatial"
                                  ) -> FusionPlan:
         """Batch-norm inference; scale, bias, mean and variance are (1, C, 1, 1) (spatial) or
         (1, C, H, W) (per activation), float for half/bfloat16 inputs, else the input dtype."""

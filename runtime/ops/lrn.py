@@ -13,7 +13,9 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from .._bound import EnumMap
 from .._generated import api
+from .._generated._handles import LRNDescriptor
 from ..descriptors import lrn_descriptor
 from ..errors import ShapeError
 from ..tensor import same_dims, same_dtype
@@ -23,14 +25,11 @@ from .activation import _bool_arg, _check_rank, _desc, _device, _enum_arg, _floa
 
 __all__ = ["LRNModeLike", "LRNState", "lrn_mode", "lrn_forward", "lrn_backward"]
 
-LRNModeLike: TypeAlias = api.LRNMode | int | str
+LRNModeLike: TypeAlias = "api.LRNMode | int | str"
 
-_MODES: dict[str, api.LRNMode] = {
-    "cross_channel": api.LRNMode.miopenLRNCrossChannel,
-    "crosschannel": api.LRNMode.miopenLRNCrossChannel,
-    "within_channel": api.LRNMode.miopenLRNWithinChannel,
-    "withinchannel": api.LRNMode.miopenLRNWithinChannel,
-}
+_MODES: EnumMap[api.LRNMode] = EnumMap("LRNMode", {
+    "cross_channel": "miopenLRNCrossChannel", "crosschannel": "miopenLRNCrossChannel",
+    "within_channel": "miopenLRNWithinChannel", "withinchannel": "miopenLRNWithinChannel"})
 
 
 def lrn_mode(mode: LRNModeLike, fn: str = "lrn") -> api.LRNMode:
@@ -38,7 +37,7 @@ def lrn_mode(mode: LRNModeLike, fn: str = "lrn") -> api.LRNMode:
     return _enum_arg(mode, api.LRNMode, "mode", fn, _MODES)
 
 
-class LRNState(OpState[api.LRNDescriptor]):
+class LRNState(OpState[LRNDescriptor]):
     """What `lrn_backward` needs from `lrn_forward`: the descriptor, the shape and the workspace
     (None when the forward ran with ``do_backward=False``)."""
 

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeAlias
 
+from .._bound import EnumMap
 from .._generated import api
+from .._generated._handles import PoolingDescriptor
 from ..descriptors import pooling_descriptor
 from ..errors import ShapeError
 from ..tensor import Tensor, same_dtype
@@ -23,15 +25,11 @@ from .activation import _bool_arg, _desc, _device, _enum_arg, _int_tuple, _persi
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
 
-PoolingModeLike: TypeAlias = api.PoolingMode | int | str
+PoolingModeLike: TypeAlias = "api.PoolingMode | int | str"
 
-_MODES: dict[str, api.PoolingMode] = {
-    "max": api.PoolingMode.miopenPoolingMax,
-    "average": api.PoolingMode.miopenPoolingAverage,
-    "avg": api.PoolingMode.miopenPoolingAverage,
-    "average_inclusive": api.PoolingMode.miopenPoolingAverageInclusive,
-    "avg_inclusive": api.PoolingMode.miopenPoolingAverageInclusive,
-}
+_MODES: EnumMap[api.PoolingMode] = EnumMap("PoolingMode", {
+    "max": "miopenPoolingMax", "average": "miopenPoolingAverage", "avg": "miopenPoolingAverage",
+    "average_inclusive": "miopenPoolingAverageInclusive", "avg_inclusive": "miopenPoolingAverageInclusive"})
 
 
 def pooling_mode(mode: PoolingModeLike, fn: str = "pooling") -> api.PoolingMode:
@@ -39,7 +37,7 @@ def pooling_mode(mode: PoolingModeLike, fn: str = "pooling") -> api.PoolingMode:
     return _enum_arg(mode, api.PoolingMode, "mode", fn, _MODES)
 
 
-class PoolingState(OpState[api.PoolingDescriptor]):
+class PoolingState(OpState[PoolingDescriptor]):
     """What `pooling_backward` needs from `pooling_forward`: the descriptor, the shapes, and the
     max-pooling index workspace (None for average pooling or ``do_backward=False``)."""
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import DataTypeLike, data_type, scaling_params
 from ..errors import ShapeError
@@ -18,19 +19,18 @@ from .tensor_ops import _on_device, _same_dtype, _scalar, _tensor
 __all__ = ["reduce_tensor", "REDUCE_OPS"]
 
 MAX_DIMS = 6
-REDUCE_OPS: dict[str, api.ReduceTensorOp] = {
-    "add": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_ADD, "sum": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_ADD,
-    "mul": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_MUL, "min": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_MIN,
-    "max": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_MAX, "amax": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_AMAX,
-    "avg": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_AVG, "mean": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_AVG,
-    "norm1": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_NORM1, "norm2": api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_NORM2,
-}
-_WITH_INDICES = (api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_MIN, api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_MAX,
-                 api.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_AMAX)
+REDUCE_OPS: EnumMap[api.ReduceTensorOp] = EnumMap("ReduceTensorOp", {
+    "add": "MIOPEN_REDUCE_TENSOR_ADD", "sum": "MIOPEN_REDUCE_TENSOR_ADD", "mul": "MIOPEN_REDUCE_TENSOR_MUL",
+    "min": "MIOPEN_REDUCE_TENSOR_MIN", "max": "MIOPEN_REDUCE_TENSOR_MAX", "amax": "MIOPEN_REDUCE_TENSOR_AMAX",
+    "avg": "MIOPEN_REDUCE_TENSOR_AVG", "mean": "MIOPEN_REDUCE_TENSOR_AVG", "norm1": "MIOPEN_REDUCE_TENSOR_NORM1",
+    "norm2": "MIOPEN_REDUCE_TENSOR_NORM2"})
+_WITH_INDICES = ("MIOPEN_REDUCE_TENSOR_MIN", "MIOPEN_REDUCE_TENSOR_MAX", "MIOPEN_REDUCE_TENSOR_AMAX")
 
 
 def _enum_arg(value: object, enum: type[api.ReduceTensorOp] | type[api.NanPropagation] | type[api.IndicesType],
               name: str) -> int:
+    if isinstance(value, str) and value in enum.__members__:
+        return int(enum.__members__[value])
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"reduce_tensor: {name} must be an api.{enum.__name__}; got {value!r}")
     try:
@@ -49,8 +49,8 @@ def _reduce_op(op: api.ReduceTensorOp | int | str) -> api.ReduceTensorOp:
 
 
 def reduce_tensor(a: object, c: object, op: api.ReduceTensorOp | int | str, *, indices: object = None,
-                  nan_propagation: api.NanPropagation | int = api.NanPropagation.MIOPEN_NOT_PROPAGATE_NAN,
-                  indices_type: api.IndicesType | int = api.IndicesType.MIOPEN_32BIT_INDICES,
+                  nan_propagation: api.NanPropagation | int | str = "MIOPEN_NOT_PROPAGATE_NAN",
+                  indices_type: api.IndicesType | int | str = "MIOPEN_32BIT_INDICES",
                   compute_type: DataTypeLike | None = None, alpha: float = 1.0, beta: float = 0.0,
                   handle: api.Handle | None = None, stream: object = None, device: int | None = None,
                   workspace: MIOpenWorkspace | None = None) -> None:
@@ -81,7 +81,7 @@ def reduce_tensor(a: object, c: object, op: api.ReduceTensorOp | int | str, *, i
     comp = dt if compute_type is None else data_type(compute_type)
     ti = None
     if indices is not None:
-        if rop not in _WITH_INDICES:
+        if rop.name not in _WITH_INDICES:
             raise ValueError(f"{name}: indices exist only for min, max and amax; op is {rop.name}")
         if itype != api.IndicesType.MIOPEN_32BIT_INDICES:
             raise ValueError(f"{name}: MIOpen produces only 32-bit indices; got indices_type={itype.name}")

@@ -35,6 +35,7 @@ from collections.abc import Iterator, Sequence
 from typing import Literal, TypeAlias
 
 from .. import hip
+from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import DataTypeLike, FrozenTensorDescriptor, TensorDescriptors, data_type, itemsize, \
     tensor_descriptor
@@ -58,23 +59,12 @@ AlgoLike: TypeAlias = "api.RNNAlgo | Literal['default', 'fundamental', 'rounded_
 
 # matrices (and biases) per gate set: each layer and direction has 2 * this many param ids
 # (ids 0..n-1 act on the layer's input, n..2n-1 on the recurrent hidden state)
-GATES_PER_MODE: dict[api.RNNMode, int] = {
-    api.RNNMode.miopenRNNRELU: 1,
-    api.RNNMode.miopenRNNTANH: 1,
-    api.RNNMode.miopenLSTM: 4,
-    api.RNNMode.miopenGRU: 3,
-}
+GATES_PER_MODE: dict[str, int] = {"miopenRNNRELU": 1, "miopenRNNTANH": 1, "miopenLSTM": 4, "miopenGRU": 3}
 
-_MODE_NAMES: dict[str, api.RNNMode] = {
-    "relu": api.RNNMode.miopenRNNRELU,
-    "tanh": api.RNNMode.miopenRNNTANH,
-    "lstm": api.RNNMode.miopenLSTM,
-    "gru": api.RNNMode.miopenGRU,
-}
-_INPUT_MODE_NAMES: dict[str, api.RNNInputMode] = {
-    "linear": api.RNNInputMode.miopenRNNlinear,
-    "skip": api.RNNInputMode.miopenRNNskip,
-}
+_MODE_NAMES: EnumMap[api.RNNMode] = EnumMap("RNNMode", {
+    "relu": "miopenRNNRELU", "tanh": "miopenRNNTANH", "lstm": "miopenLSTM", "gru": "miopenGRU"})
+_INPUT_MODE_NAMES: EnumMap[api.RNNInputMode] = EnumMap("RNNInputMode", {
+    "linear": "miopenRNNlinear", "skip": "miopenRNNskip"})
 _ALGO_NAMES: dict[str, str] = {
     "default": "miopenRNNdefault",
     "fundamental": "miopenRNNfundamental",
@@ -375,7 +365,7 @@ class RNN:
     @property
     def params_per_layer(self) -> int:
         """Param (and bias) ids per layer id: relu/tanh 2, LSTM 8, GRU 6."""
-        return 2 * GATES_PER_MODE[self.mode]
+        return 2 * GATES_PER_MODE[self.mode.name]
 
     @property
     def output_size(self) -> int:
@@ -781,7 +771,7 @@ class RNN:
         self._check_open(op)
         lid = self._check_layer(op, layer)
         pid = self._check_id(op, "param_id", param_id)
-        gates = GATES_PER_MODE[self.mode]
+        gates = GATES_PER_MODE[self.mode.name]
         if self.input_mode == api.RNNInputMode.miopenRNNskip and lid < self.num_directions and pid < gates:
             raise ValueError(f"{op}: in skip input mode layer {lid} has no input matrices (param ids 0..{gates - 1}); "
                              f"got param_id {pid}")
@@ -919,6 +909,6 @@ class RNN:
         for lid in range(self.num_layer_ids):
             for pid in range(self.params_per_layer):
                 if (self.input_mode == api.RNNInputMode.miopenRNNskip and lid < self.num_directions
-                        and pid < GATES_PER_MODE[self.mode]):
+                        and pid < GATES_PER_MODE[self.mode.name]):
                     continue
                 yield lid, pid

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from .._bound import EnumMap
 from .._generated import api
 from ..errors import ShapeError
 from ..tensor import Tensor, same_dims, same_dtype
@@ -21,13 +22,11 @@ from .activation import _desc, _enum_arg, _scaling, _tensors
 __all__ = ["SoftmaxAlgorithmLike", "SoftmaxModeLike", "softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "softmax_algorithm", "softmax_mode"]
 
-SoftmaxAlgorithmLike: TypeAlias = api.SoftmaxAlgorithm | int | str
-SoftmaxModeLike: TypeAlias = api.SoftmaxMode | int | str
+SoftmaxAlgorithmLike: TypeAlias = "api.SoftmaxAlgorithm | int | str"
+SoftmaxModeLike: TypeAlias = "api.SoftmaxMode | int | str"
 
-_ALGORITHMS: dict[str, api.SoftmaxAlgorithm] = {
-    m.name.removeprefix("MIOPEN_SOFTMAX_").lower(): m for m in api.SoftmaxAlgorithm
-}
-_MODES: dict[str, api.SoftmaxMode] = {m.name.removeprefix("MIOPEN_SOFTMAX_MODE_").lower(): m for m in api.SoftmaxMode}
+_ALGORITHMS: EnumMap[api.SoftmaxAlgorithm] = EnumMap("SoftmaxAlgorithm", prefix="MIOPEN_SOFTMAX_")
+_MODES: EnumMap[api.SoftmaxMode] = EnumMap("SoftmaxMode", prefix="MIOPEN_SOFTMAX_MODE_")
 
 
 def softmax_algorithm(algorithm: SoftmaxAlgorithmLike, fn: str = "softmax") -> api.SoftmaxAlgorithm:

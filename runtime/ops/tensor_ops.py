@@ -20,6 +20,7 @@ import sys
 from collections.abc import Iterator, Sequence
 
 from .. import hip, layout
+from .._bound import EnumMap
 from .._generated import api, raw
 from ..errors import ShapeError, check_status
 from ..tensor import Tensor, as_tensor
@@ -29,10 +30,8 @@ __all__ = ["op_tensor", "scale_tensor", "set_tensor", "transform_tensor", "to_ch
            "element_scalar", "TENSOR_OPS"]
 
 MAX_DIMS = 5
-TENSOR_OPS: dict[str, api.TensorOp] = {
-    "add": api.TensorOp.miopenTensorOpAdd, "mul": api.TensorOp.miopenTensorOpMul,
-    "min": api.TensorOp.miopenTensorOpMin, "max": api.TensorOp.miopenTensorOpMax,
-}
+TENSOR_OPS: EnumMap[api.TensorOp] = EnumMap("TensorOp", {
+    "add": "miopenTensorOpAdd", "mul": "miopenTensorOpMul", "min": "miopenTensorOpMin", "max": "miopenTensorOpMax"})
 ElementScalar = ctypes.c_float | ctypes.c_double | ctypes.c_uint32 | ctypes.c_int32 | ctypes.c_uint16 | ctypes.c_int8
 
 

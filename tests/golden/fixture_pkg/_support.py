@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import importlib
 import os
 import sys
 import threading
@@ -23,6 +24,14 @@ class LibraryNotFoundError(OSError):
     """The MIOpen library could not be loaded; the message lists every place that was searched."""
 
 
+class MIOpenVersionError(RuntimeError):
+    """The library's version has no bindings here, cannot be read, or disagrees with what it exports."""
+
+
+class MIOpenVersionWarning(UserWarning):
+    """The library was bound to a neighbouring release (another patch, or a release between two committed ones)."""
+
+
 class MissingSymbolError(AttributeError):
     """The loaded library does not export a function of this API."""
 
@@ -34,13 +43,22 @@ class MissingSymbolError(AttributeError):
 
 # --------------------------------------------------------------------------- the library
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _lib: ctypes.CDLL | None = None
 _lib_path: str = ""
 _on_reset: list[Callable[[], None]] = []
-#: symbol -> release that introduced it, filled in by the generated raw module
-ADDED_IN: dict[str, str] = {}
-COMPILED_VERSION = "3.4.1"
+#: the committed releases these bindings have, oldest first, and their sub-packages
+RELEASES: tuple[str, ...] = ("3.4.1", )
+_MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
+_PACKAGE = __name__.rpartition(".")[0]
+VERSION_GETTER: str | None = "miopenGetVersion"
+SKIP_VERSION_CHECK_ENV: str | None = "MIOPEN_SKIP_VERSION_CHECK"
+POLICIES = ("compatible", "strict", "off")
+_policy = "compatible"
+_bound: str | None = None  # the release whose layer is bound
+_bound_modules: tuple[Any, Any] | None = None  # its (raw, api) modules
+_runtime: tuple[int, int, int] | None = None  # the loaded library's version
+_generation = 0  # changes whenever a different library is loaded; handles of an older one are never destroyed
 
 
 def _candidates() -> list[tuple[str, str]]:
@@ -65,47 +83,68 @@ def _candidates() -> list[tuple[str, str]]:
 
 
 def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ctypes.CDLL:
-    """Load (or inject) the library; without `path`, search $MIOPEN_LIBRARY, the install roots, the loader path."""
-    global _lib, _lib_path
+    """Load (or inject) the library and bind the layer of its release.
+
+    Without `path`, search $MIOPEN_LIBRARY, the install roots, then the loader path. The library's
+    version selects the release: the same major.minor (nearest patch; another patch warns), else the
+    newest older release (warns: what the library added is unbound). An older library, one without
+    a readable version, or one whose exports contradict its version raises MIOpenVersionError; so does
+    loading a different library while one is loaded (call `unload_library()` first).
+    """
+    global _lib, _lib_path, _generation
     with _lock:
-        if isinstance(path, ctypes.CDLL):
-            lib, where = path, str(getattr(path, "_name", "<injected>"))
-        elif path is not None:
-            try:
-                lib, where = ctypes.CDLL(os.fspath(path)), os.fspath(path)
-            except OSError as exc:
-                raise LibraryNotFoundError(f"cannot load MIOpen from {os.fspath(path)}: {exc}") from None
-        else:
-            tried: list[str] = []
-            found: ctypes.CDLL | None = None
-            where = ""
-            for origin, candidate in _candidates():
-                if os.sep in candidate and not os.path.exists(candidate):
-                    tried.append(f"{candidate} ({origin}): no such file")
-                    continue
-                try:
-                    found, where = ctypes.CDLL(candidate), candidate
-                    break
-                except OSError as exc:
-                    tried.append(f"{candidate} ({origin}): {exc}")
-            if found is None:
-                raise LibraryNotFoundError(
-                    "cannot find the MIOpen library; set $MIOPEN_LIBRARY to its path"
-                    " or $ROCM_PATH to its install root"
-                    ". Searched:\n  " + "\n  ".join(tried)
-                )
-            lib = found
+        lib, where = _open(path)
+        if _lib is not None:
+            if getattr(_lib, "_handle", None) == getattr(lib, "_handle", None):
+                return _lib  # the same library again
+            raise MIOpenVersionError(
+                f"{where}: another MIOpen library is loaded ({_lib_path}, bound to release {_bound}); "
+                f"two libraries in one process would mix releases: call unload_library() first")
+        release, version, notes = _select(lib, where, _policy)
+        modules = _import_release(release)
+        if _env_policy(_policy) != "off":
+            _check_exports(lib, where, release, version, modules[0])
         _lib, _lib_path = lib, where
+        _generation += 1
+        _bind(release, version, modules)
+    for note in notes:
+        warnings.warn(note, MIOpenVersionWarning, stacklevel=2)
     for reset in _on_reset:
         reset()
     return lib
 
 
+def _open(path: str | os.PathLike[str] | ctypes.CDLL | None) -> tuple[ctypes.CDLL, str]:
+    if isinstance(path, ctypes.CDLL):
+        return path, str(getattr(path, "_name", "<injected>"))
+    if path is not None:
+        try:
+            return ctypes.CDLL(os.fspath(path)), os.fspath(path)
+        except OSError as exc:
+            raise LibraryNotFoundError(f"cannot load MIOpen from {os.fspath(path)}: {exc}") from None
+    tried: list[str] = []
+    for origin, candidate in _candidates():
+        if os.sep in candidate and not os.path.exists(candidate):
+            tried.append(f"{candidate} ({origin}): no such file")
+            continue
+        try:
+            return ctypes.CDLL(candidate), candidate
+        except OSError as exc:
+            tried.append(f"{candidate} ({origin}): {exc}")
+    raise LibraryNotFoundError(
+        "cannot find the MIOpen library; set $MIOPEN_LIBRARY to its path"
+        " or $ROCM_PATH to its install root"
+        ". Searched:\n  " + "\n  ".join(tried)
+    )
+
+
 def unload_library() -> None:
-    """Forget the loaded library (the next call loads it again)."""
-    global _lib, _lib_path
+    """Forget the loaded library and unbind its release (the next use loads and binds again)."""
+    global _lib, _lib_path, _generation
     with _lock:
         _lib, _lib_path = None, ""
+        _generation += 1
+        _unbind()
     for reset in _on_reset:
         reset()
 
@@ -127,34 +166,286 @@ def symbol(name: str, restype: Any, argtypes: Sequence[Any]) -> Any:
     try:
         fn = getattr(lib, name)
     except AttributeError:
+        from ._releases import ADDED_IN
+
         added = ADDED_IN.get(name)
         detail = ""
         if added:
             detail = f": {name} was added in MIOpen {added}"
-            loaded = _loaded_version()
-            if loaded:
-                detail += f"; the loaded library is {loaded}"
+            if _runtime is not None:
+                detail += f"; the loaded library is {_vstr(_runtime)}"
         raise MissingSymbolError(name, _lib_path, detail) from None
     fn.restype = restype
     fn.argtypes = list(argtypes)
     return fn
 
 
-def _loaded_version() -> str | None:
-    lib = _lib
-    if lib is None:
+# --------------------------------------------------------------------------- releases: selection and binding
+
+
+def _vt(text: str) -> tuple[int, int, int]:
+    a, b, c = (int(x) for x in text.split("."))
+    return a, b, c
+
+
+def _vstr(v: tuple[int, int, int]) -> str:
+    return ".".join(str(x) for x in v)
+
+
+def _env_policy(policy: str) -> str:
+    """The policy, or "off" when the skip switch is set in the environment (1/true/yes or 0/false/no)."""
+    if SKIP_VERSION_CHECK_ENV is None:
+        return policy
+    raw = os.environ.get(SKIP_VERSION_CHECK_ENV, "").strip().lower()
+    if raw in ("", "0", "false", "no"):
+        return policy
+    if raw in ("1", "true", "yes"):
+        return "off"
+    raise ValueError(f"${SKIP_VERSION_CHECK_ENV}={os.environ[SKIP_VERSION_CHECK_ENV]!r}: expected 1/true/yes or 0/false/no")
+
+
+def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
+    """The library's version from its version function; None when it has none."""
+    if VERSION_GETTER is None:
         return None
     try:
-        get = lib.miopenGetVersion
+        get = getattr(lib, VERSION_GETTER)
     except AttributeError:
         return None
     parts = [ctypes.c_size_t() for _ in range(3)]
-    get.restype = ctypes.c_uint
+    get.restype = ctypes.c_int
     get.argtypes = [ctypes.POINTER(ctypes.c_size_t)] * 3
     status: int = get(*(ctypes.byref(p) for p in parts))
-    if status != 0:
-        return None
-    return ".".join(str(p.value) for p in parts)
+    major, minor, patch = (p.value for p in parts)
+    if status != 0 or not (0 < major < 100 and minor < 1000 and patch < 100000):
+        raise MIOpenVersionError(
+            f"{where}: {VERSION_GETTER} gave an unparsable version ({major}.{minor}.{patch}, status {status}); "
+            f"nothing was bound")
+    return major, minor, patch
+
+
+def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, int, int] | None, list[str]]:
+    """(release to bind, the library's version, warnings) under `policy`."""
+    version = read_version(lib, where)
+    release, notes = select_release(version, policy, where)
+    return release, version, notes
+
+
+def select_release(version: tuple[int, int, int] | None, policy: str = "compatible",
+                   where: str = "the library") -> tuple[str, list[str]]:
+    """The committed release whose bindings serve a library of `version`, and the warnings to give."""
+    policy = _env_policy(policy)
+    supported = ", ".join(RELEASES)
+    if version is None:
+        if VERSION_GETTER is None or policy == "off":
+            return RELEASES[-1], []
+        raise MIOpenVersionError(
+            f"{where} has no {VERSION_GETTER}, so its release is unknown (older than every supported one?); "
+            f"these bindings support MIOpen {supported}")
+    v = _vstr(version)
+    same = [r for r in RELEASES if _vt(r)[:2] == version[:2]]
+    if same:
+        release = min(same, key=lambda r: (abs(_vt(r)[2] - version[2]), -_vt(r)[2]))
+        notes = [] if _vt(release) == version or policy == "off" else [
+            f"{where} is MIOpen {v}; bound to the bindings of {release} (another patch release)"]
+        return release, notes
+    older = [r for r in RELEASES if _vt(r) < version]
+    if policy == "strict" or not older:
+        if policy == "off":
+            return (older or RELEASES)[-1 if older else 0], []
+        why = ("no committed release has the same major.minor (strict policy)" if older
+               else "it is older than every supported release")
+        raise MIOpenVersionError(f"{where} is MIOpen {v}: {why}; these bindings support MIOpen {supported}")
+    release = older[-1]
+    newer = [r for r in RELEASES if _vt(r) > version]
+    where_it_is = f"between {release} and {newer[0]}" if newer else f"newer than every committed release ({release})"
+    notes = [] if policy == "off" else [
+        f"{where} is MIOpen {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
+        f"added after {release} are unbound. Add its release with `make upgrade HEADER=<its include/miopen/miopen.h>`"]
+    return release, notes
+
+
+def _import_release(release: str) -> tuple[Any, Any]:
+    api = importlib.import_module(f"{_PACKAGE}.{_MODULES[release]}.api")
+    return importlib.import_module(f"{_PACKAGE}.{_MODULES[release]}.raw"), api
+
+
+def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[int, int, int] | None, raw: Any) -> None:
+    """A library must export what its version promises, and nothing introduced by a later minor release."""
+    if version is None:
+        return
+    from ._releases import ADDED_IN
+
+    # functions first declared by a later committed release (its previous one already of this minor or
+    # newer): a library may export a few before its header declares them (2.17.0 exports the find-mode
+    # functions 3.5 declares), so only most of a release's additions contradict the version
+    introduced: dict[str, list[str]] = {}
+    for name, added in ADDED_IN.items():
+        first = added.split()[0]
+        i = RELEASES.index(first) if first in RELEASES else 0
+        if i > 0 and _vt(RELEASES[i - 1])[:2] >= version[:2]:
+            introduced.setdefault(first, []).append(name)
+    later: list[str] = []
+    for names in introduced.values():
+        exported = sorted(n for n in names if hasattr(lib, n))
+        if len(exported) >= 2 and 2 * len(exported) > len(names):
+            later += exported
+    later.sort(key=lambda n: (_vt(ADDED_IN[n].split()[0]), n))
+    missing: list[str] = []
+    if _vt(release)[:2] == version[:2]:
+        missing = sorted(n for n in raw.PROTOTYPES if n not in raw.BETA and not hasattr(lib, n))
+    if later or missing:
+        parts = []
+        if later:
+            parts.append(f"it exports {len(later)} function(s) introduced after {_vstr(version)} "
+                         f"(e.g. {', '.join(later[:4])} from {ADDED_IN[later[0]]})")
+        if missing:
+            parts.append(f"it lacks {len(missing)} function(s) of MIOpen {release} (e.g. {', '.join(missing[:4])})")
+        raise MIOpenVersionError(f"{where} reports MIOpen {_vstr(version)}, but {'; '.join(parts)}: "
+                           f"is the version or the library wrong? Nothing was bound")
+
+
+# facade namespaces (the package, `api`, `raw`, and the runtime's) -> the names bound into each
+_facades: list[tuple[dict[str, Any], str]] = []
+_injected: dict[int, list[str]] = {}
+
+
+def register_facade(ns: dict[str, Any], kind: str) -> None:
+    """Let a module's namespace receive the bound release's names: kind "api", "raw" or "package"."""
+    with _lock:
+        _facades.append((ns, kind))
+        if _bound_modules is not None:
+            _fill(ns, kind, _bound_modules)
+
+
+def _names(kind: str, modules: tuple[Any, Any]) -> dict[str, Any]:
+    raw, api = modules
+    if kind == "raw":
+        return {n: getattr(raw, n) for n in raw.__all__}
+    names = {n: getattr(api, n) for n in api.__all__}
+    if kind == "package":
+        names["MIOPEN_VERSION"] = _bound
+    return names
+
+
+def _fill(ns: dict[str, Any], kind: str, modules: tuple[Any, Any]) -> None:
+    names = _names(kind, modules)
+    ns.update(names)
+    _injected[id(ns)] = list(names)
+    if kind == "raw":
+        modules[0]._NAMESPACES.append(ns)
+
+
+def _bind(release: str, version: tuple[int, int, int] | None, modules: tuple[Any, Any]) -> None:
+    global _bound, _bound_modules, _runtime
+    _unbind()
+    _bound, _bound_modules, _runtime = release, modules, version
+    for ns, kind in _facades:
+        _fill(ns, kind, modules)
+
+
+def _unbind() -> None:
+    global _bound, _bound_modules, _runtime
+    if _bound_modules is not None:
+        spaces = _bound_modules[0]._NAMESPACES
+        spaces[1:] = []
+    for ns, _ in _facades:
+        for name in _injected.pop(id(ns), ()):
+            ns.pop(name, None)
+    _bound, _bound_modules, _runtime = None, None, None
+
+
+def facade_attr(ns: dict[str, Any], kind: str, name: str) -> Any:
+    """A name of the bound release, binding it first (which loads the library); a clear error when it lacks it."""
+    if name.startswith("__"):
+        raise AttributeError(name)
+    if _bound_modules is None:
+        with _lock:
+            if _bound_modules is None:
+                load_library()
+    if name in ns:
+        return ns[name]
+    if kind == "raw" or name in _names(kind, _bound_modules or (None, None)):
+        return getattr(_bound_modules[0] if kind == "raw" else _bound_modules[1], name)  # type: ignore[index]
+    raise AttributeError(missing_name(name))
+
+
+def missing_name(name: str) -> str:
+    """Why the bound release lacks `name`, naming the releases that have it."""
+    from ._releases import HAVE
+
+    have = HAVE.get(name)
+    bound = f"the bound MIOpen release {_bound} ({_lib_path})"
+    if have is None:
+        return f"{name} is in no MIOpen release these bindings have ({', '.join(RELEASES)})"
+    return f"{name} is not in {bound}; releases that have it: {have}"
+
+
+def bound_raw_prototypes() -> Mapping[str, Any]:
+    """The C functions the bound release's layer binds."""
+    bound_release()
+    assert _bound_modules is not None
+    prototypes: Mapping[str, Any] = _bound_modules[0].PROTOTYPES
+    return prototypes
+
+
+def bound_all() -> list[str]:
+    """The typed API's public names in the bound release (loading the library when none is bound)."""
+    bound_release()
+    assert _bound_modules is not None
+    return list(_bound_modules[1].__all__)
+
+
+def bound_release() -> str:
+    """The release whose layer is bound (loading the library when none is)."""
+    if _bound is None:
+        library()
+    assert _bound is not None
+    return _bound
+
+
+def runtime_version() -> tuple[int, int, int] | None:
+    """The loaded library's version (None when it has no version function)."""
+    library()
+    return _runtime
+
+
+def set_version_policy(policy: str) -> None:
+    """compatible (default): same major.minor, else the older neighbour with a warning; strict: a committed
+    release of the same major.minor is required; off: never refuse (binds the nearest release)."""
+    global _policy
+    if policy not in POLICIES:
+        raise ValueError(f"set_version_policy: policy must be one of {', '.join(POLICIES)}; got {policy!r}")
+    _policy = policy
+
+
+def check_binding(policy: str | None = None) -> tuple[int, int, int] | None:
+    """Re-apply the version rules (e.g. a stricter policy) to the loaded library; returns its version."""
+    lib = library()
+    with _lock:
+        release, version, notes = _select(lib, _lib_path, policy or _policy)
+        if release != _bound:
+            raise MIOpenVersionError(f"{_lib_path}: under the {policy!r} policy it would bind {release}, but "
+                               f"{_bound} is bound; call unload_library() and load it again")
+    for note in notes:
+        warnings.warn(note, MIOpenVersionWarning, stacklevel=2)
+    return version
+
+
+class EnumMeta(enum.EnumType):
+    """Enum classes whose missing members say which releases have them."""
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        try:
+            return cls._member_map_[name]
+        except KeyError:
+            raise AttributeError(missing_name(f"{_ENUM_PY.get(cls.__name__, cls.__name__)}.{name}")) from None
+
+
+#: C enum name -> the typed API's name, filled in by the releases' api modules
+_ENUM_PY: dict[str, str] = {}
 
 
 # --------------------------------------------------------------------------- argument conversion
@@ -194,6 +485,12 @@ def as_bool(value: object, name: str, fn: str) -> bool:
 def as_enum(value: object, cls: type[E], name: str, fn: str) -> E:
     if isinstance(value, cls):
         return value
+    if type(value).__name__ == cls.__name__ and isinstance(value, enum.IntEnum):
+        # the same enum of another release's bindings (kept from before a rebind): same name, same meaning
+        member = cls._member_map_.get(value.name)
+        if member is None:
+            raise ValueError(f"{fn}: {name}: {missing_name(f'{_ENUM_PY.get(cls.__name__, cls.__name__)}.{value.name}')}")
+        return member  # type: ignore[return-value]
     if isinstance(value, enum.Enum) or isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{fn}: {name} must be a {cls.__name__} (or its int value); got {_what(value)}")
     try:
@@ -217,6 +514,9 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
             return None
         raise TypeError(f"{fn}: {name} must be a {cls.__name__}; got None")
     if not isinstance(value, cls):
+        if type(value).__name__ == cls.__name__:
+            raise TypeError(f"{fn}: {name} is a {cls.__name__} made under a library that is no longer loaded "
+                            f"(now: {_lib_path}, release {_bound}); make a new one")
         raise TypeError(f"{fn}: {name} must be a {cls.__name__}; got {_what(value)}")
     ptr = value._ptr
     if ptr is None:
@@ -399,11 +699,12 @@ def common_length(fn: str, arrays: Mapping[str, Any]) -> int:
 class HandleBase:
     """Owns one opaque MIOpen handle: destroyed exactly once (close(), `with`, or the finalizer)."""
 
-    __slots__ = ("_ptr", "_owned", "_keep", "_children", "__weakref__")
+    __slots__ = ("_ptr", "_owned", "_keep", "_children", "_gen", "__weakref__")
     _ptr: int | None
     _owned: bool
     _keep: list[object] | None
     _children: list[HandleBase] | None
+    _gen: int  # the library generation it was made under
     _c_name: ClassVar[str] = ""
     _destroy_name: ClassVar[str | None] = None
 
@@ -421,6 +722,7 @@ class HandleBase:
         obj._owned = owned and cls._destroy_name is not None
         obj._keep = None
         obj._children = None
+        obj._gen = _generation
         return obj
 
     @classmethod
@@ -482,9 +784,9 @@ class HandleBase:
         ptr = self._detach()
         name = type(self)._destroy_name
         if self._owned and name is not None:
-            from . import raw
-
-            status: int = getattr(raw, name)(ptr)
+            if self._gen != _generation or _bound_modules is None:
+                return  # made under a library that is no longer loaded: never hand it to another one
+            status: int = getattr(_bound_modules[0], name)(ptr)
             if status:
                 raise_status(status, name, {"handle": ptr})
 

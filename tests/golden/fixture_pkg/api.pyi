@@ -51,15 +51,13 @@ class ConvSolution(NamedTuple):
     solution_id: int
     algorithm: ConvFwdAlgorithm | int
 
-class Handle(_s.HandleBase): ...
-
-class TensorDescriptor(_s.HandleBase): ...
-
-class ConvolutionDescriptor(_s.HandleBase): ...
-
-class DropoutDescriptor(_s.HandleBase): ...
-
-class ActivationDescriptor(_s.HandleBase): ...
+from ._handles import (
+    Handle as Handle,
+    TensorDescriptor as TensorDescriptor,
+    ConvolutionDescriptor as ConvolutionDescriptor,
+    DropoutDescriptor as DropoutDescriptor,
+    ActivationDescriptor as ActivationDescriptor,
+)
 
 class GetVersionResult(NamedTuple):
     major: int

@@ -4,11 +4,27 @@
 
 from __future__ import annotations
 
+import enum
 import warnings
 from collections.abc import Mapping
 
 from . import _support as _s
-from .raw import miopenStatus_t
+
+
+class miopenStatus_t(enum.IntEnum):
+    """The status codes (as of MIOpen 3.4.1; every release numbers them alike)."""
+
+    miopenStatusSuccess = 0
+    miopenStatusNotInitialized = 1
+    miopenStatusInvalidValue = 2
+    miopenStatusBadParm = 3
+    miopenStatusAllocFailed = 4
+    miopenStatusInternalError = 5
+    miopenStatusNotImplemented = 6
+    miopenStatusUnknownError = 7
+    miopenStatusUnsupportedOp = 8
+    miopenStatusGpuOperationsSkipped = 9
+    miopenStatusVersionMismatch = 10
 
 
 class MIOpenError(RuntimeError):
