@@ -18,7 +18,7 @@ from . import hip
 from ._generated import api, raw
 from .descriptors import FrozenTensorDescriptor
 from .errors import STATUS_EXCEPTIONS, HipOutOfMemoryError, MIOpenError, WorkspaceLimitError, WorkspaceOOM
-from .version import compiled_version, runtime_version
+from .version import compiled_version, require_feature, runtime_version
 from .workspace import MIOpenWorkspace, workspace_limit
 
 Direction = Literal["forward", "backward_data", "backward_weights"]
@@ -219,6 +219,8 @@ class ConvPlanner:
              device: int | None = None) -> ConvPlan:
         """The plan for this problem (from the cache when known). `ptrs` = (x, w, y) device buffers,
         needed by find/find2 (they run the candidates)."""
+        if self.mode == "find2":
+            require_feature("find2", "ConvPlanner('find2')")
         key = self.key(handle, direction, x, w, y, conv, workspace, device)
         cached = self.cache.get(key)
         if cached is not None:

@@ -796,7 +796,10 @@ def test_reduce_without_indices_and_size_errors(libs: Libs) -> None:
         reduce_tensor(a, _t(Y, (2, 3, 4, 5)), "sum")
     with pytest.raises(errors.ShapeError, match="c must have the rank of a"):
         reduce_tensor(a, _t(Y, (1, 3)), "sum")
-    with pytest.raises(ValueError, match="only 32-bit indices"):
+    import miopen
+
+    with pytest.raises(ValueError, match="only 32-bit indices" if "miopenInt64" in miopen.DataType.__members__
+                       else "none of miopenInt64 .* is in this MIOpen release"):
         reduce_tensor(a, c, "max", indices=_t(0x8000_0000, (3,), "int64"), indices_type=1)
     with pytest.raises(ValueError, match="op must be one of"):
         reduce_tensor(a, c, "median")
