@@ -358,6 +358,13 @@ def test_wrapper_with_miopen_state_forks_joins_and_shares_the_states(libs: Libs)
         w.miopen_states()[-1]
     with pytest.raises(TypeError, match="fn must be callable"):
         w.with_miopen_state(0, None)  # type: ignore[arg-type]
+    # Caffe2's MIOPENState::execute(stream, f): fork, f(state), join
+    before = libs.hip.stub_hip_calls(b"hipEventRecord")
+    with synced.mutex:
+        assert seen[0].execute(0x700, lambda s: s.miopen_handle().address) == 0x5B000
+    assert libs.hip.stub_hip_calls(b"hipEventRecord") - before == 2
+    with pytest.raises(TypeError, match="MIOPENState: state must be"):
+        MIOPENState(w)  # type: ignore[arg-type]
 
 
 def test_synced_state_reset_semantics(libs: Libs) -> None:

@@ -25,6 +25,7 @@ from .._generated import _support as _s
 from .._generated import api, raw
 from ..descriptors import DataTypeLike, data_type, itemsize, k_one, k_zero
 from ..errors import check_status
+from ..state import MAX_STATES_PER_GPU
 
 __all__ = [
     "CAFFE2_COMPILE_TIME_MAX_MIOPEN_STATES", "MIOPEN_ENFORCE", "Version", "miopen_compiled_version",
@@ -33,8 +34,8 @@ __all__ = [
     "miopenTypeWrapper", "miopenTensorDescWrapper", "ScalingParam",
 ]
 
-#: states per GPU that `MIOPENWrapper.with_miopen_state` offers (Caffe2's compile-time constant)
-CAFFE2_COMPILE_TIME_MAX_MIOPEN_STATES = 4
+#: states per GPU that `MIOPENWrapper.with_miopen_state` offers (Caffe2's compile-time constant, 4)
+CAFFE2_COMPILE_TIME_MAX_MIOPEN_STATES = MAX_STATES_PER_GPU
 
 Version = _version.Version
 ScalingParam: TypeAlias = "type[ctypes.c_float] | type[ctypes.c_double]"
@@ -175,7 +176,7 @@ def miopenTypeWrapper(dtype: DataTypeLike) -> type[TypeWrapper]:  # noqa: N802
     try:
         dt = data_type(dtype)
     except (TypeError, ValueError) as exc:
-        raise type(exc)(f"miopenTypeWrapper: dtype: {exc}") from None
+        raise type(exc)(f"miopenTypeWrapper: {exc}") from None
     for w in _WRAPPERS:
         if w.type == dt:
             return w

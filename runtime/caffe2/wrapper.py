@@ -23,7 +23,6 @@ from .. import state as _state
 from .._generated import api
 from ..handles import inline_miopen_handle
 from ..workspace import MIOpenWorkspace
-from .common import CAFFE2_COMPILE_TIME_MAX_MIOPEN_STATES
 
 __all__ = ["MIOPENWrapper", "MIOPENState", "MIOPENWorkspace", "SyncedMIOPENState", "PerGPUMIOPENStates",
            "miopen_states"]
@@ -33,8 +32,6 @@ R = TypeVar("R")
 MIOPENWorkspace = MIOpenWorkspace
 SyncedMIOPENState = _state.SyncedMIOpenState
 PerGPUMIOPENStates = _state.PerGPUMIOpenStates
-
-assert _state.MAX_STATES_PER_GPU == CAFFE2_COMPILE_TIME_MAX_MIOPEN_STATES
 
 
 def miopen_states() -> PerGPUMIOPENStates:
