@@ -64,18 +64,51 @@ class MIOpenState:
 
 
 class SyncedMIOpenState:
-    """A lock plus a lazily created state."""
+    """A lock plus a lazily created state (`mutex` is Caffe2's name for `lock`)."""
 
     def __init__(self, device: int) -> None:
         self.device = device
         self.lock = threading.Lock()
         self.state: MIOpenState | None = None
 
+    @property
+    def mutex(self) -> threading.Lock:
+        return self.lock
+
     def get(self) -> MIOpenState:
         """The state (create it if needed); call with `lock` held."""
         if self.state is None or self.state.closed:
             self.state = MIOpenState(self.device)
         return self.state
+
+    def reset(self, state: MIOpenState | None = None) -> None:
+        """Replace the held state, closing the old one (Caffe2's `state.reset(...)`): with no
+        argument the next use creates a fresh state. Takes the lock, so never call it from inside
+        a block that holds this state."""
+        if state is not None and (not isinstance(state, MIOpenState) or state.device != self.device):
+            raise ValueError(f"SyncedMIOpenState.reset: state must be an MIOpenState of device {self.device} or "
+                             f"None; got {state!r}")
+        with self.lock:
+            old, self.state = self.state, state
+        if old is not None and old is not state:
+            old.close()
+
+
+class DeviceStates:
+    """The states of one device, indexed by state_idx (`states[device][state_idx]`)."""
+
+    def __init__(self, states: PerGPUMIOpenStates, device: int) -> None:
+        self._states = states
+        self.device = device
+
+    def __getitem__(self, state_idx: int) -> SyncedMIOpenState:
+        return self._states.synced(self.device, state_idx)
+
+    def __len__(self) -> int:
+        return self._states.max_states
+
+    def __iter__(self) -> Iterator[SyncedMIOpenState]:
+        return (self[i] for i in range(len(self)))
 
 
 class PerGPUMIOpenStates:
@@ -89,6 +122,8 @@ class PerGPUMIOpenStates:
         self._states: dict[tuple[int, int], SyncedMIOpenState] = {}
 
     def synced(self, device: int, state_idx: int) -> SyncedMIOpenState:
+        if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+            raise ValueError(f"Invalid device {device!r}: expected an int >= 0")
         if isinstance(state_idx, bool) or not isinstance(state_idx, int) or not 0 <= state_idx < self.max_states:
             raise ValueError(f"Invalid state_idx {state_idx!r}: expected an int in [0, {self.max_states})")
         with self._lock:
@@ -96,6 +131,19 @@ class PerGPUMIOpenStates:
             if key not in self._states:
                 self._states[key] = SyncedMIOpenState(device)
             return self._states[key]
+
+    def __getitem__(self, device: int) -> DeviceStates:
+        """Caffe2's `miopen_states()[device][state_idx]`."""
+        if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+            raise ValueError(f"Invalid device {device!r}: expected an int >= 0")
+        return DeviceStates(self, device)
+
+    def reset(self, device: int | None = None) -> None:
+        """Close the states of `device` (default: every device); the next use creates fresh ones."""
+        with self._lock:
+            synced = [s for (dev, _), s in self._states.items() if device is None or dev == device]
+        for s in synced:
+            s.reset()
 
     def close(self) -> None:
         with self._lock:

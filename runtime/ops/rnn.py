@@ -376,6 +376,11 @@ class RNN:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def dropout_states(self) -> PersistentBuffer | None:
+        """The dropout generator states this RNN owns (None without dropout or with your own dropout_desc)."""
+        return self._dropout_states
+
     def hidden_dims(self, batch: int) -> tuple[int, int, int]:
         """Dims of hx/cx/hy/cy/dhx/dcx/dhy/dcy for a batch of `batch` sequences."""
         return (self.num_layer_ids, batch, self.hidden_size)
@@ -798,23 +803,33 @@ class RNN:
         with _device_scope(device):
             return api.get_rnn_layer_bias_size(resolve_handle(handle, stream, device), self.desc, lid, bid)
 
-    def layer_param_offset(self, layer: int, param_id: int) -> int:
-        """Offset in elements of a weight matrix inside the packed weights (`miopenGetRNNLayerParamOffset`)."""
+    def layer_param_offset(self, layer: int, param_id: int, *,
+                           param_desc: api.TensorDescriptor | None = None) -> int:
+        """Offset in elements of a weight matrix inside the packed weights (`miopenGetRNNLayerParamOffset`);
+        MIOpen describes the matrix in `param_desc` when one is given (the caller's)."""
         lid, pid = self._check_param("RNN.layer_param_offset", layer, param_id)
-        desc = api.create_tensor_descriptor()
-        try:
-            return api.get_rnn_layer_param_offset(self.desc, lid, self._x_desc(), pid, desc)
-        finally:
-            desc.close()
+        return self._offset(False, lid, pid, param_desc)
 
-    def layer_bias_offset(self, layer: int, bias_id: int) -> int:
-        """Offset in elements of a bias inside the packed weights (`miopenGetRNNLayerBiasOffset`)."""
+    def layer_bias_offset(self, layer: int, bias_id: int, *, bias_desc: api.TensorDescriptor | None = None) -> int:
+        """Offset in elements of a bias inside the packed weights (`miopenGetRNNLayerBiasOffset`);
+        MIOpen describes the bias in `bias_desc` when one is given (the caller's)."""
         lid, bid = self._check_bias("RNN.layer_bias_offset", layer, bias_id)
-        desc = api.create_tensor_descriptor()
+        return self._offset(True, lid, bid, bias_desc)
+
+    def _offset(self, bias: bool, lid: int, pid: int, desc: api.TensorDescriptor | None) -> int:
+        what = "bias_desc" if bias else "param_desc"
+        if desc is not None and not isinstance(desc, api.TensorDescriptor):
+            raise TypeError(f"RNN: {what} must be a TensorDescriptor; got {type(desc).__name__}")
+        if isinstance(desc, FrozenTensorDescriptor):
+            raise ValueError(f"RNN: {what} must be a descriptor of your own, not a cached (frozen) one")
+        own = desc is None
+        d = api.create_tensor_descriptor() if desc is None else desc
         try:
-            return api.get_rnn_layer_bias_offset(self.desc, lid, self._x_desc(), bid, desc)
+            fn = api.get_rnn_layer_bias_offset if bias else api.get_rnn_layer_param_offset
+            return fn(self.desc, lid, self._x_desc(), pid, d)
         finally:
-            desc.close()
+            if own:
+                d.close()
 
     def _layer_tensors(self, op: str, w: TensorLike, data: TensorLike | None, data_name: str
                        ) -> tuple[Tensor, Tensor | None]:
