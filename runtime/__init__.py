@@ -48,7 +48,7 @@ _LAZY = {
     "tensor_descriptor": "descriptors", "k_one": "descriptors", "k_zero": "descriptors", "Tensor": "tensor",
     "as_tensor": "tensor", "create_scope": "scopes", "has_scope": "scopes",
 }
-_SUBMODULES = {"hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
+_SUBMODULES = {"hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
                "tensor", "errors"}
 _FIXED = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
           "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library"]

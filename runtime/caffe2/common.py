@@ -75,7 +75,9 @@ def miopen_get_error_string(status: api.Status | int) -> str:
     try:
         text = raw.miopenGetErrorString(code)
     except _s.LibraryNotFoundError:
-        members = {int(m): m.name for m in api.Status}
+        from .._generated.errors import miopenStatus_t  # the status names, without binding a release
+
+        members = {int(m): m.name for m in miopenStatus_t}
         return members.get(code, f"unknown miopenStatus_t value {code}")
     return text.decode("utf-8", "replace") if isinstance(text, bytes) else ""
 
