@@ -66,7 +66,7 @@ upgrade: $(STAMP)
 check-generated: $(STAMP)
 	rm -rf .check-generated
 	$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated
-	diff -r -x __pycache__ $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
+	diff -r -x __pycache__ -x .miogen-output $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
 	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o .check-generated/api-changes.md
 	diff docs/api-changes.md .check-generated/api-changes.md || { echo "docs/api-changes.md is stale: run make generate and commit"; exit 1; }
 	rm -rf .check-generated

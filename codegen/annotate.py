@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from . import model
-from .errors import CodegenError
+from . import model, validate
+from .errors import CodegenError, NamingError, SpecError
 from .spec_io import load_as
 
 Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaque"]
@@ -169,8 +169,20 @@ def _in_range(version: str, note: FunctionNote | Ownership) -> bool:
     return not (note.until and v > _version_key(note.until))
 
 
-def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: str | None = None) -> Semantics:
-    """Apply the rules and the annotations to `spec`; raise the gate error if anything is left open."""
+def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: str | None = None,
+            target: Any = None) -> Semantics:
+    """Apply the rules and the annotations to `spec`; raise the gate error if anything is left open.
+
+    First the spec itself is checked (codegen/validate.py: names, strings, types, defaults; a spec
+    built in memory gets the same checks as a loaded one); afterwards the Python names the renderer
+    will make (collisions raise NamingError naming the C names). `target` (the target facts) adds
+    the exception class names to that check.
+    """
+    for what, obj in ((f"spec {spec.target} {spec.miopen_version}", spec), ("annotations", ann)):
+        try:
+            validate.ensure_valid(obj) if obj is spec else validate.check_model(obj)
+        except validate.Violation as exc:
+            raise SpecError(f"{what}: {exc.path}: {exc.message}", path=exc.path) from None
     problems: list[str] = []
     names = {f.name: f for f in spec.functions}
     for fname, note in sorted(ann.functions.items()):
@@ -227,6 +239,10 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
         n: replace(fs, creates=next((h.name for h in handles.values() if n in h.create), None))
         for n, fs in functions.items()
     }
+    naming_problems = validate.check_names(spec, prefix, Semantics(functions=functions, handles=handles), target)
+    if naming_problems:
+        raise NamingError(f"{spec.target} {spec.miopen_version}: {len(naming_problems)} Python naming problem(s):\n  "
+                          + "\n  ".join(naming_problems))
     if problems and strict:
         raise AnnotationGateError(
             f"annotation gate: {len(problems)} problem(s) in {spec.target} {spec.miopen_version} "

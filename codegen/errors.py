@@ -21,3 +21,7 @@ class SpecError(CodegenError):
     def __init__(self, message: str, path: str | None = None) -> None:
         super().__init__(message)
         self.path = path
+
+
+class NamingError(SpecError):
+    """Python names made from a spec collide, or hit a name the generated code uses itself."""

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import GENERATOR_VERSION, doc, roles
+from . import GENERATOR_VERSION, doc, literals, roles, validate
 from .clang_env import cindex, find_builtin_include
 from .errors import HeaderError
 from .model import (
@@ -196,6 +196,16 @@ class _Builder:
         loc = cursor.location
         return HeaderError(f"{loc.file.name if loc.file else self.header}:{loc.line}:{loc.column}: {message}")
 
+    def valid(self, cursor: Any, item: Any) -> Any:
+        """`item` if its names and strings pass codegen/validate.py; else an error at `cursor`."""
+        try:
+            validate.check_model(item)
+        except validate.Violation as exc:
+            what = type(item).__name__.lower()
+            raise self._error(cursor, f"{what} {validate.short(getattr(item, 'name', None))}: {exc.path}: "
+                                      f"{exc.message}") from None
+        return item
+
     def ctype(self, t: Any, where: Any) -> CType:
         TK = self.ci.TypeKind
         consts: list[bool] = []  # outermost first
@@ -309,7 +319,7 @@ class _Builder:
                 name=name,
                 c=a.type.spelling,
                 type=ctype,
-                default=self._default(a),
+                default=self._default(a, ctype),
                 doc_tag=tag.direction if tag else None,
                 doc_optional=bool(tag and tag.optional),
             )
@@ -322,11 +332,26 @@ class _Builder:
             deprecated=doc.is_deprecated(comment),
         )
 
-    def _default(self, parm: Any) -> str | None:
+    def _default(self, parm: Any, ctype: CType) -> str | None:
+        """The canonical spelling of a default argument (codegen/literals.py), or an error at it."""
+        CK = self.ci.CursorKind
         for ch in parm.get_children():
-            if ch.kind.is_expression():
-                ext = ch.extent
-                return self.data[ext.start.offset : ext.end.offset].decode("utf-8")
+            if not ch.kind.is_expression():
+                continue
+            ext = ch.extent
+            text = self.data[ext.start.offset : ext.end.offset].decode("utf-8", "replace")
+            values: dict[str, int] = {}
+            for ref in ch.walk_preorder():  # enum constants the expression names, with their values
+                target = ref.referenced if ref.kind == CK.DECL_REF_EXPR else None
+                if target is not None and target.kind == CK.ENUM_CONSTANT_DECL:
+                    values[target.spelling] = int(target.enum_value)
+            decl = parm.type.get_canonical().get_declaration()
+            members = ({e.spelling for e in decl.get_children() if e.kind == CK.ENUM_CONSTANT_DECL}
+                       if decl is not None and decl.kind == CK.ENUM_DECL else None)
+            try:
+                return literals.canonical(literals.parse(text), ctype, values.get, lambda _: members)
+            except literals.LiteralError as exc:
+                raise self._error(parm, f"default argument of {parm.spelling or 'a parameter'}: {exc}") from None
         return None
 
     def enum(self, c: Any) -> Enum:
@@ -434,23 +459,23 @@ def build_spec(tu: Any, header: Path, text: str, target: Target) -> dict[str, li
     for c in cursors:
         k = c.kind
         if k == CK.FUNCTION_DECL:
-            functions.append(b.function(c))
+            functions.append(b.valid(c, b.function(c)))
         elif k == CK.ENUM_DECL and c.is_definition():
-            enums.append(b.enum(c))
+            enums.append(b.valid(c, b.enum(c)))
         elif k in (CK.STRUCT_DECL, CK.UNION_DECL) and c.is_definition():
             if not list(c.type.get_fields()):
                 continue  # the empty struct behind an opaque handle
             if _is_anonymous_record(c):
                 pending_records[c.get_usr()] = c
             else:
-                records.append(b.record(c, c.spelling, None, c.spelling))
+                records.append(b.valid(c, b.record(c, c.spelling, None, c.spelling)))
                 b.records[c.get_usr()] = c.spelling
         elif k == CK.TYPEDEF_DECL:
             name = c.spelling
             if name in b.handles:
-                handles.append(Handle(name=name, tag=b.handles[name], group=b._group(c, c.raw_comment)))
+                handles.append(b.valid(c, Handle(name=name, tag=b.handles[name], group=b._group(c, c.raw_comment))))
             elif name in b.callbacks:
-                callbacks.append(b.callback(c))
+                callbacks.append(b.valid(c, b.callback(c)))
             elif name in b.enums:
                 continue
             else:
@@ -459,11 +484,11 @@ def build_spec(tu: Any, header: Path, text: str, target: Target) -> dict[str, li
                 usr = decl.get_usr() if decl is not None else ""
                 if usr in pending_records:
                     b.records[usr] = name
-                    records.append(b.record(pending_records.pop(usr), name, name, None))
+                    records.append(b.valid(c, b.record(pending_records.pop(usr), name, name, None)))
                 elif usr in b.records:
-                    records = [replace(r, typedef=name) if r.name == b.records[usr] else r for r in records]
+                    records = [b.valid(c, replace(r, typedef=name)) if r.name == b.records[usr] else r for r in records]
                 else:
-                    typedefs.append(Typedef(name=name, type=b.ctype(under, c), c=under.spelling))
+                    typedefs.append(b.valid(c, Typedef(name=name, type=b.ctype(under, c), c=under.spelling)))
     return {
         "handles": handles, "typedefs": typedefs, "enums": enums, "records": records,
         "callbacks": callbacks, "functions": functions,
@@ -501,11 +526,11 @@ def _flag_beta(items: dict[str, list[Any]], stable: tuple[set[str], dict[str, se
 
 
 def normalise_version(text: str) -> str:
-    """'3.00.0' -> '3.0.0'; raises ValueError for anything but three numbers."""
-    parts = text.strip().split(".")
-    if len(parts) != 3 or not all(p.isdigit() for p in parts):
+    """'3.00.0' -> '3.0.0'; raises ValueError for anything but three ASCII numbers (of up to six digits)."""
+    m = re.fullmatch(r"([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})", text.strip(), re.ASCII)
+    if m is None:
         raise ValueError(text)
-    return ".".join(str(int(p)) for p in parts)
+    return ".".join(str(int(p)) for p in m.groups())
 
 
 def detect_version(header: Path, target: Target) -> str | None:
@@ -518,7 +543,7 @@ def detect_version(header: Path, target: Target) -> str | None:
     text = vh.read_text(encoding="utf-8", errors="replace")
     values = []
     for macro in target.version_macros:
-        m = re.search(rf"#\s*define\s+{re.escape(macro)}\s+(\d+)", text)
+        m = re.search(rf"#[ \t]*define[ \t]+{re.escape(macro)}[ \t]+([0-9]{{1,6}})\b", text, re.ASCII)
         if m is None:
             return None
         values.append(m.group(1))
@@ -562,7 +587,7 @@ def parse_header(
         items = build_spec(_translation_unit(header, clang_args(opts, target, False), target), header, text, target)
     _check_is_target(header, items, target)
     defines = (*target.default_defines, *opts.defines, *((target.beta_macro,) if opts.beta else ()))
-    return Spec(
+    spec = Spec(
         schema_version=SCHEMA_VERSION,
         generator_version=GENERATOR_VERSION,
         target=target.name,
@@ -577,6 +602,13 @@ def parse_header(
         callbacks=tuple(items["callbacks"]),
         functions=tuple(items["functions"]),
     )
+    try:
+        validate.check_model(replace(spec, handles=(), typedefs=(), enums=(), records=(), callbacks=(), functions=()))
+        validate.check_spec(spec)
+    except validate.Violation as exc:
+        raise HeaderError(f"{header}: {exc.path}: {exc.message}") from None
+    validate.mark_valid(spec)
+    return spec
 
 
 def _check_is_target(header: Path, items: dict[str, list[Any]], target: Target) -> None:

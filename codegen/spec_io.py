@@ -8,15 +8,16 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import stat
 import types
 import typing
 from pathlib import Path
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any, TypeVar
 
 import yaml
 
-from . import model
+from . import model, validate
 from .errors import SpecError
 
 T = TypeVar("T")
@@ -142,23 +143,23 @@ def dump(spec: model.Spec, path: Path) -> None:
 
 
 # --------------------------------------------------------------------------- load
+#
+# Every YAML file the project reads (specs, annotations, target facts) goes through `_load_yaml`:
+# a size limit, then one pass over libyaml's events (nesting depth, alias expansion), then the C
+# composer, then a walk over the nodes (duplicate keys, non-scalar keys, merge keys), then the
+# constructor. Limits are in docs/limits.md.
 
+#: largest YAML file read (bytes)
+MAX_YAML_BYTES = 16 * 1024 * 1024
+#: deepest nesting of mappings and sequences
+MAX_YAML_DEPTH = 64
+#: most nodes, counting every alias as a copy of what it names
+MAX_YAML_NODES = 500_000
+#: most aliases in one file
+MAX_YAML_ALIASES = 1_000
 
-class _Invalid(Exception):
-    """A validation error; `parts` is the YAML path, filled in as the error unwinds."""
-
-    def __init__(self, message: str, parts: list[str] | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.parts: list[str] = parts or []
-
-    def within(self, part: str) -> _Invalid:
-        self.parts.insert(0, part)
-        return self
-
-    @property
-    def path(self) -> str:
-        return "".join(p if p.startswith("[") else f".{p}" for p in self.parts).lstrip(".")
+_Invalid = validate.Violation
+short = validate.short
 
 
 def _typename(value: Any) -> str:
@@ -189,8 +190,8 @@ def _build_converter(tp: Any) -> Converter:
         allowed = typing.get_args(tp)
 
         def literal(v: Any) -> Any:
-            if isinstance(v, bool) or v not in allowed:
-                raise _Invalid(f"expected one of {', '.join(map(str, allowed))}; got {v!r}")
+            if isinstance(v, bool) or not isinstance(v, (str, int)) or v not in allowed:
+                raise _Invalid(f"expected one of {', '.join(map(str, allowed))}; got {short(v)}")
             return v
 
         return literal
@@ -221,9 +222,11 @@ def _build_converter(tp: Any) -> Converter:
             out = {}
             for k, x in v.items():
                 try:
-                    out[kconv(str(k))] = vconv(x)
+                    if not isinstance(k, str):
+                        raise _Invalid(f"keys must be strings; got {_typename(k)} {short(k)} (quote it)")
+                    out[kconv(k)] = vconv(x)
                 except _Invalid as exc:
-                    raise exc.within(str(k)) from None
+                    raise exc.within(validate.key_part(k)) from None
             return out
 
         return mapping
@@ -232,21 +235,21 @@ def _build_converter(tp: Any) -> Converter:
     if tp is bool:
         def boolean(v: Any) -> Any:
             if not isinstance(v, bool):
-                raise _Invalid(f"expected true or false; got {_typename(v)} {v!r}")
+                raise _Invalid(f"expected true or false; got {_typename(v)} {short(v)}")
             return v
 
         return boolean
     if tp is int:
         def integer(v: Any) -> Any:
             if type(v) is not int:
-                raise _Invalid(f"expected an integer; got {_typename(v)} {v!r}")
+                raise _Invalid(f"expected an integer; got {_typename(v)} {short(v)}")
             return v
 
         return integer
     if tp is str:
         def string(v: Any) -> Any:
             if type(v) is not str:
-                raise _Invalid(f"expected a string; got {_typename(v)} {v!r}")
+                raise _Invalid(f"expected a string; got {_typename(v)} {short(v)}")
             return v
 
         return string
@@ -257,6 +260,19 @@ _FIELDS: dict[tuple[type, tuple[str, ...]], list[tuple[str, str, bool, Converter
 _ALLOWED: dict[tuple[type, tuple[str, ...]], frozenset[str]] = {}
 
 
+def _checked(conv: Converter, check: validate.Check | None) -> Converter:
+    """`conv`, then the field's rules from codegen/validate.py."""
+    if check is None:
+        return conv
+
+    def run(v: Any) -> Any:
+        out = conv(v)
+        check(out)
+        return out
+
+    return run
+
+
 def _field_plan(cls: type, skip: tuple[str, ...]) -> list[tuple[str, str, bool, Converter]]:
     """(yaml key, attribute, required, converter) per field of `cls`."""
     key = (cls, skip)
@@ -265,7 +281,7 @@ def _field_plan(cls: type, skip: tuple[str, ...]) -> list[tuple[str, str, bool, 
         hints = _hints(cls)
         plan = _FIELDS[key] = [
             (_key(f), f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
-             _converter(hints[f.name]))
+             _checked(_converter(hints[f.name]), validate.field_check(cls, f.name, hints[f.name])))
             for f in dataclasses.fields(cls) if f.name not in skip
         ]
         _ALLOWED[key] = frozenset(k for k, *_ in plan)
@@ -280,7 +296,7 @@ def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     if not allowed.issuperset(data):
         extra = next(k for k in data if k not in allowed)
         names = ", ".join(k for k, *_ in plan)
-        raise _Invalid(f"unknown key in {cls.__name__}; allowed keys: {names}", [str(extra)])
+        raise _Invalid(f"unknown key in {cls.__name__}; allowed keys: {names}", [validate.key_part(extra)])
     kwargs: dict[str, Any] = {}
     for key, attr, required, conv in plan:
         if key in data:
@@ -293,37 +309,248 @@ def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     return cls(**kwargs)
 
 
-def _line_of(text: str, path: str) -> int | None:
-    """1-based line of the YAML node at `path` (best effort, for error messages)."""
-    import re
-
-    try:
-        node: yaml.Node | None = yaml.compose(text, Loader=_BaseLoader)
-    except yaml.YAMLError:
-        return None
-    for part in re.findall(r"[^.\[\]]+|\[\d+\]", path):
+def _line_of(node: yaml.Node | None, parts: list[str]) -> int | None:
+    """1-based line of the YAML node at the path `parts` (best effort, for error messages)."""
+    for n, part in enumerate(parts):
         if node is None:
             return None
         if part.startswith("[") and isinstance(node, yaml.SequenceNode):
-            idx = int(part[1:-1])
+            try:
+                idx = int(part[1:-1])
+            except ValueError:
+                return node.start_mark.line + 1
             node = node.value[idx] if idx < len(node.value) else None
         elif isinstance(node, yaml.MappingNode):
-            match = [(k, v) for k, v in node.value if k.value == part]
+            match = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part]
             if not match:
                 return node.start_mark.line + 1
             key, value = match[0]
-            node = value if part != path.rsplit(".", 1)[-1] else key
+            node = value if n < len(parts) - 1 else key
         else:
             break
     return None if node is None else node.start_mark.line + 1
 
 
+def _yaml_error(source: str, line: int | None, parts: list[str], message: str) -> SpecError:
+    path = validate.Violation("", list(parts)).path
+    at = f"{source}:{line}" if line else source
+    return SpecError(f"{at}: {path + ': ' if path else ''}{message}", path=path or None)
+
+
+class _Frame:
+    """An open mapping or sequence while scanning events."""
+
+    __slots__ = ("mapping", "nodes", "height", "anchor", "key", "index", "expect_key")
+
+    def __init__(self, mapping: bool, anchor: str | None) -> None:
+        self.mapping = mapping
+        self.nodes = 1
+        self.height = 1
+        self.anchor = anchor
+        self.key: str | None = None
+        self.index = 0
+        self.expect_key = True
+
+    def part(self) -> str | None:
+        return self.key if self.mapping else f"[{self.index}]"
+
+
+def _scan_events(text: str, source: str) -> None:
+    """Nesting depth and alias expansion, from libyaml's event stream (which never recurses).
+
+    A fast pass counts; only when it finds a problem does a second pass track the YAML path."""
+    problem = _count_events(text, source)
+    if problem is not None:
+        _scan_with_paths(text, source)
+        raise SpecError(f"{source}: {problem}")  # pragma: no cover - the second pass raises with the path
+
+
+def _count_events(text: str, source: str) -> str | None:
+    depth = 0
+    total = 0
+    aliases = 0
+    anchors: dict[str, tuple[int, int]] = {}
+    open_anchors: list[list[Any]] = []  # [anchor, total at start, depth at start, deepest depth inside]
+    try:
+        events: Iterable[Any] = yaml.parse(text, Loader=_BaseLoader)
+        for event in events:
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                total += 1
+                if event.anchor is not None:
+                    anchors[event.anchor] = (1, 0)
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                total += 1
+                depth += 1
+                if depth > MAX_YAML_DEPTH:
+                    return f"nesting deeper than {MAX_YAML_DEPTH} levels"
+                for frame in open_anchors:
+                    frame[3] = max(frame[3], depth)
+                if event.anchor is not None:
+                    open_anchors.append([event.anchor, total - 1, depth, depth])
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                if open_anchors and open_anchors[-1][2] == depth:
+                    name, start, at, deepest = open_anchors.pop()
+                    anchors[name] = (total - start, deepest - at + 1)
+                depth -= 1
+            elif kind is yaml.AliasEvent:
+                aliases += 1
+                if aliases > MAX_YAML_ALIASES:
+                    return f"more than {MAX_YAML_ALIASES} aliases"
+                nodes, height = anchors.get(event.anchor, (1, 0))
+                total += nodes
+                if depth + height > MAX_YAML_DEPTH:
+                    return f"nesting deeper than {MAX_YAML_DEPTH} levels (through an alias)"
+                for frame in open_anchors:
+                    frame[3] = max(frame[3], depth + height)
+            if total > MAX_YAML_NODES:
+                return f"more than {MAX_YAML_NODES} YAML nodes (aliases counted as copies)"
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {_yaml_message(exc)}") from None
+    return None
+
+
+def _scan_with_paths(text: str, source: str) -> None:
+    """The slow pass: the same limits, raising with the line and YAML path of the offending node."""
+    stack: list[_Frame] = []
+    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (expanded nodes, height) of what it names
+    total = 0
+    aliases = 0
+
+    def fail(event: Any, message: str) -> SpecError:
+        return _yaml_error(source, event.start_mark.line + 1, [p for f in stack if (p := f.part()) is not None],
+                           message)
+
+    def done(event: Any, nodes: int, height: int) -> None:
+        """A complete node of `nodes` expanded nodes and `height` levels inside the top frame."""
+        nonlocal total
+        total += nodes
+        if total > MAX_YAML_NODES:
+            raise fail(event, f"more than {MAX_YAML_NODES} YAML nodes (aliases counted as copies); refusing to "
+                              f"expand it")
+        if stack:
+            top = stack[-1]
+            top.nodes += nodes
+            if height + 1 > top.height:
+                top.height = height + 1
+            if top.mapping:
+                top.expect_key = not top.expect_key
+            else:
+                top.index += 1
+
+    events: Iterable[Any] = yaml.parse(text, Loader=_BaseLoader)
+    for event in events:
+        kind = type(event)
+        if kind is yaml.ScalarEvent:
+            if stack and stack[-1].mapping and stack[-1].expect_key:
+                stack[-1].key = validate.key_part(event.value)
+            if event.anchor is not None:
+                anchors[event.anchor] = (1, 0)
+            done(event, 1, 0)
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            if len(stack) >= MAX_YAML_DEPTH:
+                raise fail(event, f"nesting deeper than {MAX_YAML_DEPTH} levels")
+            stack.append(_Frame(kind is yaml.MappingStartEvent, event.anchor))
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            frame = stack.pop()
+            if frame.anchor is not None:
+                anchors[frame.anchor] = (frame.nodes, frame.height)
+            done(event, frame.nodes, frame.height)
+        elif kind is yaml.AliasEvent:
+            aliases += 1
+            if aliases > MAX_YAML_ALIASES:
+                raise fail(event, f"more than {MAX_YAML_ALIASES} aliases")
+            nodes, height = anchors.get(event.anchor, (1, 0))
+            if len(stack) + height > MAX_YAML_DEPTH:
+                raise fail(event, f"nesting deeper than {MAX_YAML_DEPTH} levels (through an alias)")
+            done(event, nodes, height)
+
+
+def _yaml_message(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+
+def _check_nodes(root: yaml.Node, loader: Any, source: str) -> None:
+    """Duplicate keys, and merge keys (`<<`), which hide them: refused with the key's line and path."""
+    # entries: (node, path) with path a linked pair (parent path, part), unrolled only for a message
+    stack: list[tuple[yaml.Node, Any]] = [(root, None)]
+    seen: set[int] = set()
+    mapping_node, sequence_node, scalar_node = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
+
+    def unroll(path: Any) -> list[str]:
+        parts: list[str] = []
+        while path is not None:
+            path, part = path
+            parts.append(part)
+        return parts[::-1]
+
+    while stack:
+        node, path = stack.pop()
+        kind = type(node)
+        if kind is scalar_node:
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if kind is sequence_node:
+            stack.extend((v, (path, f"[{i}]")) for i, v in enumerate(node.value) if type(v) is not scalar_node)
+        elif kind is mapping_node:
+            keys: dict[Any, int] = {}
+            for k, v in node.value:
+                if type(k) is not scalar_node:
+                    raise _yaml_error(source, k.start_mark.line + 1, unroll(path), "a mapping key must be a plain scalar")
+                if k.tag == _STR_TAG:
+                    key: Any = k.value
+                    ident: Any = key
+                else:
+                    if k.tag == _MERGE_TAG:
+                        raise _yaml_error(source, k.start_mark.line + 1, unroll(path), "merge keys (<<) are not supported")
+                    try:
+                        key = loader.construct_object(k)
+                    except Exception as exc:  # a key the constructor refuses (a bad timestamp, a huge int, ...)
+                        raise _yaml_error(source, k.start_mark.line + 1, unroll(path),
+                                          f"bad key: {_yaml_message(exc)}") from None
+                    ident = (type(key).__name__, key if isinstance(key, (int, float, bool)) or key is None
+                             else repr(key))
+                if ident in keys:
+                    raise _yaml_error(source, k.start_mark.line + 1, [*unroll(path), validate.key_part(key)],
+                                      f"duplicate key {short(key)} (first at line {keys[ident]}); YAML keeps only the "
+                                      f"last, so one of them would be lost")
+                keys[ident] = k.start_mark.line + 1
+                if type(v) is not scalar_node:
+                    stack.append((v, (path, validate.key_part(key))))
+
+
+def _load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
+    """The data of a YAML document, and its root node (for line numbers); SpecError on anything wrong."""
+    if len(text) > MAX_YAML_BYTES:
+        raise SpecError(f"{source}: {len(text)} characters; YAML files are read up to {MAX_YAML_BYTES} bytes")
+    _scan_events(text, source)
+    loader = _BaseLoader(text)
+    try:
+        try:
+            node = loader.get_single_node()
+        except yaml.YAMLError as exc:
+            raise SpecError(f"{source}: not valid YAML: {_yaml_message(exc)}") from None
+        if node is None:
+            return None, None
+        _check_nodes(node, loader, source)
+        try:
+            data = loader.construct_document(node)
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+            raise SpecError(f"{source}: not valid YAML: {_yaml_message(exc)}") from None
+        return data, node
+    finally:
+        loader.dispose()
+
+
 def loads(text: str, source: str = "<spec>") -> model.Spec:
     """Parse and validate spec text; errors name `source`, the line and the YAML path."""
-    try:
-        data = yaml.load(text, Loader=_BaseLoader)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{source}: not valid YAML: {exc}") from None
+    data, node = _load_yaml(text, source)
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a spec must be a YAML mapping; got {_typename(data)}")
     version = data.get("schema_version")
@@ -332,85 +559,47 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
             raise SpecError(f"{source}: not a miogen spec (it has no schema_version)", path="schema_version")
         raise SpecError(
             f"{source}: schema_version: this generator reads schema version {model.SCHEMA_VERSION}; "
-            f"the file has {version!r} (re-run `miogen parse` to regenerate it)",
+            f"the file has {short(version)} (re-run `miogen parse` to regenerate it)",
             path="schema_version",
         )
     try:
         spec = _from_mapping(model.Spec, data)
-        _check_references(spec)
+        validate.check_spec(spec)
+        validate.mark_valid(spec)
         return spec
     except _Invalid as exc:
-        line = _line_of(text, exc.path)
-        at = f"{source}:{line}" if line else source
-        raise SpecError(f"{at}: {exc.path}: {exc.message}", path=exc.path) from None
-
-
-def _check_references(spec: model.Spec) -> None:
-    """What the schema alone cannot check: each type is well formed and names something that exists."""
-    from .ctypes_map import FLOAT_CTYPES, INT_BITS
-
-    declared: dict[str, set[str]] = {
-        "int": set(INT_BITS),
-        "float": set(FLOAT_CTYPES),
-        "enum": {e.name for e in spec.enums},
-        "handle": {h.name for h in spec.handles},
-        "callback": {c.name for c in spec.callbacks},
-        "struct": {n for r in spec.records for n in (r.name, r.typedef) if n},
-        "union": {n for r in spec.records for n in (r.name, r.typedef) if n},
-    }
-
-    def check(t: model.CType, parts: list[str]) -> None:
-        """`parts`: the YAML path of the type mapping itself."""
-        if t.depth < 0 or len(t.const) != t.depth + 1:
-            raise _Invalid(f"depth {t.depth} needs {t.depth + 1} const flags; got {len(t.const)}", parts)
-        if t.array is not None and t.array <= 0:
-            raise _Invalid(f"array length must be positive; got {t.array}", [*parts, "array"])
-        known = declared.get(t.kind)
-        if known is not None and t.name not in known:
-            raise _Invalid(f"{t.kind} type {t.name!r} is not declared in the spec", [*parts, "name"])
-
-    for i, f in enumerate(spec.functions):
-        check(f.returns, ["functions", f"[{i}]", "returns"])
-        for j, p in enumerate(f.params):
-            check(p.type, ["functions", f"[{i}]", "params", f"[{j}]", "type"])
-    def check_record(r: model.Record, parts: list[str]) -> None:
-        for j, fld in enumerate(r.fields):
-            if fld.type is not None:
-                check(fld.type, [*parts, "fields", f"[{j}]", "type"])
-            if fld.record is not None:
-                check_record(fld.record, [*parts, "fields", f"[{j}]", "record"])
-
-    for i, r in enumerate(spec.records):
-        check_record(r, ["records", f"[{i}]"])
-    for i, t in enumerate(spec.typedefs):
-        check(t.type, ["typedefs", f"[{i}]", "type"])
-    for i, c in enumerate(spec.callbacks):
-        check(c.returns, ["callbacks", f"[{i}]", "returns"])
-        for j, p in enumerate(c.params):
-            check(p.type, ["callbacks", f"[{i}]", "params", f"[{j}]", "type"])
+        raise _yaml_error(source, _line_of(node, exc.parts), exc.parts, exc.message) from None
 
 
 def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
     """Load and validate any YAML file into the dataclass `cls` (errors name the YAML path)."""
-    text = _read(path)
-    try:
-        data = yaml.load(text, Loader=_BaseLoader)
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{path}: not valid YAML: {exc}") from None
+    return loads_as(cls, _read(path), str(path), skip)
+
+
+def loads_as(cls: type[T], text: str, source: str, skip: tuple[str, ...] = ()) -> T:
+    """`load_as` on text already read; `source` names it in errors."""
+    data, node = _load_yaml(text, source)
     try:
         return _from_mapping(cls, data, skip)
     except _Invalid as exc:
-        line = _line_of(text, exc.path)
-        raise SpecError(f"{path}{f':{line}' if line else ''}: {exc.path}: {exc.message}", path=exc.path) from None
+        raise _yaml_error(source, _line_of(node, exc.parts), exc.parts, exc.message) from None
 
 
 def _read(path: Path) -> str:
     try:
-        return path.read_text(encoding="utf-8")
+        if not stat.S_ISREG(path.stat().st_mode):  # a directory, a FIFO, /dev/zero: nothing to read
+            raise SpecError(f"{path}: not a regular file")
+        with path.open("rb") as fh:
+            data = fh.read(MAX_YAML_BYTES + 1)
     except OSError as exc:
-        raise SpecError(f"{path}: cannot read: {exc.strerror}") from None
-    except UnicodeDecodeError:
-        raise SpecError(f"{path}: not a UTF-8 text file") from None
+        raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_YAML_BYTES:
+        raise SpecError(f"{path}: larger than {MAX_YAML_BYTES} bytes; not a YAML file miogen reads")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        raise SpecError(f"{path}:{line}: not a UTF-8 text file") from None
 
 
 def load(path: Path) -> model.Spec:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from .errors import SpecError
 from .spec_io import load_as
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -71,4 +72,25 @@ def target_for(name: str) -> Target:
 
 def load_target(path: Path = DEFAULT_TARGET) -> Target:
     target = load_as(Target, path, skip=("path",))
+    problems = target_problems(target)
+    if problems:
+        raise SpecError(f"{path}: " + "; ".join(problems))
     return Target(**{**target.__dict__, "path": path})
+
+
+def target_problems(target: Target) -> list[str]:
+    """Exception class names the generated errors module would define twice or over its own names."""
+    from . import reserved
+
+    base = target.error_base
+    warning = (base[:-5] if base.endswith("Error") else base) + "Warning"
+    seen: dict[str, str] = {}
+    problems = []
+    for where, name in [("error_base", base), ("error_base (its warning class)", warning),
+                        *((f"status_exceptions.{k}.name", v.name) for k, v in target.status_exceptions.items())]:
+        if name in reserved.ERRORS_MODULE or name in reserved.API_MODULE or name in reserved.PACKAGE:
+            problems.append(f"{where}: {name} is a name the generated package uses itself")
+        elif name in seen:
+            problems.append(f"{where}: {name} is also {seen[name]}")
+        seen[name] = where
+    return problems

@@ -5,10 +5,15 @@ persisted in a directory keyed by MIOpen version and device architecture.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import hashlib
 import os
+import re
+import stat
 import threading
+import warnings
+import weakref
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -19,14 +24,24 @@ from ._generated import api, raw
 from .descriptors import FrozenTensorDescriptor
 from .errors import STATUS_EXCEPTIONS, HipOutOfMemoryError, MIOpenError, WorkspaceLimitError, WorkspaceOOM
 from .version import compiled_version, require_feature, runtime_version
-from .workspace import MIOpenWorkspace, workspace_limit
+from .workspace import MAX_WORKSPACE_BYTES, MIOpenWorkspace, workspace_limit
 
 Direction = Literal["forward", "backward_data", "backward_weights"]
 Mode = Literal["immediate", "find", "find2"]
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward_data", "backward_weights")
 REQUEST_ALGOS = 4
 MAX_SOLUTIONS = 256  # an upper bound on what GetSolutionCount may sensibly report
+MAX_BLOB_BYTES = 64 * 1024 * 1024  # a saved Find 2.0 solution larger than this is treated as damaged
 _T = TypeVar("_T")
+_VERSION_MISMATCH: tuple[type[BaseException], ...] = tuple(
+    cls for code, cls in STATUS_EXCEPTIONS.items() if cls.__name__ == "MIOpenVersionMismatchError")
+
+
+class AlgoCacheWarning(UserWarning):
+    """The Find 2.0 cache directory is unusable (unwritable, unreadable or damaged); plans go on without it."""
+
+
+_CACHES: weakref.WeakSet[AlgoCache] = weakref.WeakSet()
 
 
 @dataclass(frozen=True)
@@ -83,8 +98,11 @@ class AlgoCache:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._plans: dict[ConvKey, ConvPlan] = {}
+        self._warned: set[str] = set()
+        self._disabled: set[str] = set()
         self.hits = 0
         self.misses = 0
+        _CACHES.add(self)
 
     def get(self, key: ConvKey) -> ConvPlan | None:
         with self._lock:
@@ -108,9 +126,34 @@ class AlgoCache:
             return len(self._plans)
 
     # ---------------------------------------------------------------- Find 2.0 persistence
+    #
+    # Persistence is best effort: a cache directory that cannot be read or written (or whose files
+    # are damaged) never fails a plan. The first problem with a directory warns once
+    # (AlgoCacheWarning); a directory that cannot be read or written is then not used again by
+    # this cache (plans are still cached in memory).
+
     @staticmethod
     def _dir(root: Path, key: ConvKey) -> Path:
-        return root / key.miopen_version / (key.arch or "unknown-arch")
+        return Path(root) / _path_part(key.miopen_version) / _path_part(key.arch or "unknown-arch")
+
+    def _problem(self, root: Path, what: str, exc: BaseException | None, disable: bool) -> None:
+        """Warn once per directory; stop using it when `disable`."""
+        where = str(root)
+        with self._lock:
+            first = where not in self._warned
+            self._warned.add(where)
+            if disable:
+                self._disabled.add(where)
+        if first:
+            detail = f": {exc}" if exc is not None else ""
+            warnings.warn(f"algorithm cache {where}: {what}{detail}; " +
+                          ("not using it for the rest of this process (plans are still cached in memory)" if disable
+                           else "searching again"), AlgoCacheWarning, stacklevel=3)
+
+    def disabled(self, root: Path) -> bool:
+        """Whether persistence in `root` was given up after an I/O error."""
+        with self._lock:
+            return str(root) in self._disabled
 
     def save(self, root: Path) -> int:
         """Write every Find 2.0 solution as `<root>/<MIOpen version>/<arch>/<key digest>.bin`."""
@@ -121,39 +164,113 @@ class AlgoCache:
         return len(plans)
 
     def save_plan(self, root: Path, plan: ConvPlan) -> None:
-        """Write one Find 2.0 solution (atomically: readers never see a partial blob)."""
-        if plan.solution is None:
+        """Write one Find 2.0 solution (atomically: readers never see a partial blob); best effort."""
+        if plan.solution is None or self.disabled(root):
             return
-        blob = plan.blob or api.save_solution(plan.solution)
+        try:
+            blob = plan.blob or api.save_solution(plan.solution)
+        except MIOpenError as exc:
+            self._problem(root, "MIOpen could not serialise a solution", exc, disable=False)
+            return
         plan.blob = blob
         d = self._dir(root, plan.key)
-        d.mkdir(parents=True, exist_ok=True)
-        for name, data in ((f"{plan.key.digest()}.key", (repr(plan.key) + "\n").encode()),
-                           (f"{plan.key.digest()}.bin", blob)):
-            tmp = d / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-            tmp.write_bytes(data)
-            os.replace(tmp, d / name)
+        tmp: Path | None = None
+        try:
+            d.mkdir(parents=True, exist_ok=True)
+            for name, data in ((f"{plan.key.digest()}.key", (repr(plan.key) + "\n").encode()),
+                               (f"{plan.key.digest()}.bin", blob)):
+                tmp = d / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+                tmp.write_bytes(data)
+                os.replace(tmp, d / name)
+                tmp = None
+        except (OSError, ValueError) as exc:
+            if tmp is not None:
+                with contextlib.suppress(OSError):
+                    tmp.unlink()
+            self._problem(root, "cannot write a solution there", exc, disable=True)
 
     def load(self, root: Path, key: ConvKey, workspace_bytes: int | None = None) -> ConvPlan | None:
-        """The saved solution for `key`, or None; a stale blob (VersionMismatch) is deleted."""
-        path = self._dir(root, key) / f"{key.digest()}.bin"
-        if not path.is_file():
+        """The saved solution for `key`, or None; a stale (VersionMismatch) or damaged blob is deleted.
+        Never raises for what is on disk."""
+        if self.disabled(root):
             return None
-        blob = path.read_bytes()
+        path = self._dir(root, key) / f"{key.digest()}.bin"
+        keyfile = path.with_suffix(".key")
+        try:
+            st = path.stat()
+            if not stat.S_ISREG(st.st_mode):
+                return None
+            if st.st_size > MAX_BLOB_BYTES:
+                raise ValueError(f"{st.st_size} bytes (at most {MAX_BLOB_BYTES})")
+            if keyfile.exists() and keyfile.read_bytes() != (repr(key) + "\n").encode():
+                raise ValueError("its key file names another problem")
+            blob = path.read_bytes()
+        except FileNotFoundError:
+            return None
+        except ValueError as exc:
+            self._drop(root, path, f"damaged solution {path.name}", exc)
+            return None
+        except OSError as exc:
+            self._problem(root, "cannot read it", exc, disable=True)
+            return None
         try:
             solution = api.load_solution(blob)
-        except MIOpenError:  # VersionMismatch (another MIOpen), or a damaged blob: drop it and search again
-            path.unlink(missing_ok=True)
-            path.with_suffix(".key").unlink(missing_ok=True)
+        except MIOpenError as exc:  # VersionMismatch (another MIOpen), or a damaged blob: drop it and search again
+            self._drop(root, path, f"unusable solution {path.name}", exc, quiet=isinstance(exc, _VERSION_MISMATCH))
             return None
-        ws = api.get_solution_workspace_size(solution) if workspace_bytes is None else workspace_bytes
-        plan = ConvPlan(key=key, mode="find2", workspace_bytes=ws, solution=solution, blob=blob,
-                        solution_id=api.get_solution_solver_id(solution))
+        try:
+            ws = api.get_solution_workspace_size(solution) if workspace_bytes is None else workspace_bytes
+            solver = api.get_solution_solver_id(solution)
+        except MIOpenError as exc:
+            solution.close()
+            self._drop(root, path, f"unusable solution {path.name}", exc)
+            return None
+        plan = ConvPlan(key=key, mode="find2", workspace_bytes=ws, solution=solution, blob=blob, solution_id=solver)
         self.put(plan)
         return plan
 
+    def _drop(self, root: Path, path: Path, what: str, exc: BaseException, quiet: bool = False) -> None:
+        """Delete a blob (and its key file) that cannot be used; warn once unless `quiet`."""
+        try:
+            path.unlink(missing_ok=True)
+            path.with_suffix(".key").unlink(missing_ok=True)
+        except OSError as err:
+            self._problem(root, f"{what} cannot be deleted", err, disable=True)
+            return
+        if not quiet:
+            self._problem(root, what, exc, disable=False)
+
+    def _after_fork(self) -> None:
+        """In a forked child: a fresh lock and no plans (solutions belong to the parent's MIOpen)."""
+        self._lock = threading.Lock()
+        for plan in self._plans.values():
+            if plan.solution is not None:
+                _disown(plan.solution)
+        self._plans = {}
+
+
+def _path_part(text: str) -> str:
+    """A single, harmless path component (the arch string comes from the driver)."""
+    part = re.sub(r"[^A-Za-z0-9_.:+-]", "_", text)[:64]
+    return part if part.strip(".") else "_"
+
+
+def _disown(handle: api.Solution) -> None:
+    """Forget a handle without destroying it (it belongs to another process's MIOpen)."""
+    handle._owned = False
+    handle._ptr = None
+    handle._children = None
+
 
 _cache = AlgoCache()
+
+
+def _after_fork_in_child() -> None:
+    for cache in list(_CACHES):
+        cache._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def algo_cache() -> AlgoCache:
@@ -192,6 +309,15 @@ class ConvPlanner:
                  cache_dir: Path | None = None) -> None:
         if mode not in ("immediate", "find", "find2"):
             raise ValueError(f"ConvPlanner: mode must be 'immediate', 'find' or 'find2'; got {mode!r}")
+        if workspace_limit_bytes is not None and (isinstance(workspace_limit_bytes, bool)
+                                                  or not isinstance(workspace_limit_bytes, int)
+                                                  or not 0 <= workspace_limit_bytes <= MAX_WORKSPACE_BYTES):
+            raise ValueError(f"ConvPlanner: workspace_limit_bytes must be None or an int in [0, "
+                             f"{MAX_WORKSPACE_BYTES}]; got {workspace_limit_bytes!r}")
+        if cache_dir is not None:
+            if not isinstance(cache_dir, (str, os.PathLike)) or not os.fspath(cache_dir):
+                raise TypeError(f"ConvPlanner: cache_dir must be a path or None; got {cache_dir!r}")
+            cache_dir = Path(cache_dir)
         self.mode: Mode = mode
         self.benchmark = benchmark
         self.deterministic = deterministic

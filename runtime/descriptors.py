@@ -8,7 +8,9 @@ descriptor. Cached descriptors are frozen: the set_* functions must not be calle
 from __future__ import annotations
 
 import ctypes
+import os
 import threading
+import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Literal, TypeAlias
@@ -56,6 +58,9 @@ class FrozenTensorDescriptor(TensorDescriptor):
         return f"<FrozenTensorDescriptor {self.dtype.name} dims={self.dims} strides={self.strides}>"
 
 
+_DESCRIPTOR_CACHES: weakref.WeakSet[DescriptorCache] = weakref.WeakSet()
+
+
 class DescriptorCache:
     """An LRU cache of frozen tensor descriptors (thread-safe)."""
 
@@ -65,6 +70,7 @@ class DescriptorCache:
         self._items: OrderedDict[tuple[int, tuple[int, ...], tuple[int, ...]], FrozenTensorDescriptor] = OrderedDict()
         self.hits = 0
         self.misses = 0
+        _DESCRIPTOR_CACHES.add(self)
 
     def get(self, dtype: DataTypeLike, dims: Sequence[int], strides: Sequence[int] | None = None
             ) -> FrozenTensorDescriptor:
@@ -114,6 +120,16 @@ def _make(dt: api.DataType, dims: tuple[int, ...], strides: tuple[int, ...]) -> 
 
 
 _cache = DescriptorCache()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child starts with an empty cache and a fresh lock (another thread may have held it)."""
+    for cache in list(_DESCRIPTOR_CACHES):
+        cache._lock = threading.Lock()
+        cache._items = OrderedDict()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def descriptor_cache() -> DescriptorCache:

@@ -8,6 +8,7 @@ back to the pool when the thread ends; nothing is destroyed during interpreter s
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -55,6 +56,17 @@ class HandlePool:
         self._free: dict[int, list[PooledHandle]] = {}
         self._all: list[PooledHandle] = []
         self._local = threading.local()
+        self.created = 0
+        _POOLS.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: a fresh lock (another thread may have held it at fork time), no free
+        lists and no per-thread windows. The parent's handles are forgotten, never destroyed or
+        handed out here: they belong to the parent's GPU context."""
+        self._lock = threading.Lock()
+        for ph in self._all:
+            disown(ph.handle)
+        self._free, self._all, self._local = {}, [], threading.local()
         self.created = 0
 
     def _window(self) -> dict[int, PooledHandle]:
@@ -115,7 +127,30 @@ class _ThreadMarker:
     """Lives in a thread's local storage; its finalizer runs when the thread ends."""
 
 
+def disown(handle: object) -> None:
+    """Mark a handle object of the parent process closed without destroying it (after a fork):
+    using it raises, and its finalizer does nothing."""
+    for attr, value in (("_owned", False), ("_ptr", None), ("_children", None)):
+        try:
+            setattr(handle, attr, value)
+        except AttributeError:
+            pass
+
+
+_POOLS: weakref.WeakSet[HandlePool] = weakref.WeakSet()
 _pool = HandlePool()
+
+
+def _after_fork_in_child() -> None:
+    for pool in list(_POOLS):
+        pool._after_fork()
+    # the version check's cache lock (runtime/version.py) may have been held by another thread too
+    from . import version
+
+    version._lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def handle_pool() -> HandlePool:

@@ -1276,3 +1276,18 @@ def miopen_allocator_callbacks(allocator: Allocator, stream: int | None = None) 
                          memory, alloc, type(exc).__name__, exc)
 
     return alloc_cb, free_cb
+
+
+def _after_fork_in_child() -> None:
+    """A forked child gets fresh module locks: a lock another thread held at fork time stays locked
+    forever in the child. (HIP itself must not be used in a child forked after HIP was initialised;
+    these locks only keep the child's Python side from deadlocking.)"""
+    global _lock, _close_lock, _allocator_lock
+    _lock = threading.Lock()
+    _close_lock = threading.Lock()
+    _allocator_lock = threading.Lock()
+    if _hip is not None:
+        _hip.props_lock = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

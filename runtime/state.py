@@ -9,13 +9,15 @@ The lock is held for the whole block: two threads must not interleave event reco
 
 from __future__ import annotations
 
+import os
 import threading
+import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from . import hip
 from ._generated import api
-from .handles import _policy
+from .handles import _policy, disown
 from .version import check_miopen_versions
 from .workspace import MIOpenWorkspace
 
@@ -120,6 +122,23 @@ class PerGPUMIOpenStates:
         self.max_states = max_states
         self._lock = threading.Lock()
         self._states: dict[tuple[int, int], SyncedMIOpenState] = {}
+        _STATES.add(self)
+
+    def _after_fork(self) -> None:
+        """In a forked child: a fresh lock and no states. The parent's handles, streams, events and
+        workspaces are forgotten, never destroyed or reused (their locks may be held by threads that
+        do not exist here)."""
+        self._lock = threading.Lock()
+        for synced in self._states.values():
+            st = synced.state
+            if st is not None:
+                st.closed = True
+                disown(st.handle)
+                for obj in (st.stream, st.before, st.after):
+                    disown(obj)
+                st.workspace._lock = threading.Lock()
+                st.workspace._ptr, st.workspace._nbytes = None, 0
+        self._states = {}
 
     def synced(self, device: int, state_idx: int) -> SyncedMIOpenState:
         if isinstance(device, bool) or not isinstance(device, int) or device < 0:
@@ -154,7 +173,16 @@ class PerGPUMIOpenStates:
                     synced.state.close()
 
 
+_STATES: weakref.WeakSet[PerGPUMIOpenStates] = weakref.WeakSet()
 _states = PerGPUMIOpenStates()
+
+
+def _after_fork_in_child() -> None:
+    for states in list(_STATES):
+        states._after_fork()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def miopen_states() -> PerGPUMIOpenStates:

@@ -7,6 +7,7 @@ calls (forward to backward) and never come from shared scratch.
 
 from __future__ import annotations
 
+import os
 import sys
 import threading
 import weakref
@@ -16,14 +17,26 @@ from .errors import HipOutOfMemoryError, WorkspaceLimitError, WorkspaceOOM
 
 _limit_lock = threading.Lock()
 _limit: list[int | None] = [None]
+#: the largest size any workspace or buffer may have (bytes): what a signed 64-bit size can hold
+MAX_WORKSPACE_BYTES = (1 << 63) - 1
+
+
+def _check_nbytes(value: object, what: str, *, none_ok: bool = False) -> int | None:
+    """`value` if it is a byte count (an int in [0, MAX_WORKSPACE_BYTES], or None when allowed)."""
+    if value is None and none_ok:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WORKSPACE_BYTES:
+        allowed = "None or " if none_ok else ""
+        shown = repr(value) if len(repr(value)) <= 60 else repr(value)[:57] + "..."
+        raise ValueError(f"{what} must be {allowed}an int in [0, {MAX_WORKSPACE_BYTES}]; got {shown}")
+    return int(value)
 
 
 def set_workspace_limit(nbytes: int | None) -> None:
     """A global cap on any single workspace (None: no cap); planners respect it too."""
-    if nbytes is not None and (isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0):
-        raise ValueError(f"set_workspace_limit: nbytes must be a non-negative int or None; got {nbytes!r}")
+    value = _check_nbytes(nbytes, "set_workspace_limit: nbytes", none_ok=True)
     with _limit_lock:
-        _limit[0] = nbytes
+        _limit[0] = value
 
 
 def workspace_limit() -> int | None:
@@ -50,14 +63,17 @@ class MIOpenWorkspace:
     """Grow-only scratch memory for one device (and one stream at a time)."""
 
     def __init__(self, device: int, allocator: hip.Allocator | None = None, max_bytes: int | None = None) -> None:
+        if isinstance(device, bool) or not isinstance(device, int) or device < 0:
+            raise ValueError(f"MIOpenWorkspace: device must be a non-negative int; got {device!r}")
         self.device = device
         self.allocator = allocator if allocator is not None else hip.get_allocator()
-        self.max_bytes = max_bytes
+        self.max_bytes = _check_nbytes(max_bytes, "MIOpenWorkspace: max_bytes", none_ok=True)
         self._ptr: int | None = None
         self._nbytes = 0
         self._stream: int | None = None
         self._lock = threading.Lock()
         self.allocations = 0
+        _WORKSPACES.add(self)
 
     @property
     def nbytes(self) -> int:
@@ -73,8 +89,7 @@ class MIOpenWorkspace:
 
     def get(self, nbytes: int, stream: int | None = None) -> int | None:
         """A pointer to at least `nbytes` of scratch (None for 0 bytes); grows, never shrinks."""
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
-            raise ValueError(f"MIOpenWorkspace.get: nbytes must be a non-negative int; got {nbytes!r}")
+        _check_nbytes(nbytes, "MIOpenWorkspace.get: nbytes")
         if nbytes == 0:
             return self._ptr
         cap = self.cap()
@@ -113,8 +128,7 @@ class PersistentBuffer:
 
     def __init__(self, nbytes: int, device: int, kind: str, allocator: hip.Allocator | None = None,
                  stream: int | None = None) -> None:
-        if isinstance(nbytes, bool) or not isinstance(nbytes, int) or nbytes < 0:
-            raise ValueError(f"PersistentBuffer: nbytes must be a non-negative int; got {nbytes!r}")
+        _check_nbytes(nbytes, "PersistentBuffer: nbytes")
         self.kind = kind
         self.device = device
         self.nbytes = nbytes
@@ -125,6 +139,7 @@ class PersistentBuffer:
         # freed when dropped too (never during interpreter shutdown)
         self._finalizer = weakref.finalize(self, _free_buffer, self.allocator, self._ptr, stream)
         self._finalizer.atexit = False
+        _BUFFERS.add(self)
 
     @property
     def ptr(self) -> int | None:
@@ -152,6 +167,25 @@ class PersistentBuffer:
 
 
 _scratch = threading.local()
+_WORKSPACES: weakref.WeakSet[MIOpenWorkspace] = weakref.WeakSet()
+_BUFFERS: weakref.WeakSet[PersistentBuffer] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    """A forked child starts with fresh locks and no scratch; device memory of the parent is never
+    freed (nor reused) here."""
+    global _limit_lock, _scratch
+    _limit_lock = threading.Lock()
+    _scratch = threading.local()
+    for ws in list(_WORKSPACES):
+        ws._lock = threading.Lock()
+        ws._ptr, ws._nbytes, ws._stream = None, 0, None
+    for buf in list(_BUFFERS):
+        buf._finalizer.detach()
+        buf._closed, buf._ptr = True, None
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def scratch(device: int, stream: object = None) -> MIOpenWorkspace:

@@ -122,8 +122,8 @@ def test_dump_quotes_what_would_read_back_as_another_type() -> None:
     from dataclasses import replace
 
     spec = fixture_spec()
-    odd = replace(spec, rocm_release="null", target="true", miopen_version="1.0")
+    odd = replace(spec, rocm_release="null", target="true", header=replace(spec.header, name="1.0"))
     text = dumps(odd)
     data = yaml.safe_load(text)
-    assert (data["rocm_release"], data["target"], data["miopen_version"]) == ("null", "true", "1.0")
+    assert (data["rocm_release"], data["target"], data["header"]["name"]) == ("null", "true", "1.0")
     assert loads(text) == odd

@@ -1,0 +1,123 @@
+"""Escaping free text for the places templates paste it: Python string literals, f-strings,
+docstrings and comments; C/C++ string literals, comments and `#include` names.
+
+Identifiers and versions are validated when a file is loaded (codegen/validate.py) and need no
+escaping. Free text (`validate.TEXT`: an error suffix, a status hint, a file name from the command
+line) can hold anything printable (quotes, braces, backslashes, non-ASCII); each filter below
+turns it into something that stays inside its place whatever it holds, and reads back as the
+same text where a language reads it back (string literals). Every filter returns pure ASCII.
+
+`install(env)` registers them as Jinja filters under the names in FILTERS.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .errors import CodegenError
+
+_SIMPLE = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+
+
+def _escape_char(c: str) -> str:
+    code = ord(c)
+    if code < 0x100:
+        return f"\\x{code:02x}"
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    return f"\\U{code:08x}"
+
+
+def py_str_text(text: str) -> str:
+    """The body of a double-quoted Python string literal that reads back as `text` (no quotes)."""
+    out = []
+    for c in text:
+        if c in _SIMPLE:
+            out.append(_SIMPLE[c])
+        elif c == '"':
+            out.append('\\"')
+        elif " " <= c <= "~":
+            out.append(c)
+        else:
+            out.append(_escape_char(c))
+    return "".join(out)
+
+
+def py_str(text: str) -> str:
+    """A double-quoted Python string literal of `text` (pure ASCII; reads back exactly, lone
+    surrogates and characters outside the BMP included: unlike JSON, no surrogate pairs)."""
+    return f'"{py_str_text(text)}"'
+
+
+def fstr_text(text: str) -> str:
+    """The body of a double-quoted Python f-string that prints `text` (braces doubled)."""
+    return py_str_text(text).replace("{", "{{").replace("}", "}}")
+
+
+def docstring_text(text: str) -> str:
+    """Text to paste inside a `\"\"\"...\"\"\"` docstring: one line, no quote or backslash can end or
+    bend it (quotes and backslashes are escaped, so the docstring reads back as `text`)."""
+    return py_str_text(text)
+
+
+def py_comment(text: str) -> str:
+    """Text for after `# ` in Python source: one line, printable ASCII (newlines and the like are
+    shown as escapes, so no text can start a new line of code)."""
+    return "".join(c if " " <= c <= "~" else _escape_char(c) for c in text)
+
+
+def c_str_text(text: str) -> str:
+    """The body of a C/C++ string literal reading back as the UTF-8 bytes of `text` (octal escapes,
+    which never swallow a following digit the way `\\x` escapes do)."""
+    out = []
+    for b in text.encode("utf-8", "surrogatepass"):
+        c = chr(b)
+        if c in _SIMPLE:
+            out.append(_SIMPLE[c])
+        elif c in ('"', "?"):
+            out.append("\\" + c)  # `?`: no trigraph can form
+        elif " " <= c <= "~":
+            out.append(c)
+        else:
+            out.append(f"\\{b:03o}")
+    return "".join(out)
+
+
+def c_comment(text: str) -> str:
+    """Text for after `// `: one line, printable ASCII, and no backslash (a backslash at the end of
+    a line continues a // comment onto the next line, even with spaces after it): other characters
+    are shown as `%xx` per UTF-8 byte."""
+    return "".join(c if " " <= c <= "~" and c != "\\" else "".join(f"%{b:02x}" for b in c.encode("utf-8", "surrogatepass"))
+                   for c in text)
+
+
+def c_include(path: str) -> str:
+    """A file name for `#include "..."`: header names have no escapes, so refuse what needs one."""
+    if not path or any(not (" " <= c <= "~") or c in '"\\' for c in path):
+        raise CodegenError(f"{path!r} cannot be #included (only printable ASCII without quotes or backslashes); "
+                           f"use a work directory with a plain path")
+    return path
+
+
+def lines(text: str, prefix: str) -> str:
+    """Each line of `text` as its own comment line (`prefix` e.g. `# ` or `// `), escaped."""
+    escape = c_comment if prefix.startswith("//") else py_comment
+    return "\n".join(prefix + escape(line) for line in text.split("\n"))
+
+
+FILTERS: dict[str, Any] = {
+    "py_str": py_str,
+    "py_str_text": py_str_text,
+    "fstr_text": fstr_text,
+    "docstring_text": docstring_text,
+    "py_comment": py_comment,
+    "c_str_text": c_str_text,
+    "c_comment": c_comment,
+    "c_include": c_include,
+    "comment_lines": lines,
+}
+
+
+def install(env: Any) -> None:
+    """Register the filters on a Jinja environment."""
+    env.filters.update(FILTERS)

@@ -1,0 +1,90 @@
+"""Names the generated code uses for itself, collected from the templates in one place.
+
+A name derived from a spec (a C name, or the Python name the renderer makes of it) must never be
+one of these: it would shadow a module, a helper or a local of the generated code. `naming` renames
+parameters and functions that hit them (trailing underscore, documented there); `validate` refuses
+every other collision with a message naming the C name. `tests/test_names.py` renders the fixture
+and checks, from the AST of every generated module, that each name the templates introduce is
+listed here: a template change that adds a helper fails that test until the name is added.
+
+Sets (by the scope they protect):
+
+- RAW_MODULE: module-level names of `raw.py` (C names of functions, enums, records, handles,
+  typedefs and callbacks live there verbatim), and the builtins its code calls.
+- API_MODULE: module-level names of `api.py` (Python names of functions and classes live there),
+  and the builtins its module-level code and function bodies use.
+- BODY_LOCALS: locals of every generated wrapper body (`_fn`, `_st`, `_ret`, `_e`) and the module
+  globals those bodies read. A parameter `x` gets a C-side variable `_x`, so `x` must not be any of
+  these without the leading underscore (see PARAM_NAMES).
+- BODY_PREFIXES: prefixes of generated locals (`_len_<name>` holds the length of a blob or of a
+  `length_call` result).
+- PARAM_NAMES: Python parameter names that would shadow a builtin or global the body uses, or whose
+  C-side variable `_<name>` would be a BODY_LOCALS name; `naming.param_name` appends `_` to them.
+- PACKAGE: names the package root defines itself: the generated `__init__.py` and the handwritten
+  `runtime/__init__.py` (`miopen.hip`, `miopen.version`, ...), which star-imports the API.
+- ERRORS_MODULE: module-level names of `errors.py` (the target's exception class names live there).
+- ENUM_MEMBER: names an IntEnum member must not have (attributes of int and IntEnum, `mro`).
+- C_PREFIX: C names must not start with it; the C++ stub and probe may use it for their own locals.
+"""
+
+from __future__ import annotations
+
+import enum
+
+RAW_MODULE: frozenset[str] = frozenset({
+    "annotations", "ctypes", "enum", "Callable", "Any", "PROTOTYPES", "_s", "_lazy", "_reset",
+    "globals", "dict", "list", "str", "tuple",
+})
+
+BODY_LOCALS: frozenset[str] = frozenset({
+    # locals of a wrapper body
+    "_fn", "_st", "_ret", "_e",
+    # module globals the bodies read
+    "_s", "_raw", "_errors", "_byref", "_c_float", "_keep_alive", "_s_callback", "_new", "_KEEP_ALIVE",
+})
+
+BODY_PREFIXES: tuple[str, ...] = ("_len_", "_V_")
+
+#: builtins the generated code calls (a module-level or parameter name must not shadow them)
+BUILTINS_USED: frozenset[str] = frozenset({
+    "type", "int", "float", "bool", "len", "min", "list", "tuple", "dict", "str", "bytes", "object",
+    "isinstance", "callable", "classmethod", "property", "TypeError", "ValueError", "RuntimeError",
+    "UserWarning", "MemoryError", "NotImplementedError", "frozenset", "getattr", "super", "globals",
+})
+
+API_MODULE: frozenset[str] = frozenset({
+    "annotations", "ctypes", "Callable", "Mapping", "Sequence", "Any", "NamedTuple", "Protocol", "TypeAlias",
+    "DeviceBuffer", "Stream", "SupportsCudaArrayInterface", "SupportsDataPtr", "SupportsDLPack",
+    "_s", "_errors", "_raw", "_byref", "_c_float", "_KEEP_ALIVE", "_s_callback", "_keep_alive", "_new",
+    "__all__",
+}) | BUILTINS_USED
+
+PARAM_NAMES: frozenset[str] = frozenset(
+    {n[1:] for n in BODY_LOCALS if n[1:].islower()}
+    | {n for n in BUILTINS_USED if n.islower()}
+    | {"ctypes", "enum", "typing", "self", "cls"}
+)
+
+PACKAGE: frozenset[str] = frozenset({
+    # generated __init__.py
+    "MIOPEN_VERSION", "LibraryNotFoundError", "MissingSymbolError", "load_library", "unload_library",
+    "raw", "errors", "api", "_support",
+    # runtime/__init__.py (the installed `miopen` package root)
+    "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES",
+    "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
+    "tensor", "envflags",
+    "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
+    "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
+    "create_scope", "has_scope",
+})
+
+ERRORS_MODULE: frozenset[str] = frozenset({
+    "annotations", "warnings", "Mapping", "_s", "STATUS_EXCEPTIONS", "STATUS_WARNINGS", "STATUS_HINTS",
+    "raise_status", "__all__",
+}) | BUILTINS_USED
+
+ENUM_MEMBER: frozenset[str] = frozenset(
+    {n for n in dir(int) + dir(enum.IntEnum) if not n.startswith("_")} | {"mro", "name", "value"}
+)
+
+C_PREFIX = "miogen_"
