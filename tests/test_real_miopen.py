@@ -88,8 +88,11 @@ def real(hip_stub: Path) -> Iterator[Worker]:
 
 @pytest.fixture(scope="module")
 def kernel_worker(hip_stub: Path) -> Iterator[Worker]:
-    """The worker for calls that may abort the process; `Worker.call` starts a fresh one after a death."""
-    yield from _worker(hip_stub)
+    """The worker for calls that may abort the process: each runs in a forked child of it (`fork=True`), which
+    shares the handle and objects made once here."""
+    for w in _worker(hip_stub):
+        _run(w, "checks_errors:warm")
+        yield w
 
 
 def _run(w: Worker, name: str) -> Any:
@@ -113,7 +116,7 @@ def test_isolated(kernel_worker: Worker, name: str) -> None:
     """Kernel calls and MIOpen's own aborts: our side never crashes first, and MIOpen does what is documented."""
     expected = KERNEL_OUTCOMES[name]
     try:
-        result = kernel_worker.call(name)
+        result = kernel_worker.call(name, fork=True)
     except WorkerError as exc:
         pytest.fail(str(exc), pytrace=False)
     if isinstance(result, Died):
@@ -127,6 +130,72 @@ def test_isolated(kernel_worker: Worker, name: str) -> None:
             pytest.fail(value["skip"])
         pytest.skip(value["skip"])
     assert value == expected
+
+
+#: (function, parameter) where MIOpen 2.17.0 itself accepts NULL (our typed API still refuses None: none of these
+#: is a use to support)
+MIOPEN_ACCEPTS_NULL: dict[str, str] = {
+    **{f"{fn}.{p}": "destroying NULL is a no-op (delete nullptr)" for fn, p in (
+        ("miopenDestroy", "handle"), ("miopenDestroyTensorDescriptor", "tensorDesc"),
+        ("miopenDestroyConvolutionDescriptor", "convDesc"), ("miopenDestroyPoolingDescriptor", "poolDesc"),
+        ("miopenDestroyLRNDescriptor", "lrnDesc"), ("miopenDestroyActivationDescriptor", "activDesc"),
+        ("miopenDestroyFusionPlan", "fusePlanDesc"), ("miopenDestroyOperatorArgs", "args"),
+        ("miopenDestroyRNNDescriptor", "rnnDesc"), ("miopenDestroyCTCLossDescriptor", "ctcLossDesc"),
+        ("miopenDestroyDropoutDescriptor", "dropoutDesc"),
+        ("miopenDestroyReduceTensorDescriptor", "reduceTensorDesc"))},
+    **{f"miopenConvolutionForwardGetWorkSpaceSize.{p}": "not accepted: the function drops every error (it ignores "
+       "try_()'s status and returns success), see checks_conv.solution_errors"
+       for p in ("handle", "wDesc", "xDesc", "convDesc", "yDesc")},
+    "miopenSetRNNDescriptor_V2.dropoutDesc": "stored without a check; the RNN size queries then fail on it",
+    "miopenGetDropoutDescriptor.handle": "an unused parameter",
+    "miopenRestoreDropoutDescriptor.handle": "an unused parameter",
+    "miopenGetReductionIndicesSize.handle": "an unused parameter",
+}
+#: functions that abort the process on a NULL descriptor: they dereference it outside their try/catch (in the
+#: LogCmd* helpers or a bfloat16 test), so the exception escapes `extern "C"`: our None check keeps them safe
+MIOPEN_ABORTS_ON_NULL = {
+    "miopenFindConvolutionForwardAlgorithm", "miopenConvolutionForward", "miopenConvolutionForwardBias",
+    "miopenFindConvolutionBackwardDataAlgorithm", "miopenConvolutionBackwardData", "miopenConvolutionBackwardBias",
+    "miopenLRNForward", "miopenLRNBackward", "miopenBatchNormalizationForwardTraining",
+    "miopenBatchNormalizationForwardInference", "miopenBatchNormalizationBackward", "miopenActivationForward",
+    "miopenActivationBackward", "miopenSoftmaxForward", "miopenSoftmaxBackward", "miopenSoftmaxForward_V2",
+    "miopenSoftmaxBackward_V2", "miopenRNNForwardTraining", "miopenRNNBackwardData", "miopenRNNBackwardWeights",
+    "miopenCTCLoss", "miopenReduceTensor",
+}
+
+
+def test_null_descriptors_typed_and_raw(real: Worker, kernel_worker: Worker) -> None:
+    """Every by-value handle/descriptor parameter of the 2.17.0 API (413): our typed API refuses None before any
+    C call; MIOpen, called raw with NULL there, refuses it too (a failing status, or its own abort) except for
+    the pairs in MIOPEN_ACCEPTS_NULL."""
+    from .real import checks_errors
+
+    assert _run(real, "checks_errors:null_handles_typed") == len(checks_errors.handle_params())
+    by_fn: dict[str, list[tuple[str, str]]] = {}
+    for fn, param in checks_errors.handle_params():
+        by_fn.setdefault(fn, []).append((fn, param))
+    statuses: dict[str, str] = {}
+    aborts: dict[str, str] = {}
+    # the functions that need no kernel never abort here: one call for all of them; a fork each for the others
+    plain = [pair for fn, pairs in by_fn.items() if fn not in coverage.NOT_CHECKED for pair in pairs]
+    batches = [plain] + [pairs for fn, pairs in by_fn.items() if fn in coverage.NOT_CHECKED]
+    for todo in batches:
+        while todo:
+            result = kernel_worker.call("checks_errors:null_handles_raw", todo, fork=True)
+            if isinstance(result, Died):
+                case = result.last_note
+                assert case is not None and result.in_function == case.split(".")[0], result.describe()
+                aborts[case] = result.signal_name or str(result.returncode)
+                todo = [pair for pair in todo if f"{pair[0]}.{pair[1]}" != case]
+                continue
+            assert isinstance(result, Result)
+            statuses.update(result.value)
+            break
+    assert len(statuses) + len(aborts) == len(checks_errors.handle_params())
+    accepted = {case for case, status in statuses.items() if status == "miopenStatusSuccess"}
+    assert accepted == set(MIOPEN_ACCEPTS_NULL)
+    assert set(aborts.values()) == {"SIGABRT"}
+    assert {case.split(".")[0] for case in aborts} == MIOPEN_ABORTS_ON_NULL
 
 
 @pytest.mark.xfail(strict=True, reason="finding: miopenSetTensorDescriptor takes stridesA = NULL (packed strides), "
@@ -174,7 +243,7 @@ def test_coverage_claims_match_the_trace(real: Worker, kernel_worker: Worker) ->
     for name, functions in sorted(common.ISOLATED.items()):
         result = kernel_worker.results.get(name)
         if result is None:
-            result = kernel_worker.call(name)
+            result = kernel_worker.call(name, fork=True)
         if isinstance(result, Died):
             seen = {result.in_function}
         else:

@@ -46,6 +46,11 @@ class Died:
         where = f" inside {self.in_function}" if self.in_function else " outside any MIOpen call"
         return f"{'timed out, killed' if self.timed_out else 'died'} ({how}){where}"
 
+    @property
+    def last_note(self) -> str | None:
+        """The last progress note (`trace.note`) written before the death."""
+        return next((line[2:].strip() for line in reversed(self.trace_tail) if line.startswith("# ")), None)
+
 
 @dataclass
 class Result:
@@ -166,9 +171,12 @@ class Worker:
             return self._died()
         return pickle.loads(data)
 
-    def _died(self, timed_out: bool = False) -> Died:
-        assert self.proc is not None
-        rc = self.proc.wait()
+    def _died(self, timed_out: bool = False, rc: int | None = None) -> Died:
+        """The death of the worker (rc None: wait for it) or, with `rc`, of a forked child of it."""
+        if rc is None:
+            assert self.proc is not None
+            rc = self.proc.wait()
+            self.proc = None
         sig = signal.Signals(-rc).name if rc < 0 else None
         lines = self.trace.read_text(errors="replace").splitlines() if self.trace.exists() else []
         open_fn = None
@@ -178,19 +186,22 @@ class Worker:
             if line.startswith("> "):
                 open_fn = line[2:].strip()
                 break
-        self.proc = None
         return Died(rc, sig, open_fn, lines[-6:], self.stderr_text()[-3000:], timed_out)
 
     # ------------------------------------------------------------------ checks
-    def call(self, target: str, *args: Any, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> Result | Died:
-        """Run `tests.real.<module>.<function>(*args, **kwargs)` in the worker ("module:function")."""
+    def call(self, target: str, *args: Any, timeout: float = DEFAULT_TIMEOUT, fork: bool = False,
+             **kwargs: Any) -> Result | Died:
+        """Run `tests.real.<module>.<function>(*args, **kwargs)` in the worker ("module:function"); with `fork`,
+        in a forked child of it (a death then costs the child only)."""
         if not self.alive:
             self.start()
         modname, _, func = target.partition(":")
         assert self.proc is not None
         self.trace.write_bytes(b"")
-        self._write(self.proc, ("call", modname, func, args, kwargs))
+        self._write(self.proc, ("fork" if fork else "call", modname, func, args, kwargs))
         reply = self._read(timeout)
+        if isinstance(reply, dict) and reply.get("died"):
+            reply = self._died(rc=reply["returncode"])
         if isinstance(reply, Died):
             self.results[target] = reply
             return reply

@@ -84,12 +84,22 @@ def _raw_lib() -> ctypes.CDLL:
 
 
 def raw_fn(name: str) -> Any:
-    """The C function with the prototype of the bindings, on an untraced CDLL (no Python-side checks at all)."""
+    """The C function with the prototype of the bindings, on a CDLL of its own (no Python-side checks at all;
+    not recorded as a typed-API call, but written to the trace file so a death inside it is attributed)."""
+    from . import trace
+
     restype, argtypes = raw.PROTOTYPES[name]
     fn = getattr(_raw_lib(), name)
     fn.restype = restype
     fn.argtypes = argtypes
-    return fn
+
+    def call(*args: Any) -> Any:
+        trace.enter(name)
+        result = fn(*args)
+        trace.leave(name, result)
+        return result
+
+    return call
 
 
 def c_ints(values: Sequence[int]) -> Any:

@@ -14,10 +14,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from . import checks_conv, checks_kernel, checks_layers, checks_misc, checks_rnn, checks_runtime, checks_tensor
+from . import (checks_conv, checks_errors, checks_kernel, checks_layers, checks_misc, checks_rnn, checks_runtime,
+               checks_tensor)
 from .common import COVERS, ISOLATED
 
-MODULES = (checks_tensor, checks_conv, checks_layers, checks_rnn, checks_misc, checks_runtime, checks_kernel)
+MODULES = (checks_tensor, checks_conv, checks_layers, checks_rnn, checks_misc, checks_errors, checks_runtime,
+           checks_kernel)
 SPEC = Path(__file__).resolve().parents[2] / "specs" / "miopen" / "2.17.0.yaml"
 
 _NO_GPU = "needs a GPU: the HIPNOGPU library cannot build the kernel"

@@ -13,3 +13,29 @@ def count(fn: str, since: int = 0) -> int:
 
 def mark() -> int:
     return len(CALLS)
+
+
+#: the trace file the parent reads after a death (set by the worker)
+FD = -1
+
+
+def enter(fn: str) -> None:
+    if FD >= 0:
+        import os
+
+        os.write(FD, f"> {fn}\n".encode())
+
+
+def leave(fn: str, result: object) -> None:
+    if FD >= 0:
+        import os
+
+        os.write(FD, f"< {fn} {result if isinstance(result, int) else ''}\n".encode())
+
+
+def note(text: str) -> None:
+    """A progress line ('# text'): after a death the parent reads the last one to know which case was running."""
+    if FD >= 0:
+        import os
+
+        os.write(FD, f"# {text}\n".encode())

@@ -27,9 +27,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
+from tests.real import trace
 from tests.real.trace import CALLS  # (C function, caller module) for every call since the last request
-
-_trace_fd = -1
 
 
 def _caller_module() -> str:
@@ -57,11 +56,9 @@ class TracingCDLL(ctypes.CDLL):
             def __call__(self, *args: Any) -> Any:
                 fn = self.__name__
                 CALLS.append((fn, _caller_module()))
-                if _trace_fd >= 0:
-                    os.write(_trace_fd, f"> {fn}\n".encode())
+                trace.enter(fn)
                 result = base.__call__(self, *args)
-                if _trace_fd >= 0:
-                    os.write(_trace_fd, f"< {fn} {result if isinstance(result, int) else ''}\n".encode())
+                trace.leave(fn, result)
                 return result
 
         self._FuncPtr = _Traced  # type: ignore[misc]
@@ -123,10 +120,9 @@ def _safe(value: object) -> object:
 
 
 def _setup() -> dict[str, object]:
-    global _trace_fd
-    trace = os.environ.get("MIOGEN_REAL_TRACE")
-    if trace:
-        _trace_fd = os.open(trace, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    path = os.environ.get("MIOGEN_REAL_TRACE")
+    if path:
+        trace.FD = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     started = time.perf_counter()
     lib = TracingCDLL(os.environ["MIOGEN_REAL_LIB"])
     import miopen
@@ -161,22 +157,38 @@ def main() -> None:
         req = _recv(inp)
         if req is None or req[0] == "exit":
             return
-        _, modname, func, args, kwargs = req
-        CALLS.clear()
-        started = time.perf_counter()
-        try:
-            fn = getattr(_import_rewritten(f"tests.real.{modname}"), func)
-            value = fn(*args, **kwargs)
-            reply = {"ok": True, "value": _safe(value)}
-        except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
-            tb = traceback.TracebackException.from_exception(exc)
-            reply = {"ok": False, "type": type(exc).__name__, "message": str(exc),
-                     "traceback": "".join(tb.format())}
-        reply["calls"] = sorted(set(CALLS))
-        reply["seconds"] = time.perf_counter() - started
-        sys.stderr.flush()
-        _send(out, reply)
+        kind, modname, func, args, kwargs = req
+        if kind == "call":
+            _send(out, _run(modname, func, args, kwargs))
+            continue
+        # "fork": run the check in a child, so that MIOpen aborting it costs a fork, not a new worker
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _send(out, _run(modname, func, args, kwargs))
+            finally:
+                os._exit(0)
+        _, status = os.waitpid(pid, 0)
+        if not (os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0):
+            sig = os.WTERMSIG(status) if os.WIFSIGNALED(status) else None
+            _send(out, {"ok": False, "died": True, "signal": sig,
+                        "returncode": -sig if sig else os.WEXITSTATUS(status)})
 
+
+def _run(modname: str, func: str, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object]:
+    CALLS.clear()
+    started = time.perf_counter()
+    try:
+        fn = getattr(_import_rewritten(f"tests.real.{modname}"), func)
+        value = fn(*args, **kwargs)
+        reply: dict[str, object] = {"ok": True, "value": _safe(value)}
+    except BaseException as exc:  # noqa: BLE001 - everything goes back to the parent
+        tb = traceback.TracebackException.from_exception(exc)
+        reply = {"ok": False, "type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb.format())}
+    reply["calls"] = sorted(set(CALLS))
+    reply["seconds"] = time.perf_counter() - started
+    sys.stderr.flush()
+    return reply
 
 if __name__ == "__main__":
     main()
