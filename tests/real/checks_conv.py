@@ -383,3 +383,28 @@ def solution_output_array_sizes() -> list[int]:
     return [s.solution_id for s in miopen.convolution_forward_get_solution(h, wd, xd, c, yd, 3)]
 
 
+
+
+@check("miopenGetConvolutionNdDescriptor")
+def nd_getter_negative_request() -> dict[str, object]:
+    """requestedSpatialDim < 0: MIOpen copies nothing (std::copy_n of a negative count) and succeeds, answering
+    the spatial dims; our API refuses the negative length (ValueError) - 0 gets the same answer."""
+    import ctypes
+
+    from .common import addr, raw_fn
+
+    c = conv_desc([1, 2, 3], [1, 1, 1], [1, 1, 1])
+    spatial, buf = ctypes.c_int(-1), (ctypes.c_int * 4)()
+    mode = ctypes.c_uint(99)
+    st = raw_fn("miopenGetConvolutionNdDescriptor")(addr(c), -1, ctypes.byref(spatial), buf, buf, buf,
+                                                     ctypes.byref(mode))
+    assert (st, spatial.value, list(buf), mode.value) == (0, 3, [0, 0, 0, 0], 0)
+    try:
+        miopen.get_convolution_nd_descriptor(c, -1)
+    except ValueError as exc:
+        assert "requested_spatial_dim must not be negative" in str(exc)
+    else:
+        raise AssertionError("-1 accepted")
+    zero = miopen.get_convolution_nd_descriptor(c, 0)
+    assert (zero.spatial_dim, zero.pad_a) == (3, [])
+    return {"raw -1": status_name(st), "spatial_dim": spatial.value}

@@ -367,3 +367,13 @@ def fusion_compile_execute() -> dict[str, str]:
     return out
 
 
+
+
+def fusion_get_op_keeps_plan() -> None:
+    """An op handed back by fusion_plan_get_op belongs to the plan (MIOpen frees it with the plan), so like the
+    create_op_* results it should keep the plan alive and be closed with it."""
+    c, x, w, b, bn = _fusion_inputs()
+    p = miopen.create_fusion_plan(miopen.FusionDirection.miopenVerticalFusion, x)
+    miopen.create_op_conv_forward(p, c, w)
+    op = miopen.fusion_plan_get_op(p, 0)
+    assert op is not None and op._keep is not None and p in op._keep
