@@ -95,7 +95,7 @@ def null_handles_typed() -> int:
     raises TypeError naming that parameter, and no C function is called."""
     objs = _objects()
     n = 0
-    api = miopen._generated.api
+    api = miopen.api
     for fn_name, param in handle_params():
         fn = next(f for f in _spec().functions if f.name == fn_name)
         wrapper = getattr(api, _snake(fn_name))

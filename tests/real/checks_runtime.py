@@ -243,8 +243,9 @@ def features() -> dict[str, bool]:
     assert {k: got[k] for k in want} == want
     # the find-mode API is exported by 2.17.0 (undeclared, for MIGraphX) but not part of its API: the version
     # gate, not the symbol, decides
-    lib = miopen._generated._support.library()
-    assert hasattr(lib, "miopenSetConvolutionFindMode") and not got["find_mode_api"]
+    from .common import _raw_lib
+
+    assert hasattr(_raw_lib(), "miopenSetConvolutionFindMode") and not got["find_mode_api"]
     return got
 
 
