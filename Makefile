@@ -17,7 +17,7 @@ VERSION_ARG := $(if $(filter command line,$(origin MIOPEN_VERSION)),--miopen-ver
 ANNOTATIONS    := $(SPEC_DIR)/annotations.yaml
 GENERATED      := generated
 
-.PHONY: all venv specs generate docs check-generated abi-check upgrade test typecheck bench clean help
+.PHONY: all venv specs generate docs check-generated abi-check upgrade test typecheck bench clean help real-miopen
 
 all: generate
 
@@ -28,6 +28,7 @@ help:
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<MIOPEN_VERSION>.yaml"
 	@echo "make test                unit, golden and setup-error tests + mypy --strict"
 	@echo "make bench               speed benchmarks (figures printed)"
+	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -90,6 +91,12 @@ typecheck: $(STAMP)
 
 test: $(STAMP) check-generated typecheck
 	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) $(PY) -m pytest tests
+
+# The real libMIOpen 2.17.0 (HIPNOGPU) of ../shared/real-miopen, rebuilt from source on Debian bookworm:
+# `make real-miopen REAL_MIOPEN_ARGS="--source ~/src/MIOpen --out /tmp/real-miopen --pack"` (see the script's --help).
+REAL_MIOPEN_ARGS ?=
+real-miopen:
+	bash scripts/build_real_miopen.sh $(REAL_MIOPEN_ARGS)
 
 bench: $(STAMP)
 	$(PY) benchmarks/parse_speed.py $(HEADER) $(BENCH_ARGS)

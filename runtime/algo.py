@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Literal, TypeVar
 
 from . import hip
+from ._generated import _support as _s
 from ._generated import api, raw
 from .descriptors import FrozenTensorDescriptor
 from .errors import STATUS_EXCEPTIONS, HipOutOfMemoryError, MIOpenError, WorkspaceLimitError, WorkspaceOOM
@@ -281,16 +282,40 @@ def _layout(d: FrozenTensorDescriptor) -> tuple[tuple[int, ...], tuple[int, ...]
     return (d.dims, d.strides)
 
 
+_version_lock = threading.Lock()
+_version_memo: list[tuple[object, str]] = []  # (loaded library, its version text): one miopenGetVersion per library
+
+
+def _miopen_version_text() -> str:
+    """The loaded library's version for plan keys, asked once per loaded library (not on every plan lookup:
+    against the real library a cache hit would otherwise still call miopenGetVersion)."""
+    lib = _s.library()
+    with _version_lock:
+        if _version_memo and _version_memo[0][0] is lib:
+            return _version_memo[0][1]
+    text = str(runtime_version() or compiled_version())
+    with _version_lock:
+        _version_memo[:] = [(lib, text)]
+    return text
+
+
+def _forget_version() -> None:
+    with _version_lock:
+        _version_memo.clear()
+
+
+_s._on_reset.append(_forget_version)  # load_library/unload_library: ask again
+
+
 def make_key(direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor, y: FrozenTensorDescriptor,
              conv: ConvParams, deterministic: bool, device: int | None = None, *, mode: str = "immediate",
              workspace_cap: int | None = None, benchmark: bool = False, handle_id: int = 0) -> ConvKey:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}; got {direction!r}")
     dev = hip.current_device() if device is None else device
-    rv = runtime_version()
     return ConvKey(direction=direction, dtype=int(x.dtype), x=_layout(x), w=_layout(w), y=_layout(y), conv=conv,
                    deterministic=deterministic, device=dev, arch=hip.device_arch(dev) or "",
-                   miopen_version=str(rv or compiled_version()), mode=mode, workspace_cap=workspace_cap,
+                   miopen_version=_miopen_version_text(), mode=mode, workspace_cap=workspace_cap,
                    benchmark=benchmark, handle_id=handle_id)
 
 

@@ -188,6 +188,8 @@ def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilation
     if output_pads and (mode != "transpose" or len(output_pads) != nd):
         raise ShapeError(f"convolution_descriptor: output_pads needs mode='transpose' and {nd} values; got "
                          f"{tuple(output_pads)}")
+    if deterministic:
+        _check_deterministic()
     key = (tuple(pads), tuple(strides), tuple(dilations), groups, mode, deterministic, find_mode, tuple(output_pads))
     with _conv_lock:
         desc = _conv_cache.get(key)
@@ -207,6 +209,18 @@ def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilation
     with _conv_lock:
         _conv_cache[key] = desc
     return desc
+
+
+def _check_deterministic() -> None:
+    """Deterministic convolutions need MIOPEN_CONVOLUTION_ATTRIB_DETERMINISTIC (MIOpen 2.18): before that the
+    bindings may lack the attribute and MIOpen answers "Attribute does not exist" (seen on the real 2.17.0)."""
+    from .version import has_feature, runtime_version
+
+    if getattr(api.ConvolutionAttrib, "MIOPEN_CONVOLUTION_ATTRIB_DETERMINISTIC", None) is None or \
+            not has_feature("deterministic_attr"):
+        raise NotImplementedError(f"convolution_descriptor: deterministic=True needs MIOpen 2.18 or newer "
+                                  f"(MIOPEN_CONVOLUTION_ATTRIB_DETERMINISTIC); the loaded library is "
+                                  f"{runtime_version() or 'older than 2.3'}")
 
 
 def clear_descriptor_caches() -> None:

@@ -94,9 +94,11 @@ def _conv_params(ndim: int, pads: object, strides: object, dilations: object, gr
     op_ = () if output_pads is None else _ints(output_pads, "output_pads", n, op)
     if op_ and not transpose:
         raise ShapeError(f"{op}: output_pads apply to transposed convolutions only (transpose=True)")
-    if any(v < 0 or v >= max(si, di) for v, si, di in zip(op_, s, d)):
-        raise ShapeError(f"{op}: each output pad must be >= 0 and smaller than its stride or dilation; got "
-                         f"output_pads={op_}, strides={s}, dilations={d}")
+    # MIOpen's rule (ConvolutionDescriptor::GetForwardOutputTensorWithLayout): each output pad below its stride;
+    # negative ones shrink the output and MIOpen accepts them, so we do too (checked against the real 2.17.0)
+    if any(v >= si for v, si in zip(op_, s)):
+        raise ShapeError(f"{op}: each output pad must be smaller than its stride; got output_pads={op_}, "
+                         f"strides={s}")
     return ConvParams(p, s, d, groups, transpose, op_ if any(op_) else ())
 
 
@@ -128,17 +130,12 @@ def _output_dims(x: tuple[int, ...], w: tuple[int, ...], cp: ConvParams, op: str
     for i, (n_in, k) in enumerate(zip(x[2:], w[2:])):
         p, s, d = cp.pads[i], cp.strides[i], cp.dilations[i]
         span = d * (k - 1) + 1
+        # MIOpen clamps each spatial length to at least 1 (a dilated kernel larger than the padded input, a
+        # transposed output that would vanish), and its solvers accept those convolutions: so do we
         if not cp.transpose:
-            if n_in + 2 * p < span:
-                raise ShapeError(f"{op}: spatial dim {i}: the dilated kernel ({span} = {d}*({k}-1)+1) is larger than "
-                                 f"the padded input ({n_in} + 2*{p}); {xn}={x}, {wn}={w}")
-            out.append((n_in + 2 * p - span) // s + 1)
+            out.append(max(1, (n_in + 2 * p - span) // s + 1))
         else:
-            o = s * (n_in - 1) + span - 2 * p + (cp.output_pads[i] if cp.output_pads else 0)
-            if o < 1:
-                raise ShapeError(f"{op}: spatial dim {i}: the transposed output would be {o} long "
-                                 f"({s}*({n_in}-1) + {span} - 2*{p}); {xn}={x}, {wn}={w}")
-            out.append(o)
+            out.append(max(1, s * (n_in - 1) + span - 2 * p + (cp.output_pads[i] if cp.output_pads else 0)))
     return tuple(out)
 
 
@@ -147,7 +144,8 @@ def conv_output_dims(x_dims: Sequence[int], w_dims: Sequence[int], pads: IntOrSe
                      output_pads: IntOrSeq | None = None) -> tuple[int, ...]:
     """The dims of y for a convolution of x by w (MIOpen's `GetForwardOutputTensor`, default padding mode).
 
-    Raises ShapeError (naming the argument) for inconsistent channels/groups or a kernel that does not fit."""
+    Raises ShapeError (naming the argument) for inconsistent channels/groups or an output pad not below its stride;
+    like MIOpen, a kernel larger than the padded input gives length 1."""
     op = "conv_output_dims"
     x = _ints(x_dims, "x_dims", None, op)
     w = _ints(w_dims, "w_dims", None, op)
