@@ -589,21 +589,46 @@ def normalise_version(text: str) -> str:
     return ".".join(str(int(p)) for p in parts)
 
 
-def detect_version(header: Path, target: Target) -> str | None:
-    """The version from the target's version header installed beside the header, if there is one."""
+def read_version_header(header: Path, target: Target) -> tuple[Path | None, str | None, str | None]:
+    """The target's version header installed beside `header`: (its path or None, the version it declares
+    or None, why it declares none or None)."""
     if not target.version_header or len(target.version_macros) != 3:
-        return None
+        return None, None, None
     vh = header.parent / target.version_header
     if not vh.is_file():
-        return None
+        return None, None, None
     text = vh.read_text(encoding="utf-8", errors="replace")
     values = []
     for macro in target.version_macros:
-        m = re.search(rf"#\s*define\s+{re.escape(macro)}\s+(\d+)", text)
+        m = re.search(rf"#\s*define\s+{re.escape(macro)}\s+(\S+)", text)
         if m is None:
-            return None
-        values.append(m.group(1))
-    return normalise_version(".".join(values))
+            return vh, None, f"it does not define {macro}"
+        value = m.group(1)
+        if value.startswith("@") or value.startswith("${"):
+            return vh, None, (f"{macro} is {value}, a value CMake never filled in (this is the version.h template of "
+                              f"a source tree, not the configured one of an install or build)")
+        if not value.isdigit():
+            return vh, None, f"{macro} is {value!r}, not a number"
+        values.append(value)
+    return vh, normalise_version(".".join(values)), None
+
+
+def detect_version(header: Path, target: Target) -> str | None:
+    """The version from the target's version header installed beside the header, if it declares one."""
+    return read_version_header(header, target)[1]
+
+
+def header_version(header: Path, target: Target) -> str:
+    """The version the header's version.h declares, or a HeaderError saying why there is none."""
+    vh, version, problem = read_version_header(header, target)
+    if version is not None:
+        return version
+    if vh is None:
+        raise HeaderError(
+            f"{header}: cannot tell the {target.display_name} version (no {target.version_header or 'version header'}"
+            f" beside the header); pass --miopen-version X.Y.Z"
+        )
+    raise HeaderError(f"{vh}: cannot tell the {target.display_name} version: {problem}; pass --miopen-version X.Y.Z")
 
 
 def parse_header(
@@ -618,12 +643,7 @@ def parse_header(
     data = check_header_file(header)
     text = data.decode("utf-8")
     if miopen_version is None:
-        miopen_version = detect_version(header, target)
-        if miopen_version is None:
-            raise HeaderError(
-                f"{header}: cannot tell the {target.display_name} version (no {target.version_header or 'version header'}"
-                f" beside the header); pass --miopen-version X.Y.Z"
-            )
+        miopen_version = header_version(header, target)
     try:
         miopen_version = normalise_version(miopen_version)
     except ValueError:
