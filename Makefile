@@ -1,96 +1,141 @@
 # miogen — every target sets up what it needs (a fresh machine needs nothing by hand).
+#
+# Variables (the same meaning for every target; anything else on the command line is an error):
+#   HEADER=path/miopen.h   a header to parse (specs, generate, upgrade, abi-check, bench)
+#   MIOPEN_VERSION=X.Y.Z   with HEADER: its release (default: the version.h beside it);
+#                          without: the release `make test` runs the runtime suite against (every
+#                          committed release is always rendered; default: the pinned, newest one)
+#   PARSE_ARGS="-I DIR -D NAME --no-shims"   extra parse options, passed to every parse
+#   UPGRADE_ARGS=...       extra options for `miogen upgrade` (older spelling of PARSE_ARGS for upgrade)
+#   BENCH_ARGS=...         extra options for benchmarks/run_all.py
+#   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
+#   PYTHON=python3.X       the interpreter that creates .venv;  VENV=DIR  where it lives
 PYTHON ?= python3
-VENV   := .venv
+VENV   ?= .venv
 PY     := $(VENV)/bin/python
+PIP    := PIP_ROOT_USER_ACTION=ignore $(PY) -m pip --disable-pip-version-check -qq
 STAMP  := $(VENV)/.installed
 
-# the newest committed release (written by `make upgrade`); `make test MIOPEN_VERSION=X` runs the
-# runtime suite against a stub library of release X (every committed release is always rendered)
-MIOPEN_VERSION ?= $(shell cat specs/miopen/pinned)
-SPEC_DIR       := specs/miopen
-# `make specs HEADER=/opt/rocm/include/miopen/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS="-I ..."]`
-HEADER     ?=
-PARSE_ARGS ?=
-# --miopen-version only when given on the command line; otherwise the header's version.h decides
-VERSION_ARG := $(if $(filter command line,$(origin MIOPEN_VERSION)),--miopen-version $(MIOPEN_VERSION),)
+KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS BENCH_ARGS REAL_MIOPEN_ARGS
+CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
+UNKNOWN_VARS := $(filter-out $(KNOWN_VARS),$(CMDLINE_VARS))
+ifneq ($(UNKNOWN_VARS),)
+$(error unknown variable $(UNKNOWN_VARS) on the command line (a typo?); known: $(KNOWN_VARS))
+endif
 
+SPEC_DIR       := specs/miopen
 ANNOTATIONS    := $(SPEC_DIR)/annotations.yaml
 GENERATED      := generated
+HEADER     ?=
+PARSE_ARGS ?=
+# the pinned release: the newest committed one (written by `make upgrade`)
+PINNED := $(shell cat $(SPEC_DIR)/pinned 2>/dev/null)
+ifeq ($(origin MIOPEN_VERSION),command line)
+VERSION_ARG := --miopen-version $(MIOPEN_VERSION)
+else
+VERSION_ARG :=
+ifneq ($(HEADER),)
+# the release HEADER declares (its version.h), read when a recipe needs it
+MIOPEN_VERSION = $(shell $(PY) -m codegen header-version $(HEADER) || echo "make: or pass MIOPEN_VERSION=X.Y.Z" >&2)
+else
+MIOPEN_VERSION := $(PINNED)
+endif
+endif
 
-.PHONY: all venv specs generate docs check-generated abi-check upgrade test typecheck bench clean help real-miopen
+.PHONY: all venv specs generate docs check-generated abi-check upgrade test typecheck bench clean help real-miopen FORCE
 
 all: generate
 
 help:
 	@echo "make generate            render generated/ from every specs/miopen/<release>.yaml (HEADER=... parses one first)"
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
-	@echo "make upgrade HEADER=...  parse a new release, diff, gate, pin, generate, test"
-	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<MIOPEN_VERSION>.yaml"
+	@echo "make upgrade HEADER=...  add a new release: parse, diff, gate, pin, generate, test (rolled back on failure)"
+	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<version>.yaml"
 	@echo "make test                unit, golden and setup-error tests + mypy --strict"
-	@echo "make bench               speed benchmarks (figures printed)"
+	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
 	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[test]'
-	touch $@
+# The editable install is strict (a link tree of the package files, which mypy follows; the default
+# import hook hides `miopen` from mypy), so a package file added or removed means reinstalling.
+PKG_FILES := $(sort $(wildcard codegen/*.py codegen/templates/*.j2 codegen/templates/release/*.j2 runtime/*.py runtime/*/*.py \
+	$(GENERATED)/*.py $(GENERATED)/*.pyi $(GENERATED)/*/*.py $(GENERATED)/*/*.pyi \
+	specs/*/target.yaml specs/*/annotations.yaml specs/*/shims/*/*.h))
+
+$(VENV)/.pkg-files: FORCE
+	@mkdir -p $(VENV)
+	@echo '$(PKG_FILES)' | cmp -s - $@ || echo '$(PKG_FILES)' > $@
+
+$(STAMP): pyproject.toml $(VENV)/.pkg-files
+	@echo "venv: $(VENV) (jinja2, pyyaml, libclang, pytest, mypy; miogen installed editable)"
+	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	@$(PIP) install --upgrade pip > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@$(PIP) install -e '.[test]' --config-settings editable_mode=strict >> $(VENV)/install.log 2>&1 \
+		|| { cat $(VENV)/install.log; exit 1; }
+	@touch $@
 
 venv: $(STAMP)
 
 specs: $(STAMP)
-	@test -n "$(HEADER)" || { echo "usage: make specs HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z]"; exit 2; }
-	$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)
+	@test -n "$(HEADER)" || { echo "usage: make specs HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS=...]"; exit 2; }
+	@$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)
 
 generate: $(STAMP)
 ifneq ($(HEADER),)
-	@test "$(origin MIOPEN_VERSION)" = "command line" || { echo "make generate HEADER=... needs MIOPEN_VERSION=X.Y.Z (the release to render)"; exit 2; }
-	$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)/$(MIOPEN_VERSION).yaml
+	@$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)
 endif
-	$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS)
-	@test -f $(SPEC_DIR)/$(MIOPEN_VERSION).yaml || { echo "MIOPEN_VERSION=$(MIOPEN_VERSION): no committed spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml"; exit 2; }
-	$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
-	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+	@$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --summary
+	@test -f "$(SPEC_DIR)/$(MIOPEN_VERSION).yaml" || { echo "MIOPEN_VERSION=$(MIOPEN_VERSION): no committed spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml"; exit 2; }
+	@$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
+	@$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
 
 docs: $(STAMP)
-	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+	@$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
 
-# `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned spec ->
-# annotation gate -> pin the new release -> generate -> test.
+# `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned (newest)
+# release -> annotation gate on every release -> add and pin the new spec -> generate -> test.
+# Transactional: if generate or test fails, the new spec, the pin, generated/ and the docs are put back.
+# (The verify commands are single-quoted: `$(cat pinned)` is read after the new release is pinned.)
 upgrade: $(STAMP)
-	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [UPGRADE_ARGS='--miopen-version X.Y.Z -I DIR']"; exit 2; }
-	$(PY) -m codegen upgrade $(HEADER) $(UPGRADE_ARGS)
-	$(MAKE) generate MIOPEN_VERSION=$$(cat specs/miopen/pinned)
-	$(MAKE) test MIOPEN_VERSION=$$(cat specs/miopen/pinned)
+	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS='-I DIR']"; exit 2; }
+	@$(PY) -m codegen upgrade $(HEADER) $(VERSION_ARG) $(PARSE_ARGS) $(UPGRADE_ARGS) --specs $(SPEC_DIR) \
+		--restore $(GENERATED) --restore docs/api-changes.md \
+		--verify '$(MAKE) --no-print-directory generate HEADER= MIOPEN_VERSION=$$(cat $(SPEC_DIR)/pinned)' \
+		--verify '$(MAKE) --no-print-directory test HEADER= MIOPEN_VERSION=$$(cat $(SPEC_DIR)/pinned)'
 
 # CI: the committed generated/ must be exactly what `make generate` renders.
 check-generated: $(STAMP)
-	rm -rf .check-generated
-	$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated
-	diff -r -x __pycache__ -x .miogen-output $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
-	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o .check-generated/api-changes.md
-	diff docs/api-changes.md .check-generated/api-changes.md || { echo "docs/api-changes.md is stale: run make generate and commit"; exit 1; }
-	rm -rf .check-generated
+	@rm -rf .check-generated
+	@$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated 2>/dev/null
+	@diff -r -x __pycache__ -x .miogen-output $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
+	@$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o .check-generated/api-changes.md 2>/dev/null
+	@diff docs/api-changes.md .check-generated/api-changes.md || { echo "docs/api-changes.md is stale: run make generate and commit"; exit 1; }
+	@rm -rf .check-generated
+	@echo "check-generated: $(GENERATED)/ and docs/api-changes.md are what the specs render"
 
 abi-check: $(STAMP)
-	@test -n "$(HEADER)" || { echo "usage: make abi-check HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z]"; exit 2; }
-	$(PY) -m codegen abi-check $(HEADER) $(VERSION_ARG) $(PARSE_ARGS)
+	@test -n "$(HEADER)" || { echo "usage: make abi-check HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS=...]"; exit 2; }
+	@$(PY) -m codegen abi-check $(HEADER) $(VERSION_ARG) $(PARSE_ARGS)
 
 # mypy --strict on codegen/, and on runtime/ + generated/ assembled as the installed `miopen` package
 # (twice: everything with the .pyi stubs, and the generated implementation of every release without them).
 typecheck: $(STAMP)
-	$(PY) -m mypy --strict codegen
-	rm -rf .typecheck && mkdir -p .typecheck/stubs/miopen .typecheck/impl/miopen
-	cp -r runtime/. .typecheck/stubs/miopen/ && cp -r $(GENERATED) .typecheck/stubs/miopen/_generated
-	cp -r runtime/. .typecheck/impl/miopen/ && cp -r $(GENERATED) .typecheck/impl/miopen/_generated
-	rm -f .typecheck/impl/miopen/_generated/*.pyi
-	cp tests/fixtures/miopen_usage.py .typecheck/stubs/
-	cd .typecheck/stubs && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental miopen miopen_usage.py
-	cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
-	rm -rf .typecheck
+	@$(PY) -m mypy --strict codegen
+	@rm -rf .typecheck && mkdir -p .typecheck/stubs/miopen .typecheck/impl/miopen
+	@cp -r runtime/. .typecheck/stubs/miopen/ && cp -r $(GENERATED) .typecheck/stubs/miopen/_generated
+	@cp -r runtime/. .typecheck/impl/miopen/ && cp -r $(GENERATED) .typecheck/impl/miopen/_generated
+	@rm -f .typecheck/impl/miopen/_generated/*.pyi
+	@cp tests/fixtures/miopen_usage.py .typecheck/stubs/
+	@cd .typecheck/stubs && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental miopen miopen_usage.py
+	@cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
+	@rm -rf .typecheck
 
 test: $(STAMP) check-generated typecheck
 	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) $(PY) -m pytest tests
+
+# one interleaved run of every benchmark, printed as a table (goal, measured, PASS/MISS);
+# HEADER=/path/to/3.3.0/miopen.h adds the real-header parse ratio
+bench: $(STAMP)
+	@$(PY) benchmarks/run_all.py $(if $(HEADER),--header $(HEADER)) $(if $(filter command line,$(origin MIOPEN_VERSION)),--version $(MIOPEN_VERSION)) $(BENCH_ARGS)
 
 # The real libMIOpen 2.17.0 (HIPNOGPU) of ../shared/real-miopen, rebuilt from source on Debian bookworm:
 # `make real-miopen REAL_MIOPEN_ARGS="--source ~/src/MIOpen --out /tmp/real-miopen --pack"` (see the script's --help).
@@ -98,11 +143,5 @@ REAL_MIOPEN_ARGS ?=
 real-miopen:
 	bash scripts/build_real_miopen.sh $(REAL_MIOPEN_ARGS)
 
-bench: $(STAMP)
-	$(PY) benchmarks/parse_speed.py $(HEADER) $(BENCH_ARGS)
-	$(PY) benchmarks/render_speed.py
-	$(PY) benchmarks/import_time.py
-	$(PY) benchmarks/call_overhead.py
-
 clean:
-	rm -rf $(VENV) .pytest_cache .mypy_cache .check-generated .typecheck
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .check-generated .typecheck

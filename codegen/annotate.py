@@ -47,6 +47,8 @@ class ParamNote:
     count: str | None = None  # an output receiving how many elements were filled
     unsized: bool | None = None  # an input array whose length MIOpen derives itself (no length argument)
     nullable: bool | None = None
+    since: str | None = None  # first release where the function has this parameter
+    until: str | None = None  # last release where it has it
     why: str | None = None
 
 
@@ -143,8 +145,31 @@ class Semantics:
     handles: dict[str, HandleSem]
 
 
+@dataclass(frozen=True)
+class OpenParam:
+    """A pointer parameter the rules leave open: what an annotation must decide."""
+
+    function: str
+    param: str
+    c: str
+    missing: tuple[str, ...]  # direction / memory / shape / length
+
+
 class AnnotationGateError(CodegenError):
-    """Generation must stop: parameters left unclassified or annotations that match nothing."""
+    """Generation must stop: parameters left unclassified or annotations that match nothing.
+
+    The message ends with the annotations to add (valid for the spec at hand); `across(specs)` gives
+    the message with a suggestion valid for every release in `specs`."""
+
+    def __init__(self, problems: str, open_params: tuple[OpenParam, ...] = (), ann: Annotations | None = None,
+                 spec: model.Spec | None = None) -> None:
+        self.problems, self.open_params, self.ann = problems, open_params, ann
+        super().__init__(self.across([spec] if spec is not None else []))
+
+    def across(self, specs: list[model.Spec]) -> str:
+        if not (self.open_params and self.ann and specs):
+            return self.problems
+        return self.problems + "\n" + suggestion(self.open_params, self.ann, specs)
 
 
 _INT_NAMES = {"int", "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "short",
@@ -162,7 +187,7 @@ def _version_key(v: str) -> tuple[int, ...]:
         raise CodegenError(f"annotations: since/until must be versions like 3.2.0; got {v!r}") from None
 
 
-def _in_range(version: str, note: FunctionNote | Ownership) -> bool:
+def _in_range(version: str, note: FunctionNote | Ownership | ParamNote) -> bool:
     v = _version_key(version)
     if note.since and v < _version_key(note.since):
         return False
@@ -195,13 +220,20 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
                                 f"(typo, or add since:/until: to scope it)")
             continue
         pnames = {p.name for p in names[fname].params}
-        for pname in sorted(note.params):
-            if pname not in pnames:
-                problems.append(f"annotation for {fname}.{pname}: no such parameter "
-                                f"(has: {', '.join(str(p.name) for p in names[fname].params)})")
+        for pname, pnote in sorted(note.params.items()):
+            if pname in pnames:
+                continue
+            has = ", ".join(str(p.name) for p in names[fname].params)
+            if not (pnote.since or pnote.until):
+                problems.append(f"annotation for {fname}.{pname}: no such parameter (has: {has}; typo, or add "
+                                f"since:/until: to the parameter to scope it)")
+            elif _in_range(spec.miopen_version, pnote):
+                problems.append(f"annotation for {fname}.{pname}: no such parameter in {spec.target} "
+                                f"{spec.miopen_version} although its since/until range includes it (has: {has})")
     functions: dict[str, FunctionSem] = {}
+    unclassified: list[OpenParam] = []
     for f in spec.functions:
-        sem, open_params = _resolve_function(f, ann)
+        sem, open_params, open_notes = _resolve_function(f, ann)
         if open_params and not strict:  # exploring: what is unclassified passes as an opaque pointer
             sem = replace(sem, params=tuple(
                 replace(p, shape="opaque", memory="host", direction="in")
@@ -209,6 +241,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
                 for p in sem.params))
         functions[f.name] = sem
         problems += open_params
+        unclassified += open_notes
     for fs in functions.values():
         for ps in fs.params:
             lc = ps.length_call
@@ -246,15 +279,17 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     if problems and strict:
         raise AnnotationGateError(
             f"annotation gate: {len(problems)} problem(s) in {spec.target} {spec.miopen_version} "
-            f"(fix specs/{spec.target}/annotations.yaml):\n  " + "\n  ".join(problems)
+            f"(fix specs/{spec.target}/annotations.yaml):\n  " + "\n  ".join(problems),
+            tuple(unclassified), ann, spec,
         )
     return Semantics(functions=functions, handles=handles)
 
 
-def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem, list[str]]:
+def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem, list[str], list[OpenParam]]:
     note = ann.functions.get(f.name, FunctionNote())
     rules = ann.rules
     problems: list[str] = []
+    open_notes: list[OpenParam] = []
     params: list[ParamSem] = []
     by_name = {p.name: p for p in f.params}
     for i, p in enumerate(f.params):
@@ -301,8 +336,8 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
         if sem.unsized and sem.direction != "in":
             problems.append(f"{f.name}.{name}: only input arrays can be unsized")
         if unknown:
-            problems.append(f"{f.name}.{name} ({p.c}): unclassified {', '.join(unknown)} — add e.g. "
-                            f"`{f.name}: {{params: {{{name}: {{{unknown[0]}: ...}}}}}}`")
+            problems.append(f"{f.name}.{name} ({p.c}): unclassified {', '.join(unknown)}")
+            open_notes.append(OpenParam(f.name, name, p.c, tuple(unknown)))
         params.append(sem)
     # lengths of input arrays are filled in from the sequences: hide them from the Python signature
     hidden = {s.length for s in params if s.length and s.direction == "in" and s.shape in ("array", "blob")}
@@ -315,7 +350,7 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
     params = [replace(s, hidden=True) if s.name in hidden and s.shape == "value" else s for s in params]
     counts = {s.count for s in params if s.count}
     params = [replace(s, hidden=True) if s.name in counts else s for s in params]
-    return FunctionSem(name=f.name, params=tuple(params)), problems
+    return FunctionSem(name=f.name, params=tuple(params)), problems, open_notes
 
 
 def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
@@ -385,3 +420,69 @@ def _resolve_handles(
                                 f"(or `destroy: null` with owner/why)")
         out[h.name] = HandleSem(name=h.name, tag=h.tag, create=create, destroy=destroy, owner=owner)
     return out
+
+
+# --------------------------------------------------------------------------- what to add
+
+
+_CHOICES = {
+    "direction": "in | out | inout",
+    "memory": "host | device",
+    "shape": "scalar | array | buffer | string | blob | callback | opaque",
+    "length": "the by-value count parameter, or length_call: {call: F, result: P}, or unsized: true",
+}
+
+
+def _range_of(name: str, releases: list[tuple[str, set[str]]]) -> tuple[str | None, str | None, list[str]]:
+    """since/until for something present in some of `releases` (oldest first): (since or None when the
+    oldest has it, until or None when the newest has it, releases inside that range lacking it)."""
+    present = [v for v, names in releases if name in names]
+    if not present:
+        return None, None, []
+    versions = [v for v, _ in releases]
+    lo, hi = versions.index(present[0]), versions.index(present[-1])
+    gaps = [v for v, names in releases[lo:hi + 1] if name not in names]
+    return (present[0] if lo > 0 else None), (present[-1] if hi < len(releases) - 1 else None), gaps
+
+
+def suggestion(open_params: tuple[OpenParam, ...], ann: Annotations, specs: list[model.Spec]) -> str:
+    """The annotations to add for `open_params`, as one YAML block under `functions:` that is valid for
+    every spec in `specs` (all committed releases plus a new one): a function or parameter that only
+    some releases declare gets since:/until:. Values left to decide read `...`, with the choices."""
+    if not open_params:
+        return ""
+    ordered = sorted(specs, key=lambda sp: _version_key(sp.miopen_version))
+    fn_releases = [(sp.miopen_version, {f.name for f in sp.functions}) for sp in ordered]
+    by_fn: dict[str, list[OpenParam]] = {}
+    for op in open_params:
+        if op.param not in [p.param for p in by_fn.get(op.function, [])]:
+            by_fn.setdefault(op.function, []).append(op)
+    path = f"specs/{ordered[-1].target}/annotations.yaml"
+    lines = [f"add to {path}, under `functions:` (replace each `...`; valid for "
+             f"{'releases ' if len(fn_releases) > 1 else 'release '}{', '.join(v for v, _ in fn_releases)}):"]
+    notes: list[str] = []
+    for fname in sorted(by_fn):
+        existing = ann.functions.get(fname)
+        since, until, gaps = _range_of(fname, fn_releases)
+        lines.append(f"  {fname}:" + ("  # already annotated: merge into its entry" if existing else ""))
+        if existing is None:
+            if since:
+                lines.append(f"    since: {since}")
+            if until:
+                lines.append(f"    until: {until}")
+            if gaps:
+                notes.append(f"{fname} is absent from {', '.join(gaps)} inside its since/until range; since/until "
+                             f"cannot leave a gap, so the gate will report those releases")
+        lines.append("    params:")
+        with_fn = [(sp.miopen_version, {str(p.name) for p in sp.function(fname).params})
+                   for sp in ordered if fname in {f.name for f in sp.functions}]
+        for op in by_fn[fname]:
+            keys = ", ".join(f"{k}: ..." for k in op.missing)
+            choices = "; ".join(f"{k}: {_CHOICES.get(k, '...')}" for k in op.missing)
+            psince, puntil, pgaps = _range_of(op.param, with_fn)
+            scope = "".join(f", {k}: {v}" for k, v in (("since", psince), ("until", puntil)) if v)
+            lines.append(f"      {op.param}: {{{keys}{scope}, why: ...}}  # {op.c}: {choices}")
+            if pgaps:
+                notes.append(f"{fname}.{op.param} is absent from {', '.join(pgaps)} inside its since/until range")
+    lines += [f"note: {n}" for n in notes]
+    return "\n".join(lines)

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from . import GENERATOR_VERSION
 from .errors import CodegenError
-from .target import DEFAULT_TARGET
+from .target import DEFAULT_TARGET, SPECS_DIR
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -75,6 +75,16 @@ def _parser() -> argparse.ArgumentParser:
         "--annotations", type=Path, metavar="YAML",
         help="also run the annotation gate with this annotations file (e.g. specs/miopen/annotations.yaml)",
     )
+    c.add_argument("--summary", action="store_true", help="one line for all specs instead of one per spec")
+
+    hv = sub.add_parser(
+        "header-version",
+        help="print the release a header declares (its version.h)",
+        description="Print X.Y.Z as the version header installed beside HEADER declares it (for MIOpen: "
+        "miopen/version.h); exits 2 with the reason when there is none or it was never configured by CMake.",
+    )
+    hv.add_argument("header", type=Path, metavar="HEADER")
+    hv.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
 
     r = sub.add_parser(
         "render",
@@ -104,9 +114,13 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--miopen-version", metavar="X.Y.Z", help="MIOpen version (default: from version.h)")
     a.add_argument("-I", dest="includes", action="append", type=Path, default=[], metavar="DIR",
                    help="include directory for the parse and the compiles; repeatable")
+    a.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
+                   help="define a preprocessor macro for the parse; repeatable")
+    a.add_argument("--no-shims", action="store_true", help="do not fall back to miogen's shims")
     a.add_argument("--annotations", type=Path, default=DEFAULT_TARGET.parent / "annotations.yaml", metavar="YAML")
     a.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
-    a.add_argument("--keep", type=Path, metavar="DIR", help="build in DIR and keep it (default: a temp dir)")
+    a.add_argument("--keep", type=Path, metavar="DIR",
+                   help="build in DIR and keep it (default: a temp dir, removed afterwards)")
 
     d = sub.add_parser(
         "diff",
@@ -128,31 +142,45 @@ def _parser() -> argparse.ArgumentParser:
 
     u = sub.add_parser(
         "upgrade",
-        help="parse a new miopen.h, diff it against the pinned spec and run the annotation gate",
-        description="The upgrade flow's first half (make upgrade runs generate and test after it): parse HEADER, "
-        "print the API diff against the pinned release, run the annotation gate (new unclassified parameters "
-        "are listed with the annotation to add), then write specs/miopen/<version>.yaml and pin it.",
+        help="add a new release: parse its miopen.h, diff, gate, then write and pin its spec",
+        description="Parse HEADER, print the API diff against the pinned (newest) release and run the annotation "
+        "gate on the new spec and every committed one; unclassified parameters are listed with the annotations "
+        "to add, valid for every release. Only then is specs/<target>/<version>.yaml added and pinned. With "
+        "--verify, each command runs afterwards (make upgrade: make generate, make test); if one fails, the new "
+        "spec, the pin and every --restore path are put back as they were. Nothing is replaced: a release "
+        "already committed is refused.",
     )
     u.add_argument("header", type=Path, metavar="HEADER")
-    u.add_argument("--miopen-version", metavar="X.Y.Z")
+    u.add_argument("--miopen-version", metavar="X.Y.Z", help="version of HEADER (default: from version.h)")
     u.add_argument("-I", dest="includes", action="append", type=Path, default=[], metavar="DIR")
     u.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
     u.add_argument("--no-shims", action="store_true", help="do not fall back to miogen's shims")
-    u.add_argument("--specs", type=Path, default=DEFAULT_TARGET.parent, metavar="DIR",
-                   help="spec directory holding the pin file `pinned` (default: specs/miopen)")
-    u.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
+    u.add_argument("--specs", type=Path, default=SPECS_DIR, metavar="DIR",
+                   help="spec directory holding the committed specs, annotations.yaml and the pin file `pinned` "
+                   "(default: specs/miopen of this checkout)")
+    u.add_argument("--target", type=Path, metavar="YAML", help="target facts file (default: the pinned spec's)")
+    u.add_argument("--verify", action="append", default=[], metavar="COMMAND",
+                   help="a shell command to run once the spec is in place; repeatable; any failure rolls back")
+    u.add_argument("--restore", action="append", type=Path, default=[], metavar="PATH",
+                   help="a file or directory the --verify commands may rewrite (generated/, docs/...): restored "
+                   "on failure; repeatable")
     return ap
 
 
-def _peek_schema(path: Path) -> str | None:
+def _peek(path: Path, key: str) -> str | None:
+    """A top-level key of a spec file, read from its first lines (before a full load)."""
     import re
 
     try:
         head = path.read_text(encoding="utf-8", errors="replace")[:2000]
     except OSError:
         return None
-    m = re.search(r"^schema_version:\s*(\S+)", head, re.M)
+    m = re.search(rf"^{key}:\s*(\S+)", head, re.M)
     return m.group(1) if m else None
+
+
+def _peek_schema(path: Path) -> str | None:
+    return _peek(path, "schema_version")
 
 
 def _diff(args: argparse.Namespace) -> int:
@@ -166,7 +194,13 @@ def _diff(args: argparse.Namespace) -> int:
                            f"(`miogen parse`) so both use schema {max(so, sn)}")
     if args.old.resolve() == args.new.resolve():
         raise CodegenError(f"{args.old} was compared with itself: pass the older and the newer spec")
+    to, tn = _peek(args.old, "target"), _peek(args.new, "target")
+    if to and tn and to != tn:
+        raise CodegenError(f"{args.old} is a {to} spec but {args.new} is a {tn} spec: only two releases of the same "
+                           f"library can be compared")
     old, new = load(args.old), load(args.new)
+    if old.target != new.target:  # pragma: no cover - the peek above sees it first
+        raise CodegenError(f"{args.old} is a {old.target} spec but {args.new} is a {new.target} spec")
     if old == new:
         raise CodegenError(f"{args.old} and {args.new} are the same spec (MIOpen {old.miopen_version}, header sha256 "
                            f"{old.header.sha256[:12]}): nothing to compare")
@@ -191,48 +225,146 @@ def _changes(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version_key(v: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in v.split("."))
+
+
+class _Snapshot:
+    """Copies of files and directories, to put back exactly as they were (absent ones removed again)."""
+
+    def __init__(self, paths: list[Path]) -> None:
+        import shutil
+        import tempfile
+
+        self._dir = Path(tempfile.mkdtemp(prefix="miogen-upgrade-"))
+        self._saved: list[tuple[Path, Path | None]] = []
+        for i, path in enumerate(paths):
+            if not path.exists():
+                self._saved.append((path, None))
+                continue
+            copy = self._dir / str(i)
+            if path.is_dir():
+                shutil.copytree(path, copy, symlinks=True)
+            else:
+                shutil.copy2(path, copy)
+            self._saved.append((path, copy))
+
+    def restore(self) -> None:
+        import shutil
+
+        for path, copy in self._saved:
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            if copy is not None:
+                if copy.is_dir():
+                    shutil.copytree(copy, path, symlinks=True)
+                else:
+                    shutil.copy2(copy, path)
+
+    def discard(self) -> None:
+        import shutil
+
+        shutil.rmtree(self._dir, ignore_errors=True)
+
+
 def _upgrade(args: argparse.Namespace) -> int:
-    from .annotate import AnnotationGateError, load_annotations, resolve
+    import os
+    import subprocess
+
+    from .annotate import AnnotationGateError, OpenParam, load_annotations, resolve, suggestion
     from .diff import diff, to_markdown
     from .parser import ParseOptions, parse_header
-    from .spec_io import dump, load
-    from .target import load_target
+    from .spec_io import dumps, load
+    from .target import load_target, target_for
 
-    target = load_target(args.target)
+    if args.specs is None:
+        raise CodegenError("no spec directory: this miogen is installed, not a checkout; pass --specs DIR (the "
+                           "directory holding the committed specs, annotations.yaml and the pin file `pinned`)")
     pin_file = args.specs / "pinned"
     if not pin_file.is_file():
         raise CodegenError(f"{pin_file}: no pinned release (a file holding e.g. 3.5.2); is {args.specs} a spec dir?")
     pinned_version = pin_file.read_text(encoding="utf-8").strip()
-    pinned = load(args.specs / f"{pinned_version}.yaml")
+    committed = {p.name[: -len(".yaml")]: p for p in args.specs.glob("*.*.*.yaml")}
+    if pinned_version not in committed:
+        raise CodegenError(f"{pin_file} pins {pinned_version}, but {args.specs}/{pinned_version}.yaml does not exist")
+    pinned = load(committed[pinned_version])
+    target = load_target(args.target) if args.target else target_for(pinned.target)
     spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
                                                           beta=True, shims=not args.no_shims), args.miopen_version)
-
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in v.split("."))
-
-    if key(spec.miopen_version) < key(pinned_version):
+    version = spec.miopen_version
+    if _version_key(version) < _version_key(pinned_version):
         raise CodegenError(
-            f"{args.header} is MIOpen {spec.miopen_version}, older than the pinned {pinned_version}: an upgrade "
+            f"{args.header} is {target.display_name} {version}, older than the pinned {pinned_version}: an upgrade "
             f"only moves forward. To render an older release, use its committed spec: "
-            f"make generate MIOPEN_VERSION={spec.miopen_version}" +
-            ("" if (args.specs / f"{spec.miopen_version}.yaml").exists()
-             else f" (parse it first: make specs HEADER={args.header} MIOPEN_VERSION={spec.miopen_version})"))
+            f"make generate MIOPEN_VERSION={version}" +
+            ("" if version in committed
+             else f" (parse it first: make specs HEADER={args.header} MIOPEN_VERSION={version})"))
     if spec == pinned:
-        print(f"{args.header}: same API as the pinned MIOpen {pinned_version}; nothing to upgrade")
+        print(f"{args.header}: same API as the pinned {target.display_name} {pinned_version}; nothing to upgrade")
         return 0
+    if version in committed:
+        raise CodegenError(
+            f"{committed[version]} already holds {target.display_name} {version} (from a header with another API): an "
+            f"upgrade adds a release and replaces none. To re-parse a committed release on purpose: "
+            f"make specs HEADER={args.header} MIOPEN_VERSION={version}")
     print(to_markdown(diff(pinned, spec)))
-    out = args.specs / f"{spec.miopen_version}.yaml"
-    try:
-        resolve(spec, load_annotations(args.specs / "annotations.yaml"), prefix=target.function_prefix)
-    except AnnotationGateError as exc:
-        print(f"miogen: {exc}", file=sys.stderr)
-        print(f"miogen: add the annotations above to {args.specs / 'annotations.yaml'}, then run make upgrade again "
-              f"(nothing was written)", file=sys.stderr)
+
+    # the gate, on the new spec and on every committed one: the annotations must hold for all releases
+    ann_path = args.specs / "annotations.yaml"
+    ann = load_annotations(ann_path)
+    releases = sorted([*(load(p) for v, p in committed.items()), spec], key=lambda sp: _version_key(sp.miopen_version))
+    failed: list[AnnotationGateError] = []
+    for sp in releases:
+        try:
+            resolve(sp, ann, prefix=target.function_prefix)
+        except AnnotationGateError as exc:
+            failed.append(exc)
+    if failed:
+        open_params: list[OpenParam] = []
+        for err in failed:
+            print(f"miogen: {err.problems}", file=sys.stderr)
+            open_params += [op for op in err.open_params if op not in open_params]
+        if open_params:
+            print(suggestion(tuple(open_params), ann, releases), file=sys.stderr)
+        print(f"miogen: fix {ann_path}, then run the upgrade again (nothing was written)", file=sys.stderr)
         return 1
-    dump(spec, out)
-    print(f"wrote {out}")
-    pin_file.write_text(spec.miopen_version + "\n", encoding="utf-8")
-    print(f"pinned MIOpen {spec.miopen_version} (specs/miopen/pinned); next: make generate && make test")
+
+    out = args.specs / f"{version}.yaml"
+    staged = out.with_name(f".{out.name}.tmp")  # written beside its place, then moved there in one step
+    snapshot = _Snapshot([pin_file, *args.restore])
+    try:
+        staged.write_text(dumps(spec), encoding="utf-8")
+        os.replace(staged, out)
+        pin_file.write_text(version + "\n", encoding="utf-8")
+        print(f"wrote {out}; pinned {target.display_name} {version} (newest release)")
+        failure: str | None = None
+        try:
+            for cmd in args.verify:
+                print(f"upgrade: {cmd}", flush=True)
+                rc = subprocess.run(cmd, shell=True, check=False).returncode
+                if rc != 0:
+                    failure = f"`{cmd}` failed (exit {rc})"
+                    break
+        except KeyboardInterrupt:
+            failure = "interrupted"
+        if failure is not None:
+            out.unlink(missing_ok=True)
+            snapshot.restore()
+            restored = ", ".join(str(p) for p in args.restore)
+            print(f"miogen: {failure}: rolled back: removed {out}, pinned {pinned_version} again"
+                  + (f", restored {restored}" if restored else "") + "; nothing of the upgrade is left", file=sys.stderr)
+            return 1
+    except BaseException:
+        out.unlink(missing_ok=True)
+        snapshot.restore()
+        raise
+    finally:
+        snapshot.discard()
+        staged.unlink(missing_ok=True)
+    if not args.verify:
+        print("next: make generate && make test (make upgrade does both, and rolls back on failure)")
     return 0
 
 
@@ -244,13 +376,27 @@ def _abi_check(args: argparse.Namespace) -> int:
     from .target import load_target
 
     target = load_target(args.target)
-    spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), beta=True),
-                        args.miopen_version)
-    workdir = args.keep or Path(tempfile.mkdtemp(prefix="miogen-abi-"))
-    workdir.mkdir(parents=True, exist_ok=True)
-    report = check(spec, args.annotations, args.header, target, workdir, tuple(args.includes))
-    print(report.summary())
-    return 0 if report.ok else 1
+    spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
+                                                          beta=True, shims=not args.no_shims), args.miopen_version)
+
+    def run(workdir: Path) -> int:
+        report = check(spec, args.annotations, args.header, target, workdir, tuple(args.includes))
+        print(report.summary())
+        return 0 if report.ok else 1
+
+    if args.keep:
+        args.keep.mkdir(parents=True, exist_ok=True)
+        return run(args.keep)
+    with tempfile.TemporaryDirectory(prefix="miogen-abi-") as tmp:
+        return run(Path(tmp))
+
+
+def _header_version(args: argparse.Namespace) -> int:
+    from .parser import header_version
+    from .target import load_target
+
+    print(header_version(args.header, load_target(args.target)))
+    return 0
 
 
 def _render(args: argparse.Namespace) -> int:
@@ -258,11 +404,11 @@ def _render(args: argparse.Namespace) -> int:
 
     from .render import generate
     from .spec_io import load
-    from .target import REPO_ROOT, load_target
+    from .target import load_target, target_path
 
     t0 = time.perf_counter()
     name = load(args.spec[-1]).target
-    target = load_target(args.target or REPO_ROOT / "specs" / name / "target.yaml")
+    target = load_target(args.target or target_path(name))
     annotations = args.annotations or target.path.parent / "annotations.yaml"
     files = generate(list(args.spec), annotations, target, args.output, args.history)
     shown = args.spec[0] if len(args.spec) == 1 else f"{len(args.spec)} specs"
@@ -271,25 +417,34 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .annotate import load_annotations, resolve
+    from .annotate import AnnotationGateError, load_annotations, resolve
     from .spec_io import load
 
     ann = load_annotations(args.annotations) if args.annotations else None
+    specs = [load(path) for path in args.specs]
     failed = 0
-    for path in args.specs:
-        spec = load(path)
+    for path, spec in zip(args.specs, specs, strict=True):
         if ann is not None:
             try:
                 resolve(spec, ann)
+            except AnnotationGateError as exc:  # the annotations to add, valid for every spec checked
+                print(f"{path}: {exc.across(specs)}", file=sys.stderr)
+                failed += 1
+                continue
             except CodegenError as exc:
                 print(f"{path}: {exc}", file=sys.stderr)
                 failed += 1
                 continue
-        beta = sum(f.beta for f in spec.functions)
-        print(
-            f"{path}: ok: MIOpen {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
-            f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles"
-        )
+        if not args.summary:
+            beta = sum(f.beta for f in spec.functions)
+            print(
+                f"{path}: ok: MIOpen {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
+                f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles"
+            )
+    if args.summary and not failed:
+        versions = sorted((s.miopen_version for s in specs), key=_version_key)
+        print(f"check: {len(specs)} spec(s) valid ({', '.join(versions)})"
+              + (", annotation gate passed" if ann is not None else ""))
     return 2 if failed else 0
 
 
@@ -343,6 +498,8 @@ def main(argv: list[str] | None = None) -> int:
             return _changes(args)
         if args.command == "upgrade":
             return _upgrade(args)
+        if args.command == "header-version":
+            return _header_version(args)
     except CodegenError as exc:
         print(f"miogen: error: {exc}", file=sys.stderr)
         return 2

@@ -6,6 +6,7 @@ Only normalised tokens leave this module (group names, in/out/inout, flags), nev
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from dataclasses import dataclass
 
@@ -14,7 +15,9 @@ from .model import DocTag
 _COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 _GROUP_EVENT = re.compile(r"@(addtogroup|defgroup)\s+(\w+)|@\{|@\}")
 _INGROUP = re.compile(r"@ingroup\s+(\w+)")
-_PARAM = re.compile(r"[@\\]param\s*(\[[^\]]*\])?\s*(\w+)(.*?)(?=[@\\]\w|\Z)", re.S)
+# a parameter's text runs to the next command (`@x`, or a backslash one) or the end; written without a lazy `.*?` and
+# lookahead, which cost a look at every character
+_PARAM = re.compile(r"[@\\]param\s*(\[[^\]]*\])?\s*(\w+)((?:[^@\\]+|[@\\](?!\w))*)", re.S)
 _PAREN_TAG = re.compile(
     r"\(\s*(input\s*(?:/|and)\s*output|int?t?puts?|output)\b([^)]*)\)",
     re.I,
@@ -81,6 +84,7 @@ def is_deprecated(comment: str | None, *, member: bool = False) -> bool:
     return member and bool(_DEPRECATED_WORD.search(comment))
 
 
+@functools.lru_cache(maxsize=256)
 def _normalise(word: str) -> DocTag:
     w = re.sub(r"\s+", "", word.lower())
     if "output" in w and ("input" in w or "and" in w):
@@ -90,19 +94,29 @@ def _normalise(word: str) -> DocTag:
     return "in"
 
 
+@functools.lru_cache(maxsize=1024)
+def _bracket_tag(bracket: str, text_has_optional: bool) -> ParamTag:
+    b = bracket.strip("[]").replace(" ", "").lower()
+    direction: DocTag = "inout" if b in ("in,out", "inout") else "out" if b == "out" else "in"
+    return ParamTag(direction, text_has_optional)
+
+
+@functools.lru_cache(maxsize=1024)
+def _paren_tag(word: str, rest: str) -> ParamTag:
+    return ParamTag(_normalise(word), "optional" in rest.lower())
+
+
 def param_tags(comment: str | None) -> dict[str, ParamTag]:
     """Direction tags per documented parameter name: `[in]`/`[out]`/`[in,out]` or `(input)`-style."""
     tags: dict[str, ParamTag] = {}
     if not comment:
         return tags
-    for m in _PARAM.finditer(comment):
-        bracket, name, text = m.group(1), m.group(2), m.group(3)
+    search = _PAREN_TAG.search
+    for bracket, name, text in _PARAM.findall(comment):
         if bracket:
-            b = bracket.strip("[]").replace(" ", "").lower()
-            direction: DocTag = "inout" if b in ("in,out", "inout") else "out" if b == "out" else "in"
-            tags[name] = ParamTag(direction, "optional" in text.lower())
+            tags[name] = _bracket_tag(bracket, "optional" in text.lower())
             continue
-        p = _PAREN_TAG.search(text)
+        p = search(text)
         if p:
-            tags[name] = ParamTag(_normalise(p.group(1)), "optional" in p.group(2).lower())
+            tags[name] = _paren_tag(p.group(1), p.group(2))
     return tags

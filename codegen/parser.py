@@ -175,6 +175,59 @@ def _top_level(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> list
     return out
 
 
+class _Calls:
+    """Direct libclang calls for the per-parameter hot path.
+
+    cindex wraps each call with a result check that costs more calls (a cursor is compared with
+    the null cursor, a string goes through two wrappers); for a header of thousands of functions
+    these wrappers cost more than the parse. The objects returned here are cindex's own
+    `Cursor`/`Type`, with the translation unit attached as cindex does, so cindex works on them.
+    """
+
+    def __init__(self, ci: Any) -> None:
+        import ctypes
+
+        lib = ctypes.CDLL(ci.conf.lib._name)  # the loaded libclang, with plain function objects
+
+        def fn(name: str, argtypes: list[Any], restype: Any) -> Any:
+            f = getattr(lib, name)
+            f.argtypes, f.restype = argtypes, restype
+            return f
+
+        self._num_args = fn("clang_Cursor_getNumArguments", [ci.Cursor], ctypes.c_int)
+        self._arg = fn("clang_Cursor_getArgument", [ci.Cursor, ctypes.c_uint], ci.Cursor)
+        self._cursor_spelling = fn("clang_getCursorSpelling", [ci.Cursor], ci._CXString)
+        self._cursor_type = fn("clang_getCursorType", [ci.Cursor], ci.Type)
+        self._result_type = fn("clang_getCursorResultType", [ci.Cursor], ci.Type)
+        self._type_spelling = fn("clang_getTypeSpelling", [ci.Type], ci._CXString)
+        self._cstring = fn("clang_getCString", [ci._CXString], ctypes.c_char_p)  # _CXString disposes itself
+
+    def arguments(self, c: Any) -> list[Any]:
+        tu = c._tu
+        out = []
+        for i in range(self._num_args(c)):
+            a = self._arg(c, i)
+            a._tu = tu
+            out.append(a)
+        return out
+
+    def spelling(self, c: Any) -> str:
+        return (self._cstring(self._cursor_spelling(c)) or b"").decode("utf-8")
+
+    def type(self, c: Any) -> Any:
+        t = self._cursor_type(c)
+        t._tu = c._tu
+        return t
+
+    def result_type(self, c: Any) -> Any:
+        t = self._result_type(c)
+        t._tu = c._tu
+        return t
+
+    def type_spelling(self, t: Any) -> str:
+        return (self._cstring(self._type_spelling(t)) or b"").decode("utf-8")
+
+
 class _Builder:
     """Turns the cursors of one translation unit into model objects."""
 
@@ -190,6 +243,11 @@ class _Builder:
         self.records: dict[str, str] = {}  # clang decl hash key -> model name
         self.tu: Any = None
         self.api_files = {str(header), *(str(header.parent / n) for n in target.api_headers)}
+        # one translation unit: a type's spelling names one type, so its CType is computed once
+        self._ctypes: dict[str, CType] = {}
+        self._params: dict[tuple[str, str | None, Any, str | None], Param] = {}
+        self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
+        self.calls = _Calls(self.ci)
 
     # ------------------------------------------------------------------ types
     def _error(self, cursor: Any, message: str) -> HeaderError:
@@ -206,7 +264,15 @@ class _Builder:
                                       f"{exc.message}") from None
         return item
 
-    def ctype(self, t: Any, where: Any) -> CType:
+    def ctype(self, t: Any, where: Any, spelling: str | None = None) -> CType:
+        """The model type of clang type `t` (cached by spelling; `where` locates errors)."""
+        spelling = spelling if spelling is not None else t.spelling
+        cached = self._ctypes.get(spelling)
+        if cached is None:
+            cached = self._ctypes[spelling] = self._new_ctype(t, where)
+        return cached
+
+    def _new_ctype(self, t: Any, where: Any) -> CType:
         TK = self.ci.TypeKind
         consts: list[bool] = []  # outermost first
         array: int | None = None
@@ -304,33 +370,48 @@ class _Builder:
                 elif canon.kind == TK.ENUM:
                     self.enums.add(c.spelling)
 
-    def _group(self, cursor: Any, comment: str | None) -> str | None:
-        return doc.ingroup(comment) or self.groups.at(cursor.location.line)
+    def _group(self, cursor: Any, comment: str | None, location: Any = None) -> str | None:
+        return doc.ingroup(comment) or self.groups.at((location or cursor.location).line)
 
     def function(self, c: Any) -> Function:
         comment = c.raw_comment
         tags = doc.param_tags(comment)
+        location = c.location
+        calls = self.calls
+        args = calls.arguments(c)
+        # default arguments are rare: look for them only where the declaration's text has an `=`
+        defaults = bool(args) and self._may_have_defaults(c, location)
         params = []
-        for a in c.get_arguments():
-            name = a.spelling or None
-            ctype = self.ctype(a.type, a)
+        cache = self._params
+        for a in args:
+            name = calls.spelling(a) or None
+            t = calls.type(a)
+            spelling = calls.type_spelling(t)
             tag = tags.get(name) if name else None
-            p = Param(
-                name=name,
-                c=a.type.spelling,
-                type=ctype,
-                default=self._default(a, ctype),
-                doc_tag=tag.direction if tag else None,
-                doc_optional=bool(tag and tag.optional),
-            )
-            params.append(replace(p, role=roles.propose(p, self.target)))
+            ctype = self.ctype(t, a, spelling)
+            default = self._default(a, ctype) if defaults else None
+            key = (spelling, name, tag, default)
+            param = cache.get(key)
+            if param is None:  # a parameter like `miopenHandle_t handle`: built once, shared
+                doc_tag = tag.direction if tag else None
+                bare = Param(name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag,
+                             doc_optional=bool(tag and tag.optional))
+                param = cache[key] = replace(bare, role=roles.propose(bare, self.target))
+            params.append(param)
+        result = calls.result_type(c)
         return Function(
             name=c.spelling,
-            returns=self.ctype(c.result_type, c),
+            returns=self.ctype(result, c, calls.type_spelling(result)),
             params=tuple(params),
-            group=self._group(c, comment),
+            group=self._group(c, comment, location),
             deprecated=doc.is_deprecated(comment),
         )
+
+    def _may_have_defaults(self, c: Any, location: Any) -> bool:
+        if not self._from_main(location):  # another file (or a macro): ask clang for each parameter
+            return True
+        ext = c.extent
+        return b"=" in self.data[ext.start.offset : ext.end.offset]
 
     def _default(self, parm: Any, ctype: CType) -> str | None:
         """The canonical spelling of a default argument (codegen/literals.py), or an error at it."""
@@ -533,21 +614,46 @@ def normalise_version(text: str) -> str:
     return ".".join(str(int(p)) for p in m.groups())
 
 
-def detect_version(header: Path, target: Target) -> str | None:
-    """The version from the target's version header installed beside the header, if there is one."""
+def read_version_header(header: Path, target: Target) -> tuple[Path | None, str | None, str | None]:
+    """The target's version header installed beside `header`: (its path or None, the version it declares
+    or None, why it declares none or None)."""
     if not target.version_header or len(target.version_macros) != 3:
-        return None
+        return None, None, None
     vh = header.parent / target.version_header
     if not vh.is_file():
-        return None
+        return None, None, None
     text = vh.read_text(encoding="utf-8", errors="replace")
     values = []
     for macro in target.version_macros:
-        m = re.search(rf"#[ \t]*define[ \t]+{re.escape(macro)}[ \t]+([0-9]{{1,6}})\b", text, re.ASCII)
+        m = re.search(rf"#[ \t]*define[ \t]+{re.escape(macro)}[ \t]+(\S+)", text, re.ASCII)
         if m is None:
-            return None
-        values.append(m.group(1))
-    return normalise_version(".".join(values))
+            return vh, None, f"it does not define {macro}"
+        value = m.group(1)
+        if value.startswith("@") or value.startswith("${"):
+            return vh, None, (f"{macro} is {value}, a value CMake never filled in (this is the version.h template of "
+                              f"a source tree, not the configured one of an install or build)")
+        if not value.isdigit() or len(value) > 6:
+            return vh, None, f"{macro} is {value[:20]!r}, not a version number"
+        values.append(value)
+    return vh, normalise_version(".".join(values)), None
+
+
+def detect_version(header: Path, target: Target) -> str | None:
+    """The version from the target's version header installed beside the header, if it declares one."""
+    return read_version_header(header, target)[1]
+
+
+def header_version(header: Path, target: Target) -> str:
+    """The version the header's version.h declares, or a HeaderError saying why there is none."""
+    vh, version, problem = read_version_header(header, target)
+    if version is not None:
+        return version
+    if vh is None:
+        raise HeaderError(
+            f"{header}: cannot tell the {target.display_name} version (no {target.version_header or 'version header'}"
+            f" beside the header); pass --miopen-version X.Y.Z"
+        )
+    raise HeaderError(f"{vh}: cannot tell the {target.display_name} version: {problem}; pass --miopen-version X.Y.Z")
 
 
 def parse_header(
@@ -562,12 +668,7 @@ def parse_header(
     data = check_header_file(header)
     text = data.decode("utf-8")
     if miopen_version is None:
-        miopen_version = detect_version(header, target)
-        if miopen_version is None:
-            raise HeaderError(
-                f"{header}: cannot tell the {target.display_name} version (no {target.version_header or 'version header'}"
-                f" beside the header); pass --miopen-version X.Y.Z"
-            )
+        miopen_version = header_version(header, target)
     try:
         miopen_version = normalise_version(miopen_version)
     except ValueError:

@@ -99,7 +99,21 @@ _MAP_END = yaml.MappingEndEvent()
 _SEQ_END = yaml.SequenceEndEvent()
 
 
-def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False) -> None:
+# Small values that recur all over a spec (a parameter `miopenHandle_t handle`, a type, a role): their
+# events are built once per dump and reused.
+_MEMO_TYPES = (model.CType, model.Role, model.Param)
+
+
+def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False,
+            memo: dict[tuple[Any, bool], list[yaml.Event]] | None = None) -> None:
+    if memo is not None and type(obj) in _MEMO_TYPES:
+        memo_key = (obj, flow)
+        done = memo.get(memo_key)
+        if done is None:
+            done = memo[memo_key] = []
+            _events(obj, flow, done, item_flow, None)
+        out += done
+        return
     plan = _PLAN.get(type(obj)) or (_plan(type(obj)) if dataclasses.is_dataclass(obj) else None)
     if plan is not None:
         out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
@@ -111,18 +125,18 @@ def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False
             if value is None or type(value) in (str, int, bool):
                 out.append(_scalar(value))
             else:
-                _events(value, flow or field_flow, out, items)
+                _events(value, flow or field_flow, out, items, memo)
         out.append(_MAP_END)
     elif isinstance(obj, tuple):
         out.append(yaml.SequenceStartEvent(None, None, True, flow_style=flow))
         for v in obj:
-            _events(v, flow or item_flow, out)
+            _events(v, flow or item_flow, out, False, memo)
         out.append(_SEQ_END)
     elif isinstance(obj, dict):
         out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
         for k, v in obj.items():
             out.append(_scalar(k))
-            _events(v, flow, out)
+            _events(v, flow, out, False, memo)
         out.append(_MAP_END)
     else:
         out.append(_scalar(obj))
@@ -131,7 +145,7 @@ def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False
 def dumps(spec: Any) -> str:
     """YAML text of a model object (a spec, or any dataclass of the model)."""
     events: list[yaml.Event] = [yaml.StreamStartEvent(), yaml.DocumentStartEvent(explicit=False)]
-    _events(spec, False, events)
+    _events(spec, False, events, False, {})
     events += [yaml.DocumentEndEvent(explicit=False), yaml.StreamEndEvent()]
     text: str = yaml.emit(events, Dumper=_BaseDumper, width=4096, allow_unicode=True)
     return text

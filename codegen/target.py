@@ -9,7 +9,13 @@ from .errors import SpecError
 from .spec_io import load_as
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-DEFAULT_TARGET = REPO_ROOT / "specs" / "miopen" / "target.yaml"
+# The target files (target.yaml, annotations.yaml, shims/): specs/<target>/ in a checkout (their source of
+# truth); an installed miogen carries copies as package data in codegen/targets/<target>/.
+_PACKAGED = Path(__file__).resolve().parent / "targets"
+TARGETS_DIR = _PACKAGED if _PACKAGED.is_dir() else REPO_ROOT / "specs"
+DEFAULT_TARGET = TARGETS_DIR / "miopen" / "target.yaml"
+# The committed specs and the pin file: only a checkout has them.
+SPECS_DIR: Path | None = REPO_ROOT / "specs" / "miopen" if (REPO_ROOT / "specs" / "miopen" / "pinned").is_file() else None
 
 
 @dataclass(frozen=True)
@@ -65,9 +71,14 @@ class Target:
         return self.path.parent / "shims"
 
 
+def target_path(name: str) -> Path:
+    """The target file of the target `name` (specs/<name>/target.yaml, or its installed copy)."""
+    return TARGETS_DIR / name / "target.yaml"
+
+
 def target_for(name: str) -> Target:
-    """The target file of the committed target `name` (specs/<name>/target.yaml)."""
-    return load_target(REPO_ROOT / "specs" / name / "target.yaml")
+    """The target facts of the target `name`."""
+    return load_target(target_path(name))
 
 
 def load_target(path: Path = DEFAULT_TARGET) -> Target:

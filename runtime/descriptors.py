@@ -12,15 +12,19 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Literal, TypeAlias
 
 from . import layout
+from ._generated import _support as _gs
 from ._generated import api
 from ._generated._handles import TensorDescriptor
 from .errors import ScalingRuleError, ShapeError
 
 DataTypeLike: TypeAlias = "api.DataType | int | str"
+
+
+_BY_NAME: dict[str, api.DataType] = {}  # dtype names seen (torch's 'torch.float32', 'float16', ...) -> member
 
 
 def data_type(dtype: DataTypeLike) -> api.DataType:
@@ -32,10 +36,17 @@ def data_type(dtype: DataTypeLike) -> api.DataType:
             return api.DataType(dtype)
         except ValueError:
             raise ValueError(f"dtype: {dtype} is not a miopenDataType_t value of this release") from None
+    if type(dtype) is str:
+        known = _BY_NAME.get(dtype)
+        if known is not None:
+            return known
     members = api.DataType.__members__
     if isinstance(dtype, str) and dtype in members:
         return members[dtype]
-    return members[layout.dtype_name_for(dtype, available=set(members))]
+    member = members[layout.dtype_name_for(dtype, available=set(members))]
+    if type(dtype) is str and len(_BY_NAME) < 256:
+        _BY_NAME[dtype] = member
+    return member
 
 
 def itemsize(dtype: DataTypeLike) -> int:
@@ -61,19 +72,58 @@ class FrozenTensorDescriptor(TensorDescriptor):
 _DESCRIPTOR_CACHES: weakref.WeakSet[DescriptorCache] = weakref.WeakSet()
 
 
+_Key = tuple[int, tuple[int, ...], tuple[int, ...]]
+_generation = [0]
+_on_clear: list[Callable[[], None]] = []
+
+
+def on_clear(forget: Callable[[], None]) -> None:
+    """Call `forget` whenever cached descriptors are forgotten: a memo holding descriptors (the ops keep
+    some per shape) drops them then, so that they are destroyed as soon as nobody else holds them."""
+    _on_clear.append(forget)
+
+
+def _int_tuple(v: object) -> bool:
+    return type(v) is tuple and all(type(e) is int for e in v)
+
+
 class DescriptorCache:
-    """An LRU cache of frozen tensor descriptors (thread-safe)."""
+    """An LRU cache of frozen tensor descriptors (thread-safe).
+
+    Descriptors are keyed by canonical strides; the (member, dims, strides) a caller passed are
+    remembered too, so a layout seen before skips the validation and the stride canonicalisation."""
 
     def __init__(self, maxsize: int = 512) -> None:
         self.maxsize = maxsize
         self._lock = threading.Lock()
-        self._items: OrderedDict[tuple[int, tuple[int, ...], tuple[int, ...]], FrozenTensorDescriptor] = OrderedDict()
+        self._items: OrderedDict[_Key, FrozenTensorDescriptor] = OrderedDict()
+        # (DataType member, dims, strides or None) exactly as given -> the canonical key and its descriptor
+        self._seen: dict[tuple[api.DataType, tuple[int, ...], tuple[int, ...] | None],
+                         tuple[_Key, FrozenTensorDescriptor]] = {}
         self.hits = 0
         self.misses = 0
         _DESCRIPTOR_CACHES.add(self)
 
     def get(self, dtype: DataTypeLike, dims: Sequence[int], strides: Sequence[int] | None = None
             ) -> FrozenTensorDescriptor:
+        exact = (type(dtype) is api.DataType and _int_tuple(dims) and (strides is None or _int_tuple(strides)))
+        return self.get_exact(dtype, dims, strides) if exact else self._get(dtype, dims, strides)  # type: ignore[arg-type]
+
+    def get_exact(self, dtype: api.DataType, dims: tuple[int, ...], strides: tuple[int, ...] | None
+                  ) -> FrozenTensorDescriptor:
+        """`get` for values known to be a DataType member and tuples of ints (a `Tensor`'s)."""
+        seen = self._seen.get((dtype, dims, strides))
+        if seen is not None:  # this exact (member, dims, strides) was checked before
+            key, desc = seen
+            with self._lock:
+                if self._items.get(key) is desc and not desc.closed:
+                    self._items.move_to_end(key)
+                    self.hits += 1
+                    return desc
+        return self._get(dtype, dims, strides, exact=True)
+
+    def _get(self, dtype: DataTypeLike, dims: Sequence[int], strides: Sequence[int] | None, exact: bool = False
+             ) -> FrozenTensorDescriptor:
         dt = data_type(dtype)
         d = tuple(dims)
         if not d:
@@ -88,6 +138,8 @@ class DescriptorCache:
             if desc is not None and not desc.closed:
                 self._items.move_to_end(key)
                 self.hits += 1
+                if exact:
+                    self._remember(dtype, dims, strides, key, desc)
                 return desc
             self.misses += 1
         desc = _make(dt, d, s)
@@ -96,12 +148,26 @@ class DescriptorCache:
             while len(self._items) > self.maxsize:
                 # only forget it: a caller may still use it; its finalizer destroys it when the last user is gone
                 self._items.popitem(last=False)
+            if exact:
+                self._remember(dtype, dims, strides, key, desc)
         return desc
+
+    def _remember(self, dtype: object, dims: object, strides: object, key: _Key, desc: FrozenTensorDescriptor
+                  ) -> None:
+        """Note the caller's exact spelling (a DataType member and tuples of ints: hashable, and no bool or
+        list can equal a spelling that was checked). Called under the lock."""
+        if len(self._seen) >= 4 * self.maxsize:
+            self._seen = {}
+        self._seen[(dtype, dims, strides)] = (key, desc)  # type: ignore[index]
 
     def clear(self) -> None:
         """Forget every cached descriptor (each is destroyed once nobody holds it any more)."""
+        _generation[0] += 1
         with self._lock:
             self._items = OrderedDict()
+            self._seen = {}
+        for forget in _on_clear:
+            forget()
 
     def __len__(self) -> int:
         return len(self._items)
@@ -140,6 +206,12 @@ def tensor_descriptor(dtype: DataTypeLike, dims: Sequence[int], strides: Sequenc
                       ) -> FrozenTensorDescriptor:
     """The cached descriptor of a tensor (packed strides by default)."""
     return _cache.get(dtype, dims, strides)
+
+
+def tensor_descriptor_of(dtype: api.DataType, dims: tuple[int, ...], strides: tuple[int, ...] | None
+                         ) -> FrozenTensorDescriptor:
+    """`tensor_descriptor` for a `Tensor`'s own fields (a DataType member, tuples of ints): the ops' path."""
+    return _cache.get_exact(dtype, dims, strides)
 
 
 def descriptor_from_order_and_dims(order: layout.StorageOrder | str, dims: Sequence[int], dtype: DataTypeLike
@@ -223,11 +295,28 @@ def _check_deterministic() -> None:
                                   f"{runtime_version() or 'older than 2.3'}")
 
 
+def cache_generation() -> int:
+    """Bumped whenever descriptors are forgotten (`clear_descriptor_caches`, `DescriptorCache.clear`): what
+    remembers a cached descriptor (the ops' per-shape memos) checks it is still current."""
+    return _generation[0]
+
+
 def clear_descriptor_caches() -> None:
-    """Forget every cached tensor and convolution descriptor (destroyed when no longer held)."""
+    """Forget every cached tensor, convolution and activation descriptor (destroyed when no longer held)."""
     _cache.clear()
     with _conv_lock:
         _conv_cache.clear()
+    with _act_lock:
+        _act_cache.clear()
+
+
+def _library_changed() -> None:
+    """Another library (or none) is bound: members and descriptors of the previous one are forgotten."""
+    _BY_NAME.clear()
+    clear_descriptor_caches()
+
+
+_gs._on_reset.append(_library_changed)
 
 
 def pooling_descriptor(mode: api.PoolingMode | int, window: Sequence[int], pads: Sequence[int],
@@ -243,8 +332,34 @@ def pooling_descriptor(mode: api.PoolingMode | int, window: Sequence[int], pads:
 
 def activation_descriptor(mode: api.ActivationMode | int, alpha: float = 0.0, beta: float = 0.0,
                           gamma: float = 0.0) -> api.ActivationDescriptor:
+    """A new activation descriptor (the caller owns it)."""
     desc = api.create_activation_descriptor()
     api.set_activation_descriptor(desc, mode, alpha, beta, gamma)
+    return desc
+
+
+_act_lock = threading.Lock()
+_act_cache: OrderedDict[tuple[int, float, float, float], api.ActivationDescriptor] = OrderedDict()
+ACTIVATION_CACHE_SIZE = 64
+
+
+def cached_activation_descriptor(mode: api.ActivationMode, alpha: float, beta: float, gamma: float
+                                 ) -> api.ActivationDescriptor:
+    """The shared activation descriptor of (mode, alpha, beta, gamma), made once (LRU of 64).
+
+    Like the cached tensor descriptors it must not be modified; one the cache forgets is destroyed
+    once nobody holds it any more."""
+    key = (int(mode), float(alpha), float(beta), float(gamma))
+    with _act_lock:
+        desc = _act_cache.get(key)
+        if desc is not None and not desc.closed:
+            _act_cache.move_to_end(key)
+            return desc
+    desc = activation_descriptor(mode, *key[1:])
+    with _act_lock:
+        _act_cache[key] = desc
+        while len(_act_cache) > ACTIVATION_CACHE_SIZE:
+            _act_cache.popitem(last=False)
     return desc
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from . import layout
 from ._generated import api
-from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor
+from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor_of
 from .errors import ShapeError
 
 
@@ -27,19 +27,19 @@ class Tensor:
     def make(cls, ptr: int, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None) -> Tensor:
         if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
-        d = tuple(int(x) for x in dims)
-        if any(x < 1 for x in d):
+        d = tuple(map(int, dims))
+        if d and min(d) < 1:
             raise ShapeError(f"Tensor: every dim must be >= 1 (MIOpen has no empty tensors); got {d}")
         if ptr == 0:
             raise ValueError(f"Tensor: a null device address for a tensor of dims {d}")
-        s = layout.packed_strides(d) if strides is None else tuple(int(x) for x in strides)
+        s = _packed(d) if strides is None else tuple(map(int, strides))
         if len(s) != len(d):
             raise ShapeError(f"Tensor: {len(d)} dims but {len(s)} strides")
         return cls(ptr, d, s, data_type(dtype))
 
     @property
     def desc(self) -> FrozenTensorDescriptor:
-        return tensor_descriptor(self.dtype, self.dims, self.strides)
+        return tensor_descriptor_of(self.dtype, self.dims, self.strides)
 
     @property
     def nbytes(self) -> int:
@@ -51,6 +51,19 @@ class Tensor:
 
     def data_ptr(self) -> int:
         return self.ptr
+
+
+_PACKED: dict[tuple[int, ...], tuple[int, ...]] = {}
+
+
+def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
+    """layout.packed_strides, remembered per dims."""
+    s = _PACKED.get(dims)
+    if s is None:
+        s = layout.packed_strides(dims)
+        if len(_PACKED) < 1024:
+            _PACKED[dims] = s
+    return s
 
 
 _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "<i4": "int32", "|i1": "int8", "<i8": "int64",
@@ -88,6 +101,10 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
 
 def same_dtype(op: str, **tensors: Tensor) -> api.DataType:
     """The common dtype of the named tensors, or a ShapeError listing them."""
+    values = iter(tensors.values())
+    first = next(values).dtype
+    if all(t.dtype is first for t in values):
+        return first
     kinds = {name: t.dtype for name, t in tensors.items()}
     if len(set(kinds.values())) > 1:
         listing = ", ".join(f"{n}={dt.name}" for n, dt in kinds.items())
@@ -96,6 +113,10 @@ def same_dtype(op: str, **tensors: Tensor) -> api.DataType:
 
 
 def same_dims(op: str, **tensors: Tensor) -> tuple[int, ...]:
+    values = iter(tensors.values())
+    first = next(values).dims
+    if all(t.dims == first for t in values):
+        return first
     dims = {name: t.dims for name, t in tensors.items()}
     if len(set(dims.values())) > 1:
         listing = ", ".join(f"{n}={d}" for n, d in dims.items())

@@ -94,3 +94,48 @@ def test_check(tmp_path: Path) -> None:
 def test_console_script_is_declared() -> None:
     text = (REPO / "pyproject.toml").read_text()
     assert 'miogen = "codegen.cli:main"' in text
+
+
+def test_unconfigured_version_h_gets_its_own_message(tmp_path: Path) -> None:
+    import shutil
+
+    inc = tmp_path / "miopen"
+    inc.mkdir()
+    shutil.copy(FIXTURE_HEADER, inc / "miopen.h")
+    # version.h.in of a source tree, copied as is: CMake never replaced the @...@ values
+    (inc / "version.h").write_text("#define MIOPEN_VERSION_MAJOR @MIOpen_VERSION_MAJOR@\n"
+                                   "#define MIOPEN_VERSION_MINOR @MIOpen_VERSION_MINOR@\n"
+                                   "#define MIOPEN_VERSION_PATCH @MIOpen_VERSION_PATCH@\n")
+    r = _run("parse", str(inc / "miopen.h"), "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "MIOPEN_VERSION_MAJOR is @MIOpen_VERSION_MAJOR@, a value CMake never filled in" in r.stderr
+    assert "pass --miopen-version X.Y.Z" in r.stderr and "no version.h" not in r.stderr
+    r = _run("header-version", str(inc / "miopen.h"))
+    assert r.returncode == 2 and "CMake never filled in" in r.stderr
+    # with the version given, the unconfigured file is no obstacle
+    r = _run("parse", str(inc / "miopen.h"), "--miopen-version", "3.4.1", "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 0, r.stderr
+    (inc / "version.h").write_text("#define MIOPEN_VERSION_MAJOR 3\n")
+    r = _run("header-version", str(inc / "miopen.h"))
+    assert r.returncode == 2 and "it does not define MIOPEN_VERSION_MINOR" in r.stderr
+
+
+def test_header_version_prints_the_release() -> None:
+    r = _run("header-version", str(FIXTURE_HEADER))
+    assert r.returncode == 0 and r.stdout == "3.4.1\n"
+
+
+def test_abi_check_removes_its_temp_dir(tmp_path: Path) -> None:
+    import os
+
+    tmp = tmp_path / "tmp"
+    tmp.mkdir()
+    env = {**os.environ, "TMPDIR": str(tmp)}
+    args = [sys.executable, "-m", "codegen", "abi-check", str(FIXTURE_HEADER), "--annotations",
+            str(REPO / "tests/fixtures/annotations.yaml")]
+    r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert list(tmp.iterdir()) == []
+    keep = tmp_path / "keep"
+    r = subprocess.run([*args, "--keep", str(keep)], capture_output=True, text=True, cwd=REPO, env=env)
+    assert r.returncode == 0 and any(keep.iterdir()) and list(tmp.iterdir()) == []

@@ -148,6 +148,12 @@ def test_added_in_is_recorded_from_history() -> None:
     assert "added in MIOpen 3.5.2" in (REPO / "generated" / "v3_5_2" / "api.py").read_text()
 
 
+def test_diff_refuses_specs_of_different_targets(tmp_path: Path) -> None:
+    r = _run("diff", str(SPECS / "3.5.2.yaml"), str(REPO / "specs" / "cudnn" / "9.19.0.yaml"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr
+    assert "is a miopen spec but" in r.stderr and "is a cudnn spec" in r.stderr and "same library" in r.stderr
+
+
 # ------------------------------------------------------------------ the upgrade flow
 
 
@@ -162,6 +168,7 @@ def _specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
 
 def _header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> Path:
     inc = tmp_path / "include" / "miopen"
+    assert not inc.exists()
     inc.mkdir(parents=True)
     text = FIXTURE_HEADER.read_text().replace("#ifdef __cplusplus\n}\n#endif", extra + "\n#ifdef __cplusplus\n}\n#endif")
     (inc / "miopen.h").write_text(text)
@@ -171,22 +178,90 @@ def _header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> Path:
     return inc / "miopen.h"
 
 
+_NEW_SCRATCH = "MIOPEN_EXPORT miopenStatus_t miopenNewScratch(miopenHandle_t handle, void* scratchPad);"
+
+
+def _paste_suggestion(specs: Path, stderr: str, **values: str) -> None:
+    """Append the gate's suggested block to annotations.yaml, with each `...` filled in."""
+    lines = stderr.splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith("add to ")) + 1
+    block = []
+    for line in lines[start:]:
+        if not line.startswith("  "):
+            break
+        line = line.split("  #")[0].replace("why: ...", "why: test")
+        for key, value in values.items():
+            line = line.replace(f"{key}: ...", f"{key}: {value}")
+        block.append(line)
+    assert "..." not in "\n".join(block)
+    with (specs / "annotations.yaml").open("a") as f:
+        f.write("\n".join(block) + "\n")
+
+
 def test_upgrade_lists_the_annotation_to_add(tmp_path: Path) -> None:
     specs = _specs_dir(tmp_path, fixture_spec())
-    header = _header(tmp_path, "MIOPEN_EXPORT miopenStatus_t miopenNewScratch(miopenHandle_t handle, void* scratchPad);",
-                     "3.5.0")
+    header = _header(tmp_path, _NEW_SCRATCH, "3.5.0")
     r = _run("upgrade", str(header), "--specs", str(specs))
     assert r.returncode == 1, r.stdout + r.stderr
     assert "## MIOpen 3.4.1 → 3.5.0" in r.stdout and "`miopenNewScratch`" in r.stdout
     assert "miopenNewScratch.scratchPad (void *): unclassified direction" in r.stderr
-    assert "`miopenNewScratch: {params: {scratchPad: {direction: ...}}}`" in r.stderr
+    # one complete block, scoped to the releases that have the function: valid for the older spec too
+    assert "valid for releases 3.4.1, 3.5.0):\n  miopenNewScratch:\n    since: 3.5.0\n    params:\n" \
+           "      scratchPad: {direction: ..., why: ...}  # void *: direction: in | out | inout" in r.stderr
     assert not (specs / "3.5.0.yaml").exists() and (specs / "pinned").read_text().strip() == "3.4.1"
-    with (specs / "annotations.yaml").open("a") as f:
-        f.write("  miopenNewScratch:\n    params:\n      scratchPad: {direction: inout}\n")
+    _paste_suggestion(specs, r.stderr, direction="inout")
     r = _run("upgrade", str(header), "--specs", str(specs))
     assert r.returncode == 0, r.stderr
     assert (specs / "pinned").read_text().strip() == "3.5.0"
     assert load(specs / "3.5.0.yaml").function("miopenNewScratch").params[1].name == "scratchPad"
+    # the pasted annotation holds for every release: the gate passes on the old and the new spec
+    r = _run("check", str(specs / "3.4.1.yaml"), str(specs / "3.5.0.yaml"), "--annotations",
+             str(specs / "annotations.yaml"), "--summary")
+    assert r.returncode == 0 and "check: 2 spec(s) valid (3.4.1, 3.5.0), annotation gate passed" in r.stdout, r.stderr
+
+
+def test_upgrade_without_since_fails_on_the_older_release(tmp_path: Path) -> None:
+    """What the issue hit: an annotation for a new function without `since:` breaks the older specs; the
+    upgrade gates every committed release, so it says so before writing anything."""
+    specs = _specs_dir(tmp_path, fixture_spec())
+    with (specs / "annotations.yaml").open("a") as f:
+        f.write("  miopenNewScratch:\n    params:\n      scratchPad: {direction: inout}\n")
+    r = _run("upgrade", str(_header(tmp_path, _NEW_SCRATCH, "3.5.0")), "--specs", str(specs))
+    assert r.returncode == 1
+    assert "annotation for miopenNewScratch: no such function in miopen 3.4.1" in r.stderr
+    assert not (specs / "3.5.0.yaml").exists() and (specs / "pinned").read_text().strip() == "3.4.1"
+
+
+def test_upgrade_is_transactional(tmp_path: Path) -> None:
+    specs = _specs_dir(tmp_path, fixture_spec())
+    header = _header(tmp_path, "MIOPEN_EXPORT miopenStatus_t miopenNewCount(miopenHandle_t handle, int* count);",
+                     "3.5.0")
+    out = tmp_path / "generated"
+    out.mkdir()
+    (out / "a.py").write_text("old\n")
+    docs = tmp_path / "changes.md"
+    # a failing verification (make generate / make test) rolls everything back
+    r = _run("upgrade", str(header), "--specs", str(specs), "--restore", str(out), "--restore", str(docs),
+             "--verify", f"echo new > {out}/a.py && touch {out}/b.py && echo x > {docs}", "--verify", "exit 3")
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert "`exit 3` failed (exit 3): rolled back" in r.stderr
+    assert not (specs / "3.5.0.yaml").exists() and (specs / "pinned").read_text().strip() == "3.4.1"
+    assert sorted(p.name for p in out.iterdir()) == ["a.py"] and (out / "a.py").read_text() == "old\n"
+    assert not docs.exists()
+    assert sorted(p.name for p in specs.iterdir()) == ["3.4.1.yaml", "annotations.yaml", "pinned"]
+    # passing verifications keep the new release, pinned as the newest
+    r = _run("upgrade", str(header), "--specs", str(specs), "--restore", str(out), "--verify", "true")
+    assert r.returncode == 0, r.stderr
+    assert (specs / "3.5.0.yaml").is_file() and (specs / "pinned").read_text().strip() == "3.5.0"
+    # an upgrade adds a release and replaces none
+    other = _header(tmp_path / "other", "MIOPEN_EXPORT miopenStatus_t miopenOther(miopenHandle_t handle);", "3.5.0")
+    r = _run("upgrade", str(other), "--specs", str(specs))
+    assert r.returncode == 2 and "already holds MIOpen 3.5.0" in r.stderr and "replaces none" in r.stderr
+
+
+def test_upgrade_needs_a_spec_dir_when_installed(tmp_path: Path) -> None:
+    r = _run("upgrade", str(FIXTURE_HEADER), "--specs", str(tmp_path))
+    assert r.returncode == 2 and "no pinned release" in r.stderr
 
 
 def test_upgrade_refuses_an_older_header(tmp_path: Path) -> None:

@@ -38,13 +38,13 @@ def _fresh(libs: Libs) -> Iterator[None]:
     version.reset_version_cache()
     handles.set_version_policy("compatible")
     handles.handle_pool().close()
-    descriptors.descriptor_cache().clear()
+    descriptors.clear_descriptor_caches()
     libs.miopen.miogen_stub_reset()
     _script_version(libs)
     libs.set_out("miopenCreate/handle", HANDLE)
     yield
     handles.handle_pool().close()
-    descriptors.descriptor_cache().clear()
+    descriptors.clear_descriptor_caches()
 
 
 class Rec:
@@ -138,8 +138,9 @@ def test_activation_every_mode_forward_and_backward(libs: Libs, mode_name: str) 
     libs.set_out("miopenCreateActivationDescriptor/activDesc", 0x73000)
     rec = Rec(libs)
     activation.activation_forward(T(X, DIMS), T(Y, DIMS, strides=GAPPED), mode, a, b, c)
+    # the activation descriptor is made once per (mode, alpha, beta, gamma) and kept for the next calls
     assert rec.calls() == ["miopenCreateActivationDescriptor", "miopenSetActivationDescriptor",
-                           "miopenActivationForward", "miopenDestroyActivationDescriptor"]
+                           "miopenActivationForward"]
     s = rec.one("miopenSetActivationDescriptor")
     assert (s["activDesc"], s["mode"], s["activAlpha"], s["activBeta"], s["activGamma"]) == (
         str(0x73000), str(int(mode)), g(a), g(b), g(c))
@@ -147,14 +148,11 @@ def test_activation_every_mode_forward_and_backward(libs: Libs, mode_name: str) 
     assert (fwd["handle"], fwd["activDesc"], fwd["xDesc"], fwd["x"], fwd["yDesc"], fwd["y"]) == (
         str(HANDLE), str(0x73000), packed, str(X), gapped, str(Y))
     assert (fwd["alpha"], fwd["beta"]) == ("1", "0")
-    assert rec.one("miopenDestroyActivationDescriptor")["activDesc"] == str(0x73000)
 
-    rec = Rec(libs)
+    rec = Rec(libs)  # the same parameters (the mode by name this time): the same descriptor, no set-up
     activation.activation_backward(T(Y, DIMS, strides=GAPPED), T(DY, DIMS), T(X, DIMS),
                                    T(DX, DIMS, strides=GAPPED), mode.name, a, b, c)
-    assert rec.calls() == ["miopenCreateActivationDescriptor", "miopenSetActivationDescriptor",
-                           "miopenActivationBackward", "miopenDestroyActivationDescriptor"]
-    assert rec.one("miopenSetActivationDescriptor")["mode"] == str(int(mode))
+    assert rec.calls() == ["miopenActivationBackward"]
     bwd = rec.one("miopenActivationBackward")
     assert (bwd["yDesc"], bwd["y"], bwd["dyDesc"], bwd["dy"], bwd["xDesc"], bwd["x"], bwd["dxDesc"], bwd["dx"]) == (
         gapped, str(Y), packed, str(DY), packed, str(X), gapped, str(DX))
@@ -235,6 +233,47 @@ def test_activation_bad_inputs(libs: Libs, case: str, exc: Any, match: str) -> N
         "bwd_dtype": lambda: act.activation_backward(y, T(DY, DIMS), x, T(DX, DIMS, "float16"), "relu"),
     }
     raises_first(libs, exc, match, calls[case])
+
+
+def test_activation_descriptors_are_cached_per_parameters(libs: Libs) -> None:
+    """One descriptor per (mode, alpha, beta, gamma), set once; other parameters get their own; clearing the
+    descriptor caches makes them again."""
+    from miopen import descriptors
+    from miopen.ops import activation
+
+    rec = Rec(libs)
+    for _ in range(3):
+        activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu")
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "leakyrelu", 0.2)
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "leaky_relu", 0.2)  # another spelling: the same
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "leakyrelu", 0.3)
+    assert [e["activAlpha"] for e in rec.entries("miopenSetActivationDescriptor")] == ["0", g(0.2), g(0.3)]
+    assert rec.calls().count("miopenActivationForward") == 6
+    assert "miopenDestroyActivationDescriptor" not in rec.calls()
+    descriptors.clear_descriptor_caches()
+    rec = Rec(libs)
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu")
+    assert rec.calls() == ["miopenCreateActivationDescriptor", "miopenSetActivationDescriptor",
+                           "miopenCreateTensorDescriptor", "miopenSetTensorDescriptor", "miopenActivationForward"]
+    # a bad value is still refused before any call, also after the same mode was cached
+    with pytest.raises(TypeError, match="alpha must be a number"):
+        activation.activation_forward(T(X, DIMS), T(Y, DIMS), "leakyrelu", True)  # type: ignore[arg-type]
+
+
+def test_tensor_descriptor_cache_keeps_its_checks(libs: Libs) -> None:
+    """A layout seen before skips the stride canonicalisation, but a spelling that never passed the checks
+    (bools, lists, a dtype name) still goes through them."""
+    from miopen import api, descriptors
+
+    d = descriptors.tensor_descriptor(api.DataType.miopenFloat, (2, 3, 4, 5))
+    assert descriptors.tensor_descriptor(api.DataType.miopenFloat, (2, 3, 4, 5)) is d
+    assert descriptors.tensor_descriptor("float32", [2, 3, 4, 5], [60, 20, 5, 1]) is d
+    assert descriptors.tensor_descriptor(api.DataType.miopenFloat, (2, 3, 4, 5), (60, 20, 5, 1)) is d
+    assert descriptors.tensor_descriptor(api.DataType.miopenFloat, (2, 3, 4, 5), (60, 1, 5, 1)) is not d
+    with pytest.raises(TypeError, match="expected an int, got bool"):
+        descriptors.tensor_descriptor(api.DataType.miopenFloat, (2, True, 4, 5))
+    d.close()  # closed by someone: not handed out again
+    assert descriptors.tensor_descriptor(api.DataType.miopenFloat, (2, 3, 4, 5)) is not d
 
 
 # ====================================================================== softmax
@@ -523,6 +562,27 @@ def test_max_pooling_keeps_its_index_workspace_for_backward(libs: Libs) -> None:
     rec = Rec(libs)
     state.close()
     assert rec.calls() == ["miopenDestroyPoolingDescriptor"] and state.closed
+
+
+def test_pooling_state_reuse_follows_the_strides(libs: Libs) -> None:
+    """The state remembers the tensor descriptors of its last forward; other strides get their own."""
+    from miopen import descriptors
+    from miopen.ops import pooling
+
+    _script_pool_out(libs, YP)
+    state = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2)
+    first = libs.log("miopenPoolingForward")[-1]["xDesc"]
+    pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2, state=state)
+    assert libs.log("miopenPoolingForward")[-1]["xDesc"] == first
+    libs.set_out("miopenCreateTensorDescriptor/tensorDesc", 0x7B000)
+    gapped = (2 * 3 * 8 * 16, 8 * 16, 16, 2)
+    pooling.pooling_forward(T(X, XP, strides=gapped), T(Y, YP), "max", 2, state=state)
+    assert libs.log("miopenPoolingForward")[-1]["xDesc"] == str(0x7B000)
+    descriptors.clear_descriptor_caches()
+    libs.set_out("miopenCreateTensorDescriptor/tensorDesc", 0x7C000)
+    pooling.pooling_forward(T(X, XP, strides=gapped), T(Y, YP), "max", 2, state=state)
+    assert libs.log("miopenPoolingForward")[-1]["xDesc"] == str(0x7C000)
+    state.close()
 
 
 def test_average_pooling_3d_has_no_workspace(libs: Libs) -> None:

@@ -127,3 +127,14 @@ def test_members_of_a_release_bound_before_are_translated_by_name(stubs: dict[st
     line = next(line for line in stubs[new].miogen_stub_log().decode().splitlines()
                 if line.startswith("miopenSetFindOptionPreallocatedTensor"))
     assert f"\tid={CANARY[new]}" in line
+
+
+def test_the_wheel_lists_every_release_sub_package() -> None:
+    import tomllib
+
+    from .helpers import REPO
+
+    packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    wanted = {f"miopen._generated.v{v.replace('.', '_')}" for v in RELEASES}
+    assert wanted <= set(packages), sorted(wanted - set(packages))
+    assert {p for p in packages if p.startswith("miopen._generated.v")} == wanted

@@ -34,7 +34,8 @@ from typing import TypeAlias, TypeVar
 from .. import hip
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import scaling_params, tensor_descriptor
+from ..descriptors import (cache_generation, cached_activation_descriptor, on_clear, scaling_params,
+                           tensor_descriptor_of)
 from ..errors import ScalingRuleError, ShapeError
 from ..tensor import Tensor, as_tensor, same_dims, same_dtype
 from ..workspace import PersistentBuffer
@@ -88,26 +89,60 @@ def activation_params(mode: ActivationModeLike, alpha: float | None = None, beta
     return a, b, g
 
 
+# (mode, alpha, beta, gamma) as callers pass them (a name or member, None or floats) -> the checked values
+_CHECKED: dict[tuple[object, ...], tuple[api.ActivationMode, float, float, float]] = {}
+on_clear(_CHECKED.clear)  # members of the bound release: forgotten with it
+# checked values -> the shared descriptor made for them, and the descriptor-cache generation it belongs to
+_DESCS: dict[tuple[api.ActivationMode, float, float, float], tuple[api.ActivationDescriptor, int]] = {}
+on_clear(_DESCS.clear)
+
+
+def _activation_args(mode: ActivationModeLike, alpha: float | None, beta: float | None, gamma: float | None,
+                     fn: str) -> tuple[api.ActivationMode, float, float, float]:
+    """(mode, alpha, beta, gamma) checked, with the per-mode defaults (once per spelling; no MIOpen call)."""
+    key: tuple[object, ...] | None = None
+    if ((type(mode) is str or type(mode) is api.ActivationMode) and (alpha is None or type(alpha) is float)
+            and (beta is None or type(beta) is float) and (gamma is None or type(gamma) is float)):
+        key = (mode, alpha, beta, gamma)
+        known = _CHECKED.get(key)
+        if known is not None:
+            return known
+    m = activation_mode(mode)
+    checked = (m, *activation_params(m, alpha, beta, gamma, fn))
+    if key is not None:
+        if len(_CHECKED) >= 256:
+            _CHECKED.clear()
+        _CHECKED[key] = checked
+    return checked
+
+
+def _activation_desc(checked: tuple[api.ActivationMode, float, float, float]) -> api.ActivationDescriptor:
+    """The shared descriptor of checked activation parameters."""
+    known = _DESCS.get(checked)
+    if known is not None and known[1] == cache_generation() and not known[0].closed:
+        return known[0]
+    desc = cached_activation_descriptor(*checked)
+    if len(_DESCS) >= 256:
+        _DESCS.clear()
+    _DESCS[checked] = (desc, cache_generation())
+    return desc
+
+
 def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: float | None = None,
                        beta: float | None = None, gamma: float | None = None, *, scale: float = 1.0,
                        shift: float = 0.0, handle: api.Handle | None = None, stream: object = None,
                        device: int | None = None) -> None:
     """y = scale * f(x) + shift * y (`miopenActivationForward`); x and y share dims and dtype."""
     fn = "activation_forward"
-    t = _tensors(fn, x=x, y=y)
-    dims = same_dims(fn, **t)
-    dtype = same_dtype(fn, **t)
-    m = activation_mode(mode)
-    a, b, g = activation_params(m, alpha, beta, gamma, fn)
+    xt, yt = _as(fn, "x", x), _as(fn, "y", y)
+    dtype = _alike(fn, x=xt, y=yt)
+    checked = _activation_args(mode, alpha, beta, gamma, fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)
-    xt, yt = t["x"], t["y"]
-    desc = api.create_activation_descriptor()
-    try:
-        api.set_activation_descriptor(desc, m, a, b, g)
-        api.activation_forward(h, desc, s_alpha, _desc(xt), xt.ptr, s_beta, _desc(yt), yt.ptr)
-    finally:
-        desc.close()
+    desc = _activation_desc(checked)
+    xd = _desc(xt)
+    yd = xd if yt.strides == xt.strides else _desc(yt)  # same dims, dtype and strides: the same descriptor
+    api.activation_forward(h, desc, s_alpha, xd, xt.ptr, s_beta, yd, yt.ptr)
 
 
 def activation_backward(y: object, dy: object, x: object, dx: object, mode: ActivationModeLike,
@@ -117,20 +152,14 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
     """dx = scale * f'(x) * dy + shift * dx (`miopenActivationBackward`); y is the forward output."""
     fn = "activation_backward"
     t = _tensors(fn, y=y, dy=dy, x=x, dx=dx)
-    dims = same_dims(fn, **t)
-    dtype = same_dtype(fn, **t)
-    m = activation_mode(mode)
-    a, b, g = activation_params(m, alpha, beta, gamma, fn)
+    dtype = _alike(fn, **t)
+    checked = _activation_args(mode, alpha, beta, gamma, fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)
+    desc = _activation_desc(checked)
     yt, dyt, xt, dxt = t["y"], t["dy"], t["x"], t["dx"]
-    desc = api.create_activation_descriptor()
-    try:
-        api.set_activation_descriptor(desc, m, a, b, g)
-        api.activation_backward(h, desc, s_alpha, _desc(yt), yt.ptr, _desc(dyt), dyt.ptr, _desc(xt), xt.ptr, s_beta,
-                                _desc(dxt), dxt.ptr)
-    finally:
-        desc.close()
+    api.activation_backward(h, desc, s_alpha, _desc(yt), yt.ptr, _desc(dyt), dyt.ptr, _desc(xt), xt.ptr, s_beta,
+                            _desc(dxt), dxt.ptr)
 
 
 # --------------------------------------------------------------------------- helpers shared by the ops modules
@@ -138,10 +167,21 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
 E = TypeVar("E", bound=IntEnum)
 
 
+_NAMED: dict[tuple[type, int, str], IntEnum] = {}  # (enum, id of its aliases, name or alias) -> member
+
+
 def _enum_arg(value: object, cls: type[E], name: str, fn: str, aliases: Mapping[str, E]) -> E:
     """A member of `cls` from a member, its int value, its name, or a short alias (case-insensitive)."""
     if isinstance(value, cls):
         return value
+    if type(value) is str:
+        known = _NAMED.get((cls, id(aliases), value))
+        if known is not None:
+            return known  # type: ignore[return-value]
+        member = _enum_name(value, cls, name, fn, aliases)
+        if len(_NAMED) < 1024:
+            _NAMED[(cls, id(aliases), value)] = member
+        return member
     if isinstance(value, bool):
         raise TypeError(f"{fn}: {name} must be a {cls.__name__} member, int or name; got a bool")
     if isinstance(value, int):
@@ -151,13 +191,17 @@ def _enum_arg(value: object, cls: type[E], name: str, fn: str, aliases: Mapping[
             raise ValueError(f"{fn}: {name}={value} is not a {cls.__name__} value; expected one of "
                              f"{[int(m) for m in cls]}") from None
     if isinstance(value, str):
-        if value in cls.__members__:
-            return cls[value]
-        key = value.strip().lower().replace("-", "_")
-        if key in aliases:
-            return aliases[key]
-        raise ValueError(f"{fn}: {name}={value!r} is not a {cls.__name__}; expected one of {sorted(aliases)}")
+        return _enum_name(value, cls, name, fn, aliases)
     raise TypeError(f"{fn}: {name} must be a {cls.__name__} member, int or name; got {type(value).__name__}")
+
+
+def _enum_name(value: str, cls: type[E], name: str, fn: str, aliases: Mapping[str, E]) -> E:
+    if value in cls.__members__:
+        return cls[value]
+    key = value.strip().lower().replace("-", "_")
+    if key in aliases:
+        return aliases[key]
+    raise ValueError(f"{fn}: {name}={value!r} is not a {cls.__name__}; expected one of {sorted(aliases)}")
 
 
 def _float_arg(value: object, name: str, fn: str, lo: float | None = None, hi: float | None = None,
@@ -181,9 +225,27 @@ def _bool_arg(value: object, name: str, fn: str) -> bool:
     return value
 
 
+def _as(fn: str, name: str, obj: object) -> Tensor:
+    """`obj` as a `Tensor` (errors name the argument)."""
+    return obj if type(obj) is Tensor else as_tensor(obj, f"{fn}: {name}")
+
+
+def _alike(fn: str, **tensors: Tensor) -> api.DataType:
+    """The common dtype of tensors that must also share dims (same_dims, then same_dtype)."""
+    first = None
+    for t in tensors.values():
+        if first is None:
+            first = t
+        elif t.dims != first.dims or t.dtype is not first.dtype:
+            same_dims(fn, **tensors)
+            return same_dtype(fn, **tensors)
+    assert first is not None
+    return first.dtype
+
+
 def _tensors(fn: str, **objs: object) -> dict[str, Tensor]:
     """Each argument as a `Tensor` (errors name the argument)."""
-    return {name: as_tensor(obj, f"{fn}: {name}") for name, obj in objs.items()}
+    return {name: obj if type(obj) is Tensor else as_tensor(obj, f"{fn}: {name}") for name, obj in objs.items()}
 
 
 def _check_rank(fn: str, name: str, t: Tensor, allowed: tuple[int, ...], what: str) -> None:
@@ -201,16 +263,21 @@ def _scaling(dtype: api.DataType, scale: float, shift: float, fn: str, *, blend:
     Activation, batch norm, pooling and LRN implement only y = f(x) (alpha=1, beta=0) and say so
     only from inside C; softmax (`blend=True`) implements any blend.
     """
+    if scale.__class__ is float and shift.__class__ is float and scale == 1.0 and shift == 0.0:
+        return _ONE, _ZERO  # the usual case: shared constants (MIOpen only reads them)
     a, b = _float_arg(scale, "scale", fn), _float_arg(shift, "shift", fn)
     if not blend and (a, b) != (1.0, 0.0):
         raise ScalingRuleError(f"{fn}: MIOpen supports only scale=1 and shift=0 here; got scale={a}, shift={b}")
     return ctypes.c_float(a), ctypes.c_float(b)
 
 
+_ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
+
+
 def _desc(t: Tensor, dims: tuple[int, ...] | None = None, strides: tuple[int, ...] | None = None
           ) -> api.TensorDescriptor:
     """The cached descriptor of `t` (or of `t` viewed with other dims/strides, e.g. padded to 4-D)."""
-    return tensor_descriptor(t.dtype, t.dims if dims is None else dims, t.strides if strides is None else strides)
+    return tensor_descriptor_of(t.dtype, t.dims if dims is None else dims, t.strides if strides is None else strides)
 
 
 def _device(device: int | None) -> int:

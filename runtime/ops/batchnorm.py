@@ -22,11 +22,11 @@ from typing import TypeAlias
 from .. import layout
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import tensor_descriptor
+from ..descriptors import tensor_descriptor_of
 from ..errors import ShapeError
-from ..tensor import Tensor, same_dims, same_dtype
+from ..tensor import Tensor, same_dtype
 from ._common import resolve_handle
-from .activation import _desc, _enum_arg, _float_arg, _scaling, _tensors
+from .activation import _alike, _as, _desc, _enum_arg, _float_arg, _scaling, _tensors
 
 __all__ = ["BatchNormModeLike", "batch_norm_mode", "bn_param_shape", "batch_norm_forward_training",
            "batch_norm_forward_inference", "batch_norm_backward"]
@@ -45,10 +45,26 @@ def batch_norm_mode(mode: BatchNormModeLike, fn: str = "batch_norm") -> api.Batc
 
 def _x_view(fn: str, name: str, t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """x's dims and strides as MIOpen takes them (2-D/3-D padded to 4-D)."""
+    if len(t.dims) in (4, 5):
+        return t.dims, t.strides
     if t.ndim < 2 or t.ndim > 5:
         raise ShapeError(f"{fn}: {name} must be 2-D to 5-D (N, C, ...); got {t.ndim}-D dims {t.dims}")
     pad = max(0, 4 - t.ndim)
     return t.dims + (1,) * pad, t.strides + (1,) * pad
+
+
+def _param_shape(x_dims: tuple[int, ...], m: api.BatchNormMode) -> tuple[int, ...]:
+    """bn_param_shape for a checked mode and x's (padded) dims, remembered."""
+    key = (x_dims, m)
+    shape = _SHAPES.get(key)
+    if shape is None:
+        shape = bn_param_shape(x_dims, m)
+        if len(_SHAPES) < 256:
+            _SHAPES[key] = shape
+    return shape
+
+
+_SHAPES: dict[tuple[tuple[int, ...], api.BatchNormMode], tuple[int, ...]] = {}
 
 
 def bn_param_shape(x_dims: tuple[int, ...] | list[int], mode: BatchNormModeLike) -> tuple[int, ...]:
@@ -68,9 +84,25 @@ def _squeezed(dims: tuple[int, ...]) -> tuple[int, ...]:
     return tuple(d for d in dims if d != 1)
 
 
+# parameter sets that passed _check_params: (fn, x dtype, shape, mode, (name, dims, strides, dtype)...) -> dtype
+_CHECKED: dict[tuple[object, ...], api.DataType] = {}
+
+
 def _check_params(fn: str, x_dtype: api.DataType, shape: tuple[int, ...], mode: api.BatchNormMode,
                   params: dict[str, Tensor]) -> api.DataType:
     """Check the parameter tensors against the derived shape and each other; return their dtype."""
+    key = (fn, x_dtype, shape, mode, *((n, t.dims, t.strides, t.dtype) for n, t in params.items()))
+    known = _CHECKED.get(key)
+    if known is not None:
+        return known
+    dtype = _check_params_once(fn, x_dtype, shape, mode, params)
+    if len(_CHECKED) < 256:
+        _CHECKED[key] = dtype
+    return dtype
+
+
+def _check_params_once(fn: str, x_dtype: api.DataType, shape: tuple[int, ...], mode: api.BatchNormMode,
+                       params: dict[str, Tensor]) -> api.DataType:
     short = "(C,)" if mode == api.BatchNormMode.miopenBNSpatial else f"{shape[1:]}"
     for name, t in params.items():
         if t.dims != shape and _squeezed(t.dims) != _squeezed(shape):
@@ -117,12 +149,10 @@ def batch_norm_forward_training(x: object, y: object, weight: object, bias: obje
     1/sqrt(var + epsilon) for `batch_norm_backward`.
     """
     fn = "batch_norm_forward_training"
-    t = _tensors(fn, x=x, y=y)
-    same_dims(fn, **t)
-    x_dtype = same_dtype(fn, **t)
-    xt, yt = t["x"], t["y"]
+    xt, yt = _as(fn, "x", x), _as(fn, "y", y)
+    x_dtype = _alike(fn, x=xt, y=yt)
     xv = _x_view(fn, "x", xt)
-    yv = _x_view(fn, "y", yt)
+    yv = xv if yt.strides == xt.strides else _x_view(fn, "y", yt)
     m = batch_norm_mode(mode, fn)
     has_running = _pair(fn, "running_mean", running_mean, "running_var", running_var)
     has_saved = _pair(fn, "save_mean", save_mean, "save_inv_var", save_inv_var)
@@ -131,14 +161,16 @@ def batch_norm_forward_training(x: object, y: object, weight: object, bias: obje
         params.update(_tensors(fn, running_mean=running_mean, running_var=running_var))
     if has_saved:
         params.update(_tensors(fn, save_mean=save_mean, save_inv_var=save_inv_var))
-    shape = bn_param_shape(xv[0], m)
+    shape = _param_shape(xv[0], m)
     p_dtype = _check_params(fn, x_dtype, shape, m, params)
     factor = _float_arg(exp_avg_factor, "exp_avg_factor", fn, 0.0, 1.0)
     eps = _float_arg(epsilon, "epsilon", fn, 0.0, lo_open=True)
     s_alpha, s_beta = _scaling(x_dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)
+    x_desc = _desc(xt, *xv)
     api.batch_normalization_forward_training(
-        h, m, s_alpha, s_beta, _desc(xt, *xv), xt.ptr, _desc(yt, *yv), yt.ptr, tensor_descriptor(p_dtype, shape),
+        h, m, s_alpha, s_beta, x_desc, xt.ptr, x_desc if yv is xv else _desc(yt, *yv), yt.ptr,
+        tensor_descriptor_of(p_dtype, shape, None),
         params["weight"].ptr, params["bias"].ptr, factor, _ptr(params.get("running_mean")),
         _ptr(params.get("running_var")), eps, _ptr(params.get("save_mean")), _ptr(params.get("save_inv_var")))
 
@@ -153,24 +185,24 @@ def batch_norm_forward_inference(x: object, y: object, weight: object, bias: obj
     Passing None for both statistics makes MIOpen use the batch's own statistics.
     """
     fn = "batch_norm_forward_inference"
-    t = _tensors(fn, x=x, y=y)
-    same_dims(fn, **t)
-    x_dtype = same_dtype(fn, **t)
-    xt, yt = t["x"], t["y"]
+    xt, yt = _as(fn, "x", x), _as(fn, "y", y)
+    x_dtype = _alike(fn, x=xt, y=yt)
     xv = _x_view(fn, "x", xt)
-    yv = _x_view(fn, "y", yt)
+    yv = xv if yt.strides == xt.strides else _x_view(fn, "y", yt)
     m = batch_norm_mode(mode, fn)
     has_stats = _pair(fn, "running_mean", running_mean, "running_var", running_var)
     params = _tensors(fn, weight=weight, bias=bias)
     if has_stats:
         params.update(_tensors(fn, running_mean=running_mean, running_var=running_var))
-    shape = bn_param_shape(xv[0], m)
+    shape = _param_shape(xv[0], m)
     p_dtype = _check_params(fn, x_dtype, shape, m, params)
     eps = _float_arg(epsilon, "epsilon", fn, 0.0, lo_open=True)
     s_alpha, s_beta = _scaling(x_dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)
+    x_desc = _desc(xt, *xv)
     api.batch_normalization_forward_inference(
-        h, m, s_alpha, s_beta, _desc(xt, *xv), xt.ptr, _desc(yt, *yv), yt.ptr, tensor_descriptor(p_dtype, shape),
+        h, m, s_alpha, s_beta, x_desc, xt.ptr, x_desc if yv is xv else _desc(yt, *yv), yt.ptr,
+        tensor_descriptor_of(p_dtype, shape, None),
         params["weight"].ptr, params["bias"].ptr, _ptr(params.get("running_mean")),
         _ptr(params.get("running_var")), eps)
 
@@ -188,8 +220,7 @@ def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweig
     """
     fn = "batch_norm_backward"
     t = _tensors(fn, x=x, dy=dy, dx=dx)
-    same_dims(fn, **t)
-    x_dtype = same_dtype(fn, **t)
+    x_dtype = _alike(fn, **t)
     xt, dyt, dxt = t["x"], t["dy"], t["dx"]
     xv, dyv, dxv = _x_view(fn, "x", xt), _x_view(fn, "dy", dyt), _x_view(fn, "dx", dxt)
     m = batch_norm_mode(mode, fn)
@@ -197,7 +228,7 @@ def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweig
     params = _tensors(fn, weight=weight, dweight=dweight, dbias=dbias)
     if has_saved:
         params.update(_tensors(fn, saved_mean=saved_mean, saved_inv_var=saved_inv_var))
-    shape = bn_param_shape(xv[0], m)
+    shape = _param_shape(xv[0], m)
     p_dtype = _check_params(fn, x_dtype, shape, m, params)
     eps = _float_arg(epsilon, "epsilon", fn, 0.0, lo_open=True)
     d_alpha, d_beta = _scaling(x_dtype, scale, shift, fn)
@@ -206,5 +237,5 @@ def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweig
     h = resolve_handle(handle, stream, device)
     api.batch_normalization_backward(
         h, m, d_alpha, d_beta, p_alpha, p_beta, _desc(xt, *xv), xt.ptr, _desc(dyt, *dyv), dyt.ptr, _desc(dxt, *dxv),
-        dxt.ptr, tensor_descriptor(p_dtype, shape), params["weight"].ptr, params["dweight"].ptr, params["dbias"].ptr,
+        dxt.ptr, tensor_descriptor_of(p_dtype, shape, None), params["weight"].ptr, params["dweight"].ptr, params["dbias"].ptr,
         eps, _ptr(params.get("saved_mean")), _ptr(params.get("saved_inv_var")))

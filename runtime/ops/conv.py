@@ -22,9 +22,10 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._generated import api
+from .. import descriptors, hip
+from .._generated import _support, api
 from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_key
-from ..descriptors import check_conv_scaling, convolution_descriptor
+from ..descriptors import FrozenTensorDescriptor, check_conv_scaling, convolution_descriptor
 from ..errors import ScalingRuleError, ShapeError
 from ..tensor import Tensor
 from ..workspace import MIOpenWorkspace, PersistentBuffer
@@ -174,12 +175,49 @@ class _Problem:
         return {"forward": self.y, "backward_data": self.x, "backward_weights": self.w}[self.direction]
 
 
+# Calls on a shape seen before skip the work that only depends on the shape: the checks of `_problem`
+# (keyed by everything they read, with exactly typed ints so that no bool passes as an int) and the
+# planner's key computation (keyed by everything the plan key holds; the plan is still checked to be in
+# the planner's cache, and the convolution descriptor to be the cached one).
+_CHECKED: dict[tuple[object, ...], tuple[ConvParams, float, float]] = {}
+_PLANS: dict[tuple[object, ...], tuple[ConvPlan, api.ConvolutionDescriptor, FrozenTensorDescriptor,
+                                      FrozenTensorDescriptor, FrozenTensorDescriptor, int]] = {}
+_MEMO_SIZE = 1024
+descriptors.on_clear(_PLANS.clear)
+
+
+def _plain(v: object) -> bool:
+    """An exact int, None, or a tuple of exact ints (hashable, and equal only to what means the same)."""
+    return type(v) is int or v is None or (isinstance(v, tuple) and all(type(e) is int for e in v))
+
+
 def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: object, w: object, y: object,
              pads: object, strides: object, dilations: object, groups: object, transpose: object, alpha: object,
              beta: object, output_pads: object = None) -> _Problem:
     """Every check, before any MIOpen call. `names` are the user's names of x, w, y."""
     xn, wn, yn = names
     tx, tw, ty = _tensor(x, xn, op), _tensor(w, wn, op), _tensor(y, yn, op)
+    key: tuple[object, ...] | None = None
+    if (type(transpose) is bool and type(alpha) in (float, int) and type(beta) in (float, int) and _plain(pads)
+            and _plain(strides) and _plain(dilations) and _plain(groups) and _plain(output_pads)):
+        key = (direction, tx.dims, tx.strides, tx.dtype, tw.dims, tw.strides, tw.dtype, ty.dims, ty.strides, ty.dtype,
+               pads, strides, dilations, groups, transpose, alpha, beta, output_pads)
+        known = _CHECKED.get(key)
+        if known is not None:
+            return _Problem(direction, tx, tw, ty, *known)
+    pb = _check_problem(direction, op, names, tx, tw, ty, pads, strides, dilations, groups, transpose, alpha, beta,
+                        output_pads)
+    if key is not None:
+        if len(_CHECKED) >= _MEMO_SIZE:
+            _CHECKED.clear()
+        _CHECKED[key] = (pb.params, pb.alpha, pb.beta)
+    return pb
+
+
+def _check_problem(direction: Direction, op: str, names: tuple[str, str, str], tx: Tensor, tw: Tensor, ty: Tensor,
+                   pads: object, strides: object, dilations: object, groups: object, transpose: object,
+                   alpha: object, beta: object, output_pads: object) -> _Problem:
+    xn, wn, yn = names
     a, b = _scalar(alpha, "alpha", op), _scalar(beta, "beta", op)
     for nm, t in ((xn, tx), (wn, tw), (yn, ty)):
         if t.ndim not in (4, 5):
@@ -203,17 +241,41 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
     pl = planner if planner is not None else default_planner()
     if not isinstance(pl, ConvPlanner):
         raise TypeError(f"planner must be a ConvPlanner; got {type(pl).__name__}")
+    if device is None:  # no device guard to enter
+        return _run_on(pb, pl, handle, stream, None, workspace)
+    with _on_device(device):
+        return _run_on(pb, pl, handle, stream, device, workspace)
+
+
+def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: object, device: int | None,
+            workspace: MIOpenWorkspace | None) -> ConvPlan:
     cp = pb.params
     find_mode = (api.ConvolutionFindMode.miopenConvolutionFindModeNormal
                  if pl.mode == "find" and pl.benchmark else None)
     scaled = (pb.alpha, pb.beta) != (1.0, 0.0)
-    with _on_device(device):
-        h = resolve_handle(handle, stream, device)
-        ws = resolve_workspace(workspace, device, stream)
+    dev = hip.current_device() if device is None else device
+    h = resolve_handle(handle, stream, dev)
+    ws = resolve_workspace(workspace, dev, stream)
+    x, w, y = pb.x, pb.w, pb.y
+    memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, pb.direction, x.dtype, x.dims, x.strides, w.dims,
+                w.strides, y.dims, y.strides, cp, dev, h.address if pl.mode == "find" else 0, pl.cap(ws),
+                id(_support.library()), id(hip.loaded_hip_library()))
+    known = _PLANS.get(memo_key)
+    current: ConvPlan | None = None
+    if (known is not None and known[5] == descriptors.cache_generation() and not known[1].closed
+            and not known[2].closed and not known[3].closed and not known[4].closed):
+        _, conv, xd, wd, yd, _ = known
+        # the planner's cache decides (as in ConvPlanner.plan, this counts a hit); after its clear() the
+        # planner runs again below (which counts a second miss)
+        current = pl.cache.get(known[0].key)
+    else:
         conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
                                       "transpose" if cp.transpose else "conv", pl.deterministic, find_mode,
                                       cp.output_pads)
-        xd, wd, yd = pb.x.desc, pb.w.desc, pb.y.desc
+        xd, wd, yd = x.desc, w.desc, y.desc
+    if current is not None:
+        plan = current
+    else:
         scratch: PersistentBuffer | None = None
         try:
             ptrs = (pb.x.ptr, pb.w.ptr, pb.y.ptr)
@@ -227,22 +289,25 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
         finally:
             if scratch is not None:
                 scratch.close()
-        if not scaled or plan.mode == "find":
-            pl.run(plan, h, xd, pb.x.ptr, wd, pb.w.ptr, yd, pb.y.ptr, conv, ws, pb.alpha, pb.beta)
-            return plan
-        # immediate mode / Find 2.0 take no alpha, beta: convolve into a temporary of the output's layout
-        # (so the planned solution still applies), then blend
-        out = pb.out
-        with PersistentBuffer(out.nbytes, ws.device, "scaled convolution output", ws.allocator) as tmp:
-            tmp_t = Tensor.make(tmp.data_ptr(), out.dims, out.dtype, out.strides)
-            xp, wp, yp = _with_out(pb, (pb.x.ptr, pb.w.ptr, pb.y.ptr), tmp_t.ptr)
-            td = tmp_t.desc
-            rx, rw, ry = {"forward": (xd, wd, td), "backward_data": (td, wd, yd),
-                          "backward_weights": (xd, td, yd)}[pb.direction]
-            pl.run(plan, h, rx, xp, rw, wp, ry, yp, conv, ws)
-            # out = alpha*tmp + 0*tmp + beta*out
-            op_tensor("add", tmp_t, tmp_t, out, pb.alpha, 0.0, pb.beta, handle=h)
+        if len(_PLANS) >= _MEMO_SIZE:
+            _PLANS.clear()
+        _PLANS[memo_key] = (plan, conv, xd, wd, yd, descriptors.cache_generation())
+    if not scaled or plan.mode == "find":
+        pl.run(plan, h, xd, pb.x.ptr, wd, pb.w.ptr, yd, pb.y.ptr, conv, ws, pb.alpha, pb.beta)
         return plan
+    # immediate mode / Find 2.0 take no alpha, beta: convolve into a temporary of the output's layout
+    # (so the planned solution still applies), then blend
+    out = pb.out
+    with PersistentBuffer(out.nbytes, ws.device, "scaled convolution output", ws.allocator) as tmp:
+        tmp_t = Tensor.make(tmp.data_ptr(), out.dims, out.dtype, out.strides)
+        xp, wp, yp = _with_out(pb, (pb.x.ptr, pb.w.ptr, pb.y.ptr), tmp_t.ptr)
+        td = tmp_t.desc
+        rx, rw, ry = {"forward": (xd, wd, td), "backward_data": (td, wd, yd),
+                      "backward_weights": (xd, td, yd)}[pb.direction]
+        pl.run(plan, h, rx, xp, rw, wp, ry, yp, conv, ws)
+        # out = alpha*tmp + 0*tmp + beta*out
+        op_tensor("add", tmp_t, tmp_t, out, pb.alpha, 0.0, pb.beta, handle=h)
+    return plan
 
 
 def _with_out(pb: _Problem, ptrs: tuple[int, int, int], out_ptr: int) -> tuple[int, int, int]:

@@ -16,12 +16,12 @@ from typing import TypeAlias
 from .._bound import EnumMap
 from .._generated import api
 from .._generated._handles import PoolingDescriptor
-from ..descriptors import pooling_descriptor
+from ..descriptors import cache_generation, pooling_descriptor
 from ..errors import ShapeError
 from ..tensor import Tensor, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import OpState, resolve_handle
-from .activation import _bool_arg, _desc, _device, _enum_arg, _int_tuple, _persistent, _scaling, _tensors
+from .activation import _alike, _as, _bool_arg, _desc, _device, _enum_arg, _int_tuple, _persistent, _scaling, _tensors
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
 
@@ -56,6 +56,8 @@ class PoolingState(OpState[PoolingDescriptor]):
         self.workspace: PersistentBuffer | None = None
         self.do_backward = False
         self._closed = False
+        # ((x strides, y strides, descriptor-cache generation), x descriptor, y descriptor) of the last forward
+        self._layout: tuple[tuple[object, ...], api.TensorDescriptor, api.TensorDescriptor] | None = None
 
     @property
     def needs_workspace(self) -> bool:
@@ -66,6 +68,30 @@ class PoolingState(OpState[PoolingDescriptor]):
                                             "no workspace")
         return (f"<PoolingState {self.mode.name} window={self.window} x={self.x_dims} y={self.y_dims} "
                 f"{self.dtype.name} {ws}>")
+
+
+_GEOMETRY: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+
+
+def _geometry(fn: str, nd: int, window: object, pads: object, strides: object
+              ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(window, pads, strides) as nd-tuples, checked; remembered for exactly typed ints and tuples of ints."""
+    key: tuple[object, ...] | None = None
+    if _plain(window) and _plain(pads) and _plain(strides):
+        key = (nd, window, pads, strides)
+        known = _GEOMETRY.get(key)
+        if known is not None:
+            return known
+    win = _int_tuple(window, "window", fn, nd, 1)
+    pad = _int_tuple(pads, "pads", fn, nd, 0)
+    stride = win if strides is None else _int_tuple(strides, "strides", fn, nd, 1)
+    if key is not None and len(_GEOMETRY) < 256:
+        _GEOMETRY[key] = (win, pad, stride)
+    return win, pad, stride
+
+
+def _plain(v: object) -> bool:
+    return type(v) is int or v is None or (isinstance(v, tuple) and all(type(e) is int for e in v))
 
 
 def _check_dims(fn: str, t: dict[str, Tensor]) -> None:
@@ -86,18 +112,17 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     to the window. y's dims must be those MIOpen computes (`miopenGetPoolingNdForwardOutputDim`).
     """
     fn = "pooling_forward"
-    t = _tensors(fn, x=x, y=y)
-    _check_dims(fn, t)
-    xt, yt = t["x"], t["y"]
-    dtype = same_dtype(fn, **t)
-    if yt.ndim != xt.ndim or yt.dims[:2] != xt.dims[:2]:
+    xt, yt = _as(fn, "x", x), _as(fn, "y", y)
+    if len(xt.dims) not in (4, 5) or len(yt.dims) not in (4, 5):
+        _check_dims(fn, {"x": xt, "y": yt})
+    dtype = xt.dtype if yt.dtype is xt.dtype else same_dtype(fn, x=xt, y=yt)
+    rank = len(xt.dims)
+    if len(yt.dims) != rank or yt.dims[:2] != xt.dims[:2]:
         raise ShapeError(f"{fn}: y must have x's rank, N and C (pooling keeps them); got x dims {xt.dims}, "
                          f"y dims {yt.dims}")
     m = pooling_mode(mode, fn)
-    nd = xt.ndim - 2
-    win = _int_tuple(window, "window", fn, nd, 1)
-    pad = _int_tuple(pads, "pads", fn, nd, 0)
-    stride = win if strides is None else _int_tuple(strides, "strides", fn, nd, 1)
+    nd = rank - 2
+    win, pad, stride = _geometry(fn, nd, window, pads, strides)
     backward = _bool_arg(do_backward, "do_backward", fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
     dev = _device(device)
@@ -112,14 +137,20 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
         if ours != theirs:
             raise ShapeError(f"{fn}: state comes from another pooling (mode, window, pads, strides, x dims, y dims, "
                              f"dtype, device) = {theirs}; this call is {ours}")
-    h = resolve_handle(handle, stream, device)
-    x_desc, y_desc = _desc(xt), _desc(yt)
+    h = resolve_handle(handle, stream, dev)
+    # the tensor descriptors of the state's last call, when x and y have its strides again
+    layout_key = (xt.strides, yt.strides, cache_generation())
+    known = None if state is None else state._layout
+    if known is not None and known[0] == layout_key and not known[1].closed and not known[2].closed:
+        x_desc, y_desc = known[1], known[2]
+    else:
+        x_desc, y_desc = _desc(xt), _desc(yt)
     fresh = state is None
     desc = pooling_descriptor(m, list(win), list(pad), list(stride)) if state is None else state.desc
     new_ws: PersistentBuffer | None = None
     ws: PersistentBuffer | None = None
     try:
-        out = tuple(api.get_pooling_nd_forward_output_dim(desc, x_desc, xt.ndim))
+        out = tuple(api.get_pooling_nd_forward_output_dim(desc, x_desc, rank))
         if out != yt.dims:
             raise ShapeError(f"{fn}: y must have dims {out} for x dims {xt.dims}, window {win}, pads {pad}, strides "
                              f"{stride}; got {yt.dims}")
@@ -144,6 +175,7 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     if ws is not None:
         state.workspace = ws
     state.do_backward = backward
+    state._layout = (layout_key, x_desc, y_desc)
     return state
 
 

@@ -15,9 +15,9 @@ from typing import TypeAlias
 from .._bound import EnumMap
 from .._generated import api
 from ..errors import ShapeError
-from ..tensor import Tensor, same_dims, same_dtype
+from ..tensor import Tensor
 from ._common import resolve_handle
-from .activation import _desc, _enum_arg, _scaling, _tensors
+from .activation import _alike, _as, _desc, _enum_arg, _scaling, _tensors
 
 __all__ = ["SoftmaxAlgorithmLike", "SoftmaxModeLike", "softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "softmax_algorithm", "softmax_mode"]
@@ -38,6 +38,8 @@ def softmax_mode(mode: SoftmaxModeLike, fn: str = "softmax") -> api.SoftmaxMode:
 
 
 def _as_4d(fn: str, name: str, t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if len(t.dims) == 4:
+        return t.dims, t.strides
     if t.ndim < 2 or t.ndim > 4:
         raise ShapeError(f"{fn}: {name} must be 2-D (N, C), 3-D (N, C, L) or 4-D (N, C, H, W); got {t.ndim}-D dims "
                          f"{t.dims}")
@@ -77,23 +79,23 @@ def log_softmax_backward(y: object, dy: object, dx: object, *, mode: SoftmaxMode
 
 def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mode: SoftmaxModeLike,
              scale: float, shift: float, handle: api.Handle | None, stream: object, device: int | None) -> None:
-    t = _tensors(fn, x=x, y=y)
-    dims = same_dims(fn, **t)
-    dtype = same_dtype(fn, **t)
-    xt, yt = t["x"], t["y"]
-    xd, yd = _as_4d(fn, "x", xt), _as_4d(fn, "y", yt)
+    xt, yt = _as(fn, "x", x), _as(fn, "y", y)
+    dtype = _alike(fn, x=xt, y=yt)
+    xd = _as_4d(fn, "x", xt)
+    yd = xd if yt.strides == xt.strides else _as_4d(fn, "y", yt)
     algo = softmax_algorithm(algorithm, fn)
     m = softmax_mode(mode, fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn, blend=True)
     h = resolve_handle(handle, stream, device)
-    api.softmax_forward_v2(h, s_alpha, _desc(xt, *xd), xt.ptr, s_beta, _desc(yt, *yd), yt.ptr, algo, m)
+    x_desc = _desc(xt, *xd)
+    y_desc = x_desc if yd is xd else _desc(yt, *yd)
+    api.softmax_forward_v2(h, s_alpha, x_desc, xt.ptr, s_beta, y_desc, yt.ptr, algo, m)
 
 
 def _backward(fn: str, y: object, dy: object, dx: object, algorithm: SoftmaxAlgorithmLike, mode: SoftmaxModeLike,
               scale: float, shift: float, handle: api.Handle | None, stream: object, device: int | None) -> None:
     t = _tensors(fn, y=y, dy=dy, dx=dx)
-    dims = same_dims(fn, **t)
-    dtype = same_dtype(fn, **t)
+    dtype = _alike(fn, **t)
     yt, dyt, dxt = t["y"], t["dy"], t["dx"]
     yd, dyd, dxd = _as_4d(fn, "y", yt), _as_4d(fn, "dy", dyt), _as_4d(fn, "dx", dxt)
     algo = softmax_algorithm(algorithm, fn)

@@ -1,0 +1,201 @@
+"""Runtime op dispatch: what `miopen.ops` adds on a repeated shape over the typed call it ends in.
+
+Both sides run through the stub libMIOpen (generated from the pinned spec, quiet mode) and the stub
+libamdhip64, exactly as the runtime tests do. The typed side is the bare `miopen.<function>(...)` call
+with everything prepared (pooled handle, cached descriptors, planned algorithm, scalars); the op side
+is the user's call (`ops.activation.activation_forward(x, y, "relu")`) on the same shape again, so the
+handle, the descriptors and the plan come from the runtime's caches. Goal: op - typed <= 10 us.
+Runs are interleaved (op, typed, op, typed, ...) and the best of each is kept, so machine load hits
+both sides alike. Needs gcc.
+Usage: python benchmarks/op_dispatch.py [--runs N] [--number N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+GOAL_US = 10.0
+
+
+def build_stubs(tmp: Path) -> tuple[ctypes.CDLL, ctypes.CDLL]:
+    """The stub libMIOpen of the pinned spec and the stub libamdhip64 (as tests/conftest.py builds them)."""
+    from codegen import abi
+    from codegen.annotate import load_annotations, resolve
+    from codegen.spec_io import load
+    from codegen.target import load_target
+
+    specs = REPO / "specs" / "miopen"
+    version = (specs / "pinned").read_text().strip()
+    spec = load(specs / f"{version}.yaml")
+    target = load_target()
+    sem = resolve(spec, load_annotations(specs / "annotations.yaml"))
+    header = tmp / "miopen.h"
+    header.write_text(abi.header_source(spec, f"MIOpen {version} declarations"))
+    lib = abi.compile_cpp(abi.stub_source(spec, sem, header, "bench stub", target.status_type),
+                          tmp / "libMIOpen_stub.so", target, shared=True)
+    hip_path = tmp / "libamdhip64_stub.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(hip_path), str(REPO / "tests/fixtures/stub_hip.c")],
+                   check=True)
+    mi = ctypes.CDLL(str(lib))
+    mi.miogen_stub_set_out.argtypes = [ctypes.c_char_p, ctypes.c_longlong]
+    mi.miogen_stub_set_out_f.argtypes = [ctypes.c_char_p, ctypes.c_double]
+    return mi, ctypes.CDLL(str(hip_path))
+
+
+def interleaved(pairs: list[tuple[str, Callable[[], object], Callable[[], object]]], runs: int, number: int
+                ) -> list[tuple[str, float, float]]:
+    """Best per-call CPU time (s) of each side, runs interleaved across sides and cases.
+
+    CPU time of this process, not wall time: on a loaded machine the time spent waiting for a core is
+    not the code's (both sides still share cache and memory-bandwidth contention alike)."""
+    clock = time.process_time
+    best: dict[str, list[float]] = {name: [float("inf"), float("inf")] for name, _, _ in pairs}
+    for _ in range(runs):
+        for name, op, typed in pairs:
+            for side, fn in enumerate((op, typed)):
+                t0 = clock()
+                for _ in range(number):
+                    fn()
+                dt = (clock() - t0) / number
+                best[name][side] = min(best[name][side], dt)
+    return [(name, best[name][0], best[name][1]) for name, _, _ in pairs]
+
+
+class _TorchLike:
+    """What the ops read of a PyTorch tensor: data_ptr(), shape, stride(), dtype."""
+
+    def __init__(self, ptr: int, shape: tuple[int, ...]) -> None:
+        from miopen.layout import packed_strides
+
+        self._ptr, self.shape, self._stride = ptr, shape, packed_strides(shape)
+        self.dtype = "torch.float32"
+
+    def data_ptr(self) -> int:
+        return self._ptr
+
+    def stride(self) -> tuple[int, ...]:
+        return self._stride
+
+
+def measure(runs: int = 15, number: int = 1000) -> list[tuple[str, float, float]]:
+    """[(case, op seconds per call, typed seconds per call)]; loads the stub libraries into `miopen`."""
+    os.environ.setdefault("MIOPEN_SKIP_VERSION_CHECK", "1")
+    import miopen
+    from miopen import hip
+    from miopen.descriptors import tensor_descriptor
+    from miopen.handles import inline_miopen_handle
+    from miopen.ops import activation, batchnorm, conv, pooling, softmax
+    from miopen.tensor import Tensor
+
+    tmp = Path(tempfile.mkdtemp(prefix="miogen-bench-"))
+    mi, hl = build_stubs(tmp)
+    miopen.load_library(mi)
+    hip.set_hip_library(hl)
+    mi.miogen_stub_set_quiet(1)
+    f32 = miopen.DataType.miopenFloat
+    one, zero = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    h = inline_miopen_handle()
+
+    X, Y = (8, 64, 56, 56), (8, 64, 28, 28)
+    x, y = Tensor.make(0x10000, X, "float32"), Tensor.make(0x20000, X, "float32")
+    xd = tensor_descriptor(f32, X)
+    pairs: list[tuple[str, Callable[[], object], Callable[[], object]]] = []
+
+    # activation (relu): the descriptor set once, reused
+    adesc = miopen.create_activation_descriptor()
+    miopen.set_activation_descriptor(adesc, miopen.ActivationMode.miopenActivationRELU, 0.0, 0.0, 0.0)
+    pairs.append(("activation_forward (relu)",
+                  lambda: activation.activation_forward(x, y, "relu"),
+                  lambda: miopen.activation_forward(h, adesc, one, xd, 0x10000, zero, xd, 0x20000)))
+    tx, ty = _TorchLike(0x10000, X), _TorchLike(0x20000, X)
+    pairs.append(("activation_forward (relu), torch-like tensors",
+                  lambda: activation.activation_forward(tx, ty, "relu"),
+                  lambda: miopen.activation_forward(h, adesc, one, xd, 0x10000, zero, xd, 0x20000)))
+
+    # batch norm, spatial inference
+    C = X[1]
+    p = {k: Tensor.make(0x30000 + i * 0x1000, (C,), "float32") for i, k in enumerate(("w", "b", "m", "v"))}
+    pd = tensor_descriptor(f32, (1, C, 1, 1))
+    pairs.append(("batch_norm_forward_inference (spatial)",
+                  lambda: batchnorm.batch_norm_forward_inference(x, y, p["w"], p["b"], p["m"], p["v"]),
+                  lambda: miopen.batch_normalization_forward_inference(
+                      h, miopen.BatchNormMode.miopenBNSpatial, one, zero, xd, 0x10000, xd, 0x20000, pd,
+                      0x30000, 0x31000, 0x32000, 0x33000, 1e-5)))
+
+    # max pooling 2x2, the state of the first call passed again (its descriptor and index workspace)
+    for k, v in enumerate(Y):
+        mi.miogen_stub_set_out(f"miopenGetPoolingNdForwardOutputDim/tensorDimArr[{k}]".encode(), v)
+    mi.miogen_stub_set_out(b"miopenPoolingGetWorkSpaceSizeV2/workSpaceSize", 4096)
+    py = Tensor.make(0x40000, Y, "float32")
+    yd = tensor_descriptor(f32, Y)
+    state = pooling.pooling_forward(x, py, "max", 2)
+    assert state.workspace is not None
+    wsp, wsn = state.workspace.ptr, state.workspace.nbytes
+    pairs.append(("pooling_forward (max 2x2, state reused)",
+                  lambda: pooling.pooling_forward(x, py, "max", 2, state=state),
+                  lambda: miopen.pooling_forward(h, state.desc, one, xd, 0x10000, zero, yd, 0x40000, True, wsp,
+                                                 wsn)))
+
+    # softmax (accurate, channel)
+    pairs.append(("softmax_forward",
+                  lambda: softmax.softmax_forward(x, y),
+                  lambda: miopen.softmax_forward_v2(h, one, xd, 0x10000, zero, xd, 0x20000,
+                                                    miopen.SoftmaxAlgorithm.MIOPEN_SOFTMAX_ACCURATE,
+                                                    miopen.SoftmaxMode.MIOPEN_SOFTMAX_MODE_CHANNEL)))
+
+    # convolution forward 3x3, immediate mode: planned on the first call, then from the plan cache
+    fn = "miopenConvolutionForward"
+    mi.miogen_stub_set_out(f"{fn}GetSolutionCount/solutionCount".encode(), 1)
+    mi.miogen_stub_set_out(f"{fn}GetSolution/solutionCount".encode(), 1)
+    mi.miogen_stub_set_out_f(f"{fn}GetSolution/solutions[0].time".encode(), 1.5)
+    mi.miogen_stub_set_out(f"{fn}GetSolution/solutions[0].workspace_size".encode(), 0)
+    mi.miogen_stub_set_out(f"{fn}GetSolution/solutions[0].solution_id".encode(), 42)
+    mi.miogen_stub_set_out(f"{fn}GetSolution/solutions[0].algorithm".encode(), 1)
+    W, O = (128, 64, 3, 3), (8, 128, 56, 56)
+    w, o = Tensor.make(0x50000, W, "float32"), Tensor.make(0x60000, O, "float32")
+    plan = conv.conv_forward(x, w, o, pads=1, strides=1, dilations=1)
+    assert plan.solution_id == 42, plan
+    wd, od = tensor_descriptor(f32, W), tensor_descriptor(f32, O)
+    from miopen.descriptors import convolution_descriptor
+
+    cd = convolution_descriptor((1, 1), (1, 1), (1, 1))
+    pairs.append(("conv_forward (3x3, immediate plan cached)",
+                  lambda: conv.conv_forward(x, w, o, pads=1, strides=1, dilations=1),
+                  lambda: miopen.convolution_forward_immediate(h, wd, 0x50000, xd, 0x10000, cd, od, 0x60000, None,
+                                                               0, 42)))
+    for _, op, typed in pairs:  # warm every cache
+        op(), typed()
+    return interleaved(pairs, runs, number)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--number", type=int, default=1000)
+    args = ap.parse_args()
+    print(f"op dispatch over the typed call, CPU time, best of {args.runs} interleaved runs x {args.number} calls "
+          f"(goal: op - typed <= {GOAL_US:.0f} us)")
+    print(f"  {'op':48s} {'op us':>8s} {'typed us':>9s} {'over':>7s}  result")
+    worst = 0.0
+    for name, op, typed in measure(args.runs, args.number):
+        over = (op - typed) * 1e6
+        worst = max(worst, over)
+        print(f"  {name:48s} {op * 1e6:8.2f} {typed * 1e6:9.2f} {over:7.2f}  {'PASS' if over <= GOAL_US else 'MISS'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
