@@ -28,7 +28,7 @@ from ._generated._support import (
 from ._generated.errors import *  # noqa: F403
 
 if TYPE_CHECKING:
-    from . import algo, descriptors, errors, handles, hip, layout, ops, scopes, state, tensor, version, workspace
+    from . import algo, caffe2, descriptors, errors, handles, hip, layout, ops, scopes, state, tensor, version, workspace
     from ._generated.api import *  # noqa: F403
     from .descriptors import k_one, k_zero, tensor_descriptor
     from .handles import inline_miopen_handle
@@ -54,18 +54,20 @@ _FIXED = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNot
           "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library"]
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
-    if name in _SUBMODULES:
-        return importlib.import_module(f".{name}", __name__)
-    if name == "__all__":  # the bound release's names: `from miopen import *` binds the library
-        from ._generated import errors as _errors
+if not TYPE_CHECKING:  # for type checkers the names below are the static ones, not "anything"
 
-        return [*_FIXED, *_gs.bound_all(), *_errors.__all__, *_LAZY]
-    if name.startswith("__"):
-        raise AttributeError(f"module 'miopen' has no attribute {name!r}")
-    return _gs.facade_attr(globals(), "package", name)
+    def __getattr__(name: str) -> Any:
+        if name in _LAZY:
+            return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        if name in _SUBMODULES:
+            return importlib.import_module(f".{name}", __name__)
+        if name == "__all__":  # the bound release's names: `from miopen import *` binds the library
+            from ._generated import errors as _errors
+
+            return [*_FIXED, *_gs.bound_all(), *_errors.__all__, *_LAZY]
+        if name.startswith("__"):
+            raise AttributeError(f"module 'miopen' has no attribute {name!r}")
+        return _gs.facade_attr(globals(), "package", name)
 
 
 _gs.register_facade(globals(), "package")
