@@ -711,7 +711,7 @@ def check_names(spec: Any, prefix: str, sem: Any = None, target: Any = None) -> 
             if not name.isidentifier() or not name.isascii() or keyword.iskeyword(name) or name.startswith("_"):
                 problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, not a valid Python parameter name")
                 continue
-            if name in reserved.PARAM_NAMES or name.startswith("len_"):
+            if name in reserved.PARAM_NAMES:
                 problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, which shadows a name the wrapper "
                                 f"body uses")
             local(name, p.name)
