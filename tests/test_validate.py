@@ -327,3 +327,16 @@ def test_committed_files_load() -> None:
         load_target(t)
     for a in sorted((REPO / "specs").glob("*/annotations.yaml")):
         load_annotations(a)
+
+
+def test_limits_doc_states_the_real_limits() -> None:
+    from codegen import spec_io
+    from miopen import algo, workspace
+
+    doc = (REPO / "docs" / "limits.md").read_text()
+    for text in (f"{spec_io.MAX_YAML_BYTES // (1 << 20)} MiB", f"| nesting depth | {spec_io.MAX_YAML_DEPTH} ",
+                 f"{spec_io.MAX_YAML_NODES:,}", f"{spec_io.MAX_YAML_ALIASES:,}", f"at most {validate.MAX_NAME} characters",
+                 f"{algo.MAX_BLOB_BYTES // (1 << 20)} MiB", f"pointer depth at most {validate.MAX_POINTER_DEPTH}",
+                 f"{validate.MAX_ARRAY:,} elements", f"at most {validate.MAX_TEXT}"):
+        assert text in doc, text
+    assert workspace.MAX_WORKSPACE_BYTES == 2**63 - 1 and "2^63 − 1" in doc
