@@ -92,3 +92,12 @@ def test_cli_render_twice_into_one_directory(tmp_path: Path) -> None:
     first = _tree(out)
     assert main(args) == 0
     assert _tree(out) == first and OUTPUT_MARKER in first
+
+
+def test_spec_file_names_cannot_inject_into_the_banner(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    marker = tmp_path / "PWNED"
+    evil = tmp_path / "3.5.2\n__import__('pathlib').Path('PWNED').touch()\n#.yaml"
+    evil.write_bytes((SPECS / "3.5.2.yaml").read_bytes())
+    assert main(["render", str(evil), "-o", str(tmp_path / "out")]) == 2
+    assert "must be printable" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists() and not marker.exists()
