@@ -91,6 +91,7 @@ def load_annotations(path: Path) -> Annotations:
     ann = load_as(Annotations, path)
     if ann.schema_version != 1:
         raise CodegenError(f"{path}: schema_version: expected 1; got {ann.schema_version}")
+    validate.mark_valid(ann)  # load_as applied the rules already
     return ann
 
 
@@ -205,7 +206,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     """
     for what, obj in ((f"spec {spec.target} {spec.miopen_version}", spec), ("annotations", ann)):
         try:
-            validate.ensure_valid(obj) if obj is spec else validate.check_model(obj)
+            validate.ensure_valid(obj)
         except validate.Violation as exc:
             raise SpecError(f"{what}: {exc.path}: {exc.message}", path=exc.path) from None
     problems: list[str] = []

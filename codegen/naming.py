@@ -56,7 +56,7 @@ def function_name(c_name: str, prefix: str) -> str:
 
 def param_name(c_name: str) -> str:
     py = snake(c_name)
-    return py + "_" if py in reserved.PARAM_NAMES or py.startswith("len_") else py
+    return py + "_" if py in reserved.PARAM_NAMES or (py.startswith("len_") and py != "len_") else py
 
 
 def param_names(c_names: Sequence[str]) -> dict[str, str]:

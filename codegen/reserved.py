@@ -68,7 +68,7 @@ PARAM_NAMES: frozenset[str] = frozenset(
 PACKAGE: frozenset[str] = frozenset({
     # generated __init__.py
     "MIOPEN_VERSION", "LibraryNotFoundError", "MissingSymbolError", "load_library", "unload_library",
-    "raw", "errors", "api", "_support",
+    "raw", "errors", "api", "_support", "__all__",
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES",
     "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",

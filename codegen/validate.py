@@ -711,7 +711,7 @@ def check_names(spec: Any, prefix: str, sem: Any = None, target: Any = None) -> 
             if not name.isidentifier() or not name.isascii() or keyword.iskeyword(name) or name.startswith("_"):
                 problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, not a valid Python parameter name")
                 continue
-            if name in reserved.PARAM_NAMES or name.startswith("len_"):
+            if name in reserved.PARAM_NAMES:
                 problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, which shadows a name the wrapper "
                                 f"body uses")
             local(name, p.name)
@@ -732,15 +732,17 @@ def check_names(spec: Any, prefix: str, sem: Any = None, target: Any = None) -> 
 _VALID: weakref.WeakValueDictionary[int, Any] = weakref.WeakValueDictionary()
 
 
-def mark_valid(spec: Any) -> None:
-    """Record that `spec` (a loaded or parsed spec) passed check_model and check_spec."""
-    _VALID[id(spec)] = spec
+def mark_valid(obj: Any) -> None:
+    """Record that `obj` (a loaded or parsed spec, loaded annotations) passed its checks."""
+    _VALID[id(obj)] = obj
 
 
-def ensure_valid(spec: Any) -> None:
-    """check_model and check_spec, unless this very object already passed them (raises Violation)."""
-    if _VALID.get(id(spec)) is spec:
+def ensure_valid(obj: Any) -> None:
+    """check_model (and check_spec for a spec), unless this very object already passed them (raises
+    Violation)."""
+    if _VALID.get(id(obj)) is obj:
         return
-    check_model(spec)
-    check_spec(spec)
-    mark_valid(spec)
+    check_model(obj)
+    if hasattr(obj, "functions") and hasattr(obj, "enums"):
+        check_spec(obj)
+    mark_valid(obj)

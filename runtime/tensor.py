@@ -27,6 +27,8 @@ class Tensor:
     def make(cls, ptr: int, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None) -> Tensor:
         if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
+        if ptr >= 1 << 64:  # ctypes would pass it as NULL (c_void_p silently drops what does not fit)
+            raise ValueError(f"Tensor: ptr {ptr:#x} does not fit a 64-bit address")
         d = tuple(map(int, dims))
         if d and min(d) < 1:
             raise ShapeError(f"Tensor: every dim must be >= 1 (MIOpen has no empty tensors); got {d}")

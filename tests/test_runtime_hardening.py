@@ -233,3 +233,17 @@ def test_forked_child_gets_fresh_pools_locks_and_caches(fresh: Libs) -> None:
         assert st.handle.address == parent_state_handle
     assert parent_scratch.ptr is not None and len(algo.algo_cache()) == 1
     sys.stdout.flush()
+
+
+def test_tensor_addresses_must_fit_64_bits(libs: Libs) -> None:
+    """ctypes passes an int of 2**64 or more as a NULL void* without a word: refused before."""
+    import ctypes
+
+    from miopen.tensor import Tensor
+
+    probe = ctypes.pythonapi.PyLong_FromVoidPtr
+    probe.restype, probe.argtypes = ctypes.py_object, [ctypes.c_void_p]
+    assert probe(1 << 64) == 0  # the silent truncation this guards against
+    with pytest.raises(ValueError, match="does not fit a 64-bit address"):
+        Tensor.make(1 << 64, [1], "float32")
+    assert Tensor.make((1 << 64) - 1, [1], "float32").ptr == (1 << 64) - 1
