@@ -104,14 +104,14 @@ def dropout() -> dict[str, object]:
 
 
 @check("miopenSetDropoutDescriptor", isolated=True)
-def dropout_set_descriptor() -> int:
+def dropout_set_descriptor() -> str:
     """SetDropoutDescriptor seeds the PRNG states with a kernel: with no GPU MIOpen fails to build it."""
     h = handle()
     d = miopen.create_dropout_descriptor()
     buf = ctypes.create_string_buffer(64)
-    status, text = failing(lambda: miopen.set_dropout_descriptor(d, h, 0.5, ctypes.addressof(buf), 64, 1, False,
-                                                                 False, miopen.RNGType.MIOPEN_RNG_PSEUDO_XORWOW))
-    return status
+    status, _ = failing(lambda: miopen.set_dropout_descriptor(d, h, 0.5, ctypes.addressof(buf), 64, 1, False, False,
+                                                              miopen.RNGType.MIOPEN_RNG_PSEUDO_XORWOW))
+    return status_name(status)
 
 
 # ---------------------------------------------------------------------------- CTC loss

@@ -97,8 +97,11 @@ class Worker:
         self.trace.write_bytes(b"")
         (self._dir / "tmp").mkdir(exist_ok=True)  # MIOpen's compiler runs leave folders here
         with self.stderr_path.open("ab") as err:
+            # a session of its own: on a timeout the worker, its forked children and any compiler MIOpen started
+            # are killed together (by the worker's process group)
             self.proc = subprocess.Popen([sys.executable, "-m", "tests.real.worker"], cwd=REPO, env=self.env(),
-                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err)
+                                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
+                                         start_new_session=True)
         hello = self._read(DEFAULT_TIMEOUT)
         if not isinstance(hello, dict):
             raise RuntimeError(f"the worker did not start: {hello.describe() if isinstance(hello, Died) else hello}")
@@ -121,8 +124,7 @@ class Worker:
                 self._write(proc, ("exit",))
                 proc.wait(timeout=10)
             except (OSError, subprocess.TimeoutExpired):
-                proc.kill()
-                proc.wait()
+                _kill_group(proc)
         for stream in (proc.stdin, proc.stdout):
             if stream is not None:
                 stream.close()
@@ -165,7 +167,7 @@ class Worker:
             data = None if head is None else self._read_exact(struct.unpack("<Q", head)[0], deadline)
         except TimeoutError:
             assert self.proc is not None
-            self.proc.kill()
+            _kill_group(self.proc)
             return self._died(timed_out=True)
         if data is None:
             return self._died()
@@ -240,6 +242,15 @@ class Worker:
         import shutil
 
         shutil.rmtree(self._dir, ignore_errors=True)
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the worker and everything it started (its own process group, see Worker.start)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    proc.wait()
 
 
 def _now() -> float:
