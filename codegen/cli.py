@@ -406,8 +406,11 @@ def _render(args: argparse.Namespace) -> int:
     from .target import load_target, target_path
 
     t0 = time.perf_counter()
-    name = load(args.spec).target
-    target = load_target(args.target or target_path(name))
+    target_file = args.target
+    if target_file is None:  # the spec's target, read from its head (generate() loads and checks the spec)
+        name = _peek(args.spec, "target") or load(args.spec).target
+        target_file = target_path(name)
+    target = load_target(target_file)
     annotations = args.annotations or target.path.parent / "annotations.yaml"
     files = generate(args.spec, annotations, target, args.output, args.history)
     print(f"{args.output}: {len(files)} files from {args.spec} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
