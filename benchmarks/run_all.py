@@ -9,7 +9,7 @@ parse goal is a ratio to a bare libclang parse of the same header in the same ro
 figures (typed call vs raw ctypes, runtime op vs the typed call it ends in) are CPU times, best of
 interleaved runs.
 
-Usage: python benchmarks/run_all.py [--header 3.3.0/miopen.h] [--version X.Y.Z] [--headers DIR] [--rounds N]
+Usage: python benchmarks/run_all.py [--header 3.3.0/miopen.h] [--version X.Y.Z] [--headers DIR] [--rounds N] [--strict]
   --header   the real 3.3.0 miopen.h for the parse ratio (never committed: fetch it, see README)
   --headers  a directory with the real headers of the committed releases (found by sha256), for
              parse + render of all releases (default $MIOGEN_HEADERS or /tmp/miopen-headers)
@@ -172,6 +172,7 @@ def main() -> int:
     ap.add_argument("--version", help="its version when no version.h is beside it (e.g. 3.3.0)")
     ap.add_argument("--headers", type=Path, default=Path(os.environ.get("MIOGEN_HEADERS", "/tmp/miopen-headers")))
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--strict", action="store_true", help="exit 1 when any goal is missed")
     args = ap.parse_args()
     if args.header and not args.version and not (args.header.parent / "version.h").exists():
         args.version = "3.3.0"
@@ -187,7 +188,7 @@ def main() -> int:
     print("|---|---|---|---|")
     for what, goal, measured, ok in rows:
         print(f"| {what} | {goal} | {measured} | {'PASS' if ok else 'MISS' if ok is False else '-'} |")
-    return 0 if all(ok is not False for *_, ok in rows) else 1
+    return 1 if args.strict and any(ok is False for *_, ok in rows) else 0
 
 
 if __name__ == "__main__":
