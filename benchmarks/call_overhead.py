@@ -11,7 +11,7 @@ import ctypes
 import importlib
 import sys
 import tempfile
-import timeit
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -42,53 +42,61 @@ def build(tmp: Path) -> tuple[object, ctypes.CDLL]:
     return pkg, lib
 
 
+def cases(tmp: Path) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """[(case, typed call, equivalent raw ctypes call)] through the quiet stub built in `tmp`."""
+    m, _ = build(tmp)
+    raw = m.raw  # type: ignore[attr-defined]
+    byref, c_float, c_double, c_uint = ctypes.byref, ctypes.c_float, ctypes.c_double, ctypes.c_uint
+    h = m.Handle.from_address(0x100)  # type: ignore[attr-defined]
+    d = m.TensorDescriptor.from_address(0x200)  # type: ignore[attr-defined]
+    c = m.ConvolutionDescriptor.from_address(0x300)  # type: ignore[attr-defined]
+    a = m.ActivationDescriptor.from_address(0x400)  # type: ignore[attr-defined]
+    f32 = m.DataType.miopenFloat  # type: ignore[attr-defined]
+    algo = m.ConvFwdAlgorithm.miopenConvolutionFwdAlgoDirect  # type: ignore[attr-defined]
+    hp, dp, cp, ap = 0x100, 0x200, 0x300, 0x400
+
+    def raw_setter() -> None:
+        st = raw.miopenSet4dTensorDescriptor(dp, 1, 8, 64, 56, 56)
+        if st:
+            raise RuntimeError(st)
+
+    def typed_setter() -> None:
+        m.set_4d_tensor_descriptor(d, f32, 8, 64, 56, 56)  # type: ignore[attr-defined]
+
+    def raw_getter() -> tuple[int, float, float, float]:
+        mode, alpha, beta, gamma = c_uint(), c_double(), c_double(), c_double()
+        st = raw.miopenGetActivationDescriptor(ap, byref(mode), byref(alpha), byref(beta), byref(gamma))
+        if st:
+            raise RuntimeError(st)
+        return mode.value, alpha.value, beta.value, gamma.value
+
+    def typed_getter() -> object:
+        return m.get_activation_descriptor(a)  # type: ignore[attr-defined]
+
+    def raw_conv() -> None:
+        st = raw.miopenConvolutionForward(hp, byref(c_float(1.0)), dp, 0x1000, dp, 0x2000, cp, 1,
+                                          byref(c_float(0.0)), dp, 0x3000, None, 0)
+        if st:
+            raise RuntimeError(st)
+
+    def typed_conv() -> None:
+        m.convolution_forward(h, 1.0, d, 0x1000, d, 0x2000, c, algo, 0.0, d, 0x3000, None, 0)  # type: ignore[attr-defined]
+
+    return [("setter (miopenSet4dTensorDescriptor, 6 args)", typed_setter, raw_setter),
+            ("four-output getter (miopenGetActivationDescriptor)", typed_getter, raw_getter),
+            ("13-argument miopenConvolutionForward", typed_conv, raw_conv)]
+
+
 def main() -> int:
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from op_dispatch import interleaved
+
     with tempfile.TemporaryDirectory() as tmp:
-        m, _ = build(Path(tmp))
-        raw = m.raw  # type: ignore[attr-defined]
-        byref, c_float, c_double, c_uint = ctypes.byref, ctypes.c_float, ctypes.c_double, ctypes.c_uint
-        h = m.Handle.from_address(0x100)  # type: ignore[attr-defined]
-        d = m.TensorDescriptor.from_address(0x200)  # type: ignore[attr-defined]
-        c = m.ConvolutionDescriptor.from_address(0x300)  # type: ignore[attr-defined]
-        a = m.ActivationDescriptor.from_address(0x400)  # type: ignore[attr-defined]
-        f32 = m.DataType.miopenFloat  # type: ignore[attr-defined]
-        algo = m.ConvFwdAlgorithm.miopenConvolutionFwdAlgoDirect  # type: ignore[attr-defined]
-        hp, dp, cp, ap = 0x100, 0x200, 0x300, 0x400
-
-        def raw_setter() -> None:
-            st = raw.miopenSet4dTensorDescriptor(dp, 1, 8, 64, 56, 56)
-            if st:
-                raise RuntimeError(st)
-
-        def typed_setter() -> None:
-            m.set_4d_tensor_descriptor(d, f32, 8, 64, 56, 56)  # type: ignore[attr-defined]
-
-        def raw_getter() -> tuple[int, float, float, float]:
-            mode, alpha, beta, gamma = c_uint(), c_double(), c_double(), c_double()
-            st = raw.miopenGetActivationDescriptor(ap, byref(mode), byref(alpha), byref(beta), byref(gamma))
-            if st:
-                raise RuntimeError(st)
-            return mode.value, alpha.value, beta.value, gamma.value
-
-        def typed_getter() -> object:
-            return m.get_activation_descriptor(a)  # type: ignore[attr-defined]
-
-        def raw_conv() -> None:
-            st = raw.miopenConvolutionForward(hp, byref(c_float(1.0)), dp, 0x1000, dp, 0x2000, cp, 1,
-                                              byref(c_float(0.0)), dp, 0x3000, None, 0)
-            if st:
-                raise RuntimeError(st)
-
-        def typed_conv() -> None:
-            m.convolution_forward(h, 1.0, d, 0x1000, d, 0x2000, c, algo, 0.0, d, 0x3000, None, 0)  # type: ignore[attr-defined]
-
-        print("per call, best of 7 x 20000 (stub in quiet mode):")
-        for name, r, t in (("setter (miopenSet4dTensorDescriptor, 6 args)", raw_setter, typed_setter),
-                           ("four-output getter (miopenGetActivationDescriptor)", raw_getter, typed_getter),
-                           ("13-argument miopenConvolutionForward", raw_conv, typed_conv)):
-            r(), t()
-            tr = min(timeit.repeat(r, number=20000, repeat=7)) / 20000
-            tt = min(timeit.repeat(t, number=20000, repeat=7)) / 20000
+        pairs = cases(Path(tmp))
+        for _, typed, rawf in pairs:
+            typed(), rawf()
+        print("per call, CPU time, best of 15 interleaved runs x 2000 calls (stub in quiet mode):")
+        for name, tt, tr in interleaved(pairs, 15, 2000):
             print(f"  {name}: raw {tr * 1e6:.2f} us, typed {tt * 1e6:.2f} us, ratio {tt / tr:.2f} (target <= 1.3)")
     return 0
 

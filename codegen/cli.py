@@ -413,8 +413,11 @@ def _render(args: argparse.Namespace) -> int:
         if not spec.name.isprintable():
             raise CodegenError(f"{spec!r}: a spec file name must be printable (it is written into the generated "
                                f"files' banner)")
-    name = load(args.spec[-1]).target
-    target = load_target(args.target or target_path(name))
+    target_file = args.target
+    if target_file is None:  # the spec's target, read from its head (generate() loads and checks the spec)
+        name = _peek(args.spec[-1], "target") or load(args.spec[-1]).target
+        target_file = target_path(name)
+    target = load_target(target_file)
     annotations = args.annotations or target.path.parent / "annotations.yaml"
     files = generate(list(args.spec), annotations, target, args.output, args.history)
     shown = args.spec[0] if len(args.spec) == 1 else f"{len(args.spec)} specs"

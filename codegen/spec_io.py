@@ -544,7 +544,7 @@ def _load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
     if len(text) > MAX_YAML_BYTES:
         raise SpecError(f"{source}: {len(text)} characters; YAML files are read up to {MAX_YAML_BYTES} bytes")
     _scan_events(text, source)
-    loader = _BaseLoader(text)
+    loader = _Loader(text)
     try:
         try:
             node = loader.get_single_node()
@@ -554,12 +554,84 @@ def _load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
             return None, None
         _check_nodes(node, loader, source)
         try:
-            data = loader.construct_document(node)
+            try:
+                data = _build(node, loader)  # the fast walk (below); unusual nodes go to PyYAML's constructor
+            except _Unusual:
+                data = loader.construct_document(node)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
             raise SpecError(f"{source}: not valid YAML: {_yaml_message(exc)}") from None
         return data, node
     finally:
         loader.dispose()
+# --------------------------------------------------------------------------- fast YAML reading
+#
+# A spec is tens of thousands of small scalars, mostly the same few hundred strings (type names,
+# roles, provenance). PyYAML's constructor resolves and builds each one in Python; here libyaml
+# composes the nodes, the tag of each plain scalar is resolved once per distinct spelling, and the
+# Python data is built in one walk with each distinct scalar made once. The result equals
+# yaml.load(text, Loader=CSafeLoader); anything unusual (merge keys, other tags, unhashable keys)
+# goes through PyYAML's own constructor.
+
+_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+_SCALARS: dict[tuple[str, str], Any] = {}
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+
+
+class _Unusual(Exception):
+    """A node the fast walk leaves to PyYAML."""
+
+
+class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
+    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
+        if kind is yaml.ScalarNode:
+            key = (value, implicit)
+            tag = _RESOLVED.get(key)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)
+                if len(_RESOLVED) < 100_000:
+                    _RESOLVED[key] = tag
+            return tag
+        return super().resolve(kind, value, implicit)
+
+
+def _build(node: yaml.Node, loader: _Loader) -> Any:
+    cls = node.__class__
+    if cls is yaml.ScalarNode:
+        key = (node.tag, node.value)
+        try:
+            return _SCALARS[key]
+        except KeyError:
+            value = loader.construct_object(node)
+            if len(_SCALARS) < 100_000:
+                _SCALARS[key] = value
+            return value
+    if cls is yaml.MappingNode and node.tag == _MAP_TAG:
+        out = {}
+        for k, v in node.value:
+            if k.tag == "tag:yaml.org,2002:merge" or k.__class__ is not yaml.ScalarNode:
+                raise _Unusual
+            out[_build(k, loader)] = _build(v, loader)
+        return out
+    if cls is yaml.SequenceNode and node.tag == _SEQ_TAG:
+        return [_build(v, loader) for v in node.value]
+    raise _Unusual
+
+
+def load_yaml(text: str) -> Any:
+    """yaml.load(text, Loader=CSafeLoader), faster for spec-like documents."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        try:
+            return _build(node, loader)
+        except _Unusual:
+            pass
+    finally:
+        loader.dispose()
+    return yaml.load(text, Loader=_BaseLoader)
 
 
 def loads(text: str, source: str = "<spec>") -> model.Spec:

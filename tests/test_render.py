@@ -86,6 +86,38 @@ def test_gate_scopes_by_release() -> None:
         resolve(fixture_spec(), wrong)
 
 
+def test_gate_scopes_parameters_by_release() -> None:
+    """A parameter only later releases of a function have: its annotation carries since:."""
+    ann = load_annotations(FIXTURE_ANNOTATIONS)
+    later = replace(ann, functions={**ann.functions, "miopenSetTensor": FunctionNote(
+        params={**ann.functions.get("miopenSetTensor", FunctionNote()).params,
+                "addedLater": ParamNote(direction="in", since="9.0.0")})})
+    resolve(fixture_spec(), later)
+    wrong = replace(ann, functions={**ann.functions, "miopenSetTensor": FunctionNote(
+        params={"addedLater": ParamNote(direction="in", since="3.0.0")})})
+    with pytest.raises(AnnotationGateError, match=r"miopenSetTensor.addedLater: no such parameter in miopen 3.4.1 "
+                                                  r"although its since/until range includes it"):
+        resolve(fixture_spec(), wrong)
+
+
+def test_gate_suggestion_is_one_block_valid_for_every_release() -> None:
+    """Two open parameters of one function give one entry (not two colliding keys), with since: when older
+    releases lack the function."""
+    from codegen.annotate import suggestion
+
+    ann = load_annotations(FIXTURE_ANNOTATIONS)
+    spec = fixture_spec()
+    f = spec.function("miopenSaveSolution")
+    two = replace(f, name="miopenNewTwo", params=(*f.params, replace(f.params[1], name="more")))
+    new = replace(spec, miopen_version="3.5.0", functions=(*spec.functions, two))
+    with pytest.raises(AnnotationGateError) as e:
+        resolve(new, ann)
+    text = suggestion(e.value.open_params, ann, [spec, new])
+    assert text.count("  miopenNewTwo:") == 1 and "    since: 3.5.0\n" in text
+    assert "      data: {length: ..., why: ...}" in text and "      more: {length: ..., why: ...}" in text
+    assert "valid for releases 3.4.1, 3.5.0" in text
+
+
 def test_gate_checks_length_calls() -> None:
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     from codegen.annotate import LengthCall

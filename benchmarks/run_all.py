@@ -1,0 +1,195 @@
+"""Every speed figure of miogen in one interleaved run, printed as a table with its goal and PASS/MISS.
+
+Process-level figures (parse, render, import) run in rounds, each round running every command once,
+so load on the machine hits all of them alike; medians are reported, as the CPU time (user + system)
+of the process and, for reference, its wall time. Goals are judged on CPU time, which waiting for a
+core on a loaded machine does not inflate (the parse, which runs its two libclang parses on two
+threads, spends more CPU than wall time on an idle machine: CPU time is the stricter figure). The
+parse goal is a ratio to a bare libclang parse of the same header in the same rounds. Call-level
+figures (typed call vs raw ctypes, runtime op vs the typed call it ends in) are CPU times, best of
+interleaved runs.
+
+Usage: python benchmarks/run_all.py [--header 3.3.0/miopen.h] [--version X.Y.Z] [--headers DIR] [--rounds N] [--strict]
+  --header   the real 3.3.0 miopen.h for the parse ratio (never committed: fetch it, see README)
+  --headers  a directory with the real headers of the committed releases (found by sha256), for
+             parse + render of all releases (default $MIOGEN_HEADERS or /tmp/miopen-headers)
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "benchmarks"))
+
+# as installed: bytecode cached (an install compiles it; PYTHONDONTWRITEBYTECODE would hide that)
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+BARE_PARSE = ("import sys, json, clang.cindex as ci; ci.Index.create().parse(sys.argv[1], args=json.loads(sys.argv[2]), "
+              "options=ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES | ci.TranslationUnit.PARSE_INCOMPLETE)")
+
+Row = tuple[str, str, str, bool | None]  # what, goal, measured, passed (None: not measured)
+
+
+def _run(cmd: list[str]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of one run of `cmd`."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    t0 = time.perf_counter()
+    subprocess.run(cmd, cwd=REPO, env=ENV, check=True, capture_output=True)
+    wall = time.perf_counter() - t0
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), wall
+
+
+def _committed_headers(root: Path) -> tuple[dict[str, Path], list[str]]:
+    """version -> header for the committed specs whose real header is under `root`, and the versions missing."""
+    specs = REPO / "specs" / "miopen"
+    by_sha: dict[str, Path] = {}
+    if root.is_dir():
+        for h in [*root.glob("*/miopen.h"), *root.glob("*/miopen/miopen.h")]:
+            by_sha.setdefault(hashlib.sha256(h.read_bytes()).hexdigest(), h)
+    found, missing = {}, []
+    for spec in sorted(specs.glob("*.*.*.yaml")):
+        text = spec.read_text(encoding="utf-8")[:2000]
+        sha = next((line.split()[-1] for line in text.splitlines() if line.strip().startswith("sha256:")), "")
+        version = spec.name[: -len(".yaml")]
+        if sha in by_sha:
+            found[version] = by_sha[sha]
+        else:
+            missing.append(version)
+    return found, missing
+
+
+def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
+    from synth_header import write as write_synth
+
+    from codegen.parser import ParseOptions, clang_args
+    from codegen.target import load_target
+
+    py = sys.executable
+    pinned = (REPO / "specs" / "miopen" / "pinned").read_text().strip()
+    synth = write_synth(5000, tmp / "synth")
+    cmds: dict[str, list[str]] = {
+        "synth": [py, "-m", "codegen", "parse", str(synth), "--beta", "-o", str(tmp / "synth.yaml")],
+        "render": [py, "-m", "codegen", "render", f"specs/miopen/{pinned}.yaml", "--history", "specs/miopen",
+                   "-o", str(tmp / "render")],
+        "bare_python": [py, "-c", "pass"],
+        "import": [py, "-c", "import miopen"],
+    }
+    if args.header:
+        target = load_target()
+        cargs = clang_args(ParseOptions(beta=True), target, True)
+        cmds["bare_parse"] = [py, "-c", BARE_PARSE, str(args.header), json.dumps(cargs)]
+        cmds["parse"] = [py, "-m", "codegen", "parse", str(args.header), "--beta", "-o", str(tmp / "real.yaml")]
+        if args.version:
+            cmds["parse"] += ["--miopen-version", args.version]
+    for cmd in cmds.values():  # warm the page and bytecode caches
+        _run(cmd)
+    cpu: dict[str, list[float]] = {k: [] for k in cmds}
+    wall: dict[str, list[float]] = {k: [] for k in cmds}
+    for _ in range(args.rounds):
+        for name, cmd in cmds.items():
+            for _ in range(5 if name in ("bare_python", "import") else 1):
+                c, w = _run(cmd)
+                cpu[name].append(c)
+                wall[name].append(w)
+    mc = {k: statistics.median(v) for k, v in cpu.items()}
+    mw = {k: statistics.median(v) for k, v in wall.items()}
+    rows: list[Row] = []
+    if args.header:
+        ratio, wratio = mc["parse"] / mc["bare_parse"], mw["parse"] / mw["bare_parse"]
+        rows.append((f"parse the {args.version or ''} header {args.header} to a spec, vs a bare libclang parse "
+                     f"process of it", "<= 4x",
+                     f"{ratio:.2f}x CPU ({mc['parse']:.2f} s vs {mc['bare_parse']:.2f} s); wall {wratio:.2f}x "
+                     f"({mw['parse']:.2f} s vs {mw['bare_parse']:.2f} s)", ratio <= 4.0))
+    else:
+        rows.append(("parse the 3.3.0 header vs a bare libclang parse process", "<= 4x", "not run (--header)", None))
+    rows.append(("parse a synthetic 5,000-function header (fresh process)", "<= 2.0 s",
+                 f"{mc['synth']:.2f} s CPU (wall {mw['synth']:.2f} s)", mc["synth"] <= 2.0))
+    rows.append((f"render one release ({pinned}, fresh process)", "<= 1 s",
+                 f"{mc['render']:.2f} s CPU (wall {mw['render']:.2f} s)", mc["render"] <= 1.0))
+    cost = (mc["import"] - mc["bare_python"]) * 1000
+    wcost = (mw["import"] - mw["bare_python"]) * 1000
+    rows.append(("`import miopen` over a bare interpreter", "<= 50 ms", f"{cost:.0f} ms CPU (wall {wcost:.0f} ms)",
+                 cost <= 50))
+    return rows
+
+
+def all_releases(headers_dir: Path) -> Row:
+    from codegen.annotate import load_annotations
+    from codegen.parser import ParseOptions, parse_header
+    from codegen.render import plan, render
+    from codegen.target import load_target
+
+    found, missing = _committed_headers(headers_dir)
+    if not found:
+        return ("parse + render of all committed releases", "<= 5 s", f"not run (no headers under {headers_dir})", None)
+    target = load_target()
+    ann = load_annotations(REPO / "specs" / "miopen" / "annotations.yaml")
+    t0, c0 = time.perf_counter(), time.process_time()
+    for version, header in sorted(found.items()):
+        spec = parse_header(header, target, ParseOptions(beta=True), version)
+        render(plan(spec, ann, target, "# bench"))
+    total, cpu = time.perf_counter() - t0, time.process_time() - c0
+    what = f"parse + render of all committed releases, one process ({len(found)} of {len(found) + len(missing)}"
+    what += f"; no header for {', '.join(missing)})" if missing else ")"
+    return (what, "<= 5 s", f"{cpu:.2f} s CPU (wall {total:.2f} s)", cpu <= 5.0 if not missing else None)
+
+
+def call_rows(tmp: Path) -> list[Row]:
+    import call_overhead
+    from op_dispatch import GOAL_US, interleaved, measure
+
+    pairs: list[tuple[str, Callable[[], object], Callable[[], object]]] = call_overhead.cases(tmp / "calls")
+    for _, typed, raw in pairs:
+        typed(), raw()
+    rows: list[Row] = []
+    for name, typed_s, raw_s in interleaved(pairs, 15, 2000):
+        ratio = typed_s / raw_s
+        rows.append((f"typed call vs raw ctypes: {name}", "<= 1.3x",
+                     f"{ratio:.2f}x ({typed_s * 1e6:.2f} vs {raw_s * 1e6:.2f} us)", ratio <= 1.3))
+    for name, op_s, typed_s in measure(15, 1000):
+        over = (op_s - typed_s) * 1e6
+        rows.append((f"ops dispatch, repeated shape: {name}", f"<= {GOAL_US:.0f} us over typed",
+                     f"+{over:.1f} us ({op_s * 1e6:.1f} vs {typed_s * 1e6:.1f} us)", over <= GOAL_US))
+    return rows
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--header", type=Path, help="the real 3.3.0 miopen.h (for the parse ratio)")
+    ap.add_argument("--version", help="its version when no version.h is beside it (e.g. 3.3.0)")
+    ap.add_argument("--headers", type=Path, default=Path(os.environ.get("MIOGEN_HEADERS", "/tmp/miopen-headers")))
+    ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--strict", action="store_true", help="exit 1 when any goal is missed")
+    args = ap.parse_args()
+    if args.header and not args.version and not (args.header.parent / "version.h").exists():
+        args.version = "3.3.0"
+    rows: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="miogen-bench-") as tmp:
+        rows += process_rounds(args, Path(tmp))
+        rows.append(all_releases(args.headers))
+        rows += call_rows(Path(tmp))
+    load = os.getloadavg()[0]
+    print(f"miogen speed, {os.cpu_count()} cores, load average {load:.1f} at the end "
+          f"(process figures: medians of {args.rounds} interleaved rounds; call figures: CPU time)\n")
+    print("| what | goal | measured | result |")
+    print("|---|---|---|---|")
+    for what, goal, measured, ok in rows:
+        print(f"| {what} | {goal} | {measured} | {'PASS' if ok else 'MISS' if ok is False else '-'} |")
+    return 1 if args.strict and any(ok is False for *_, ok in rows) else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
