@@ -9,7 +9,8 @@ listed here: a template change that adds a helper fails that test until the name
 
 Sets (by the scope they protect):
 
-- RAW_MODULE: module-level names of `raw.py` (C names of functions, enums, records, handles,
+- FACADE_MODULE: module-level names of the facade `api.py` / `raw.py` (they hold the bound release's names).
+- RAW_MODULE: module-level names of a release's `raw.py` (C names of functions, enums, records, handles,
   typedefs and callbacks live there verbatim), and the builtins its code calls.
 - API_MODULE: module-level names of `api.py` (Python names of functions and classes live there),
   and the builtins its module-level code and function bodies use.
@@ -32,9 +33,12 @@ from __future__ import annotations
 import enum
 
 RAW_MODULE: frozenset[str] = frozenset({
-    "annotations", "ctypes", "enum", "Callable", "Any", "PROTOTYPES", "_s", "_lazy", "_reset",
-    "globals", "dict", "list", "str", "tuple",
+    "annotations", "ctypes", "enum", "Callable", "Any", "PROTOTYPES", "BETA", "_s", "_lazy", "_reset",
+    "_NAMESPACES", "__all__", "globals", "dict", "list", "str", "tuple", "frozenset",
 })
+
+#: module-level names of the facade modules (`api.py`, `raw.py` beside the releases' sub-packages)
+FACADE_MODULE: frozenset[str] = frozenset({"Any", "_support", "__getattr__"})
 
 BODY_LOCALS: frozenset[str] = frozenset({
     # locals of a wrapper body
@@ -68,18 +72,19 @@ PARAM_NAMES: frozenset[str] = frozenset(
 PACKAGE: frozenset[str] = frozenset({
     # generated __init__.py
     "MIOPEN_VERSION", "LibraryNotFoundError", "MissingSymbolError", "load_library", "unload_library",
-    "raw", "errors", "api", "_support", "__all__",
+    "raw", "errors", "api", "_support", "__all__", "RELEASES", "bound_release", "__getattr__", "_releases", "_handles",
+    "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
-    "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES",
+    "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
     "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
-    "tensor", "envflags",
+    "tensor", "envflags", "caffe2", "_bound",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
     "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
     "create_scope", "has_scope",
 })
 
 ERRORS_MODULE: frozenset[str] = frozenset({
-    "annotations", "warnings", "Mapping", "_s", "STATUS_EXCEPTIONS", "STATUS_WARNINGS", "STATUS_HINTS",
+    "annotations", "enum", "warnings", "Mapping", "_s", "STATUS_EXCEPTIONS", "STATUS_WARNINGS", "STATUS_HINTS",
     "raise_status", "__all__",
 }) | BUILTINS_USED
 
