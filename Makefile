@@ -129,8 +129,10 @@ typecheck: $(STAMP)
 	@cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
 	@rm -rf .typecheck
 
+# the whole suite with the runtime against MIOPEN_VERSION's stub, then the runtime suite against every other release
 test: $(STAMP) check-generated typecheck
 	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) $(PY) -m pytest tests
+	@bash scripts/test_releases.sh $(PY) $(MIOPEN_VERSION)
 
 # one interleaved run of every benchmark, printed as a table (goal, measured, PASS/MISS);
 # HEADER=/path/to/3.3.0/miopen.h adds the real-header parse ratio

@@ -502,7 +502,7 @@ def test_find2_persists_and_drops_stale_solutions(libs: Libs, tmp_path: Path) ->
     plan = planner.plan(h, "forward", x, w, y, conv, params, workspace=workspace.MIOpenWorkspace(0))  # type: ignore[arg-type]
     assert plan.mode == "find2" and plan.solution is not None
     saved = list(tmp_path.rglob("*.bin"))
-    assert len(saved) == 1 and saved[0].parent.parent.name == "3.5.2"
+    assert len(saved) == 1 and saved[0].parent.parent.name == miopen.MIOPEN_VERSION
     assert "miopenSaveSolution" in libs.calls()
     fresh = algo.ConvPlanner("find2", cache=algo.AlgoCache(), cache_dir=tmp_path)
     loaded = fresh.plan(h, "forward", x, w, y, conv, params)  # type: ignore[arg-type]

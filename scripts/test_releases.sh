@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# The runtime suite against a stub library of every committed release but one (`make test` runs the
+# whole suite against that one): two releases at a time, each pytest in its own temp dir; a failing
+# release prints its log. Usage: scripts/test_releases.sh PYTHON SKIP_RELEASE
+set -euo pipefail
+py=$1
+skip=$2
+cd "$(dirname "$0")/.."
+suite="tests/test_runtime_core.py tests/test_ops_basic.py tests/test_ops_conv.py tests/test_ops_rnn.py tests/test_caffe2.py"
+work=$(mktemp -d "${TMPDIR:-/tmp}/miogen-releases.XXXXXX")
+trap 'rm -rf "$work"' EXIT
+releases=$(ls specs/miopen/ | sed -n 's/^\([0-9]*\.[0-9]*\.[0-9]*\)\.yaml$/\1/p' | grep -vxF "$skip" || true)
+export py suite work
+# shellcheck disable=SC2016  # expanded by the inner shell
+printf '%s\n' $releases | xargs -P 2 -I{} sh -c '
+    if MIOGEN_TEST_RELEASE={} "$py" -m pytest -q -p no:cacheprovider -p no:warnings --basetemp="$work/{}" $suite \
+        > "$work/{}.log" 2>&1; then
+        echo "runtime suite against the MIOpen {} stub: $(tail -n 1 "$work/{}.log")"
+    else
+        cat "$work/{}.log"; echo "runtime suite against the MIOpen {} stub FAILED"; exit 255
+    fi'
