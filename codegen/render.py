@@ -309,10 +309,12 @@ class _Planner:
         py = naming.param_name(name)
         return py if not py.startswith("_") else "p" + py
 
-    def _owner_param(self, fs: FunctionSem) -> str | None:
-        if fs.creates is None:
+    def _owner_param(self, fs: FunctionSem, handle: str | None = None) -> str | None:
+        """The parameter holding the owner of the handle `fs` creates (or returns: `handle`), if it takes one."""
+        handle = handle or fs.creates
+        if handle is None or handle not in self.sem.handles:
             return None
-        owner = self.sem.handles[fs.creates].owner
+        owner = self.sem.handles[handle].owner
         if owner is None:
             return None
         for p in fs.params:
@@ -393,7 +395,9 @@ class _Planner:
             return make(py=py, hint=self.scalar_hint(t) + opt, default=default, pre=(*conv, ref))
         ct = "ctypes.c_void_p" if (t.kind == "void" and t.depth == 2) else self.api_ctype(t)
         owned = creates is not None and t.kind == "handle" and t.name == creates
-        value = self.convert_out(t, f"{v}.value" if t.kind not in ("struct", "union") else v, owned, owner_param)
+        # a handle another object owns (e.g. a fusion plan's op) keeps that owner alive, created or not
+        owner = owner_param if owned else self._owner_param(fs, t.name) if t.kind == "handle" else None
+        value = self.convert_out(t, f"{v}.value" if t.kind not in ("struct", "union") else v, owned, owner)
         if t.kind == "callback":  # a function pointer comes back as its address
             value = f"ctypes.cast({v}, ctypes.c_void_p).value"
         out_name = py

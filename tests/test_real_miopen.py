@@ -205,9 +205,8 @@ def test_set_tensor_descriptor_null_strides_typed(real: Worker) -> None:
     _run(real, "checks_tensor:null_strides_typed")
 
 
-@pytest.mark.xfail(strict=True, reason="finding: fusion_plan_get_op returns a borrowed op with no owner, so the "
-                   "plan may be destroyed under it; the create_op_* results name the plan as owner (lead: codegen)")
 def test_fusion_plan_get_op_keeps_its_plan(real: Worker) -> None:
+    """A fusion plan's op, created or looked up (fusion_plan_get_op), keeps its plan alive (the handle note's owner)."""
     _run(real, "checks_misc:fusion_get_op_keeps_plan")
 
 

@@ -2941,7 +2941,7 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
     _st = _raw.miopenFusionPlanGetOp(_fuse_plan_desc, op_idx, _byref(_op))
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "op_idx": op_idx})
-    return FusionOpDescriptor._from_c(_op.value, False)
+    return FusionOpDescriptor._from_c(_op.value, False, fuse_plan_desc)
 
 
 def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, algo: ConvFwdAlgorithm | int) -> int:
