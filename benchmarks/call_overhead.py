@@ -32,7 +32,8 @@ def build(tmp: Path) -> tuple[object, ctypes.CDLL]:
     spec = parse_header(HEADER, target, ParseOptions(beta=True))
     ann = load_annotations(ANNOTATIONS)
     write(render(plan(spec, ann, target, "# bench")), tmp / "bench_pkg")
-    stub = abi.compile_cpp(abi.stub_source(spec, resolve(spec, ann), HEADER, "bench", target.status_type),
+    stub = abi.compile_cpp(abi.stub_source(spec, resolve(spec, ann), HEADER, "bench", target.status_type,
+                                           target.version_getter),
                            tmp / "libstub.so", target, shared=True)
     sys.path.insert(0, str(tmp))
     pkg = importlib.import_module("bench_pkg")

@@ -44,7 +44,7 @@ def build_stubs(tmp: Path) -> tuple[ctypes.CDLL, ctypes.CDLL]:
     sem = resolve(spec, load_annotations(specs / "annotations.yaml"))
     header = tmp / "miopen.h"
     header.write_text(abi.header_source(spec, f"MIOpen {version} declarations"))
-    lib = abi.compile_cpp(abi.stub_source(spec, sem, header, "bench stub", target.status_type),
+    lib = abi.compile_cpp(abi.stub_source(spec, sem, header, "bench stub", target.status_type, target.version_getter),
                           tmp / "libMIOpen_stub.so", target, shared=True)
     hip_path = tmp / "libamdhip64_stub.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(hip_path), str(REPO / "tests/fixtures/stub_hip.c")],
