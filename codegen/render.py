@@ -17,7 +17,7 @@ from typing import Any
 
 import jinja2
 
-from . import GENERATOR_VERSION, docstrings, naming
+from . import GENERATOR_VERSION, docstrings, escape, naming
 from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
 from .errors import CodegenError
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
@@ -722,6 +722,7 @@ def render(*plans: Plan) -> dict[str, str]:
     out: dict[str, str] = {}
     shared = {"handles": sorted(handles.values(), key=lambda h: h.py_name), **base, "p": newest, "banner": _shared_banner(ordered), "miopen_version": newest.spec.miopen_version,
               "history": _history(ordered),
+              "rocm": [(v, escape.py_str(t.releases.get(v, ""))) for v in versions],
               "added_in": sorted({f.c_name: f.added_in for p in ordered for f in p.functions if f.added_in}.items())}
     for name in SHARED_OUTPUTS:
         out[name] = "" if name == "py.typed" else env.get_template(name + ".j2").render(shared)
