@@ -47,6 +47,7 @@ class ParamNote:
     count: str | None = None  # an output receiving how many elements were filled
     unsized: bool | None = None  # an input array whose length MIOpen derives itself (no length argument)
     nullable: bool | None = None
+    none_means: str | None = None  # what passing None (NULL) does, for the docstrings; only with nullable
     since: str | None = None  # first release where the function has this parameter
     until: str | None = None  # last release where it has it
     why: str | None = None
@@ -114,6 +115,7 @@ class ParamSem:
     count: str | None = None
     unsized: bool = False
     nullable: bool = False
+    none_means: str | None = None  # what None (NULL) does, in our words (annotations.yaml)
     default: str | None = None
     hidden: bool = False  # filled in by the wrapper (a length of an input array)
 
@@ -301,6 +303,8 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
                            source="type", default=p.default)
             if pn != ParamNote():
                 sem = _apply(sem, pn)
+            if sem.none_means is not None and not sem.nullable:
+                problems.append(f"{f.name}.{name}: none_means is given, but the parameter is not nullable")
             params.append(sem)
             continue
         r = p.role
@@ -334,6 +338,8 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
                 sem = replace(sem, length=count, source=sem.source if pn.length else "rule")
         if sem.shape in ("array", "blob") and not (sem.length or sem.length_call or sem.unsized):
             unknown.append("length")
+        if sem.none_means is not None and not sem.nullable:
+            problems.append(f"{f.name}.{name}: none_means is given, but the parameter is not nullable")
         if sem.unsized and sem.direction != "in":
             problems.append(f"{f.name}.{name}: only input arrays can be unsized")
         if unknown:
@@ -356,7 +362,7 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
 
 def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
     changes: dict[str, object] = {"source": "annotation"}
-    for k in ("direction", "memory", "shape", "length", "length_call", "count", "unsized", "nullable"):
+    for k in ("direction", "memory", "shape", "length", "length_call", "count", "unsized", "nullable", "none_means"):
         v = getattr(pn, k)
         if v is not None:
             changes[k] = v

@@ -18,6 +18,7 @@ Any other collision (two C functions with one Python name, two classes, ...) is 
 
 from __future__ import annotations
 
+import functools
 import keyword
 import re
 from collections.abc import Sequence
@@ -29,6 +30,7 @@ _CAMEL = re.compile(r"([a-z0-9])([A-Z])")
 _LETTER_DIGIT = re.compile(r"([a-z])([0-9])")
 
 
+@functools.lru_cache(maxsize=None)  # a pure function of the name; rendering every release asks for each name often
 def snake(name: str) -> str:
     """`Get4dTensorDescriptor` -> `get_4d_tensor_descriptor`, `GetRNNLayerParam` -> `get_rnn_layer_param`."""
     s = _ACRONYM.sub(r"\1_\2", name)

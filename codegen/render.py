@@ -17,7 +17,7 @@ from typing import Any
 
 import jinja2
 
-from . import GENERATOR_VERSION, naming
+from . import GENERATOR_VERSION, docstrings, escape, naming
 from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
 from .errors import CodegenError
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
@@ -70,6 +70,9 @@ class FunctionPlan:
     destroys_param: str | None
     keep: tuple[str, ...]  # C-side callback objects to keep alive after the call
     keep_on: str | None  # ... on this handle argument
+    # the docstring after its summary line: Args/Returns sections, indented for a function body
+    # (codegen/docstrings.py); templates paste it right before the closing quotes
+    doc: str = ""
 
     @property
     def signature(self) -> str:
@@ -265,6 +268,8 @@ class _Planner:
             returns = result_class
             return_expr = f"_new({result_class}, ({', '.join(o[2] for o in outs)}))"
         c_params = ", ".join(p.name or "" for p in spec_fn.params)
+        c_return = spec_fn.returns if not status and (spec_fn.returns.kind != "void" or spec_fn.returns.depth) else None
+        doc = docstrings.function_doc(self, fs, params, py_names, owner_param, result_class, outs, c_return)
         destroys = self.destroy_of.get(fn)
         destroys_param = next(
             (py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"
@@ -291,6 +296,7 @@ class _Planner:
             destroys_param=destroys_param,
             keep=keep,
             keep_on=keep_on,
+            doc=doc,
         )
 
     def py_params(self, fs: FunctionSem) -> dict[str, str]:
@@ -720,6 +726,7 @@ def render(*plans: Plan) -> dict[str, str]:
     out: dict[str, str] = {}
     shared = {"handles": sorted(handles.values(), key=lambda h: h.py_name), **base, "p": newest, "banner": _shared_banner(ordered), "miopen_version": newest.spec.miopen_version,
               "history": _history(ordered),
+              "rocm": [(v, escape.py_str(t.releases.get(v, ""))) for v in versions],
               "added_in": sorted({f.c_name: f.added_in for p in ordered for f in p.functions if f.added_in}.items())}
     for name in SHARED_OUTPUTS:
         out[name] = "" if name == "py.typed" else env.get_template(name + ".j2").render(shared)

@@ -272,6 +272,7 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("ParamNote", "length"): C_NAME,
     ("ParamNote", "count"): C_NAME,
     ("ParamNote", "why"): TEXT,
+    ("ParamNote", "none_means"): TEXT,
     ("FunctionNote", "params", "key"): C_NAME,
     ("ParamNote", "since"): VERSION,
     ("ParamNote", "until"): VERSION,

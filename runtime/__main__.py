@@ -1,0 +1,222 @@
+"""`python -m miopen`: the releases this package has bindings for, the library it finds, the release it binds, and
+which features that library offers.
+
+    python -m miopen [--library PATH] [--json]
+
+Sections: the committed releases (with the ROCm release each shipped in); every place searched for the library, in
+order, with why each failed; the library found (path, version); the selected release, with any warning the selection
+gave, or the refusal (the MIOpenVersionError message); the `has_feature` table.
+
+Exit status: 0 when a library was found and a release bound; 1 when no library was found, or its version was refused
+(or the environment's version switch is malformed); 2 for a usage error. Nothing ends in a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import sys
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+EXIT_OK = 0
+EXIT_NOT_USABLE = 1  # no library found, or its version refused
+ROOT_ENV = "ROCM_PATH"
+
+
+def _probe(library: str | None) -> tuple[list[dict[str, str]], str | None]:
+    """Every candidate in the order `load_library` tries them, with the outcome; and the first that loads.
+
+    Mirrors the search of `_support.load_library`: a path that does not exist is skipped, anything else is
+    handed to the dynamic loader. Candidates after the one that loads are listed as not tried."""
+    from ._generated import _support as s
+
+    candidates = [("--library", library)] if library is not None else s._candidates()
+    tried: list[dict[str, str]] = []
+    found: str | None = None
+    for origin, candidate in candidates:
+        entry = {"origin": origin, "path": candidate}
+        if found is not None:
+            tried.append({**entry, "result": "not tried", "detail": "a library was found before it"})
+            continue
+        if os.sep in candidate and not os.path.exists(candidate):
+            tried.append({**entry, "result": "failed", "detail": "no such file"})
+            continue
+        try:
+            ctypes.CDLL(candidate)
+        except OSError as exc:
+            tried.append({**entry, "result": "failed", "detail": str(exc)})
+            continue
+        tried.append({**entry, "result": "loaded", "detail": ""})
+        found = candidate
+    return tried, found
+
+
+def _vstr(version: Sequence[int] | None) -> str | None:
+    return None if version is None else ".".join(str(x) for x in version)
+
+
+def _features(lib: ctypes.CDLL) -> list[dict[str, Any]]:
+    from . import version as v
+    from ._generated import _support as s
+
+    bound = s.bound_raw_prototypes()
+    runtime = v.runtime_version()
+    rows = []
+    for name in sorted(v.FEATURES):
+        symbols, minimum = v.FEATURES[name]
+        available = v.has_feature(name)
+        lacking = [sym for sym in symbols if not hasattr(lib, sym)]
+        unbound = [sym for sym in symbols if sym not in bound]
+        if available:
+            why = ""
+        elif lacking:
+            why = "the library lacks " + ", ".join(lacking)
+        elif unbound:
+            why = f"the bound release {s.bound_release()} has no binding for " + ", ".join(unbound)
+        else:
+            why = f"needs MIOpen {minimum} or newer; the library is {runtime}"
+        rows.append({"name": name, "available": available, "symbols": list(symbols), "minimum": str(minimum),
+                     "why_not": why})
+    return rows
+
+
+def report(library: str | None = None) -> tuple[dict[str, Any], int]:
+    """What `python -m miopen` shows, as data, and its exit status. Loads (and binds) the library it finds:
+    meant for a process of its own, where no library is loaded yet."""
+    from . import __version__
+    from ._generated import _support as s
+    from ._generated._releases import ROCM  # the module itself: `from ._generated import _releases` would bind
+
+    info: dict[str, Any] = {
+        "package": {"name": "miopen", "version": __version__},
+        "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": s._MODULES[r]} for r in s.RELEASES],
+        "environment": {name: os.environ.get(name) for name in
+                        dict.fromkeys((s.LIBRARY_ENV, ROOT_ENV, s.SKIP_VERSION_CHECK_ENV or "")) if name},
+        "search": [],
+        "library": None,
+        "selection": None,
+        "features": [],
+        "error": None,
+    }
+    if library is not None and not library:
+        info["error"] = "--library: an empty path"
+        return info, EXIT_NOT_USABLE
+    tried, found = _probe(library)
+    info["search"] = tried
+    if found is None:
+        where = f"{library} does not load" if library is not None else "no MIOpen library found"
+        hint = (f"set ${s.LIBRARY_ENV} to the library's path or ${ROOT_ENV} to its install root, or pass --library PATH"
+                if library is None else "check the path, and that the library's own dependencies are installed")
+        info["error"] = f"{where}; {hint}"
+        return info, EXIT_NOT_USABLE
+    lib = ctypes.CDLL(found)
+    library_info: dict[str, Any] = {"path": found, "version": None, "version_error": None}
+    info["library"] = library_info
+    try:
+        library_info["version"] = _vstr(s.read_version(lib, found))
+    except s.MIOpenVersionError as exc:
+        library_info["version_error"] = str(exc)
+    selection: dict[str, Any] = {"release": None, "policy": s._policy, "warnings": [], "refused": None}
+    info["selection"] = selection
+    try:
+        selection["policy"] = s._env_policy(s._policy)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            s.load_library(found)
+        selection["warnings"] = [str(w.message) for w in caught if issubclass(w.category, s.MIOpenVersionWarning)]
+    except (s.MIOpenVersionError, ValueError) as exc:
+        selection["refused"] = str(exc)
+        info["error"] = f"the library's version was refused: {exc}" if isinstance(exc, s.MIOpenVersionError) else str(exc)
+        return info, EXIT_NOT_USABLE
+    except OSError as exc:  # the loader changed its mind between the probe and the load
+        info["error"] = f"{found} does not load: {exc}"
+        return info, EXIT_NOT_USABLE
+    selection["release"] = s.bound_release()
+    library_info["version"] = _vstr(s.runtime_version()) or library_info["version"]
+    info["features"] = _features(s.library())
+    return info, EXIT_OK
+
+
+def _text(info: dict[str, Any], status: int) -> str:
+    lines: list[str] = []
+    out = lines.append
+    pkg = info["package"]
+    out(f"{pkg['name']} {pkg['version']}: MIOpen for Python (bindings generated by miogen)")
+    out("")
+    out(f"Bindings for {len(info['releases'])} MIOpen releases:")
+    out(f"  {'MIOpen':<8} {'ROCm':<24} sub-package")
+    for r in info["releases"]:
+        out(f"  {r['miopen']:<8} {r['rocm'] or '-':<24} {r['module']}")
+    out("")
+    env = ", ".join(f"${k}={v!r}" if v is not None else f"${k} unset" for k, v in info["environment"].items())
+    out(f"Library search ({env}):")
+    later = [t for t in info["search"] if t["result"] == "not tried"]
+    for t in info["search"]:
+        if t["result"] == "not tried":
+            continue
+        detail = f": {t['detail']}" if t["detail"] else ""
+        out(f"  [{t['result']}] {t['path']} ({t['origin']}){detail}")
+    if later:
+        out(f"  ({len(later)} later candidate(s) not tried)")
+    out("")
+    lib = info["library"]
+    if lib is None:
+        out("Library: none found")
+        out(f"  {info['error']}")
+    else:
+        out(f"Library: {lib['path']}")
+        if lib["version"]:
+            out(f"  version: {lib['version']}")
+        else:
+            out(f"  version: unknown ({lib['version_error'] or 'it has no miopenGetVersion'})")
+        sel = info["selection"]
+        out("")
+        if sel["release"] is None:
+            out(f"Selected release: none (policy {sel['policy']})")
+            out(f"  refused: {sel['refused']}")
+        else:
+            out(f"Selected release: {sel['release']} (policy {sel['policy']})")
+            for w in sel["warnings"]:
+                out(f"  warning: {w}")
+    if info["features"]:
+        out("")
+        out("Features (miopen.has_feature):")
+        width = max(len(f["name"]) for f in info["features"])
+        for f in info["features"]:
+            mark = "yes" if f["available"] else "no "
+            why = f"  ({f['why_not']})" if f["why_not"] else ""
+            out(f"  {f['name']:<{width}}  {mark}  {', '.join(f['symbols'])}; MIOpen >= {f['minimum']}{why}")
+    out("")
+    out(f"exit status {status}: " + ("a library was found and bound" if status == EXIT_OK else
+                                     "no usable library (none found, or its version refused)"))
+    return "\n".join(lines)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="python -m miopen",
+        description="Show the MIOpen releases this package has bindings for, the library it finds (and where it "
+                    "looked), the release it binds, and the features the library offers.",
+        epilog="Exit status: 0 a library was found and bound; 1 none was found, or its version was refused; "
+               "2 a usage error.")
+    ap.add_argument("--library", metavar="PATH", help="use this library instead of searching")
+    ap.add_argument("--json", action="store_true", help="print the report as JSON")
+    args = ap.parse_args(argv)
+    try:
+        info, status = report(args.library)
+    except Exception as exc:  # never a traceback: say what failed
+        info = {"error": f"{type(exc).__name__}: {exc}"}
+        status = EXIT_NOT_USABLE
+        if not args.json:
+            print(f"python -m miopen: unexpected error: {info['error']}", file=sys.stderr)
+            return status
+    print(json.dumps(info, indent=2) if args.json else _text(info, status))
+    return status
+
+
+if __name__ == "__main__":
+    sys.exit(main())

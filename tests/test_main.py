@@ -1,0 +1,177 @@
+"""`python -m miopen`: releases, library search, selection and features; with the stub library, with none, with a
+refused version, and with the real 2.17.0. Each run is a process of its own (the report loads and binds a library)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .conftest import Libs
+from .helpers import REPO, SPECS
+
+PINNED = (SPECS / "pinned").read_text().strip()
+RELEASES = sorted((p.name[: -len(".yaml")] for p in SPECS.glob("*.*.*.yaml")),
+                  key=lambda v: tuple(int(x) for x in v.split(".")))
+_ENV_NAMES = ("MIOPEN_LIBRARY", "ROCM_PATH", "MIOPEN_SKIP_VERSION_CHECK")
+
+
+def _env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in _ENV_NAMES}
+    env.update(extra)
+    return env
+
+
+def _run(args: list[str], env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    r = subprocess.run([sys.executable, "-m", "miopen", *args], capture_output=True, text=True, cwd=REPO,
+                       env=env or _env(), timeout=300)
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    return r
+
+
+def _script(body: str, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`body` (which may script the stub) and then `python -m miopen ARGS`, in one fresh process."""
+    code = (f"import ctypes, sys\n{body}\nfrom miopen.__main__ import main\nsys.exit(main({list(args)!r}))\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, env=env or _env(),
+                       timeout=300)
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout + r.stderr
+    return r
+
+
+def _scripted_version(path: str, version: str) -> str:
+    major, minor, patch = version.split(".")
+    return (f"lib = ctypes.CDLL({path!r})\n"
+            "lib.miogen_stub_set_out.argtypes = [ctypes.c_char_p, ctypes.c_longlong]\n"
+            f"lib.miogen_stub_set_out(b'miopenGetVersion/major', {major})\n"
+            f"lib.miogen_stub_set_out(b'miopenGetVersion/minor', {minor})\n"
+            f"lib.miogen_stub_set_out(b'miopenGetVersion/patch', {patch})\n")
+
+
+@pytest.fixture(scope="module")
+def stub(runtime_libs: Libs) -> str:
+    """The path of the session's stub libMIOpen (built from the pinned spec; it reports the pinned release)."""
+    path: str = runtime_libs.miopen._name
+    return path
+
+
+def test_with_the_stub_library(stub: str) -> None:
+    r = _run(["--library", stub])
+    assert r.returncode == 0, r.stdout + r.stderr
+    out = r.stdout
+    for version in RELEASES:  # every release the package has bindings for, with its ROCm release
+        assert f"  {version} " in out
+    assert "rocm-6.2.0" in out and "rocm-5.2.3" in out
+    assert f"[loaded] {stub} (--library)" in out
+    assert f"Library: {stub}\n  version: {PINNED}" in out
+    assert f"Selected release: {PINNED} (policy compatible)" in out and "warning:" not in out
+    assert "Features (miopen.has_feature):" in out
+    for name in ("find2", "immediate", "tensor_desc_v2", "get_version"):
+        assert f"  {name} " in out
+    assert out.rstrip().endswith("exit status 0: a library was found and bound")
+
+
+def test_search_lists_every_candidate_until_the_library(stub: str, tmp_path: Path) -> None:
+    """$MIOPEN_LIBRARY first: a missing file is named with why; the library found there ends the search."""
+    missing = tmp_path / "nowhere" / "libMIOpen.so.1"
+    r = _run([], _env(MIOPEN_LIBRARY=str(missing), ROCM_PATH=str(tmp_path)))
+    out = r.stdout
+    assert f"[failed] {missing} ($MIOPEN_LIBRARY): no such file" in out
+    assert f"[failed] {tmp_path}/lib/libMIOpen.so.1 ({tmp_path}/lib): no such file" in out
+    assert f"$MIOPEN_LIBRARY='{missing}'" in out and f"$ROCM_PATH='{tmp_path}'" in out
+    r = _run(["--json"], _env(MIOPEN_LIBRARY=stub))
+    info = json.loads(r.stdout)
+    assert r.returncode == 0
+    assert info["search"][0] == {"origin": "$MIOPEN_LIBRARY", "path": stub, "result": "loaded", "detail": ""}
+    assert all(t["result"] == "not tried" for t in info["search"][1:])
+    assert info["library"]["path"] == stub and info["library"]["version"] == PINNED
+    assert info["selection"] == {"release": PINNED, "policy": "compatible", "warnings": [], "refused": None}
+    assert [r["miopen"] for r in info["releases"]] == RELEASES
+    assert {f["name"] for f in info["features"]} >= {"find2", "immediate", "get_version"}
+    assert info["error"] is None
+
+
+def test_without_a_library(tmp_path: Path) -> None:
+    """No candidate loads: a "none found" section naming every place searched, exit status 1, no traceback."""
+    missing = [("$MIOPEN_LIBRARY", str(tmp_path / "a" / "libMIOpen.so.1")),
+               ("loader path", "libMIOpen-not-installed-anywhere.so.1")]
+    body = f"import miopen._generated._support as s\ns._candidates = lambda: {missing!r}\n"
+    r = _script(body)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert f"[failed] {missing[0][1]} ($MIOPEN_LIBRARY): no such file" in out
+    assert "[failed] libMIOpen-not-installed-anywhere.so.1 (loader path): " in out
+    assert "Library: none found\n  no MIOpen library found; set $MIOPEN_LIBRARY" in out
+    assert "Selected release" not in out and "Features" not in out
+    assert out.rstrip().endswith("exit status 1: no usable library (none found, or its version refused)")
+    r = _script(body, "--json")
+    info = json.loads(r.stdout)
+    assert r.returncode == 1 and info["library"] is None and info["selection"] is None and info["features"] == []
+    assert "no MIOpen library found" in info["error"]
+    assert [t["result"] for t in info["search"]] == ["failed", "failed"]
+    # the real command with a path that does not exist
+    r = _run(["--library", str(tmp_path / "libMIOpen.so.1")])
+    assert r.returncode == 1 and "Library: none found" in r.stdout and "no such file" in r.stdout
+
+
+def test_a_refused_version_shows_the_error(stub: str) -> None:
+    r = _script(_scripted_version(stub, "1.0.0"), "--library", stub)
+    assert r.returncode == 1, r.stdout + r.stderr
+    out = r.stdout
+    assert f"Library: {stub}\n  version: 1.0.0" in out
+    assert "Selected release: none (policy compatible)" in out
+    assert f"  refused: {stub} is MIOpen 1.0.0: it is older than every supported release; these bindings support " \
+           f"MIOpen {', '.join(RELEASES)}" in out
+    assert "Features" not in out
+    r = _script(_scripted_version(stub, "1.0.0"), "--library", stub, "--json")
+    info: dict[str, Any] = json.loads(r.stdout)
+    assert r.returncode == 1 and info["selection"]["release"] is None
+    assert "older than every supported release" in info["selection"]["refused"]
+    assert info["error"].startswith("the library's version was refused: ")
+
+
+def test_a_neighbouring_patch_binds_with_the_selection_warning(stub: str) -> None:
+    major, minor, patch = (int(x) for x in PINNED.split("."))
+    other = f"{major}.{minor}.{patch + 7}"
+    r = _script(_scripted_version(stub, other), "--library", stub)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"Selected release: {PINNED} (policy compatible)" in r.stdout
+    assert f"  warning: {stub} is MIOpen {other}; bound to the bindings of {PINNED} (another patch release)" in r.stdout
+
+
+def test_the_version_switch_is_shown_and_checked(stub: str) -> None:
+    r = _script(_scripted_version(stub, "1.0.0"), "--library", stub, env=_env(MIOPEN_SKIP_VERSION_CHECK="1"))
+    assert r.returncode == 0 and "(policy off)" in r.stdout and "$MIOPEN_SKIP_VERSION_CHECK='1'" in r.stdout
+    r = _run(["--library", stub], _env(MIOPEN_SKIP_VERSION_CHECK="maybe"))
+    assert r.returncode == 1 and "expected 1/true/yes or 0/false/no" in r.stdout
+
+
+def test_usage_errors_exit_2() -> None:
+    r = subprocess.run([sys.executable, "-m", "miopen", "--no-such-option"], capture_output=True, text=True,
+                       cwd=REPO, env=_env(), timeout=120)
+    assert r.returncode == 2 and "usage: python -m miopen" in r.stderr
+    r = subprocess.run([sys.executable, "-m", "miopen", "--help"], capture_output=True, text=True, cwd=REPO,
+                       env=_env(), timeout=120)
+    assert r.returncode == 0 and "--library PATH" in r.stdout and "Exit status: 0" in r.stdout
+
+
+def test_with_the_real_miopen_2_17_0() -> None:
+    from .real_miopen import library_path
+
+    path = str(library_path())
+    r = _run(["--library", path, "--json"])
+    assert r.returncode == 0, r.stdout + r.stderr
+    info = json.loads(r.stdout)
+    assert info["library"] == {"path": path, "version": "2.17.0", "version_error": None}
+    assert info["selection"] == {"release": "2.17.0", "policy": "compatible", "warnings": [], "refused": None}
+    features = {f["name"]: f for f in info["features"]}
+    assert features["get_version"]["available"] and features["immediate"]["available"]
+    assert not features["find2"]["available"] and "the library lacks miopenCreateConvProblem" in features["find2"]["why_not"]
+    assert not features["deterministic_attr"]["available"]
+    r = _run([], _env(MIOPEN_LIBRARY=path))
+    assert r.returncode == 0 and f"[loaded] {path} ($MIOPEN_LIBRARY)" in r.stdout
+    assert "Selected release: 2.17.0 (policy compatible)" in r.stdout
