@@ -140,6 +140,10 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--specs", type=Path, default=DEFAULT_TARGET.parent, metavar="DIR",
                    help="spec directory holding the pin file `pinned` (default: specs/miopen)")
     u.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
+
+    from . import audit  # the `audit` subcommand lives with its module
+
+    audit.add_parser(sub)
     return ap
 
 
@@ -341,6 +345,10 @@ def main(argv: list[str] | None = None) -> int:
             return _changes(args)
         if args.command == "upgrade":
             return _upgrade(args)
+        if args.command == "audit":
+            from .audit import run as run_audit
+
+            return run_audit(args)
     except CodegenError as exc:
         print(f"miogen: error: {exc}", file=sys.stderr)
         return 2
