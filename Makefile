@@ -16,7 +16,7 @@ VERSION_ARG := $(if $(filter command line,$(origin MIOPEN_VERSION)),--miopen-ver
 ANNOTATIONS    := $(SPEC_DIR)/annotations.yaml
 GENERATED      := generated
 
-.PHONY: all venv specs generate docs check-generated abi-check upgrade test typecheck bench clean help
+.PHONY: all venv specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help
 
 all: generate
 
@@ -25,6 +25,7 @@ help:
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
 	@echo "make upgrade HEADER=...  parse a new release, diff, gate, pin, generate, test"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<MIOPEN_VERSION>.yaml"
+	@echo "make audit SRC=...       compare the annotations with MIOpen's C++ implementation (docs/audit.md)"
 	@echo "make test                unit, golden and setup-error tests + mypy --strict"
 	@echo "make bench               speed benchmarks (figures printed)"
 
@@ -51,6 +52,14 @@ endif
 
 docs: $(STAMP)
 	$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+
+# `make audit SRC=/tmp/miopen-src [MIOPEN_VERSION=3.3.0] [AUDIT_ARGS="-o docs/semantics-audit.md"]`:
+# what MIOpen's implementation does with each pointer parameter vs the annotations (docs/audit.md).
+SRC        ?=
+AUDIT_ARGS ?=
+audit: $(STAMP)
+	@test -n "$(SRC)" || { echo "usage: make audit SRC=path/to/MIOpen-source-root [MIOPEN_VERSION=X.Y.Z] [AUDIT_ARGS=...]"; exit 2; }
+	$(PY) -m codegen audit $(SRC) --spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) $(AUDIT_ARGS)
 
 # `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned spec ->
 # annotation gate -> pin the new release -> generate -> test.

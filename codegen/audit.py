@@ -154,6 +154,7 @@ class AnnView:
     writes_address: bool = False
     fields: bool = False  # the binding understands pointer fields of the pointee record
     returned: bool = True  # an output the binding returns
+    count_of: str | None = None  # an output count consumed by this out array (it only cuts the returned list)
 
     def brief(self) -> str:
         parts = [self.direction, self.memory, self.shape]
@@ -185,11 +186,12 @@ def view(fs: FunctionSem, ps: ParamSem) -> AnnView:
     scalar_type = None
     if ps.shape == "scalar" and ps.memory == "host" and ps.type.kind == "void" and ps.type.depth == 1:
         scalar_type = str(getattr(ps, "scalar_type", None) or "float-or-double")
+    count_of = next((o.name for o in fs.params if o.count == ps.name), None)
     return AnnView(
         direction=ps.direction, memory=ps.memory, shape=ps.shape, nullable=ps.nullable, length=length,
         length_factor=int(getattr(ps, "length_factor", None) or 1), shared_length=shared, scalar_type=scalar_type,
         writes_address=bool(getattr(ps, "writes_address", False)), fields=bool(getattr(ps, "fields", False)),
-        returned=not (ps.direction == "out" and ps.shape == "opaque"),
+        returned=not (ps.direction == "out" and ps.shape == "opaque") and count_of is None, count_of=count_of,
     )
 
 
@@ -1100,8 +1102,8 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
             else:
                 checks.append(Check("fields", "needs-vocabulary", text, "record passed through as is",
                                     form="record-pointer-fields"))
-    # outputs the binding does not return
-    if not v.returned:
+    # outputs the binding does not return (an output count is data or not: only a note can tell)
+    if not v.returned and v.count_of is None:
         checks.append(Check("output", "needs-vocabulary", impl(("write", "write-address"), "an output")
                             if written else "an output", "out opaque: the caller's pointer, nothing returned",
                             form="dropped-output"))
@@ -1128,6 +1130,8 @@ def _annotation_text(v: AnnView, check: str) -> str:
     if check == "scalar-type":
         return v.scalar_type or "—"
     if check == "output":
+        if v.count_of:
+            return f"count of {v.count_of}: only cuts the returned list"
         return "returned" if v.returned else "not returned"
     return v.brief()
 
@@ -1193,8 +1197,8 @@ def apply_notes(functions: list[FunctionReport], notes: AuditNotes, version: str
 
 
 def audit(source_dir: Path, spec: model.Spec, ann: Annotations, idioms: Idioms, notes: AuditNotes,
-          *, depth: int = 3, source_label: str | None = None, spec_name: str = "", prefix: str | None = None
-          ) -> AuditReport:
+          *, depth: int = 3, source_label: str | None = None, spec_name: str = "", prefix: str | None = None,
+          target_name: str | None = None) -> AuditReport:
     source = load_source(source_dir, idioms.source_dirs, idioms.skip_dirs, idioms.extensions, idioms.defines)
     sem = resolve(spec, ann, prefix=prefix)
     an = Analyzer(source, idioms, max_depth=depth)
@@ -1229,7 +1233,7 @@ def audit(source_dir: Path, spec: model.Spec, ann: Annotations, idioms: Idioms, 
         functions.append(FunctionReport(name=f.name, where=tuple(d.where for d in defs), params=tuple(params),
                                         problem=problem))
     functions, stale = apply_notes(functions, notes, spec.miopen_version)
-    return AuditReport(target=spec.target, version=spec.miopen_version,
+    return AuditReport(target=target_name or spec.target, version=spec.miopen_version,
                        source_label=source_label or source_dir.name, spec_name=spec_name, depth=depth,
                        functions=tuple(functions), records=tuple(records), stale_notes=tuple(stale))
 
@@ -1459,7 +1463,8 @@ def run(args: Any) -> int:
     idioms = load_idioms(args.idioms or ann_path.parent / "audit-idioms.yaml")
     notes = load_notes(args.notes or ann_path.parent / "audit-notes.yaml")
     report = audit(args.source, spec, load_annotations(ann_path), idioms, notes, depth=args.depth,
-                   source_label=args.source_label, spec_name=args.spec.name, prefix=target.function_prefix)
+                   source_label=args.source_label, spec_name=args.spec.name, prefix=target.function_prefix,
+                   target_name=target.display_name)
     text = to_json(report) if args.format == "json" else to_markdown(report)
     if args.output:
         args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -36,7 +36,8 @@ def fx_spec() -> model.Spec:
 @functools.cache
 def fx_report() -> A.AuditReport:
     return A.audit(FX, fx_spec(), load_annotations(FX / "annotations.yaml"), A.load_idioms(FX / "idioms.yaml"),
-                   A.load_notes(FX / "notes.yaml"), source_label="fixture", spec_name="fixture.yaml")
+                   A.load_notes(FX / "notes.yaml"), source_label="fixture", spec_name="fixture.yaml",
+                   target_name="MIOpen")
 
 
 def param(fn: str, name: str) -> A.ParamReport:
