@@ -122,9 +122,9 @@ def load_notes(path: Path | None) -> AuditNotes:
 
 # --------------------------------------------------------------------------- vocabulary forms
 
-#: Forms the annotation vocabulary lacks today: a finding that needs one is reported as
-#: "needs vocabulary: <form>". When a form is added to the vocabulary, add its values to
-#: EXPRESSIBLE and read the new attribute in `view()`: matching findings become agreements.
+#: Forms beyond direction/memory/shape/length that a finding can be about. A form the vocabulary cannot
+#: state is reported as "needs vocabulary: <form>"; one it can state (EXPRESSIBLE, read from the resolved
+#: parameter by `view()`) is an agreement when the annotation states it and a disagreement otherwise.
 FORMS: dict[str, str] = {
     "scalar-element-type": "host scalar in the element type of a named tensor descriptor",
     "scalar-float": "host scalar read as float whatever the tensor type",
@@ -167,17 +167,62 @@ class AnnView:
         return " ".join(parts)
 
 
-#: Values the vocabulary can state today, per AnnView attribute (see FORMS).
+#: Values the vocabulary can state, per AnnView attribute (see FORMS); "*" for any value.
 EXPRESSIBLE: dict[str, frozenset[Any]] = {
-    "scalar_type": frozenset({"float-or-double"}),
-    "length_factor": frozenset({1}),
-    "writes_address": frozenset({False}),
-    "fields": frozenset({False}),
+    "scalar_type": frozenset({"float-or-double", "scalar-float", "scalar-double", "scalar-element-type"}),
+    "length_factor": frozenset({"*"}),  # `per: k`
+    "writes_address": frozenset({False, True}),  # `holds: address_of_device_pointer`
+    "fields": frozenset({False, True}),  # `records:`
+    "returned": frozenset({False, True}),  # `returned: true`, typed outputs (`element_of`)
+    "nullable_scalar": frozenset({False, True}),  # `nullable` (+ `null_means`) on host scalars
+    "nullable_shared": frozenset({False, True}),  # `nullable` on arrays sharing a length
+}
+
+#: form -> (the AnnView attribute stating it, the value that states it)
+_FORM_ATTR: dict[str, tuple[str, Any]] = {
+    "scalar-element-type": ("scalar_type", "scalar-element-type"),
+    "scalar-float": ("scalar_type", "scalar-float"),
+    "scalar-double": ("scalar_type", "scalar-double"),
+    "nullable-scalar": ("nullable_scalar", True),
+    "nullable-shared-length": ("nullable_shared", True),
+    "out-address": ("writes_address", True),
+    "length-multiple": ("length_factor", "*"),
+    "record-pointer-fields": ("fields", True),
+    "dropped-output": ("returned", True),
 }
 
 
+def expressible(form: str) -> bool:
+    """Whether the annotation vocabulary can state `form`."""
+    attr, value = _FORM_ATTR[form]
+    values = EXPRESSIBLE.get(attr, frozenset())
+    return value in values or "*" in values
+
+
+def expresses(v: AnnView, form: str) -> bool:
+    """Whether the annotation (its view) states `form`."""
+    if not expressible(form):
+        return False
+    if form == "nullable-scalar":
+        return v.nullable and v.scalar_type is not None
+    if form == "nullable-shared-length":
+        return v.nullable and v.shared_length
+    if form == "length-multiple":
+        return v.length_factor != 1
+    attr, value = _FORM_ATTR[form]
+    return bool(getattr(v, attr) == value)
+
+
+def _missing(form: str) -> Literal["disagree", "needs-vocabulary"]:
+    """The status of a finding of `form` the annotation does not state: fix it, or grow the vocabulary."""
+    return "disagree" if expressible(form) else "needs-vocabulary"
+
+
+_SCALAR_TYPES = {"float": "scalar-float", "double": "scalar-double", "element": "scalar-element-type"}
+
+
 def view(fs: FunctionSem, ps: ParamSem) -> AnnView:
-    """Normalise a resolved parameter. Future vocabulary attributes are read here when ParamSem grows them."""
+    """Normalise a resolved parameter."""
     length = ps.length or (f"call:{ps.length_call.call}" if ps.length_call else None) or \
         ("unsized" if ps.unsized else None)
     shared = bool(ps.length) and any(
@@ -185,13 +230,14 @@ def view(fs: FunctionSem, ps: ParamSem) -> AnnView:
         for o in fs.params)
     scalar_type = None
     if ps.shape == "scalar" and ps.memory == "host" and ps.type.kind == "void" and ps.type.depth == 1:
-        scalar_type = str(getattr(ps, "scalar_type", None) or "float-or-double")
+        scalar_type = _SCALAR_TYPES.get(ps.scalar_type or "", "float-or-double")
     count_of = next((o.name for o in fs.params if o.count == ps.name), None)
     return AnnView(
         direction=ps.direction, memory=ps.memory, shape=ps.shape, nullable=ps.nullable, length=length,
-        length_factor=int(getattr(ps, "length_factor", None) or 1), shared_length=shared, scalar_type=scalar_type,
-        writes_address=bool(getattr(ps, "writes_address", False)), fields=bool(getattr(ps, "fields", False)),
-        returned=not (ps.direction == "out" and ps.shape == "opaque") and count_of is None, count_of=count_of,
+        length_factor=ps.length_factor, shared_length=shared, scalar_type=scalar_type,
+        writes_address=ps.holds == "address_of_device_pointer", fields=ps.fields,
+        returned=not (ps.direction == "out" and ps.shape == "opaque") and (count_of is None or ps.also_returned),
+        count_of=count_of if not ps.also_returned else None,
     )
 
 
@@ -977,8 +1023,9 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         w = _where(facts, kinds_)
         return f"{text} ({w})" if w else text
 
-    # NULL: what the caller may pass
-    provided = handle or ps.direction in ("in", "inout") or ps.shape == "buffer" or ps.shape == "callback"
+    # NULL: what the caller may pass (and outputs annotated nullable: a wrapper may pass NULL for them)
+    provided = handle or ps.direction in ("in", "inout") or ps.shape == "buffer" or ps.shape == "callback" \
+        or ps.nullable
     if provided:
         ev = _first(facts, ("null-accepts", "null-rejects", "null-unsafe")) or _first(facts, ("null-conditional",))
         if unused:
@@ -998,9 +1045,10 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
             elif accepts == v.nullable:
                 checks.append(Check("nullable", "agree", text, ann))
             elif accepts and v.shape == "scalar" and v.scalar_type is not None:
-                checks.append(Check("nullable", "needs-vocabulary", text, ann, form="nullable-scalar"))
+                checks.append(Check("nullable", _missing("nullable-scalar"), text, ann, form="nullable-scalar"))
             elif accepts and v.shape == "array" and v.shared_length:
-                checks.append(Check("nullable", "needs-vocabulary", text, ann, form="nullable-shared-length"))
+                checks.append(Check("nullable", _missing("nullable-shared-length"), text, ann,
+                                    form="nullable-shared-length"))
             else:
                 checks.append(Check("nullable", "disagree", text, ann))
     if handle:
@@ -1055,7 +1103,8 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
             if expected == v.scalar_type:
                 checks.append(Check("scalar-type", "agree", text, v.scalar_type))
             elif expected in EXPRESSIBLE["scalar_type"]:
-                checks.append(Check("scalar-type", "disagree", text, v.scalar_type))
+                checks.append(Check("scalar-type", "disagree", text, v.scalar_type,
+                                    form=found if found != "float-or-double" else None))
             else:
                 checks.append(Check("scalar-type", "needs-vocabulary", text, v.scalar_type, form=found))
         else:
@@ -1064,22 +1113,25 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
     if ps.shape in ("array", "blob") and ps.direction == "in":
         strides = sorted({int(f.detail) for f in facts if f.kind == "stride"})
         ranges = sorted({names.get(_norm_expr(f.detail), _norm_expr(f.detail)) for f in facts if f.kind == "range"})
-        ann = f"length {v.length}" if v.length else "no length"
+        ann = (f"length {v.length}" + (f" × {v.length_factor}" if v.length_factor != 1 else "")) if v.length \
+            else "no length"
+        multiples = {(int(m.group(1) or m.group(4)), m.group(2) or m.group(3))
+                     for r in ranges for m in [re.fullmatch(r"(\d+)\*(\w+)|(\w+)\*(\d+)", r)] if m}
         if strides:
             k = strides[-1]
             text = f"indexed in groups of {k} ({_where(facts, ('stride',))})"
             if k == v.length_factor:
                 checks.append(Check("length", "agree", text, ann))
-            elif k in EXPRESSIBLE["length_factor"]:
-                checks.append(Check("length", "disagree", text, ann))
+            elif k == 1 or expressible("length-multiple"):
+                checks.append(Check("length", "disagree", text, ann, form="length-multiple" if k != 1 else None))
             else:
                 checks.append(Check("length", "needs-vocabulary", text, ann, form="length-multiple"))
         elif ranges:
             text = f"read as a range of {', '.join(ranges)} ({_where(facts, ('range',))})"
-            if v.length in ranges:
+            if v.length in ranges and v.length_factor == 1 or (v.length_factor, v.length) in multiples:
                 checks.append(Check("length", "agree", text, ann))
-            elif any(re.fullmatch(r"\d+\*\w+|\w+\*\d+", r) for r in ranges):
-                checks.append(Check("length", "needs-vocabulary", text, ann, form="length-multiple"))
+            elif multiples:
+                checks.append(Check("length", _missing("length-multiple"), text, ann, form="length-multiple"))
             elif any(r in names.values() for r in ranges):
                 checks.append(Check("length", "disagree", text, ann))
             else:
@@ -1089,9 +1141,10 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         text = impl(("write-address",), "receives the address of " + next(
             f.detail.removeprefix("address of ") for f in facts if f.kind == "write-address"))
         if v.writes_address:
-            checks.append(Check("address", "agree", text, "writes an address"))
+            checks.append(Check("address", "agree", text, "returns the pointer held there"))
         else:
-            checks.append(Check("address", "needs-vocabulary", text, f"{v.direction} {v.shape}", form="out-address"))
+            checks.append(Check("address", _missing("out-address"), text, f"{v.direction} {v.shape}",
+                                form="out-address"))
     # pointer fields of records
     if ps.type.kind in ("struct", "union") and ps.type.depth >= 1:
         mine = [r for r in record_fields if r.record == ps.type.name and r.facts]
@@ -1100,11 +1153,11 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
             if v.fields:
                 checks.append(Check("fields", "agree", text, "fields understood"))
             else:
-                checks.append(Check("fields", "needs-vocabulary", text, "record passed through as is",
+                checks.append(Check("fields", _missing("record-pointer-fields"), text, "record passed through as is",
                                     form="record-pointer-fields"))
     # outputs the binding does not return (an output count is data or not: only a note can tell)
     if not v.returned and v.count_of is None:
-        checks.append(Check("output", "needs-vocabulary", impl(("write", "write-address"), "an output")
+        checks.append(Check("output", _missing("dropped-output"), impl(("write", "write-address"), "an output")
                             if written else "an output", "out opaque: the caller's pointer, nothing returned",
                             form="dropped-output"))
     return checks
@@ -1126,13 +1179,18 @@ def _annotation_text(v: AnnView, check: str) -> str:
     if check == "nullable":
         return "nullable" if v.nullable else "not nullable"
     if check == "length":
-        return f"length {v.length}" if v.length else "no length"
+        return (f"length {v.length}" + (f" × {v.length_factor}" if v.length_factor != 1 else "")) if v.length \
+            else "no length"
     if check == "scalar-type":
         return v.scalar_type or "—"
     if check == "output":
         if v.count_of:
             return f"count of {v.count_of}: only cuts the returned list"
         return "returned" if v.returned else "not returned"
+    if check == "address":
+        return "returns the pointer held there" if v.writes_address else f"{v.direction} {v.shape}"
+    if check == "fields":
+        return "fields understood" if v.fields else "record passed through as is"
     return v.brief()
 
 
@@ -1163,20 +1221,36 @@ def apply_notes(functions: list[FunctionReport], notes: AuditNotes, version: str
             checks = list(pr.checks)
             for n in active:
                 i = next((k for k, c in enumerate(checks) if c.kind == n.check and not c.review), None)
+                if n.needs:  # a finding of a form: stated by the annotation, or missing from it (or the vocabulary)
+                    status: Status = "agree" if expresses(pr.view, n.needs) else _missing(n.needs)
+                    if n.impl is None:
+                        if i is not None and checks[i].status in ("disagree", "needs-vocabulary", "unverified"):
+                            checks[i] = replace(checks[i], status=status, form=n.needs)
+                        else:
+                            what = "agrees" if i is not None else "has no such finding"
+                            stale.append(f"{fname}.{pname} ({n.check}): the note matches nothing (the check {what}); "
+                                         f"remove it or scope it with since:/until:")
+                        continue
+                    ann = checks[i].annotation if i is not None else _annotation_text(pr.view, n.check)
+                    if status == "agree":
+                        ann = _annotation_text(pr.view, n.check)
+                    review = Check(n.check, status, f"{n.impl} ({n.where})", ann, form=n.needs, review=i is None)
+                    if i is None:
+                        checks.append(review)
+                    elif checks[i].status in ("needs-vocabulary", "unverified", "disagree", "agree"):
+                        checks[i] = review
+                    continue
                 if i is not None and checks[i].status in ("disagree", "needs-vocabulary", "unverified") \
                         and n.impl is None:
                     c = checks[i]
-                    if n.needs:
-                        checks[i] = replace(c, status="needs-vocabulary", form=n.needs)
-                    elif c.status != "needs-vocabulary":
+                    if c.status != "needs-vocabulary":
                         checks[i] = replace(c, status="explained", why=n.why)
                     else:
                         stale.append(f"{fname}.{pname} ({n.check}): why: given for a finding that needs "
                                      f"vocabulary ({c.form}); use needs:")
                 elif n.impl is not None and (i is None or checks[i].status in ("needs-vocabulary", "unverified")):
                     ann = checks[i].annotation if i is not None else _annotation_text(pr.view, n.check)
-                    review = Check(n.check, "needs-vocabulary" if n.needs else "explained",
-                                   f"{n.impl} ({n.where})", ann, form=n.needs, why=n.why, review=i is None)
+                    review = Check(n.check, "explained", f"{n.impl} ({n.where})", ann, why=n.why, review=i is None)
                     if i is not None:
                         checks[i] = review
                     else:
