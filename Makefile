@@ -9,6 +9,7 @@
 #   UPGRADE_ARGS=...       extra options for `miogen upgrade` (older spelling of PARSE_ARGS for upgrade)
 #   BENCH_ARGS=...         extra options for benchmarks/run_all.py
 #   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
+#   SRC=DIR  AUDIT_ARGS=... a MIOpen source tree and extra options for `make audit` (docs/audit.md)
 #   PYTHON=python3.X       the interpreter that creates .venv;  VENV=DIR  where it lives
 PYTHON ?= python3
 VENV   ?= .venv
@@ -16,7 +17,7 @@ PY     := $(VENV)/bin/python
 PIP    := PIP_ROOT_USER_ACTION=ignore $(PY) -m pip --disable-pip-version-check -qq
 STAMP  := $(VENV)/.installed
 
-KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS BENCH_ARGS REAL_MIOPEN_ARGS
+KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS BENCH_ARGS REAL_MIOPEN_ARGS SRC AUDIT_ARGS
 CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 UNKNOWN_VARS := $(filter-out $(KNOWN_VARS),$(CMDLINE_VARS))
 ifneq ($(UNKNOWN_VARS),)
@@ -42,7 +43,7 @@ MIOPEN_VERSION := $(PINNED)
 endif
 endif
 
-.PHONY: all venv specs generate docs check-generated abi-check upgrade test typecheck bench clean help real-miopen FORCE
+.PHONY: all venv specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen FORCE
 
 all: generate
 
@@ -51,6 +52,7 @@ help:
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
 	@echo "make upgrade HEADER=...  add a new release: parse, diff, gate, pin, generate, test (rolled back on failure)"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<version>.yaml"
+	@echo "make audit SRC=...       compare the annotations with MIOpen's C++ implementation (docs/audit.md)"
 	@echo "make test                unit, golden and setup-error tests + mypy --strict"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
 	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
@@ -90,6 +92,14 @@ endif
 
 docs: $(STAMP)
 	@$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+
+# `make audit SRC=/tmp/miopen-src [MIOPEN_VERSION=3.3.0] [AUDIT_ARGS="-o docs/semantics-audit.md"]`:
+# what MIOpen's implementation does with each pointer parameter vs the annotations (docs/audit.md).
+SRC        ?=
+AUDIT_ARGS ?=
+audit: $(STAMP)
+	@test -n "$(SRC)" || { echo "usage: make audit SRC=path/to/MIOpen-source-root [MIOPEN_VERSION=X.Y.Z] [AUDIT_ARGS=...]"; exit 2; }
+	$(PY) -m codegen audit $(SRC) --spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) $(AUDIT_ARGS)
 
 # `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned (newest)
 # release -> annotation gate on every release -> add and pin the new spec -> generate -> test.

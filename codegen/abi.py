@@ -65,6 +65,24 @@ def count_of(n: int) -> int:
 UNSIZED_LENGTH = 3
 
 
+def out_element(i: int, k: int = 0) -> int:
+    """The value a stub writes into element k of an output whose type another argument chooses (it fits
+    every numeric encoding exactly: half, bfloat16, int8 ...)."""
+    return 2 + i + k
+
+
+def chosen_type(sem: Semantics, table: str) -> tuple[int, str]:
+    """The type constant (value, encoding) the call-through driver picks for a run-time typed value:
+    float16 where the table has it (it exercises packing), else float32, else the first numeric one."""
+    types = sem.tables[table].types
+    for want in ("float16", "float32", "int32", "int64", "int8"):
+        for value, enc in types.items():
+            if enc == want:
+                return value, enc
+    value, enc = next(iter(types.items()))
+    return value, enc
+
+
 # --------------------------------------------------------------------------- C++ sources
 
 
@@ -118,6 +136,27 @@ class _Stub:
         # (function, out parameter) -> the value it writes unless scripted: the version function reports
         # the spec's release, so the bindings select that release for a stub
         self.fixed = fixed_outputs(spec, version_getter)
+        # (query function, its result parameter) -> the handle type whose element type it reads
+        self.query_of = {(q.call, q.result): h for h, q in sem.queries.items()}
+
+    def type_expr(self, fs: FunctionSem, p: ParamSem) -> str:
+        """C++ expression of the type enum value choosing p's element type, as the wrapper saw it."""
+        assert p.element_of is not None
+        src = fs.param(p.element_of)
+        if src.shape == "value" and src.type.kind == "handle":
+            q = self.sem.queries[src.type.name]
+            callee = self.sem.functions[q.call]
+            result = callee.param(q.result)
+            known = _last_enum(self.spec, result.type.name)
+            return (f"PICK(long long, std::string(\"{q.call}/{q.result}\"), "
+                    f"stub_type(reinterpret_cast<const void*>({src.name}), {known}))")
+        if src.shape == "value":
+            return f"static_cast<long long>({src.name})"
+        return f"static_cast<long long>(*{src.name})"
+
+    def enc_expr(self, fs: FunctionSem, p: ParamSem) -> str:
+        assert p.element_table is not None
+        return f"enc_{p.element_table}({self.type_expr(fs, p)})"
 
     def fmt(self, t: CType, expr: str) -> str:
         """C++ expression formatting one value of base type `t` (depth ignored)."""
@@ -135,8 +174,16 @@ class _Stub:
             return f"num(static_cast<long long>({expr}))"
         if k in ("struct", "union"):
             rec = self.spec.record(t.name)
-            parts = [self.fmt(ft, f"({expr}).{fn}") if ft.depth == 0 else f"ptr(reinterpret_cast<const void*>(({expr}).{fn}))"
-                     for fn, ft in _flat_fields(rec, self.spec)]
+            fsem = self.sem.records[t.name].fields if t.name in self.sem.records else {}
+            parts = []
+            for fn, ft in _flat_fields(rec, self.spec):
+                if fn in fsem and fsem[fn].shape == "scalar":  # a pointer to a handle variable: the handle
+                    parts.append(f"(({expr}).{fn} ? ptr(reinterpret_cast<const void*>(*({expr}).{fn})) "
+                                 f": std::string(\"null\"))")
+                elif ft.depth == 0:
+                    parts.append(self.fmt(ft, f"({expr}).{fn}"))
+                else:
+                    parts.append(f"ptr(reinterpret_cast<const void*>(({expr}).{fn}))")
             return '"(" + ' + ' + ";" + '.join(parts) + ' + ")"'
         return f"ptr(reinterpret_cast<const void*>({expr}))"
 
@@ -245,7 +292,33 @@ class _Stub:
                 body.append(f"s += {tag}; s += ptr({n});")
                 continue
             if p.shape == "scalar" and t.kind == "void" and t.depth == 1 and p.memory == "host":
-                body.append(f"s += {tag}; s += ({n} ? flt(*static_cast<const float*>({n})) : std::string(\"null\"));")
+                if p.scalar_type == "element" and p.direction == "out":  # written in the type another output gives
+                    key = f'std::string("{fs.name}/{n}")'
+                    writes.append(f"if({n}) stub_encode({self.enc_expr(fs, p)}, {n}, "
+                                  f"PICK(double, {key}, {out_element(p.index)}));")
+                elif p.scalar_type == "element":  # decoded as MIOpen reads it: in the type another argument gives
+                    body.append(f"s += {tag}; s += ({n} ? stub_decode({self.enc_expr(fs, p)}, {n}) "
+                                f": std::string(\"null\"));")
+                else:
+                    ctype_ = "double" if p.scalar_type == "double" else "float"
+                    body.append(f"s += {tag}; s += ({n} ? flt(*static_cast<const {ctype_}*>({n})) "
+                                f": std::string(\"null\"));")
+                continue
+            if p.shape == "array" and p.element_of is not None:  # elements of a type another argument gives
+                length = self.length_expr(fs, p)
+                enc = self.enc_expr(fs, p)
+                if p.direction == "in":
+                    body.append(f"s += {tag}; s += \"[\";")
+                    body.append(f"{{ const char* e = {enc}; for(long long k = 0; {n} && e && k < {length}; ++k) "
+                                f"{{ if(k) s += \",\"; s += stub_decode(e, static_cast<const char*>({n}) "
+                                f"+ k * stub_size(e)); }} }}")
+                    body.append('s += "]";')
+                else:
+                    upto = f"std::min<long long>({length}, cnt_{p.count})" if p.count else length
+                    key = f"(std::string(\"{fs.name}/{n}[\") + std::to_string(k) + \"]\")"
+                    writes.append(f"{{ const char* e = {enc}; for(long long k = 0; {n} && e && k < {upto}; ++k) "
+                                  f"stub_encode(e, static_cast<char*>({n}) + k * stub_size(e), "
+                                  f"PICK(double, {key}, {out_element(p.index)} + k)); }}")
                 continue
             if p.shape == "string" and p.direction == "in":
                 body.append(f"s += {tag}; s += std::string({n} ? {n} : \"(null)\");")
@@ -256,6 +329,8 @@ class _Stub:
             if p.shape == "array" and p.direction in ("in", "inout"):
                 elem = t.pointee()
                 length = self.length_expr(fs, p)
+                if p.length_factor != 1:
+                    length = f"({length}) * {p.length_factor}"
                 body.append(f"s += {tag}; s += \"[\";")
                 body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
                             f"{{ if(k) s += \",\"; s += {self.fmt(elem, f'{n}[k]')}; }}")
@@ -282,15 +357,46 @@ class _Stub:
             if (fs.name, n) in self.fixed:
                 value = self.fixed[fs.name, n]
                 writes.append(f"if({n}) *{n} = PICK({elem.name}, std::string(\"{fs.name}/{n}\"), {value});")
+            elif (fs.name, n) in self.query_of:  # an element-type query: the type last set on the descriptor
+                h = self.query_of[fs.name, n]
+                hp = next(q.name for q in fs.params if q.shape == "value" and q.type.kind == "handle"
+                          and q.type.name == h)
+                known = _last_enum(self.spec, elem.name)
+                writes.append(f"if({n}) *{n} = static_cast<{elem.name}>(PICK(long long, "
+                              f"std::string(\"{fs.name}/{n}\"), stub_type(reinterpret_cast<const void*>({hp}), "
+                              f"{known})));")
+            elif p.holds == "address_of_device_pointer":  # the address of a pointer the stub keeps
+                key = f'std::string("{fs.name}/{n}")'
+                writes.append(f"static void* slot_{n} = nullptr; if({n}) {{ slot_{n} = PICK(void*, {key}, "
+                              f"{self.known(CType(kind='void', name='void'), p.index)}); *{n} = &slot_{n}; }}")
             elif p.direction in ("out", "inout"):
                 fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
                                           small=(fs.name, n) in self.length_sources))
                 writes.append(f"if({n}) {{ {fill} }}")
+        writes += self.remember(fs)
         params = ", ".join(_param_decl(p) for p in f.params)
         ret = self.status_type if status else _c_spelling(f.returns)
         fallback = '"stub"' if f.returns.kind == "char" else "" if f.returns == CType(kind="void", name="void") else "{}"
         return {"name": f.name, "params": params, "returns": ret if not status else f.returns.name,
                 "log": body, "writes": writes, "status": status, "fallback": fallback}
+
+
+    def remember(self, fs: FunctionSem) -> list[str]:
+        """A setter of a queried descriptor's element type (one descriptor of that type by value, and an enum
+        argument named like the query's result): the stub keeps the type for the query and the decoders."""
+        lines = []
+        for h, q in self.sem.queries.items():
+            result = self.sem.functions[q.call].param(q.result)
+            mine = [p for p in fs.params if p.shape == "value" and p.type.kind == "handle" and p.type.name == h]
+            enums = [p for p in fs.params if p.shape == "value" and p.type.kind == "enum"
+                     and p.type.name == result.type.pointee().name and p.name == q.result]
+            if len(mine) == 1 and len(enums) == 1:
+                lines.append(f"stub_remember(reinterpret_cast<const void*>({mine[0].name}), "
+                             f"static_cast<long long>({enums[0].name}));")
+        return lines
+
+    def tables(self) -> list[dict[str, Any]]:
+        return [{"name": t.name, "types": list(t.types.items())} for t in self.sem.tables.values()]
 
 
 def length_sources(sem: Semantics) -> set[tuple[str, str]]:
@@ -348,7 +454,8 @@ def stub_source(spec: Spec, sem: Semantics, header: Path, banner: str, status_ty
     """A stub library logging every call; with `version_getter`, it reports the spec's release."""
     stub = _Stub(spec, sem, status_type, version_getter)
     fns = [stub.function(sem.functions[f.name]) for f in spec.functions]
-    return _env().get_template("stub.cpp.j2").render(banner=banner, header=str(header), functions=fns)
+    return _env().get_template("stub.cpp.j2").render(banner=banner, header=str(header), functions=fns,
+                                                     tables=stub.tables())
 
 
 def compile_cpp(source: str, out: Path, target: Target, shared: bool, includes: tuple[Path, ...] = (),
@@ -428,6 +535,8 @@ class Driver:
         self.naming = naming
         stub.miogen_stub_log.restype = ctypes.c_char_p
         stub.miogen_stub_set_status.argtypes = [ctypes.c_char_p, ctypes.c_int]
+        stub.miogen_stub_set_out.argtypes = [ctypes.c_char_p, ctypes.c_longlong]
+        self.scripted: dict[tuple[str, str], int] = {}  # outputs scripted for the current call
         self.handle_class = {h.name: getattr(self.api, naming.class_name(h.name, prefix)) for h in spec.handles}
         self.length_sources = length_sources(sem)
         self.enum_class = {e.name: getattr(self.raw, e.name) for e in spec.enums}
@@ -476,11 +585,42 @@ class Driver:
         for p in fs.params:
             if p.shape in ("array",) and p.direction in ("in", "inout") and p.length:
                 lengths[p.length] = 3
+        # values whose type another argument chooses: the driver picks the type (and scripts a query for it)
+        types: dict[str, tuple[int, str]] = {}  # parameter -> (type constant, encoding)
+        enum_choice: dict[str, int] = {}  # an enum argument choosing a type -> the constant passed
+        for p in fs.params:
+            if p.element_of is None or p.element_table is None:
+                continue
+            value, enc = chosen_type(self.sem, p.element_table)
+            types[p.name] = (value, enc)
+            src = fs.param(p.element_of)
+            if src.shape == "value" and src.type.kind == "handle":
+                q = self.sem.queries[src.type.name]
+                self.scripted[q.call, q.result] = value
+            elif src.shape == "value":
+                enum_choice[src.name] = value
+            else:
+                self.scripted[fs.name, src.name] = value
         for p in fs.params:
             n, i = p.name, p.index
             if n not in visible:
                 if n in lengths and p.shape == "value":
                     expect[n] = str(lengths[n])
+                continue
+            if n in enum_choice:
+                member = self.enum_class[p.type.name](enum_choice[n])
+                args.append(member)
+                expect[n] = str(int(member))
+                continue
+            if n in types and p.shape == "scalar":
+                v, e = self.element_value(types[n][1], i)
+                args.append(v)
+                expect[n] = e
+                continue
+            if n in types and p.shape == "array":
+                pairs = [self.element_value(types[n][1], i, k) for k in range(3)]
+                args.append([v for v, _ in pairs])
+                expect[n] = "[" + ",".join(e for _, e in pairs) + "]"
                 continue
             if p.shape == "value":
                 if n in {q.length for q in fs.params if q.direction == "out" and q.shape in ("array", "blob", "string")}:
@@ -519,7 +659,7 @@ class Driver:
                 elem = ParamSem(name=n, index=i, type=p.type.pointee(), direction="in", memory=p.memory,
                                 shape="scalar", source="type")
                 values, logged = [], []
-                for k in range(3):
+                for k in range(3 * p.length_factor):
                     if elem.type.kind in ("struct", "union"):
                         v, e = self.struct_value(elem.type, i, k)
                     elif elem.type.kind == "void":
@@ -538,7 +678,47 @@ class Driver:
                 expect[n] = e
         return args, expect
 
+    def element_value(self, enc: str, i: int, k: int = 0) -> tuple[Any, str]:
+        """A Python value for an element of encoding `enc`, and how the stub logs it (decoded)."""
+        if enc in ("float16", "bfloat16", "float32", "float64"):
+            v = 0.5 + i + k
+            return v, repr(v)
+        if enc == "bool":
+            return True, "1"
+        if enc == "pointer":
+            return 0xA0000 + 8 * k, str(0xA0000 + 8 * k)
+        v2 = 3 + i + k
+        return v2, str(v2)
+
     def struct_value(self, t: CType, i: int, k: int) -> tuple[Any, str]:
+        fsem = self.sem.records[t.name].fields if t.name in self.sem.records else {}
+        if fsem:  # a record with field semantics: a tuple of Python values (handles as objects)
+            values: list[Any] = []
+            shown: list[str] = []
+            for m, (fname, ft) in enumerate(_flat_fields(self.spec.record(t.name), self.spec)):
+                f = fsem.get(fname)
+                if f is not None and f.shape == "scalar":
+                    addr = 0x50000 + 0x10 * i + 0x100 * (k + 1)
+                    values.append(self.handle_class[f.type.name].from_address(addr))
+                    shown.append(str(addr))
+                elif f is not None:
+                    addr = 0xB0000 + 0x100 * i + 8 * k
+                    values.append(addr)
+                    shown.append(str(addr))
+                elif ft.depth == 0 and ft.kind == "enum":
+                    member = list(self.enum_class[ft.name])[-1]
+                    values.append(member)
+                    shown.append(str(int(member.value)))
+                elif ft.depth == 0 and ft.kind == "int":
+                    values.append(3 + i + k + m)
+                    shown.append(str(3 + i + k + m))
+                elif ft.depth == 0 and ft.kind == "float":
+                    values.append(1.5 + i + k + m)
+                    shown.append(repr(1.5 + i + k + m))
+                else:
+                    values.append(None)
+                    shown.append("0")
+            return tuple(values), "(" + ";".join(shown) + ")"
         cls = getattr(self.raw, t.name)
         obj = cls()
         logged = []
@@ -563,8 +743,16 @@ class Driver:
     def expected_out(self, fs: FunctionSem, p: ParamSem) -> Any:
         if (fs.name, p.name) in self.fixed:
             return self.fixed[fs.name, p.name]
+        if (fs.name, p.name) in self.scripted:
+            return self.scripted[fs.name, p.name]
         t = p.type
         elem = CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0))
+        if p.also_returned:  # an output count: what the stub wrote (min(length, 2))
+            return count_of(4)
+        if p.element_of is not None:  # written in the type the driver chose
+            if p.shape == "scalar":
+                return ("number", out_element(p.index))
+            return [("number", out_element(p.index, k)) for k in range(count_of(4) if p.count else 4)]
         if p.shape in ("array", "blob", "string"):
             if p.length_call:
                 callee = self.sem.functions[p.length_call.call]
@@ -617,6 +805,8 @@ class Driver:
 
     @staticmethod
     def same(expected: Any, actual: Any) -> bool:
+        if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "number":
+            return isinstance(actual, (int, float)) and not isinstance(actual, bool) and actual == expected[1]
         if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "approx":
             return isinstance(actual, float) and abs(actual - expected[1]) < 1e-6
         if isinstance(expected, tuple) and len(expected) == 2 and expected[0] == "handle":
@@ -631,8 +821,11 @@ class Driver:
              out_names: list[str]) -> CallResult:
         problems: list[str] = []
         fn = getattr(self.api, py_name)
+        self.scripted = {}
         args, expect = self.args_for(fs, plan_params)
         self.stub.miogen_stub_reset()
+        for (sfn, sparam), scripted in self.scripted.items():
+            self.stub.miogen_stub_set_out(f"{sfn}/{sparam}".encode(), scripted)
         try:
             result = fn(*args)
         except Exception as exc:  # noqa: BLE001 - reported as a problem
@@ -648,7 +841,7 @@ class Driver:
             elif not _same_text(value, got):
                 problems.append(f"{name}: passed {value}, C saw {got}")
         outs = {p.name: p for p in fs.params if p.direction in ("out", "inout")
-                and p.shape not in ("value", "buffer", "callback", "opaque") and not p.hidden}
+                and p.shape not in ("value", "buffer", "callback", "opaque") and (not p.hidden or p.also_returned)}
         if outs:
             if result is None or (len(out_names) > 1 and not isinstance(result, tuple)):
                 return CallResult(fs.name, [f"expected outputs {', '.join(out_names)}; got {result!r}"])

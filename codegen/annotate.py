@@ -10,6 +10,7 @@ still unclassified and every annotation naming something absent from the spec.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -19,6 +20,11 @@ from .errors import CodegenError, NamingError, SpecError
 from .spec_io import load_as
 
 Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaque"]
+#: how one value of a run-time chosen type is laid out (rules.element_tables; _support encodes/decodes them)
+Encoding = Literal["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
+                   "uint32", "int64", "uint64", "bool", "pointer"]
+ENCODINGS: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
+                              "uint32", "int64", "uint64", "bool", "pointer")
 
 
 # --------------------------------------------------------------------------- the file
@@ -47,9 +53,30 @@ class ParamNote:
     count: str | None = None  # an output receiving how many elements were filled
     unsized: bool | None = None  # an input array whose length MIOpen derives itself (no length argument)
     nullable: bool | None = None
-    none_means: str | None = None  # what passing None (NULL) does, for the docstrings; only with nullable
+    # what NULL means to MIOpen (a nullable host scalar or array): shown in the wrapper's docstring
+    null_means: str | None = None
+    # a host `void *` scalar read as float or double whatever the tensor type
+    scalar: Literal["float", "double"] | None = None
+    # a host scalar or array whose element type is chosen at run time by another parameter: a data-type
+    # enum (in or out), or a descriptor whose type rules.element_queries reads
+    element_of: str | None = None
+    element_table: str | None = None  # the rules.element_tables entry (default: the table marked default)
+    holds: Literal["address_of_device_pointer"] | None = None  # an out pointer receiving &field (void **)
+    per: int | None = None  # an input array of `per` elements for each unit of `length`
+    returned: bool | None = None  # an output count that is also returned as a value of its own
     since: str | None = None  # first release where the function has this parameter
     until: str | None = None  # last release where it has it
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class Variant:
+    """Parameter annotations for some releases only (their implementation differs): merged over `params`,
+    key by key, for the releases from `since` to `until`."""
+
+    since: str | None = None
+    until: str | None = None
+    params: dict[str, ParamNote] = field(default_factory=dict)
     why: str | None = None
 
 
@@ -58,6 +85,7 @@ class FunctionNote:
     params: dict[str, ParamNote] = field(default_factory=dict)
     since: str | None = None  # first release declaring the function
     until: str | None = None  # last release declaring it
+    variants: tuple[Variant, ...] = ()
     why: str | None = None
 
 
@@ -72,12 +100,55 @@ class Ownership:
 
 
 @dataclass(frozen=True)
+class ElementTable:
+    """How MIOpen lays out one value of each constant of a type enum (e.g. what `visit_float` reads for
+    miopenHalf): the encoding of each constant. Constants a release lacks are skipped; a constant
+    absent from `types` has no host form (the wrapper refuses it)."""
+
+    enum: str
+    types: dict[str, Encoding]
+    default: bool = False  # the table for `element_of` parameters of this enum that name none
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class ElementQuery:
+    """How a wrapper reads the element type of a descriptor: `call` with the descriptor, its out enum
+    `result`, and NULL for every other pointer parameter (which must be annotated nullable)."""
+
+    call: str
+    result: str
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class FieldNote:
+    """Semantics of one pointer field of a record the API takes by pointer (the vocabulary of parameters)."""
+
+    shape: Literal["scalar", "buffer", "opaque"] | None = None  # scalar: a pointer to one handle (in)
+    memory: Literal["host", "device"] | None = None
+    nullable: bool | None = None
+    null_means: str | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordNote:
+    fields: dict[str, FieldNote] = field(default_factory=dict)
+    since: str | None = None  # first release declaring the record
+    until: str | None = None
+    why: str | None = None
+
+
+@dataclass(frozen=True)
 class Rules:
     count_names: tuple[str, ...]  # by-value integers that count an adjacent array
     nullable_buffers: tuple[str, ...]  # device buffers that may be null (workspaces)
     scratch_buffers: tuple[str, ...]  # device buffers the call reads and writes
     # direction of a non-const `void *` device buffer that has no doc tag (None: an annotation decides)
     untagged_buffers: Literal["in", "out", "inout"] | None = None
+    element_tables: dict[str, ElementTable] = field(default_factory=dict)
+    element_queries: dict[str, ElementQuery] = field(default_factory=dict)  # handle type -> its type query
 
 
 @dataclass(frozen=True)
@@ -86,6 +157,7 @@ class Annotations:
     rules: Rules
     handles: dict[str, Ownership]
     functions: dict[str, FunctionNote]
+    records: dict[str, RecordNote] = field(default_factory=dict)
 
 
 def load_annotations(path: Path) -> Annotations:
@@ -115,9 +187,18 @@ class ParamSem:
     count: str | None = None
     unsized: bool = False
     nullable: bool = False
-    none_means: str | None = None  # what None (NULL) does, in our words (annotations.yaml)
+    null_means: str | None = None  # what None (NULL) does, in our words (annotations.yaml)
     default: str | None = None
     hidden: bool = False  # filled in by the wrapper (a length of an input array)
+    # host `void *` scalars: float / double whatever the tensor type, the element type of `element_of`,
+    # or None (the default: float, or what the caller passes as ctypes.c_float / c_double)
+    scalar_type: Literal["float", "double", "element"] | None = None
+    element_of: str | None = None  # the parameter choosing the element type (scalar_type element, arrays)
+    element_table: str | None = None  # resolved: the rules.element_tables entry
+    holds: Literal["address_of_device_pointer"] | None = None
+    length_factor: int = 1  # elements per unit of `length`
+    also_returned: bool = False  # an output count returned as a value of its own
+    fields: bool = False  # the pointee record has field semantics (Semantics.records)
 
 
 @dataclass(frozen=True)
@@ -143,9 +224,40 @@ class HandleSem:
 
 
 @dataclass(frozen=True)
+class FieldSem:
+    name: str
+    type: model.CType
+    shape: Literal["scalar", "buffer", "opaque"]
+    memory: Literal["host", "device"]
+    nullable: bool
+    null_means: str | None = None
+
+
+@dataclass(frozen=True)
+class RecordSem:
+    """A record whose pointer fields have semantics: the typed API converts them element by element."""
+
+    name: str
+    fields: dict[str, FieldSem]
+
+
+@dataclass(frozen=True)
+class TableSem:
+    """An element table of one release: enum value -> encoding (constants of this release only)."""
+
+    name: str
+    enum: str
+    types: dict[int, str]
+    names: dict[int, str]  # enum value -> constant name
+
+
+@dataclass(frozen=True)
 class Semantics:
     functions: dict[str, FunctionSem]
     handles: dict[str, HandleSem]
+    records: dict[str, RecordSem] = field(default_factory=dict)
+    tables: dict[str, TableSem] = field(default_factory=dict)
+    queries: dict[str, ElementQuery] = field(default_factory=dict)  # handle type -> query (in this release)
 
 
 @dataclass(frozen=True)
@@ -190,7 +302,7 @@ def _version_key(v: str) -> tuple[int, ...]:
         raise CodegenError(f"annotations: since/until must be versions like 3.2.0; got {v!r}") from None
 
 
-def _in_range(version: str, note: FunctionNote | Ownership | ParamNote) -> bool:
+def _in_range(version: str, note: FunctionNote | Ownership | ParamNote | RecordNote | Variant) -> bool:
     v = _version_key(version)
     if note.since and v < _version_key(note.since):
         return False
@@ -223,6 +335,14 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
                                 f"(typo, or add since:/until: to scope it)")
             continue
         pnames = {p.name for p in names[fname].params}
+        for vk, variant in enumerate(note.variants):
+            if not (variant.since or variant.until):
+                problems.append(f"annotation for {fname}: variants[{vk}] needs since: or until:")
+            if not _in_range(spec.miopen_version, variant):
+                continue
+            for pname in sorted(set(variant.params) - pnames):
+                problems.append(f"annotation for {fname}: variants[{vk}].{pname}: no such parameter in {spec.target} "
+                                f"{spec.miopen_version} although the variant's since/until range includes it")
         for pname, pnote in sorted(note.params.items()):
             if pname in pnames:
                 continue
@@ -236,7 +356,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     functions: dict[str, FunctionSem] = {}
     unclassified: list[OpenParam] = []
     for f in spec.functions:
-        sem, open_params, open_notes = _resolve_function(f, ann)
+        sem, open_params, open_notes = _resolve_function(f, ann, spec.miopen_version)
         if open_params and not strict:  # exploring: what is unclassified passes as an opaque pointer
             sem = replace(sem, params=tuple(
                 replace(p, shape="opaque", memory="host", direction="in")
@@ -275,7 +395,12 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
         n: replace(fs, creates=next((h.name for h in handles.values() if n in h.create), None))
         for n, fs in functions.items()
     }
-    naming_problems = validate.check_names(spec, prefix, Semantics(functions=functions, handles=handles), target)
+    tables = _resolve_tables(spec, ann, problems)
+    queries = _resolve_queries(spec, ann, functions, problems)
+    functions = _check_vocabulary(spec, ann, functions, tables, queries, problems)
+    records, functions = _resolve_records(spec, ann, functions, problems)
+    result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries)
+    naming_problems = validate.check_names(spec, prefix, result, target)
     if naming_problems:
         raise NamingError(f"{spec.target} {spec.miopen_version}: {len(naming_problems)} Python naming problem(s):\n  "
                           + "\n  ".join(naming_problems))
@@ -285,11 +410,27 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
             f"(fix specs/{spec.target}/annotations.yaml):\n  " + "\n  ".join(problems),
             tuple(unclassified), ann, spec,
         )
-    return Semantics(functions=functions, handles=handles)
+    return result
 
 
-def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem, list[str], list[OpenParam]]:
+def _merged_params(note: FunctionNote, version: str) -> dict[str, ParamNote]:
+    """The parameter annotations for `version`: `params`, with the variants whose range includes it on top."""
+    params = dict(note.params)
+    for variant in note.variants:
+        if not _in_range(version, variant):
+            continue
+        for pname, pnote in variant.params.items():
+            base = params.get(pname, ParamNote())
+            params[pname] = replace(base, **{f.name: getattr(pnote, f.name) for f in dataclasses.fields(pnote)
+                                             if getattr(pnote, f.name) is not None})
+    return params
+
+
+def _resolve_function(f: model.Function, ann: Annotations, version: str
+                      ) -> tuple[FunctionSem, list[str], list[OpenParam]]:
     note = ann.functions.get(f.name, FunctionNote())
+    if note.variants:
+        note = replace(note, params=_merged_params(note, version))
     rules = ann.rules
     problems: list[str] = []
     open_notes: list[OpenParam] = []
@@ -303,8 +444,8 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
                            source="type", default=p.default)
             if pn != ParamNote():
                 sem = _apply(sem, pn)
-            if sem.none_means is not None and not sem.nullable:
-                problems.append(f"{f.name}.{name}: none_means is given, but the parameter is not nullable")
+            if sem.null_means is not None and not sem.nullable:
+                problems.append(f"{f.name}.{name}: null_means is given, but the parameter is not nullable")
             params.append(sem)
             continue
         r = p.role
@@ -338,8 +479,8 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
                 sem = replace(sem, length=count, source=sem.source if pn.length else "rule")
         if sem.shape in ("array", "blob") and not (sem.length or sem.length_call or sem.unsized):
             unknown.append("length")
-        if sem.none_means is not None and not sem.nullable:
-            problems.append(f"{f.name}.{name}: none_means is given, but the parameter is not nullable")
+        if sem.null_means is not None and not sem.nullable:
+            problems.append(f"{f.name}.{name}: null_means is given, but the parameter is not nullable")
         if sem.unsized and sem.direction != "in":
             problems.append(f"{f.name}.{name}: only input arrays can be unsized")
         if unknown:
@@ -362,11 +503,202 @@ def _resolve_function(f: model.Function, ann: Annotations) -> tuple[FunctionSem,
 
 def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
     changes: dict[str, object] = {"source": "annotation"}
-    for k in ("direction", "memory", "shape", "length", "length_call", "count", "unsized", "nullable", "none_means"):
+    for k in ("direction", "memory", "shape", "length", "length_call", "count", "unsized", "nullable", "null_means",
+              "element_of", "element_table", "holds"):
         v = getattr(pn, k)
         if v is not None:
             changes[k] = v
-    return replace(sem, **changes)  # type: ignore[arg-type]
+    for note_key, sem_key in (("scalar", "scalar_type"), ("per", "length_factor"), ("returned", "also_returned")):
+        v = getattr(pn, note_key)
+        if v is not None:
+            changes[sem_key] = v
+    out = replace(sem, **changes)  # type: ignore[arg-type]
+    if pn.element_of is not None and _is_host_scalar(out):
+        out = replace(out, scalar_type="element")
+    return out
+
+
+def _is_host_scalar(p: ParamSem) -> bool:
+    """A host `void *` scalar: a value whose C type the pointer does not say (alpha, beta, markers)."""
+    return p.shape == "scalar" and p.memory == "host" and p.type.kind == "void" and p.type.depth == 1
+
+
+# --------------------------------------------------------------------------- run-time element types, records
+
+
+def _resolve_tables(spec: model.Spec, ann: Annotations, problems: list[str]) -> dict[str, TableSem]:
+    enums = {e.name: e for e in spec.enums}
+    out: dict[str, TableSem] = {}
+    defaults: dict[str, list[str]] = {}
+    for name, table in sorted(ann.rules.element_tables.items()):
+        e = enums.get(table.enum)
+        if e is None:
+            continue  # an enum of other releases: the table is unused here
+        if table.default:
+            defaults.setdefault(table.enum, []).append(name)
+        values = {c.name: c.value for c in e.constants}
+        types = {values[c]: enc for c, enc in table.types.items() if c in values}
+        out[name] = TableSem(name=name, enum=table.enum, types=dict(sorted(types.items())),
+                             names={v: c for c, v in sorted(values.items(), key=lambda kv: kv[1])})
+    for enum, names in defaults.items():
+        if len(names) > 1:
+            problems.append(f"rules.element_tables: {', '.join(names)} are all the default table of {enum}")
+    return out
+
+
+def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem],
+                     problems: list[str]) -> dict[str, ElementQuery]:
+    handles = {h.name for h in spec.handles}
+    out: dict[str, ElementQuery] = {}
+    for hname, q in sorted(ann.rules.element_queries.items()):
+        if hname not in handles:
+            continue
+        fs = functions.get(q.call)
+        if fs is None:
+            problems.append(f"rules.element_queries.{hname}: {q.call} is not in {spec.target} {spec.miopen_version}")
+            continue
+        mine = [p for p in fs.params if p.shape == "value" and p.type.kind == "handle" and p.type.name == hname]
+        try:
+            result = fs.param(q.result)
+        except KeyError:
+            problems.append(f"rules.element_queries.{hname}: {q.call} has no parameter {q.result!r}")
+            continue
+        if len(mine) != 1:
+            problems.append(f"rules.element_queries.{hname}: {q.call} must take exactly one {hname} by value")
+            continue
+        if not (result.direction == "out" and result.type.kind == "enum" and result.type.depth == 1):
+            problems.append(f"rules.element_queries.{hname}: {q.call}.{q.result} must be an out enum pointer")
+            continue
+        others = [p.name for p in fs.params if p is not mine[0] and p is not result
+                  and (p.shape != "value" and not p.nullable or p.shape == "value")]
+        if others:
+            problems.append(f"rules.element_queries.{hname}: {q.call} is called with NULL for everything but the "
+                            f"descriptor and {q.result}, so {', '.join(others)} must be nullable pointers")
+            continue
+        out[hname] = q
+    return out
+
+
+def _enum_of(fs: FunctionSem, p: ParamSem, queries: dict[str, ElementQuery],
+             functions: dict[str, FunctionSem]) -> str | None:
+    """The type enum that `p.element_of` yields: an enum parameter's, or the query result of a descriptor."""
+    assert p.element_of is not None
+    src = fs.param(p.element_of)
+    if src.type.kind == "enum" and (src.shape == "value" or (src.direction == "out" and src.type.depth == 1)):
+        return src.type.name
+    if src.shape == "value" and src.type.kind == "handle" and src.type.name in queries:
+        q = queries[src.type.name]
+        return functions[q.call].param(q.result).type.name
+    return None
+
+
+def _check_vocabulary(spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem],
+                      tables: dict[str, TableSem], queries: dict[str, ElementQuery],
+                      problems: list[str]) -> dict[str, FunctionSem]:
+    """Check the forms beyond direction/memory/shape/length and resolve default element tables."""
+    out: dict[str, FunctionSem] = {}
+    for fname, fs in functions.items():
+        params = list(fs.params)
+        for i, p in enumerate(params):
+            where = f"{fname}.{p.name}"
+            if p.scalar_type in ("float", "double") and not _is_host_scalar(p):
+                problems.append(f"{where}: scalar: {p.scalar_type} is for host `void *` scalars")
+            if p.null_means is not None and not p.nullable:
+                problems.append(f"{where}: null_means needs nullable: true")
+            if p.holds is not None and not (p.direction == "out" and p.shape == "scalar" and p.type.depth == 2
+                                            and p.type.kind == "void"):
+                problems.append(f"{where}: holds: {p.holds} is for an out `void **` scalar")
+            if p.length_factor != 1 and not (p.length and p.direction == "in" and p.shape == "array"
+                                             and p.length_factor >= 2):
+                problems.append(f"{where}: per: needs an input array with a length, and a factor >= 2")
+            if p.also_returned and not any(o.count == p.name for o in params):
+                problems.append(f"{where}: returned: is for an output count (named by another parameter's count:)")
+            if p.element_of is None:
+                continue
+            if p.element_of not in {o.name for o in params} or p.element_of == p.name:
+                problems.append(f"{where}: element_of names {p.element_of!r}, which is no other parameter")
+                continue
+            if not (p.scalar_type == "element" or p.shape == "array" and p.type.kind == "void"
+                    and p.type.depth == 1):
+                problems.append(f"{where}: element_of is for host `void *` scalars and arrays")
+                continue
+            src = fs.param(p.element_of)
+            if p.direction != "out" and src.shape != "value":
+                problems.append(f"{where}: element_of: {p.element_of} is an output, known only after the call; an "
+                                f"input needs a type known before it")
+                continue
+            enum = _enum_of(fs, p, queries, functions)
+            if enum is None:
+                problems.append(f"{where}: element_of: {p.element_of} must be a data-type enum parameter (by value, "
+                                f"or an out pointer) or a descriptor with a rules.element_queries entry")
+                continue
+            name = p.element_table
+            if name is None:
+                found = [t for t, ts in tables.items() if ts.enum == enum
+                         and ann.rules.element_tables[t].default]
+                name = found[0] if len(found) == 1 else None
+                if name is None:
+                    problems.append(f"{where}: no default element table of {enum}: name one with element_table:")
+                    continue
+            elif name not in ann.rules.element_tables:
+                problems.append(f"{where}: element_table: {name} is not in rules.element_tables")
+                continue
+            elif name not in tables or tables[name].enum != enum:
+                problems.append(f"{where}: element_table: {name} is a table of "
+                                f"{ann.rules.element_tables[name].enum}, but {p.element_of} gives a {enum}")
+                continue
+            params[i] = replace(p, element_table=name)
+        out[fname] = replace(fs, params=tuple(params))
+    return out
+
+
+def _resolve_records(spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem],
+                     problems: list[str]) -> tuple[dict[str, RecordSem], dict[str, FunctionSem]]:
+    records = {n: r for r in spec.records for n in (r.name, r.typedef) if n}
+    out: dict[str, RecordSem] = {}
+    for rname, note in sorted(ann.records.items()):
+        rec = records.get(rname)
+        if rec is None:
+            if not (note.since or note.until):
+                problems.append(f"annotation for record {rname}: no such record in {spec.target} "
+                                f"{spec.miopen_version} (typo, or add since:/until: to scope it)")
+            elif _in_range(spec.miopen_version, note):
+                problems.append(f"annotation for record {rname}: not in {spec.target} {spec.miopen_version} although "
+                                f"its since/until range includes it")
+            continue
+        fields = {f.name: f for f in rec.fields if f.name is not None and f.type is not None}
+        sems: dict[str, FieldSem] = {}
+        for fname, fnote in sorted(note.fields.items()):
+            fl = fields.get(fname)
+            if fl is None or fl.type is None:
+                problems.append(f"annotation for record {rname}.{fname}: no such field (has: {', '.join(fields)})")
+                continue
+            t = fl.type
+            if fnote.null_means is not None and not fnote.nullable:
+                problems.append(f"annotation for record {rname}.{fname}: null_means needs nullable: true")
+            shape = fnote.shape
+            if shape == "scalar" and not (t.depth == 1 and t.kind == "handle"):
+                problems.append(f"annotation for record {rname}.{fname}: shape: scalar is for a pointer to one "
+                                f"handle (a descriptor variable); the field is {t.spelling()}")
+                continue
+            if shape in ("buffer", "opaque") and not (t.depth == 1 and t.kind == "void"):
+                problems.append(f"annotation for record {rname}.{fname}: shape: {shape} is for a `void *` field")
+                continue
+            if shape is None:
+                problems.append(f"annotation for record {rname}.{fname}: give its shape (scalar, buffer or opaque)")
+                continue
+            memory = fnote.memory or ("device" if shape == "buffer" else "host")
+            sems[fname] = FieldSem(name=fname, type=t, shape=shape, memory=memory, nullable=bool(fnote.nullable),
+                                   null_means=fnote.null_means)
+        if sems:
+            for n in (rec.name, rec.typedef):
+                if n:
+                    out[n] = RecordSem(name=n, fields=sems)
+    if not out:
+        return out, functions
+    return out, {n: replace(fs, params=tuple(
+        replace(p, fields=True) if p.type.kind in ("struct", "union") and p.type.depth == 1 and p.type.name in out
+        and p.shape == "array" and p.direction == "in" else p for p in fs.params)) for n, fs in functions.items()}
 
 
 def _adjacent_count(f: model.Function, i: int, rules: Rules) -> str | None:

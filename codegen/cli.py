@@ -164,6 +164,10 @@ def _parser() -> argparse.ArgumentParser:
     u.add_argument("--restore", action="append", type=Path, default=[], metavar="PATH",
                    help="a file or directory the --verify commands may rewrite (generated/, docs/...): restored "
                    "on failure; repeatable")
+
+    from . import audit  # the `audit` subcommand lives with its module
+
+    audit.add_parser(sub)
     return ap
 
 
@@ -509,6 +513,10 @@ def main(argv: list[str] | None = None) -> int:
             return _upgrade(args)
         if args.command == "header-version":
             return _header_version(args)
+        if args.command == "audit":
+            from .audit import run as run_audit
+
+            return run_audit(args)
     except CodegenError as exc:
         print(f"miogen: error: {exc}", file=sys.stderr)
         return 2

@@ -2,7 +2,7 @@
 
 Every sentence is ours, built from what the spec and the annotations say about a parameter: its
 Python type, direction, host or device memory, where an array's length comes from, whether None is
-accepted and what it means (`none_means` in annotations.yaml). Nothing is copied from the header.
+accepted and what it means (`null_means` in annotations.yaml). Nothing is copied from the header.
 The text is pasted inside a `\"\"\"` docstring: annotation text goes through
 `escape.docstring_text`; everything else is built from validated names and fixed words.
 """
@@ -199,8 +199,8 @@ class _Doc:
     def none_text(self, p: ParamSem) -> str:
         if not p.nullable:
             return ""
-        if p.none_means:
-            return f" None passes NULL: {docstring_text(p.none_means)}."
+        if p.null_means:
+            return f" None passes NULL: {docstring_text(p.null_means)}."
         return " None passes NULL."
 
     def arg(self, p: ParamSem) -> str:
@@ -310,6 +310,11 @@ def function_doc(pl: _Planner, fs: FunctionSem, plans: Sequence[ParamPlan], py: 
         lines.append("")
         lines.append("    Note:")
         lines.append(_wrap("C parameters the wrapper fills in: " + "; ".join(hidden) + ".", ARGS_INDENT, ARGS_INDENT))
+    details = [pp.note for pp in plans if pp.note]  # encodings and NULL meanings (annotations' vocabulary)
+    if details:
+        lines.append("")
+        lines.append("    Details:")
+        lines += [_wrap(docstring_text(n), ARGS_INDENT, MORE_INDENT) for n in details]
     return "\n\n" + "\n".join(lines) + "\n    "
 
 

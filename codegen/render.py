@@ -20,6 +20,7 @@ import jinja2
 from . import GENERATOR_VERSION, docstrings, escape, naming
 from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
 from .errors import CodegenError
+from .escape import docstring_text
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .model import CType, Record, Spec
 from .target import Target
@@ -47,6 +48,8 @@ class ParamPlan:
     out: str | None  # expression of the returned value
     out_hint: str | None
     out_name: str | None  # field name in a result tuple
+    late: tuple[str, ...] = ()  # after mid, before alloc: values encoded in a type other arguments choose
+    note: str | None = None  # a line for the docstring (what None means, how the value is encoded)
 
 
 @dataclass(frozen=True)
@@ -132,6 +135,28 @@ class CallbackPlan:
 
 
 @dataclass(frozen=True)
+class TablePlan:
+    """An element table of the release: module constants `_ET_<name>` (value -> encoding) and `_EN_<name>`
+    (value -> constant name)."""
+
+    name: str
+    types: str  # dict literal
+    names: str  # dict literal
+
+
+@dataclass(frozen=True)
+class QueryPlan:
+    """A module helper reading the element type of a descriptor (rules.element_queries)."""
+
+    helper: str
+    handle: str  # C handle type
+    call: str
+    result_ctype: str
+    args: str  # the call's arguments, `desc` and `_byref(_t)` in place
+    arg_names: str  # the status error's argument mapping
+
+
+@dataclass(frozen=True)
 class Plan:
     spec: Spec
     target: Target
@@ -144,6 +169,8 @@ class Plan:
     functions: tuple[FunctionPlan, ...]
     status_enum: str
     status_class: str
+    tables: tuple[TablePlan, ...] = ()
+    queries: tuple[QueryPlan, ...] = ()
 
 
 class _Planner:
@@ -351,11 +378,24 @@ class _Planner:
 
         if p.hidden and p.shape == "value":  # a length filled in from input sequences
             arrays = shared.get(p.name, [])
+            per = {a: fs.param(a).length_factor for a in arrays}
+            if any(k != 1 for k in per.values()):
+                if len(arrays) != 1:
+                    raise CodegenError(f"{fn}.{p.name}: arrays of several elements per unit ({', '.join(arrays)}) "
+                                       f"cannot share one length")
+                a = arrays[0]
+                return make(mid=(f'{v} = _s.length_per(_fn, "{py_names[a]}", _{py_names[a]}, {per[a]})',))
             if len(arrays) == 1:
                 return make(mid=(f"{v} = 0 if _{py_names[arrays[0]]} is None else len(_{py_names[arrays[0]]})",))
             listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
             return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
         if p.hidden:  # an output count consumed by an output array
+            if p.also_returned:  # data of its own too: returned beside the arrays it cuts
+                cut = ", ".join(py_names[o.name] for o in fs.params if o.count == p.name)
+                return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", out=f"{v}.value",
+                            out_hint=self.out_hint(t.pointee()), out_name=py,
+                            note=f"{py}: returned as it is; it also cuts {cut} (which hold at most the length "
+                                 f"the caller asked for).")
             return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
         if p.shape == "value":
             return self._value_param(p, py, v, q, default, make)
@@ -383,17 +423,29 @@ class _Planner:
                 return make(py=py, hint="bytes", default=default,
                             pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
             return self._out_bytes(fs, p, py, v, make, text=False)
+        null_note = f"{py}: None passes NULL ({p.null_means})." if p.null_means else None
         if p.shape == "array":
+            if p.element_of is not None:
+                return self._element_array(fs, p, py, v, q, default, make, py_names)
             if p.direction == "in":
                 elem = self.elem(t)
+                rec = self.sem.records.get(t.name) if t.kind in ("struct", "union") else None
+                note = null_note
+                if rec is not None:
+                    elem = self.record_elem(t.name)
+                    cls = self.record_class[t.name]
+                    note = (f"{py}: {cls} records (or tuples of their fields): "
+                            + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
                 hint = f"Sequence[{self._elem_hint(t)}]{opt}"
-                return make(py=py, hint=hint, default=default,
+                if p.length_factor != 1:
+                    note = (f"{py}: {p.length_factor} values for each of the {p.length} items (its length must be a "
+                            f"multiple of {p.length_factor}; {p.length} = len({py}) // {p.length_factor}).")
+                return make(py=py, hint=hint, default=default, note=note,
                             pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
             return self._out_array(fs, p, py, v, make, owner_param, creates)
         # shape scalar
         if t.kind == "void" and p.memory == "host" and t.depth == 1:  # a host scaling factor
-            scalar = f"{v} = _byref(_c_float({py})) if type({py}) is float else _s.host_scalar({py}, {q}, _fn)"
-            return make(py=py, hint="float | ctypes.c_float | ctypes.c_double", default=default, pre=(scalar,))
+            return self._host_scalar(fs, p, py, v, q, default, make, py_names, null_note)
         if p.direction == "in":  # a single element passed by pointer
             ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
             conv = self._scalar_in(t, py, q, p.nullable)
@@ -416,12 +468,142 @@ class _Planner:
         if owned:  # a create function: the new object, never None
             value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
             hint = self.handle_class[t.name]
-        return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=out_name)
+        note = None
+        if p.holds == "address_of_device_pointer":  # MIOpen writes &field: the device pointer is one step further
+            value = f"_s.address_held({v}.value)"
+            hint = "int | None"
+            note = (f"{py}: {self.target.display_name} writes the address of the pointer it keeps; the device "
+                    f"pointer stored there is returned.")
+        return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=out_name,
+                    note=note)
+
+    # ------------------------------------------------------------------ forms beyond the C type
+    def _table_refs(self, p: ParamSem) -> tuple[str, str]:
+        assert p.element_table is not None
+        return f"_ET_{p.element_table}", f"_EN_{p.element_table}"
+
+    def _type_value(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> tuple[str, str]:
+        """Python expression of the enum value choosing p's element type (valid after `pre`), and what it is."""
+        assert p.element_of is not None
+        src = fs.param(p.element_of)
+        spy = py_names[src.name]
+        if src.shape == "value" and src.type.kind == "handle":  # read once (the `late` line is shared)
+            return f"_type_{spy}", f"the descriptor {spy}"
+        if src.shape == "value":
+            return f"int({spy})", spy
+        return f"_{spy}.value", spy
+
+    def _type_query(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> tuple[str, ...]:
+        """The statement reading a descriptor's element type (rules.element_queries), when `element_of` names one."""
+        assert p.element_of is not None
+        src = fs.param(p.element_of)
+        if not (src.shape == "value" and src.type.kind == "handle"):
+            return ()
+        spy = py_names[src.name]
+        return (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",)
+
+    def _encodings_hint(self, p: ParamSem) -> str:
+        assert p.element_table is not None
+        encs = set(self.sem.tables[p.element_table].types.values()) if p.element_table in self.sem.tables else set()
+        hints: list[str] = []
+        if encs & {"float16", "bfloat16", "float32", "float64"}:
+            hints.append("float")
+        if encs & {"int8", "uint8", "int16", "uint16", "int32", "uint32", "int64", "uint64", "pointer"}:
+            hints.append("int")
+        if "bool" in encs:
+            hints.append("bool")
+        if "pointer" in encs:
+            hints.append("None")
+        return " | ".join(hints) or "float"
+
+    def _table_note(self, p: ParamSem) -> str:
+        assert p.element_table is not None
+        table = self.sem.tables.get(p.element_table)
+        if table is None:
+            return ""
+        encs = sorted(set(table.types.values()), key=lambda e: list(table.types.values()).index(e))
+        return f"{', '.join(encs)}"
+
+    def _host_scalar(self, fs: FunctionSem, p: ParamSem, py: str, v: str, q: str, default: str | None,
+                     make: Callable[..., ParamPlan], py_names: dict[str, str], null_note: str | None) -> ParamPlan:
+        opt = " | None" if p.nullable else ""
+        guard = f"None if {py} is None else " if p.nullable else ""
+
+        def wrap(expr: str) -> str:
+            return f"{guard}({expr})" if p.nullable else expr
+
+        if p.scalar_type == "element":
+            et, en = self._table_refs(p)
+            tv, source = self._type_value(fs, p, py_names)
+            note = (f"{py}: passed in the type {source} gives ({self._table_note(p)}: float16 via IEEE half, "
+                    f"bfloat16 rounded to nearest even, integers range-checked)."
+                    + (f" None passes NULL ({p.null_means})." if p.null_means else ""))
+            if p.direction == "out":
+                enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
+                return make(alloc=(f"{v} = _s.element_out(1, 'uint64')",), arg=v,
+                            out=f"_s.element_values({v}, {enc}, 1)[0]", out_hint=self._encodings_hint(p),
+                            out_name=py, note=f"{py}: returned in the type {source} gives ({self._table_note(p)}).")
+            check = (f"if {py} is not None and type({py}) is not float:" if p.nullable
+                     else f"if type({py}) is not float:", f"    {py} = _s.as_real({py}, {q}, _fn)")
+            late = self._type_query(fs, p, py_names) + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
+                    f"{source!r}), {q}, _fn)",)
+            return make(py=py, hint=f"float{opt}", default=default, pre=check, late=late, note=note)
+        if p.scalar_type in ("float", "double"):
+            c = "_c_float" if p.scalar_type == "float" else "_c_double"
+            conv = "float_scalar" if p.scalar_type == "float" else "double_scalar"
+            pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float else _s.{conv}({py}, {q}, _fn)")
+            note = f"{py}: read as {p.scalar_type} whatever the tensor type." + (
+                f" None passes NULL ({p.null_means})." if p.null_means else "")
+            return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(pre,),
+                        note=note)
+        scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float else _s.host_scalar({py}, {q}, _fn)")
+        return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(scalar,),
+                    note=null_note)
+
+    def _element_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, q: str, default: str | None,
+                       make: Callable[..., ParamPlan], py_names: dict[str, str]) -> ParamPlan:
+        et, en = self._table_refs(p)
+        tv, source = self._type_value(fs, p, py_names)
+        enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
+        if p.direction == "in":
+            nullable = "True" if p.nullable else "False"
+            opt = " | None" if p.nullable else ""
+            return make(py=py, hint=f"Sequence[{self._encodings_hint(p)}]{opt}", default=default,
+                        pre=(f"{v} = _s.as_sequence({py}, {q}, _fn, {nullable})",),
+                        late=self._type_query(fs, p, py_names) + (f"{v} = _s.element_array({v}, {enc}, {q}, _fn)",),
+                        note=f"{py}: elements in the type {source} gives ({self._table_note(p)}).")
+        stmts, n = self._length_expr(fs, p, py)
+        count = f"_{self.py_params(fs)[p.count]}.value" if p.count else None
+        upto = f"min({count}, {n})" if count else n
+        return make(alloc=stmts + (f"_enc_{py} = {enc}", f"{v} = _s.element_out({n}, _enc_{py})"), arg=v,
+                    out=f"_s.element_values({v}, _enc_{py}, {upto})", out_hint=f"list[{self._encodings_hint(p)}]",
+                    out_name=py, note=f"{py}: elements in the type {source} gives ({self._table_note(p)}).")
+
+    def _field_note(self, f: Any) -> str:
+        if f.shape == "scalar":
+            cls = self.handle_class[f.type.name]
+            text = f"{f.name} a {cls}" + (" or None" if f.nullable else "")
+        elif f.shape == "buffer":
+            text = f"{f.name} device memory" + (" or None" if f.nullable else "")
+        else:
+            text = f"{f.name} a host address" + (" or None" if f.nullable else "")
+        return text + (f" (None: {f.null_means})" if f.null_means else "")
+
+    def record_elem(self, name: str) -> str:
+        rec = self.sem.records[name]
+        r = self.spec.record(name)
+        names = tuple(n for n, _ in _flat_names(r))
+        fields = ", ".join(
+            f'"{f.name}": ("{f.shape}", {self.handle_class[f.type.name] if f.shape == "scalar" else "None"}, '
+            f'{f.nullable})' for f in rec.fields.values())
+        return f"_s.record_elem(_raw.{name}, {names!r}, {{{fields}}})"
 
     def _elem_hint(self, t: CType) -> str:
         if t.kind == "void":
             return "DeviceBuffer | None"
         if t.kind in ("struct", "union"):
+            if t.name in self.sem.records:
+                return f"{self.record_class[t.name]} | _raw.{t.name} | tuple[Any, ...]"
             return f"_raw.{t.name} | tuple[Any, ...]"
         return self.scalar_hint(t)
 
@@ -542,13 +724,31 @@ class _Planner:
                 assert f.type is not None and f.name is not None
                 fields.append((f.name, ctype(f.type, self.spec)))
                 t = f.type
-                if t.depth == 0 and t.kind in ("int", "float", "bool", "enum"):
+                fsem = self.sem.records[name].fields.get(f.name) if name in self.sem.records else None
+                if fsem is not None and fsem.shape == "scalar":  # a pointer to one handle: the handle
+                    cls = self.handle_class[t.name]
+                    flat.append(FieldPlan(f.name, ctype(t, self.spec), f"{cls} | None",
+                                          f"{cls}._from_c(c.{f.name}[0], False) if c.{f.name} else None"))
+                elif fsem is not None and fsem.shape == "buffer":
+                    flat.append(FieldPlan(f.name, ctype(t, self.spec), "DeviceBuffer | None", f"c.{f.name}"))
+                elif t.depth == 0 and t.kind in ("int", "float", "bool", "enum"):
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), self.out_hint(t),
                                           self.convert_out(t, f"c.{f.name}", False, None)))
                 else:
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), "int | None", f"c.{f.name}"))
         return RecordPlan(c_name=name, py_name=py_name, kind=r.kind, fields=tuple(fields), anonymous=tuple(anonymous),
                           nested=tuple(nested), flat=tuple(flat), size=r.size, align=r.align)
+
+
+def _flat_names(r: Record) -> list[tuple[str, CType]]:
+    """Fields of a record with anonymous members flattened (the order of its NamedTuple)."""
+    out: list[tuple[str, CType]] = []
+    for f in r.fields:
+        if f.record is not None:
+            out += _flat_names(f.record)
+        elif f.name is not None and f.type is not None:
+            out.append((f.name, f.type))
+    return out
 
 
 def _vkey(version: str) -> tuple[int, ...]:
@@ -615,10 +815,24 @@ def plan(
     )
     functions = tuple(pl.function(sem.functions[f.name]) for f in spec.functions)
     status_enum = target.status_type
+    tables = tuple(TablePlan(t.name, "{" + ", ".join(f"{k}: {v!r}" for k, v in t.types.items()) + "}",
+                             "{" + ", ".join(f"{k}: {v!r}" for k, v in t.names.items()) + "}")
+                   for t in sem.tables.values())
+    queries = []
+    for hname, q in sem.queries.items():
+        callee = sem.functions[q.call]
+        args = ", ".join("desc" if p.shape == "value" and p.type.kind == "handle" and p.type.name == hname
+                         else "_byref(_t)" if p.name == q.result else "None" for p in callee.params)
+        result = callee.param(q.result).type.pointee()
+        queries.append(QueryPlan(helper=f"_element_type_{hname}", handle=hname, call=q.call,
+                                 result_ctype=pl.api_ctype(result), args=args,
+                                 arg_names="{" + ", ".join(f'"{pl.py_params(callee)[p.name]}": '
+                                                           + ("desc" if p.shape == "value" else "None")
+                                                           for p in callee.params if p.name != q.result) + "}"))
     return Plan(
         spec=spec, target=target, banner_info=banner_info, enums=enums, records=records, handles=handles,
         callbacks=callbacks, opaque_typedefs=tuple(t.name for t in spec.typedefs), functions=functions,
-        status_enum=status_enum, status_class=pl.enum_class[status_enum],
+        status_enum=status_enum, status_class=pl.enum_class[status_enum], tables=tables, queries=tuple(queries),
     )
 
 

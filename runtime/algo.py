@@ -21,7 +21,7 @@ from typing import Literal, TypeVar
 
 from . import hip
 from ._generated import _support as _s
-from ._generated import api, raw
+from ._generated import api
 from .descriptors import FrozenTensorDescriptor
 from .errors import STATUS_EXCEPTIONS, HipOutOfMemoryError, MIOpenError, WorkspaceLimitError, WorkspaceOOM
 from .version import compiled_version, require_feature, runtime_version
@@ -576,9 +576,10 @@ class ConvPlanner:
         else:
             assert plan.solution is not None
             ids = api.TensorArgumentId
-            args = [_tensor_arg(ids.miopenTensorConvolutionX, x, xp), _tensor_arg(ids.miopenTensorConvolutionW, w, wp),
-                    _tensor_arg(ids.miopenTensorConvolutionY, y, yp)]
-            api.run_solution(handle, plan.solution, [a for a, _ in args], ws, size)
+            # (id, descriptor, buffer): the wrapper makes the descriptor variables MIOpen reads through
+            api.run_solution(handle, plan.solution, [(ids.miopenTensorConvolutionX, x, xp),
+                                                     (ids.miopenTensorConvolutionW, w, wp),
+                                                     (ids.miopenTensorConvolutionY, y, yp)], ws, size)
 
 
 def _no_solution(where: str, args: dict[str, object]) -> MIOpenError:
@@ -591,14 +592,3 @@ def _scalars(x: FrozenTensorDescriptor, alpha: float, beta: float) -> tuple[ctyp
     from .descriptors import scaling_params
 
     return scaling_params(x.dtype, alpha, beta)
-
-
-def _tensor_arg(arg_id: api.TensorArgumentId, desc: FrozenTensorDescriptor, ptr: int
-                ) -> tuple[raw.miopenTensorArgument_t, ctypes.c_void_p]:
-    """A miopenTensorArgument_t, and the descriptor cell it points to (keep both alive for the call)."""
-    cell = ctypes.c_void_p(desc.address)
-    arg = raw.miopenTensorArgument_t()
-    arg.id = int(arg_id)
-    arg.descriptor = ctypes.cast(ctypes.pointer(cell), ctypes.POINTER(ctypes.c_void_p))
-    arg.buffer = ptr
-    return arg, cell

@@ -64,8 +64,8 @@ def _check_function(f: FunctionPlan, fs: FunctionSem, doc: str) -> None:
             assert text.startswith(f"{p.direction}, {memory}"), f"{where}: {pp.py}: {text}"
             if p.nullable:
                 assert "None passes NULL" in text, f"{where}: {pp.py}"
-                if p.none_means:
-                    assert p.none_means in text, f"{where}: {pp.py}"
+                if p.null_means:
+                    assert p.null_means in text, f"{where}: {pp.py}"
             if p.shape in ("array", "blob") and p.direction == "in":
                 assert "length" in text, f"{where}: {pp.py}: where the length comes from"
         elif not pp.out:  # filled in by the wrapper: named in the Note
@@ -153,20 +153,20 @@ def test_help_on_the_package_shows_the_sections(libs: Libs) -> None:
     assert "`returnedAlgoCount`" in text and "work_space (DeviceBuffer | None): inout, device memory" in text
 
 
-def test_none_means_needs_a_nullable_parameter() -> None:
+def test_null_means_needs_a_nullable_parameter() -> None:
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     broken = replace(ann, functions={**ann.functions, "miopenSetTensor": FunctionNote(params={
-        "y": ParamNote(direction="inout", none_means="nothing is written")})})
-    with pytest.raises(AnnotationGateError, match=r"miopenSetTensor\.y: none_means is given, but the parameter is not "
+        "y": ParamNote(direction="inout", null_means="nothing is written")})})
+    with pytest.raises(AnnotationGateError, match=r"miopenSetTensor\.y: null_means is given, but the parameter is not "
                                                   r"nullable"):
         resolve(fixture_spec(), broken)
 
 
 def test_docstrings_are_safe_for_any_annotation_text() -> None:
-    """Quotes and backslashes in none_means cannot end or bend the docstring."""
+    """Quotes and backslashes in null_means cannot end or bend the docstring."""
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     text = 'ends """ here \\ and "quoted"'
-    note = replace(ann.functions["miopenSetAllocator"].params["allocatorContext"], none_means=text)
+    note = replace(ann.functions["miopenSetAllocator"].params["allocatorContext"], null_means=text)
     changed = replace(ann, functions={**ann.functions, "miopenSetAllocator": FunctionNote(params={"allocatorContext": note})})
     pl = plan(fixture_spec(), changed, target(), "# test")
 

@@ -7,7 +7,6 @@ stub's log; every bad input must raise before the first MIOpen call.
 from __future__ import annotations
 
 import itertools
-import struct
 from collections.abc import Iterator
 from typing import Any
 
@@ -689,6 +688,10 @@ def test_transform_tensor_checks(libs: Libs) -> None:
     transform_tensor(_t(X, (2, 3)), _t(Y, (2, 3), strides=(1, 2)), alpha=2.0, beta=0.25)
     call = libs.log("miopenTransformTensor")[0]
     assert (call["alpha"], call["beta"]) == ("2", "0.25")
+    libs.set_out("miopenCreateTensorDescriptor/tensorDesc", 0x7B0000)  # half descriptors of their own
+    transform_tensor(_t(X, (2, 3), "float16"), _t(Y, (2, 3), "float16", strides=(1, 2)), alpha=0.5, beta=-3.0)
+    call = libs.log("miopenTransformTensor")[1]
+    assert (call["alpha"], call["beta"]) == ("0.5", "-3")  # halves, as MIOpen reads them for a half y
 
 
 def test_op_tensor_broadcasting_and_scalars(libs: Libs) -> None:
@@ -719,31 +722,37 @@ def test_op_tensor_broadcasting_and_scalars(libs: Libs) -> None:
     assert libs.calls() == before
 
 
-def _float_bits(text: str) -> int:
-    bits: int = struct.unpack("<I", struct.pack("<f", float(text)))[0]
-    return bits
-
-
 def test_set_and_scale_pass_the_value_in_the_element_type(libs: Libs) -> None:
+    """The wrappers read y's data type (miopenGetTensorDescriptor) and encode the value in it; the stub keeps
+    the type each descriptor was set with and decodes the value as MIOpen does."""
     import miopen.errors as errors
     from miopen.ops.tensor_ops import scale_tensor, set_tensor
 
-    set_tensor(_t(Y, (4, 4)), 1.5)
+    def y(dtype: str) -> Any:  # each dtype's descriptor at its own address, as a real library gives them
+        libs.set_out("miopenCreateTensorDescriptor/tensorDesc", 0x7A0000 + 0x100 * len(dtype) + ord(dtype[-1]))
+        return _t(Y, (4, 4), dtype)
+
+    set_tensor(y("float32"), 1.5)
     assert libs.log("miopenSetTensor")[0]["alpha"] == "1.5"  # float tensors: a float
-    set_tensor(_t(Y, (4, 4), "float16"), 1.0)
-    assert _float_bits(libs.log("miopenSetTensor")[1]["alpha"]) == 0x3C00  # half 1.0, not float 1.0
-    set_tensor(_t(Y, (4, 4), "int32"), 7)
-    assert _float_bits(libs.log("miopenSetTensor")[2]["alpha"]) == 7
-    scale_tensor(_t(Y, (4, 4), "float16"), -2.0)
-    assert _float_bits(libs.log("miopenScaleTensor")[0]["alpha"]) == 0xC000
+    set_tensor(y("float16"), 1.0)
+    assert libs.log("miopenSetTensor")[1]["alpha"] == "1"  # read as a half: 1.0 (a float 1.0 would read 0)
+    set_tensor(y("int32"), 7)
+    assert libs.log("miopenSetTensor")[2]["alpha"] == "7"
+    set_tensor(y("bfloat16"), -0.5)
+    assert libs.log("miopenSetTensor")[3]["alpha"] == "-0.5"
+    scale_tensor(y("float16"), -2.0)  # the cached half descriptor: the type the stub kept for it
+    assert libs.log("miopenScaleTensor")[0]["alpha"] == "-2"
+    calls = libs.calls()
+    assert calls[calls.index("miopenScaleTensor") - 1] == "miopenGetTensorDescriptor"  # the type, read first
     before = libs.calls()
     with pytest.raises(ValueError, match="must be an integer"):
-        set_tensor(_t(Y, (4, 4), "int32"), 0.5)
-    with pytest.raises(ValueError, match="does not fit in a half"):
-        set_tensor(_t(Y, (4, 4), "float16"), 1e6)
+        set_tensor(y("int32"), 0.5)
+    with pytest.raises(ValueError, match="does not fit in a float16"):
+        set_tensor(y("float16"), 1e6)
     with pytest.raises(errors.ShapeError, match="does not scale miopenBFloat16"):
-        scale_tensor(_t(Y, (4, 4), "bfloat16"), 2.0)
-    assert libs.calls() == before
+        scale_tensor(y("bfloat16"), 2.0)
+    # only the read-only type query ran: nothing was written
+    assert [c for c in libs.calls()[len(before):] if c != "miopenGetTensorDescriptor"] == []
 
 
 # ===================================================================== reductions

@@ -124,12 +124,22 @@ def test_installed_miogen_upgrade_and_abi_check(installed: Path, tmp_path: Path)
 
 
 def test_installed_import_miopen(installed: Path, tmp_path: Path) -> None:
+    from .conftest import build_stub
+
+    pinned = (REPO / "specs" / "miopen" / "pinned").read_text().strip()
+    # importing needs no library; the facade's names bind the loaded library's release (a stub of the pinned one)
     r = _run([str(installed / "python"), "-c",
               "import miopen; from miopen.ops import activation, conv; assert miopen.RELEASES and miopen.raw; "
               "from miopen._generated import _handles; print(miopen.RELEASES[-1], _handles.Handle.__name__)"],
              tmp_path)  # no library here: nothing may bind a release
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [(REPO / "specs" / "miopen" / "pinned").read_text().strip(), "Handle"]
+    assert r.stdout.split() == [pinned]
+    stub = build_stub(pinned, tmp_path)
+    r = _run([str(installed / "python"), "-c",
+              "import miopen; assert miopen.raw.miopenStatus_t; print(miopen.MIOPEN_VERSION, miopen.Handle.__name__)"],
+             tmp_path, MIOPEN_LIBRARY=str(stub))
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == [pinned, "Handle"]
 
 
 # ---------------------------------------------------------------------------- mypy sees `miopen`

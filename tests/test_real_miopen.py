@@ -198,10 +198,9 @@ def test_null_descriptors_typed_and_raw(real: Worker, kernel_worker: Worker) -> 
     assert {case.split(".")[0] for case in aborts} == MIOPEN_ABORTS_ON_NULL
 
 
-@pytest.mark.xfail(strict=True, reason="finding: miopenSetTensorDescriptor takes stridesA = NULL (packed strides), "
-                   "the typed API refuses None; needs the annotation `stridesA: {nullable: true}` and "
-                   "_support.common_length leaving None out of the comparison (lead)")
 def test_set_tensor_descriptor_null_strides_typed(real: Worker) -> None:
+    """miopenSetTensorDescriptor takes stridesA = NULL (packed strides): `nullable: true` on stridesA, and the
+    common-length check leaves None out."""
     _run(real, "checks_tensor:null_strides_typed")
 
 

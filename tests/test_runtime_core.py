@@ -501,6 +501,14 @@ def test_find2_persists_and_drops_stale_solutions(libs: Libs, tmp_path: Path) ->
     planner = algo.ConvPlanner("find2", cache=algo.AlgoCache(), cache_dir=tmp_path)
     plan = planner.plan(h, "forward", x, w, y, conv, params, workspace=workspace.MIOpenWorkspace(0))  # type: ignore[arg-type]
     assert plan.mode == "find2" and plan.solution is not None
+    # running it: each tensor argument points at a descriptor variable holding x, w or y (typed records)
+    planner.run(plan, h, x, 0xA000, w, 0xB000, y, 0xC000, conv, None)  # type: ignore[arg-type]
+    ran = libs.log("miopenRunSolution")[0]
+    ids = miopen.TensorArgumentId
+    assert ran["nInputs"] == "3" and ran["tensors"] == "[" + ",".join(
+        f"({int(i)};{d.address};{p})" for i, d, p in [(ids.miopenTensorConvolutionX, x, 0xA000),  # type: ignore[attr-defined]
+                                                      (ids.miopenTensorConvolutionW, w, 0xB000),  # type: ignore[attr-defined]
+                                                      (ids.miopenTensorConvolutionY, y, 0xC000)]) + "]"  # type: ignore[attr-defined]
     saved = list(tmp_path.rglob("*.bin"))
     assert len(saved) == 1 and saved[0].parent.parent.name == miopen.MIOPEN_VERSION
     assert "miopenSaveSolution" in libs.calls()

@@ -126,6 +126,13 @@ def _ptr(t: Tensor | None) -> int | None:
     return None if t is None else t.ptr
 
 
+def _required_buffer(op: str, what: str, ptr: int | None) -> int:
+    """A scratch buffer MIOpen never accepts as NULL (its RNN code clears it first): an empty one is an error here."""
+    if ptr is None:
+        raise ValueError(f"{op}: MIOpen needs a {what} here, but its size is 0 bytes")
+    return ptr
+
+
 # --------------------------------------------------------------------------- the reserve
 
 
@@ -652,7 +659,7 @@ class RNN:
             try:
                 api.rnn_forward_training(h, self.desc, x_descs, xt.ptr, hdesc, _ptr(hxt), hdesc, _ptr(cxt), wt.desc,
                                          wt.ptr, y_descs, yt.ptr, hdesc, _ptr(hyt), hdesc, _ptr(cyt), ws_ptr, ws_bytes,
-                                         reserve.ptr, rs_bytes)
+                                         _required_buffer(op, "reserve", reserve.ptr), rs_bytes)
             except BaseException:
                 reserve.close()
                 raise
@@ -677,7 +684,8 @@ class RNN:
             ws_bytes = api.get_rnn_workspace_size(h, self.desc, x_descs)
             ws_ptr = resolve_workspace(workspace, dev, stream).get(ws_bytes, sh)
             api.rnn_forward_inference(h, self.desc, x_descs, xt.ptr, hdesc, _ptr(hxt), hdesc, _ptr(cxt), wt.desc,
-                                      wt.ptr, y_descs, yt.ptr, hdesc, _ptr(hyt), hdesc, _ptr(cyt), ws_ptr, ws_bytes)
+                                      wt.ptr, y_descs, yt.ptr, hdesc, _ptr(hyt), hdesc, _ptr(cyt),
+                                      _required_buffer(op, "workspace", ws_ptr), ws_bytes)
 
     def backward_data(self, y: TensorLike, dy: TensorLike, w: TensorLike, dx: TensorLike, *, reserve: RNNReserve,
                       dhy: TensorLike | None = None, dcy: TensorLike | None = None, hx: TensorLike | None = None,
@@ -717,7 +725,8 @@ class RNN:
             api.rnn_backward_data(h, self.desc, y_descs, yt.ptr, y_descs, dyt.ptr, hdesc, _ptr(states["dhy"]), hdesc,
                                   _ptr(states["dcy"]), wt.desc, wt.ptr, hdesc, _ptr(states["hx"]), hdesc,
                                   _ptr(states["cx"]), x_descs, dxt.ptr, hdesc, _ptr(states["dhx"]), hdesc,
-                                  _ptr(states["dcx"]), ws.ptr, ws.nbytes, res.ptr, res.nbytes)
+                                  _ptr(states["dcx"]), _required_buffer(op, "workspace", ws.ptr), ws.nbytes, res.ptr,
+                                  res.nbytes)
             res.backward_data_done = True
 
     def backward_weights(self, x: TensorLike, hx: TensorLike | None, y: TensorLike, dw: TensorLike, *,

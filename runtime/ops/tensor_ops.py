@@ -2,37 +2,35 @@
 of B), `scale_tensor`, `set_tensor`, `transform_tensor` (y = alpha*x + beta*y, also between layouts),
 and the NCHW <-> NHWC helpers `to_channels_last` / `to_channels_first`.
 
-How MIOpen reads the host scalars differs per call, and this module follows it:
+How MIOpen reads the host scalars differs per call; the generated wrappers encode them as the
+annotations say (specs/miopen/annotations.yaml), so this module passes Python floats:
 
-* `miopenOpTensor` always reads alpha1, alpha2 and beta as `float`, whatever the tensor type;
+* `miopenOpTensor` always reads alpha1, alpha2 and beta as `float`, whatever the tensor type (`scalar: float`);
 * `miopenSetTensor`, `miopenScaleTensor` and `miopenTransformTensor` read them as the tensor's own
-  element type (MIOpen's `visit_float`): a half tensor needs a half value, a double tensor a double.
+  element type (MIOpen's `visit_float`; `element_of: yDesc`): the wrapper reads y's data type and passes a
+  half for a half tensor, a double for a double tensor, a range-checked int for int8/int32.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import math
 import numbers
-import struct
-import sys
 from collections.abc import Iterator, Sequence
 
 from .. import hip, layout
 from .._bound import EnumMap
-from .._generated import api, raw
-from ..errors import ShapeError, check_status
+from .._generated import api
+from ..errors import ShapeError
 from ..tensor import Tensor, as_tensor
 from ._common import resolve_handle
 
 __all__ = ["op_tensor", "scale_tensor", "set_tensor", "transform_tensor", "to_channels_last", "to_channels_first",
-           "element_scalar", "TENSOR_OPS"]
+           "TENSOR_OPS"]
 
 MAX_DIMS = 5
 TENSOR_OPS: EnumMap[api.TensorOp] = EnumMap("TensorOp", {
     "add": "miopenTensorOpAdd", "mul": "miopenTensorOpMul", "min": "miopenTensorOpMin", "max": "miopenTensorOpMax"})
-ElementScalar = ctypes.c_float | ctypes.c_double | ctypes.c_uint32 | ctypes.c_int32 | ctypes.c_uint16 | ctypes.c_int8
 
 
 # --------------------------------------------------------------------------- shared checks (used by the other ops)
@@ -83,57 +81,6 @@ def _on_device(device: int | None) -> Iterator[None]:
             yield
 
 
-# --------------------------------------------------------------------------- host scalars in the element type
-
-
-def _half_bits(value: float) -> int:
-    try:
-        bits: int = struct.unpack("<H", struct.pack("<e", value))[0]
-    except (OverflowError, struct.error):
-        raise ValueError(f"{value!r} does not fit in a half (float16)") from None
-    return bits
-
-
-def _bfloat16_bits(value: float) -> int:
-    if math.isnan(value):
-        return 0x7FC0
-    f32: int = struct.unpack("<I", struct.pack("<f", value))[0]
-    return ((f32 + 0x7FFF + ((f32 >> 16) & 1)) >> 16) & 0xFFFF  # round to nearest even
-
-
-def element_scalar(dtype: api.DataType, value: float, name: str = "value", op: str = "element_scalar"
-                   ) -> ElementScalar:
-    """`value` as the host scalar MIOpen's `visit_float` reads for a tensor of `dtype`.
-
-    On little-endian hosts half, bfloat16 and int8 values sit in the low bytes of a zeroed 32-bit
-    cell (MIOpen reads only the bytes of the element type)."""
-    little = sys.byteorder == "little"
-    if dtype == api.DataType.miopenFloat:
-        return ctypes.c_float(value)
-    if dtype == api.DataType.miopenDouble:
-        return ctypes.c_double(value)
-    if dtype == api.DataType.miopenHalf:
-        bits = _half_bits(value)
-        return ctypes.c_uint32(bits) if little else ctypes.c_uint16(bits)
-    if dtype == api.DataType.miopenBFloat16:
-        bits = _bfloat16_bits(value)
-        return ctypes.c_uint32(bits) if little else ctypes.c_uint16(bits)
-    if dtype in (api.DataType.miopenInt32, api.DataType.miopenInt8):
-        lo, hi = (-(2**31), 2**31 - 1) if dtype == api.DataType.miopenInt32 else (-128, 127)
-        if value != int(value) or not lo <= value <= hi:
-            raise ValueError(f"{op}: {name} must be an integer in [{lo}, {hi}] for a {dtype.name} tensor; "
-                             f"got {value!r}")
-        if dtype == api.DataType.miopenInt8 and not little:
-            return ctypes.c_int8(int(value))
-        return ctypes.c_int32(int(value))
-    raise ShapeError(f"{op}: MIOpen has no scalar form for {dtype.name} tensors")
-
-
-def _call_raw(fn: str, args: tuple[object, ...], summary: dict[str, object]) -> None:
-    status: int = getattr(raw, fn)(*args)
-    check_status(status, fn, summary)
-
-
 # --------------------------------------------------------------------------- ops
 
 
@@ -178,32 +125,30 @@ def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alp
         api.op_tensor(h, top, s1, ta.desc, ta.ptr, s2, tb.desc, tb.ptr, sb, tc.desc, tc.ptr)
 
 
-def _fill(fn: str, op: str, y: object, value: object, what: str, handle: api.Handle | None, stream: object,
-          device: int | None) -> None:
+def _fill(op: str, y: object, value: object, what: str) -> tuple[Tensor, int | float]:
     ty = _tensor(y, "y", op)
-    v = _scalar(value, what, op)
+    v = value if type(value) is int else _scalar(value, what, op)  # ints stay exact (int32 / int8 tensors)
     _rank(op, "y", ty, range(1, MAX_DIMS + 1))
-    cell = element_scalar(ty.dtype, v, what, op)
-    with _on_device(device):
-        h = resolve_handle(handle, stream, device)
-        desc = ty.desc
-        _call_raw(fn, (h.address, desc.address, ty.ptr, ctypes.byref(cell)),
-                  {"handle": h, "y_desc": desc, "y": ty.ptr, what: v})
+    return ty, v
 
 
 def set_tensor(y: object, value: float, *, handle: api.Handle | None = None, stream: object = None,
                device: int | None = None) -> None:
-    """Fill y with `value` (passed to MIOpen in y's element type)."""
-    _fill("miopenSetTensor", "set_tensor", y, value, "value", handle, stream, device)
+    """Fill y with `value` (the wrapper passes it in y's element type)."""
+    ty, v = _fill("set_tensor", y, value, "value")
+    with _on_device(device):
+        api.set_tensor(resolve_handle(handle, stream, device), ty.desc, ty.ptr, v)
 
 
 def scale_tensor(y: object, alpha: float, *, handle: api.Handle | None = None, stream: object = None,
                  device: int | None = None) -> None:
-    """y *= alpha (alpha passed in y's element type; MIOpen supports float and half here)."""
+    """y *= alpha (the wrapper passes alpha in y's element type; MIOpen supports float and half here)."""
     ty = _tensor(y, "y", "scale_tensor")
     if ty.dtype in (api.DataType.miopenInt8, api.DataType.miopenBFloat16):
         raise ShapeError(f"scale_tensor: MIOpen does not scale {ty.dtype.name} tensors")
-    _fill("miopenScaleTensor", "scale_tensor", ty, alpha, "alpha", handle, stream, device)
+    ty, v = _fill("scale_tensor", ty, alpha, "alpha")
+    with _on_device(device):
+        api.scale_tensor(resolve_handle(handle, stream, device), ty.desc, ty.ptr, v)
 
 
 def transform_tensor(x: object, y: object, alpha: float = 1.0, beta: float = 0.0, *, handle: api.Handle | None = None,
@@ -211,7 +156,7 @@ def transform_tensor(x: object, y: object, alpha: float = 1.0, beta: float = 0.0
     """y = alpha * x + beta * y between two layouts of the same logical dims (e.g. NCHW -> NHWC).
 
     x and y have the same dims (N, C, spatial, in logical order) and dtype; their strides may differ.
-    The scalars are passed in the element type, as MIOpen reads them."""
+    The wrapper passes the scalars in the element type, as MIOpen reads them."""
     name = "transform_tensor"
     tx, ty = _tensor(x, "x", name), _tensor(y, "y", name)
     a, b = _scalar(alpha, "alpha", name), _scalar(beta, "beta", name)
@@ -223,13 +168,9 @@ def transform_tensor(x: object, y: object, alpha: float = 1.0, beta: float = 0.0
     if dt not in (api.DataType.miopenHalf, api.DataType.miopenFloat, api.DataType.miopenInt32,
                   api.DataType.miopenBFloat16, api.DataType.miopenDouble):
         raise ShapeError(f"{name}: MIOpen transforms half, float, int32, bfloat16 and double tensors; got {dt.name}")
-    ca, cb = element_scalar(dt, a, "alpha", name), element_scalar(dt, b, "beta", name)
     with _on_device(device):
         h = resolve_handle(handle, stream, device)
-        xd, yd = tx.desc, ty.desc
-        _call_raw("miopenTransformTensor",
-                  (h.address, ctypes.byref(ca), xd.address, tx.ptr, ctypes.byref(cb), yd.address, ty.ptr),
-                  {"handle": h, "alpha": a, "x_desc": xd, "x": tx.ptr, "beta": b, "y_desc": yd, "y": ty.ptr})
+        api.transform_tensor(h, a, tx.desc, tx.ptr, b, ty.desc, ty.ptr)
 
 
 def _relayout(x: object, y_ptr: int, channels_last: bool, op: str, handle: api.Handle | None, stream: object,

@@ -68,11 +68,13 @@ def pooling_nd_round_trip() -> None:
         miopen.set_nd_pooling_descriptor(p, PM.miopenPoolingAverage, window, pads, strides)
         n = len(window)
         got = miopen.get_nd_pooling_descriptor(p, n)
-        assert (got.mode, got.window_dim_a, got.pad_a, got.strides_a) == (PM.miopenPoolingAverage, window, pads,
-                                                                           strides)
+        assert (got.mode, got.nb_dims, got.window_dim_a, got.pad_a, got.strides_a) == (
+            PM.miopenPoolingAverage, n, window, pads, strides)
         for k in range(n):
+            # fewer entries asked for: the lists are cut, and nbDims (returned: true) still tells the real count
             part = miopen.get_nd_pooling_descriptor(p, k)
-            assert (part.window_dim_a, part.pad_a, part.strides_a) == (window[:k], pads[:k], strides[:k])
+            assert (part.nb_dims, part.window_dim_a, part.pad_a, part.strides_a) == (
+                n, window[:k], pads[:k], strides[:k])
         # setting the shape rebuilds the descriptor: index type back to 8 bits; 3-D pooling indexes the image
         assert miopen.get_pooling_index_type(p) == miopen.IndexType.miopenIndexUint8
         want = "miopenPoolingWorkspaceIndexImage" if n == 3 else "miopenPoolingWorkspaceIndexMask"

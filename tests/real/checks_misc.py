@@ -91,10 +91,9 @@ def dropout() -> dict[str, object]:
                                           miopen.RNGType.MIOPEN_RNG_PSEUDO_XORWOW)
         got = miopen.get_dropout_descriptor(d, h)
         assert (got.dropout, got.seed, got.use_mask, got.state_evo) == (rate, seed, mask, evo)
-        # MIOpen hands back the address of its own field holding the states pointer (`&desc.pstates`, in every
-        # release so far), not the pointer: read through it to get the buffer back
-        assert got.states != ctypes.addressof(states)
-        assert ctypes.c_void_p.from_address(got.states).value == ctypes.addressof(states)
+        # MIOpen writes the address of its own field holding the states pointer (`&desc.pstates`, in every
+        # release so far); the binding reads through it (`holds: address_of_device_pointer`): the buffer comes back
+        assert got.states == ctypes.addressof(states)
     # states: min(256 * 64, image width) PRNG states; the no-GPU handle reports image width 0
     assert miopen.dropout_get_states_size(h) == 0
     for dims in ([2, 3, 4, 5], [7], [1, 1, 1, 1, 1]):
@@ -325,6 +324,7 @@ def fusion_args() -> dict[str, str]:
     act_bwd = miopen.create_op_activation_backward(p4, relu)
     args = miopen.create_operator_args()
     miopen.set_op_args_conv_forward(args, conv, 1.0, 0.0, a[0])
+    miopen.set_op_args_conv_forward(args, conv, None, None, a[0])  # NULL scalars (2.17.0 does not read them)
     miopen.set_op_args_bias_forward(args, bias, 1.0, 0.0, a[1])
     miopen.set_op_args_activ_forward(args, act, 1.0, 0.0, 0.5, 1.0, 0.0)
     miopen.set_op_args_batch_norm_inference(args, bn_inf, 1.0, 0.0, a[0], a[1], a[2], a[3], 1e-5)

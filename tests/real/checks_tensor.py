@@ -135,10 +135,36 @@ def null_strides_raw() -> dict[str, object]:
 
 
 def null_strides_typed() -> None:
-    """The typed API should pass strides_a=None as NULL (packed strides), as MIOpen accepts it."""
+    """The typed API passes strides_a=None as NULL (packed strides), as MIOpen accepts it; the common-length
+    check ignores it (nbDims comes from dims_a alone)."""
     d = miopen.create_tensor_descriptor()
-    miopen.set_tensor_descriptor(d, DT.miopenFloat, [2, 3, 4, 5], None)  # type: ignore[arg-type]
-    assert miopen.get_tensor_descriptor(d).strides_a == packed([2, 3, 4, 5])
+    for dims in ([2, 3, 4, 5], [7], [1, 2, 3, 4, 5]):
+        miopen.set_tensor_descriptor(d, DT.miopenFloat, dims, None)
+        got = miopen.get_tensor_descriptor(d)
+        assert (got.dims_a, got.strides_a) == (dims, packed(dims))
+
+
+@check("miopenGetTensorDescriptor")
+def element_type_query() -> dict[str, str]:
+    """The element-typed host scalars (`element_of: yDesc`): the wrapper reads the descriptor's type with
+    miopenGetTensorDescriptor and NULL dims/strides, which MIOpen accepts; a value the type cannot hold is a
+    ValueError after that read-only query, before the call that would use it."""
+    out: dict[str, str] = {}
+    for dt, bad, what in [(DT.miopenInt32, 0.5, "must be an integer for a int32"),
+                          (DT.miopenHalf, 1e6, "does not fit in a float16"),
+                          (DT.miopenInt8, 300, r"must be in [-128, 127] for a int8")]:
+        d = tensor([2, 3], dtype=dt)
+        kind = ctypes.c_uint(99)
+        assert raw_fn("miopenGetTensorDescriptor")(d.address, ctypes.byref(kind), None, None) == 0
+        assert kind.value == int(dt)
+        try:
+            miopen.set_tensor(miopen.Handle.from_address(1), d, 0x1000, bad)  # never reached: no handle needed
+        except ValueError as exc:
+            assert what in str(exc), str(exc)
+            out[dt.name] = str(exc)
+        else:
+            raise AssertionError(f"{dt.name}: {bad} accepted")
+    return out
 
 
 @check()
