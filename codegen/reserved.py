@@ -42,12 +42,16 @@ FACADE_MODULE: frozenset[str] = frozenset({"Any", "_support", "__getattr__"})
 
 BODY_LOCALS: frozenset[str] = frozenset({
     # locals of a wrapper body
-    "_fn", "_st", "_ret", "_e",
+    "_fn", "_st", "_ret", "_e", "_t",
     # module globals the bodies read
     "_s", "_raw", "_errors", "_byref", "_c_float", "_keep_alive", "_s_callback", "_new", "_KEEP_ALIVE",
 })
 
-BODY_PREFIXES: tuple[str, ...] = ("_len_", "_V_")
+BODY_PREFIXES: tuple[str, ...] = ("_len_", "_V_", "_type_")  # `_type_<p>`: the element type `element_of` read
+
+#: prefixes of module-level tables in a release's `api.py`: the element encodings of the vocabulary's
+#: `element_tables` (`_EN_<table>`, `_ET_<table>`) and the type queries of `element_queries`
+API_PREFIXES: tuple[str, ...] = ("_V_", "_EN_", "_ET_", "_element_type_")
 
 #: builtins the generated code calls (a module-level or parameter name must not shadow them)
 BUILTINS_USED: frozenset[str] = frozenset({
@@ -59,7 +63,7 @@ BUILTINS_USED: frozenset[str] = frozenset({
 API_MODULE: frozenset[str] = frozenset({
     "annotations", "ctypes", "Callable", "Mapping", "Sequence", "Any", "NamedTuple", "Protocol", "TypeAlias",
     "DeviceBuffer", "Stream", "SupportsCudaArrayInterface", "SupportsDataPtr", "SupportsDLPack",
-    "_s", "_errors", "_raw", "_byref", "_c_float", "_KEEP_ALIVE", "_s_callback", "_keep_alive", "_new",
+    "_s", "_errors", "_raw", "_byref", "_c_float", "_c_double", "_KEEP_ALIVE", "_s_callback", "_keep_alive", "_new",
     "__all__",
 }) | BUILTINS_USED
 
@@ -77,7 +81,7 @@ PACKAGE: frozenset[str] = frozenset({
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
     "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
-    "tensor", "envflags", "caffe2", "_bound",
+    "tensor", "envflags", "caffe2", "_bound", "__main__",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
     "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
     "create_scope", "has_scope",

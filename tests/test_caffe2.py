@@ -564,7 +564,6 @@ def test_activation_ops_for_every_mode_of_the_release(libs: Libs) -> None:
             str(HANDLE), str(0x73000), packed, str(x.ptr), packed, str(y0.ptr))
         assert (f["alpha"], f["beta"]) == ("1", "0")  # kOne / kZero
         # the gradient: Y, dY, X -> dX
-        _forget_activation_descriptors()
         rec = Rec(libs)
         MIOPENActivationGradientOp(mode, ["Y", "dY", "X"], ["dX"], ws=w, **kw).run()
         bwd = rec.one("miopenActivationBackward")
@@ -575,7 +574,6 @@ def test_activation_ops_for_every_mode_of_the_release(libs: Libs) -> None:
         assert rec.calls() == ["miopenActivationBackward"]  # the forward's descriptor, reused
         # Caffe2's two-input form (Y stands in for X) only where f' can be read from Y
         if name in GRADIENT_FROM_OUTPUT:
-            _forget_activation_descriptors()
             rec = Rec(libs)
             MIOPENActivationGradientOp(mode, ["Y", "dY"], ["dX"], ws=w, **kw).run()
             bwd = rec.one("miopenActivationBackward")

@@ -133,7 +133,7 @@ def test_installed_import_miopen(installed: Path, tmp_path: Path) -> None:
               "from miopen._generated import _handles; print(miopen.RELEASES[-1], _handles.Handle.__name__)"],
              tmp_path)  # no library here: nothing may bind a release
     assert r.returncode == 0, r.stderr
-    assert r.stdout.split() == [pinned]
+    assert r.stdout.split() == [pinned, "Handle"]
     stub = build_stub(pinned, tmp_path)
     r = _run([str(installed / "python"), "-c",
               "import miopen; assert miopen.raw.miopenStatus_t; print(miopen.MIOPEN_VERSION, miopen.Handle.__name__)"],
