@@ -13,7 +13,7 @@ releases=$(ls specs/miopen/ | sed -n 's/^\([0-9]*\.[0-9]*\.[0-9]*\)\.yaml$/\1/p'
 export py suite work
 # shellcheck disable=SC2016  # expanded by the inner shell
 printf '%s\n' $releases | xargs -P 2 -I{} sh -c '
-    if MIOGEN_TEST_RELEASE={} "$py" -m pytest -q -p no:cacheprovider -p no:warnings --basetemp="$work/{}" $suite \
+    if MIOGEN_TEST_RELEASE={} "$py" -m pytest -p no:cacheprovider -p no:warnings --basetemp="$work/{}" $suite \
         > "$work/{}.log" 2>&1; then
         echo "runtime suite against the MIOpen {} stub: $(tail -n 1 "$work/{}.log")"
     else
