@@ -464,24 +464,45 @@ def _dataclasses_in(tp: Any) -> Iterable[type]:
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
+#: frozen model objects already found valid (by value: the rules depend on nothing else); bounded
+_VALID_MODELS: set[Any] = set()
+_VALID_MAX = 200_000
+#: per class: (field name, its type hint, its rule or None)
+_FIELDS: dict[type, list[tuple[str, Any, Any]]] = {}
+
+
 def check_model(obj: Any) -> None:
-    """Apply the rules to an object built in memory (and everything in it); raises Violation."""
+    """Apply the rules to an object built in memory (and everything in it); raises Violation.
+
+    A frozen object found valid once is not walked again (a parse shares its parameters and types)."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
+        try:
+            if obj in _VALID_MODELS:
+                return
+            cacheable = True
+        except TypeError:  # unhashable (a dict inside)
+            cacheable = False
         cls = type(obj)
-        hints = _HINTS.get(cls)
-        if hints is None:
-            hints = _HINTS[cls] = typing.get_type_hints(cls)
-        for f in dataclasses.fields(obj):
-            value = getattr(obj, f.name)
-            tp = hints[f.name]
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            hints = _HINTS.get(cls)
+            if hints is None:
+                hints = _HINTS[cls] = typing.get_type_hints(cls)
+            fields = _FIELDS[cls] = [(f.name, hints[f.name], field_check(cls, f.name, hints[f.name]))
+                                     for f in dataclasses.fields(obj)]
+        for name, tp, check in fields:
+            value = getattr(obj, name)
             try:
                 _check_literal(tp, value)
-                check = field_check(cls, f.name, tp)
                 if check is not None:
                     check(value)
                 _descend(value)
             except Violation as exc:
-                raise exc.within(f.name) from None
+                raise exc.within(name) from None
+        if cacheable and cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+            if len(_VALID_MODELS) >= _VALID_MAX:
+                _VALID_MODELS.clear()
+            _VALID_MODELS.add(obj)
 
 
 def _check_literal(tp: Any, value: Any) -> None:
