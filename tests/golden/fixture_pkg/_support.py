@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, TypeVar
 
 LIBRARY_ENV = "MIOPEN_LIBRARY"
-LIBRARY_NAMES: tuple[str, ...] = ('libMIOpen.so.1', 'libMIOpen.so')
+LIBRARY_NAMES: tuple[str, ...] = ("libMIOpen.so.1", "libMIOpen.so")
 E = TypeVar("E", bound=enum.IntEnum)
 H = TypeVar("H", bound="HandleBase")
 
@@ -50,7 +50,7 @@ _lib: ctypes.CDLL | None = None
 _lib_path: str = ""
 _on_reset: list[Callable[[], None]] = []
 #: the committed releases these bindings have, oldest first, and their sub-packages
-RELEASES: tuple[str, ...] = ("3.4.1", )
+RELEASES: tuple[str, ...] = ("3.4.1",)
 _MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 _PACKAGE = __name__.rpartition(".")[0]
 VERSION_GETTER: str | None = "miopenGetVersion"
@@ -71,7 +71,7 @@ def _candidates() -> list[tuple[str, str]]:
     if env:
         found.append((f"${LIBRARY_ENV}", env))
     roots = [os.environ["ROCM_PATH"]] if os.environ.get("ROCM_PATH") else []
-    roots += ['/opt/rocm']
+    roots += ["/opt/rocm"]
     for root in roots:
         for sub in ("lib", "lib64"):
             for name in LIBRARY_NAMES:
