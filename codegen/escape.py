@@ -56,8 +56,10 @@ def fstr_text(text: str) -> str:
 
 def docstring_text(text: str) -> str:
     """Text to paste inside a `\"\"\"...\"\"\"` docstring: one line, no quote or backslash can end or
-    bend it (quotes and backslashes are escaped, so the docstring reads back as `text`)."""
-    return py_str_text(text)
+    bend it (quotes and backslashes are escaped, so the docstring reads back as `text`). A lone
+    surrogate is written as its visible escape (`\\ud800`): a class whose docstring holds one cannot
+    even be created (CPython encodes class docstrings to UTF-8)."""
+    return py_str_text("".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text))
 
 
 def py_comment(text: str) -> str:

@@ -956,7 +956,7 @@ def _stem(error_base: str) -> str:
 
 
 def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 #: the file `write` keeps in an output directory: one relative path per line, every file it wrote there
