@@ -290,8 +290,6 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("RecordNote", "until"): VERSION,
     ("RecordNote", "why"): TEXT,
     ("FunctionNote", "params", "key"): C_NAME,
-    ("ParamNote", "since"): VERSION,
-    ("ParamNote", "until"): VERSION,
     ("FunctionNote", "since"): VERSION,
     ("FunctionNote", "until"): VERSION,
     ("FunctionNote", "why"): TEXT,
@@ -346,7 +344,6 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Target", "version_header"): FILE_NAME,
     ("Target", "version_macros"): C_NAME,
     ("Target", "version_getter"): API_NAME,
-    ("Target", "skip_version_check_env"): ENV_NAME,
 }
 
 
