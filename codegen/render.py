@@ -26,6 +26,7 @@ from .model import CType, Record, Spec
 from .target import Target, target_problems
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+FLT_MAX = 3.4028234663852886e38  # the largest finite C float
 # files shared by every release, and the files of each release's sub-package
 SHARED_OUTPUTS = ("__init__.py", "__init__.pyi", "_support.py", "_releases.py", "_handles.py", "errors.py", "api.py", "api.pyi", "raw.py",
                   "raw.pyi", "py.typed")
@@ -202,6 +203,8 @@ class _Planner:
             return "int"
         if k == "float":
             return "float"
+        if k == "char":
+            return "int | bytes"
         if k == "enum":
             return f"{self.enum_class.get(t.name, 'int')} | int"
         if k == "handle":
@@ -397,8 +400,8 @@ class _Planner:
             return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
                         pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
         if p.shape == "buffer":
-            pre: tuple[str, ...] = (
-                f"{v} = {py} if type({py}) is int and {py} >= 0 else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
+            pre: tuple[str, ...] = (  # the fast path: a non-NULL int address that fits 64 bits
+                f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
             if not (t.kind == "void" and t.depth == 1):  # a typed pointer to device memory: cast the address
                 pre += (f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})",)
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
@@ -540,12 +543,14 @@ class _Planner:
         if p.scalar_type in ("float", "double"):
             c = "_c_float" if p.scalar_type == "float" else "_c_double"
             conv = "float_scalar" if p.scalar_type == "float" else "double_scalar"
-            pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float else _s.{conv}({py}, {q}, _fn)")
+            fits = f" and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}" if p.scalar_type == "float" else ""  # else checked
+            pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float{fits} else _s.{conv}({py}, {q}, _fn)")
             note = f"{py}: read as {p.scalar_type} whatever the tensor type." + (
                 f" None passes NULL ({p.null_means})." if p.null_means else "")
             return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(pre,),
                         note=note)
-        scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float else _s.host_scalar({py}, {q}, _fn)")
+        scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "
+                                  f"else _s.host_scalar({py}, {q}, _fn)")  # a float that fits a C float, else checked
         return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(scalar,),
                     note=null_note)
 
@@ -603,8 +608,13 @@ class _Planner:
             lo, hi = int_range(t.name)
             return (f"if {guard}(type({py}) is not int or not {lo} <= {py} <= {hi}):",
                     f"    {py} = _s.as_int({py}, {lo}, {hi}, {q}, _fn)")
+        if k == "float" and t.name == "float":  # refused where it would round to infinity
+            return (f"if {guard}(type({py}) is not float or not {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}):",
+                    f"    {py} = _s.as_float32({py}, {q}, _fn)")
         if k == "float":
             return (f"if {guard}type({py}) is not float:", f"    {py} = _s.as_float({py}, {q}, _fn)")
+        if k == "char" and t.depth == 0:
+            return (f"if {guard}(type({py}) is not bytes or len({py}) != 1):", f"    {py} = _s.as_char({py}, {q}, _fn)")
         if k == "bool":
             return (f"if {guard}type({py}) is not bool:", f"    {py} = _s.as_bool({py}, {q}, _fn)")
         if k == "enum" and t.name in self.enum_class:

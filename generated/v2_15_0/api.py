@@ -840,21 +840,21 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(tensor_op) is not TensorOp:
         tensor_op = _s.as_enum(tensor_op, TensorOp, "tensor_op", _fn)
-    _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float else _s.float_scalar(alpha_1, "alpha_1", _fn)
+    _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
     _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and a >= 0 else _s.as_device_ptr(a, "a", _fn, False)
-    _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float else _s.float_scalar(alpha_2, "alpha_2", _fn)
+    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
+    _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
     _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and b >= 0 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and c >= 0 else _s.as_device_ptr(c, "c", _fn, False)
+    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
     _st = _raw.miopenOpTensor(_handle, tensor_op, _alpha_1, _a_desc, _a, _alpha_2, _b_desc, _b, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "tensor_op": tensor_op, "alpha_1": alpha_1, "a_desc": a_desc, "a": a, "alpha_2": alpha_2, "b_desc": b_desc, "b": b, "beta": beta, "c_desc": c_desc, "c": c})
@@ -885,7 +885,7 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
@@ -920,7 +920,7 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
@@ -984,13 +984,13 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     if type(beta) is not float:
         beta = _s.as_real(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
     _beta = _s.element_scalar(beta, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "beta", _fn, 'the descriptor y_desc'), "beta", _fn)
@@ -1552,19 +1552,19 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1763,19 +1763,19 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1974,19 +1974,19 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2069,21 +2069,21 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2132,26 +2132,26 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
@@ -2186,16 +2186,16 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and b >= 0 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenConvolutionForwardBias(_handle, _alpha, _b_desc, _b, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "b_desc": b_desc, "b": b, "beta": beta, "y_desc": y_desc, "y": y})
@@ -2274,21 +2274,21 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2337,26 +2337,26 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdDataAlgorithm:
         algo = _s.as_enum(algo, ConvBwdDataAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionBackwardData(_handle, _alpha, _dy_desc, _dy, _w_desc, _w, _conv_desc, algo, _beta, _dx_desc, _dx, _work_space, work_space_size)
@@ -2437,21 +2437,21 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2500,26 +2500,26 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdWeightsAlgorithm:
         algo = _s.as_enum(algo, ConvBwdWeightsAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionBackwardWeights(_handle, _alpha, _dy_desc, _dy, _x_desc, _x, _conv_desc, algo, _beta, _dw_desc, _dw, _work_space, work_space_size)
@@ -2554,16 +2554,16 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
     if _db_desc is None:
         _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
-    _db = db if type(db) is int and db >= 0 else _s.as_device_ptr(db, "db", _fn, False)
+    _db = db if type(db) is int and 0 < db < 18446744073709551616 else _s.as_device_ptr(db, "db", _fn, False)
     _st = _raw.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "beta": beta, "db_desc": db_desc, "db": db})
@@ -2962,19 +2962,19 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenPoolingForward(_handle, _pool_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space, work_space_size)
@@ -3021,25 +3021,25 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenPoolingBackward(_handle, _pool_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "pool_desc": pool_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
@@ -3193,19 +3193,19 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenLRNForward(_handle, _lrn_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "do_backward": do_backward, "work_space": work_space})
@@ -3246,25 +3246,25 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenLRNBackward(_handle, _lrn_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
@@ -3364,29 +3364,29 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
-    _result_running_mean = result_running_mean if type(result_running_mean) is int and result_running_mean >= 0 else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
-    _result_running_variance = result_running_variance if type(result_running_variance) is int and result_running_variance >= 0 else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
+    _result_running_mean = result_running_mean if type(result_running_mean) is int and 0 < result_running_mean < 18446744073709551616 else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
+    _result_running_variance = result_running_variance if type(result_running_variance) is int and 0 < result_running_variance < 18446744073709551616 else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _result_save_mean = result_save_mean if type(result_save_mean) is int and result_save_mean >= 0 else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
-    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and result_save_inv_variance >= 0 else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
+    _result_save_mean = result_save_mean if type(result_save_mean) is int and 0 < result_save_mean < 18446744073709551616 else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
+    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and 0 < result_save_inv_variance < 18446744073709551616 else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
     _st = _raw.miopenBatchNormalizationForwardTraining(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, exp_avg_factor, _result_running_mean, _result_running_variance, epsilon, _result_save_mean, _result_save_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc, "bn_scale": bn_scale, "bn_bias": bn_bias, "exp_avg_factor": exp_avg_factor, "result_running_mean": result_running_mean, "result_running_variance": result_running_variance, "epsilon": epsilon, "result_save_mean": result_save_mean, "result_save_inv_variance": result_save_inv_variance})
@@ -3434,23 +3434,23 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and estimated_mean >= 0 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and estimated_variance >= 0 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
+    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _st = _raw.miopenBatchNormalizationForwardInference(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
@@ -3512,32 +3512,32 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
-    _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
-    _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
-    _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
+    _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float and -3.4028234663852886e+38 <= alpha_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
+    _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float and -3.4028234663852886e+38 <= beta_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
+    _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float and -3.4028234663852886e+38 <= alpha_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
+    _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _bn_scale_bias_diff_desc: int | None = bn_scale_bias_diff_desc._ptr if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
     if _bn_scale_bias_diff_desc is None:
         _bn_scale_bias_diff_desc = _s.as_handle(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and result_bn_scale_diff >= 0 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and result_bn_bias_diff >= 0 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _saved_mean = saved_mean if type(saved_mean) is int and saved_mean >= 0 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and saved_inv_variance >= 0 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
+    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
+    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
     _st = _raw.miopenBatchNormalizationBackward(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _bn_scale_bias_diff_desc, _bn_scale, _result_bn_scale_diff, _result_bn_bias_diff, epsilon, _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha_data_diff": alpha_data_diff, "beta_data_diff": beta_data_diff, "alpha_param_diff": alpha_param_diff, "beta_param_diff": beta_param_diff, "x_desc": x_desc, "x": x, "dy_desc": dy_desc, "dy": dy, "dx_desc": dx_desc, "dx": dx, "bn_scale_bias_diff_desc": bn_scale_bias_diff_desc, "bn_scale": bn_scale, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "epsilon": epsilon, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
@@ -3647,16 +3647,16 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenActivationForward(_handle, _activ_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
@@ -3699,24 +3699,24 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _st = _raw.miopenActivationBackward(_handle, _activ_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx})
@@ -3769,16 +3769,16 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenSoftmaxForward(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
@@ -3814,20 +3814,20 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _st = _raw.miopenSoftmaxBackward(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "beta": beta, "dx_desc": dx_desc, "dx": dx})
@@ -3862,16 +3862,16 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
@@ -3913,20 +3913,20 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
@@ -4351,9 +4351,9 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
     _conv_op: int | None = conv_op._ptr if type(conv_op) is FusionOpDescriptor else None
     if _conv_op is None:
         _conv_op = _s.as_handle(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
-    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn))
-    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn))
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
+    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _st = _raw.miopenSetOpArgsConvForward(_args, _conv_op, _alpha, _beta, _w)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "conv_op": conv_op, "alpha": alpha, "beta": beta, "w": w})
@@ -4383,8 +4383,8 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
     _activ_fwd_op: int | None = activ_fwd_op._ptr if type(activ_fwd_op) is FusionOpDescriptor else None
     if _activ_fwd_op is None:
         _activ_fwd_op = _s.as_handle(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
@@ -4424,10 +4424,10 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
     _activ_bwd_op: int | None = activ_bwd_op._ptr if type(activ_bwd_op) is FusionOpDescriptor else None
     if _activ_bwd_op is None:
         _activ_bwd_op = _s.as_handle(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserved = reserved if type(reserved) is int and reserved >= 0 else _s.as_device_ptr(reserved, "reserved", _fn, True)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _reserved = reserved if type(reserved) is int and 0 < reserved < 18446744073709551616 else _s.as_device_ptr(reserved, "reserved", _fn, True)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
@@ -4469,12 +4469,12 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
     _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and estimated_mean >= 0 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, False)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and estimated_variance >= 0 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, False)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, False)
+    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _st = _raw.miopenSetOpArgsBatchNormInference(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
@@ -4519,14 +4519,14 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
     _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and saved_mean >= 0 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and saved_inv_variance >= 0 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
-    _running_mean = running_mean if type(running_mean) is int and running_mean >= 0 else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
-    _running_variance = running_variance if type(running_variance) is int and running_variance >= 0 else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _running_mean = running_mean if type(running_mean) is int and 0 < running_mean < 18446744073709551616 else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
+    _running_variance = running_variance if type(running_variance) is int and 0 < running_variance < 18446744073709551616 else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
     if type(epsilon) is not float:
@@ -4571,15 +4571,15 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
     _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and result_bn_scale_diff >= 0 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and result_bn_bias_diff >= 0 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and saved_mean >= 0 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and saved_inv_variance >= 0 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
     _st = _raw.miopenSetOpArgsBatchNormBackward(_args, _bn_op, _alpha, _beta, _x, _bn_scale, _bn_bias, _result_bn_scale_diff, _result_bn_bias_diff, _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "x": x, "bn_scale": bn_scale, "bn_bias": bn_bias, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
@@ -4608,9 +4608,9 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
     _bias_op: int | None = bias_op._ptr if type(bias_op) is FusionOpDescriptor else None
     if _bias_op is None:
         _bias_op = _s.as_handle(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
     _st = _raw.miopenSetOpArgsBiasForward(_args, _bias_op, _alpha, _beta, _bias)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bias_op": bias_op, "alpha": alpha, "beta": beta, "bias": bias})
@@ -4643,11 +4643,11 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
     _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
+    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
     _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
-    _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
+    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
@@ -5148,13 +5148,13 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
     _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and layer_param >= 0 else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
+    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
     _st = _raw.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
@@ -5195,13 +5195,13 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and layer_bias >= 0 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
+    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
     _st = _raw.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
@@ -5309,13 +5309,13 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
     _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and layer_param >= 0 else _s.as_device_ptr(layer_param, "layer_param", _fn, False)
+    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else _s.as_device_ptr(layer_param, "layer_param", _fn, False)
     _st = _raw.miopenSetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
@@ -5355,13 +5355,13 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and layer_bias >= 0 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, False)
+    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, False)
     _st = _raw.miopenSetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
@@ -5419,33 +5419,33 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
     _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, False)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, False)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
@@ -5520,43 +5520,43 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc = _s.in_array(dy_desc, _s.handle_elem(TensorDescriptor), "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _dhy_desc: int | None = dhy_desc._ptr if type(dhy_desc) is TensorDescriptor else None
     if _dhy_desc is None:
         _dhy_desc = _s.as_handle(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
-    _dhy = dhy if type(dhy) is int and dhy >= 0 else _s.as_device_ptr(dhy, "dhy", _fn, True)
+    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else _s.as_device_ptr(dhy, "dhy", _fn, True)
     _dcy_desc: int | None = dcy_desc._ptr if type(dcy_desc) is TensorDescriptor else None
     if _dcy_desc is None:
         _dcy_desc = _s.as_handle(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
-    _dcy = dcy if type(dcy) is int and dcy >= 0 else _s.as_device_ptr(dcy, "dcy", _fn, True)
+    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else _s.as_device_ptr(dcy, "dcy", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
     _dx_desc = _s.in_array(dx_desc, _s.handle_elem(TensorDescriptor), "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _dhx_desc: int | None = dhx_desc._ptr if type(dhx_desc) is TensorDescriptor else None
     if _dhx_desc is None:
         _dhx_desc = _s.as_handle(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
-    _dhx = dhx if type(dhx) is int and dhx >= 0 else _s.as_device_ptr(dhx, "dhx", _fn, True)
+    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else _s.as_device_ptr(dhx, "dhx", _fn, True)
     _dcx_desc: int | None = dcx_desc._ptr if type(dcx_desc) is TensorDescriptor else None
     if _dcx_desc is None:
         _dcx_desc = _s.as_handle(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
-    _dcx = dcx if type(dcx) is int and dcx >= 0 else _s.as_device_ptr(dcx, "dcx", _fn, True)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else _s.as_device_ptr(dcx, "dcx", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"y_desc": _y_desc, "dy_desc": _dy_desc, "dx_desc": _dx_desc})
@@ -5606,21 +5606,21 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
@@ -5678,30 +5678,30 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
     _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
@@ -5877,21 +5877,21 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
     _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
     if _probs_desc is None:
         _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _probs = probs if type(probs) is int and probs >= 0 else _s.as_device_ptr(probs, "probs", _fn, False)
+    _probs = probs if type(probs) is int and 0 < probs < 18446744073709551616 else _s.as_device_ptr(probs, "probs", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
-    _losses = losses if type(losses) is int and losses >= 0 else _s.as_device_ptr(losses, "losses", _fn, False)
+    _losses = losses if type(losses) is int and 0 < losses < 18446744073709551616 else _s.as_device_ptr(losses, "losses", _fn, False)
     _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
     if _gradients_desc is None:
         _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
-    _gradients = gradients if type(gradients) is int and gradients >= 0 else _s.as_device_ptr(gradients, "gradients", _fn, False)
+    _gradients = gradients if type(gradients) is int and 0 < gradients < 18446744073709551616 else _s.as_device_ptr(gradients, "gradients", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenCTCLoss(_handle, _probs_desc, _probs, _labels, _label_lengths, _input_lengths, _losses, _gradients_desc, _gradients, algo, _ctc_loss_desc, _work_space, work_space_size)
@@ -6039,9 +6039,9 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dropout) is not float:
-        dropout = _s.as_float(dropout, "dropout", _fn)
-    _states = states if type(states) is int and states >= 0 else _s.as_device_ptr(states, "states", _fn, False)
+    if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
+        dropout = _s.as_float32(dropout, "dropout", _fn)
+    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6082,9 +6082,9 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dropout) is not float:
-        dropout = _s.as_float(dropout, "dropout", _fn)
-    _states = states if type(states) is int and states >= 0 else _s.as_device_ptr(states, "states", _fn, False)
+    if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
+        dropout = _s.as_float32(dropout, "dropout", _fn)
+    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6133,12 +6133,12 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
     _st = _raw.miopenDropoutForward(_handle, _dropout_desc, _noise_shape, _x_desc, _x, _y_desc, _y, _reserve_space, reserve_space_size_in_bytes)
@@ -6179,12 +6179,12 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
     _st = _raw.miopenDropoutBackward(_handle, _dropout_desc, _noise_shape, _dy_desc, _dy, _dx_desc, _dx, _reserve_space, reserve_space_size_in_bytes)
@@ -6394,22 +6394,22 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _indices = indices if type(indices) is int and indices >= 0 else _s.as_device_ptr(indices, "indices", _fn, True)
+    _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else _s.as_device_ptr(indices, "indices", _fn, True)
     if (type(indices_size_in_bytes) is not int or not 0 <= indices_size_in_bytes <= 18446744073709551615):
         indices_size_in_bytes = _s.as_int(indices_size_in_bytes, 0, 18446744073709551615, "indices_size_in_bytes", _fn)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and a >= 0 else _s.as_device_ptr(a, "a", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and c >= 0 else _s.as_device_ptr(c, "c", _fn, False)
+    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
     _st = _raw.miopenReduceTensor(_handle, _reduce_tensor_desc, _indices, indices_size_in_bytes, _workspace, workspace_size_in_bytes, _alpha, _a_desc, _a, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "indices": indices, "indices_size_in_bytes": indices_size_in_bytes, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "alpha": alpha, "a_desc": a_desc, "a": a, "beta": beta, "c_desc": c_desc, "c": c})

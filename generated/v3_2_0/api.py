@@ -1117,21 +1117,21 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(tensor_op) is not TensorOp:
         tensor_op = _s.as_enum(tensor_op, TensorOp, "tensor_op", _fn)
-    _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float else _s.float_scalar(alpha_1, "alpha_1", _fn)
+    _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
     _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and a >= 0 else _s.as_device_ptr(a, "a", _fn, False)
-    _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float else _s.float_scalar(alpha_2, "alpha_2", _fn)
+    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
+    _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
     _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and b >= 0 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and c >= 0 else _s.as_device_ptr(c, "c", _fn, False)
+    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
     _st = _raw.miopenOpTensor(_handle, tensor_op, _alpha_1, _a_desc, _a, _alpha_2, _b_desc, _b, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "tensor_op": tensor_op, "alpha_1": alpha_1, "a_desc": a_desc, "a": a, "alpha_2": alpha_2, "b_desc": b_desc, "b": b, "beta": beta, "c_desc": c_desc, "c": c})
@@ -1162,7 +1162,7 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
@@ -1197,7 +1197,7 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
@@ -1261,13 +1261,13 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     if type(beta) is not float:
         beta = _s.as_real(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
     _beta = _s.element_scalar(beta, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "beta", _fn, 'the descriptor y_desc'), "beta", _fn)
@@ -1869,19 +1869,19 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2080,19 +2080,19 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2291,19 +2291,19 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2386,21 +2386,21 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2445,26 +2445,26 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
@@ -2499,16 +2499,16 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and b >= 0 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenConvolutionForwardBias(_handle, _alpha, _b_desc, _b, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "b_desc": b_desc, "b": b, "beta": beta, "y_desc": y_desc, "y": y})
@@ -2587,21 +2587,21 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2646,26 +2646,26 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdDataAlgorithm:
         algo = _s.as_enum(algo, ConvBwdDataAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionBackwardData(_handle, _alpha, _dy_desc, _dy, _w_desc, _w, _conv_desc, algo, _beta, _dx_desc, _dx, _work_space, work_space_size)
@@ -2746,21 +2746,21 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2805,26 +2805,26 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdWeightsAlgorithm:
         algo = _s.as_enum(algo, ConvBwdWeightsAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionBackwardWeights(_handle, _alpha, _dy_desc, _dy, _x_desc, _x, _conv_desc, algo, _beta, _dw_desc, _dw, _work_space, work_space_size)
@@ -2859,16 +2859,16 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
     if _db_desc is None:
         _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
-    _db = db if type(db) is int and db >= 0 else _s.as_device_ptr(db, "db", _fn, False)
+    _db = db if type(db) is int and 0 < db < 18446744073709551616 else _s.as_device_ptr(db, "db", _fn, False)
     _st = _raw.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "beta": beta, "db_desc": db_desc, "db": db})
@@ -3267,19 +3267,19 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenPoolingForward(_handle, _pool_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space, work_space_size)
@@ -3326,25 +3326,25 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
     _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenPoolingBackward(_handle, _pool_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "pool_desc": pool_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
@@ -3498,19 +3498,19 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenLRNForward(_handle, _lrn_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "do_backward": do_backward, "work_space": work_space})
@@ -3551,25 +3551,25 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
     _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenLRNBackward(_handle, _lrn_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
@@ -3634,31 +3634,31 @@ def layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
+    _weight = weight if type(weight) is int and 0 < weight < 18446744073709551616 else _s.as_device_ptr(weight, "weight", _fn, False)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
-    if type(epsilon) is not float:
-        epsilon = _s.as_float(epsilon, "epsilon", _fn)
+    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
+    if (type(epsilon) is not float or not -3.4028234663852886e+38 <= epsilon <= 3.4028234663852886e+38):
+        epsilon = _s.as_float32(epsilon, "epsilon", _fn)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
     if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
-    _mean = mean if type(mean) is int and mean >= 0 else _s.as_device_ptr(mean, "mean", _fn, False)
+    _mean = mean if type(mean) is int and 0 < mean < 18446744073709551616 else _s.as_device_ptr(mean, "mean", _fn, False)
     _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
+    _rstd = rstd if type(rstd) is int and 0 < rstd < 18446744073709551616 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenLayerNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, _bias_desc, _bias, epsilon, normalized_dim, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "mode": mode, "x_desc": x_desc, "x": x, "weight_desc": weight_desc, "weight": weight, "bias_desc": bias_desc, "bias": bias, "epsilon": epsilon, "normalized_dim": normalized_dim, "y_desc": y_desc, "y": y, "mean_desc": mean_desc, "mean": mean, "rstd_desc": rstd_desc, "rstd": rstd})
@@ -3694,7 +3694,7 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     _x_count = _s.common_length(_fn, {"x_descs": _x_descs, "xs": _xs})
@@ -3777,29 +3777,29 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
-    _result_running_mean = result_running_mean if type(result_running_mean) is int and result_running_mean >= 0 else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
-    _result_running_variance = result_running_variance if type(result_running_variance) is int and result_running_variance >= 0 else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
+    _result_running_mean = result_running_mean if type(result_running_mean) is int and 0 < result_running_mean < 18446744073709551616 else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
+    _result_running_variance = result_running_variance if type(result_running_variance) is int and 0 < result_running_variance < 18446744073709551616 else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _result_save_mean = result_save_mean if type(result_save_mean) is int and result_save_mean >= 0 else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
-    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and result_save_inv_variance >= 0 else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
+    _result_save_mean = result_save_mean if type(result_save_mean) is int and 0 < result_save_mean < 18446744073709551616 else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
+    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and 0 < result_save_inv_variance < 18446744073709551616 else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
     _st = _raw.miopenBatchNormalizationForwardTraining(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, exp_avg_factor, _result_running_mean, _result_running_variance, epsilon, _result_save_mean, _result_save_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc, "bn_scale": bn_scale, "bn_bias": bn_bias, "exp_avg_factor": exp_avg_factor, "result_running_mean": result_running_mean, "result_running_variance": result_running_variance, "epsilon": epsilon, "result_save_mean": result_save_mean, "result_save_inv_variance": result_save_inv_variance})
@@ -3847,23 +3847,23 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and estimated_mean >= 0 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and estimated_variance >= 0 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
+    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _st = _raw.miopenBatchNormalizationForwardInference(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
@@ -3925,32 +3925,32 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
-    _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
-    _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
-    _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
+    _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float and -3.4028234663852886e+38 <= alpha_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
+    _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float and -3.4028234663852886e+38 <= beta_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
+    _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float and -3.4028234663852886e+38 <= alpha_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
+    _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _bn_scale_bias_diff_desc: int | None = bn_scale_bias_diff_desc._ptr if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
     if _bn_scale_bias_diff_desc is None:
         _bn_scale_bias_diff_desc = _s.as_handle(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and result_bn_scale_diff >= 0 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and result_bn_bias_diff >= 0 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _saved_mean = saved_mean if type(saved_mean) is int and saved_mean >= 0 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and saved_inv_variance >= 0 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
+    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
+    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
     _st = _raw.miopenBatchNormalizationBackward(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _bn_scale_bias_diff_desc, _bn_scale, _result_bn_scale_diff, _result_bn_bias_diff, epsilon, _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha_data_diff": alpha_data_diff, "beta_data_diff": beta_data_diff, "alpha_param_diff": alpha_param_diff, "beta_param_diff": beta_param_diff, "x_desc": x_desc, "x": x, "dy_desc": dy_desc, "dy": dy, "dx_desc": dx_desc, "dx": dx, "bn_scale_bias_diff_desc": bn_scale_bias_diff_desc, "bn_scale": bn_scale, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "epsilon": epsilon, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
@@ -4060,16 +4060,16 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenActivationForward(_handle, _activ_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
@@ -4112,24 +4112,24 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
     _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _st = _raw.miopenActivationBackward(_handle, _activ_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx})
@@ -4182,16 +4182,16 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenSoftmaxForward(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
@@ -4227,20 +4227,20 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _st = _raw.miopenSoftmaxBackward(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "beta": beta, "dx_desc": dx_desc, "dx": dx})
@@ -4275,16 +4275,16 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
@@ -4326,20 +4326,20 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
@@ -4764,9 +4764,9 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
     _conv_op: int | None = conv_op._ptr if type(conv_op) is FusionOpDescriptor else None
     if _conv_op is None:
         _conv_op = _s.as_handle(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
-    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn))
-    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn))
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
+    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _st = _raw.miopenSetOpArgsConvForward(_args, _conv_op, _alpha, _beta, _w)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "conv_op": conv_op, "alpha": alpha, "beta": beta, "w": w})
@@ -4796,8 +4796,8 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
     _activ_fwd_op: int | None = activ_fwd_op._ptr if type(activ_fwd_op) is FusionOpDescriptor else None
     if _activ_fwd_op is None:
         _activ_fwd_op = _s.as_handle(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
@@ -4837,10 +4837,10 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
     _activ_bwd_op: int | None = activ_bwd_op._ptr if type(activ_bwd_op) is FusionOpDescriptor else None
     if _activ_bwd_op is None:
         _activ_bwd_op = _s.as_handle(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserved = reserved if type(reserved) is int and reserved >= 0 else _s.as_device_ptr(reserved, "reserved", _fn, True)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _reserved = reserved if type(reserved) is int and 0 < reserved < 18446744073709551616 else _s.as_device_ptr(reserved, "reserved", _fn, True)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
@@ -4882,12 +4882,12 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
     _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and estimated_mean >= 0 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, False)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and estimated_variance >= 0 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, False)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, False)
+    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _st = _raw.miopenSetOpArgsBatchNormInference(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
@@ -4932,14 +4932,14 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
     _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and saved_mean >= 0 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and saved_inv_variance >= 0 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
-    _running_mean = running_mean if type(running_mean) is int and running_mean >= 0 else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
-    _running_variance = running_variance if type(running_variance) is int and running_variance >= 0 else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _running_mean = running_mean if type(running_mean) is int and 0 < running_mean < 18446744073709551616 else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
+    _running_variance = running_variance if type(running_variance) is int and 0 < running_variance < 18446744073709551616 else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
     if type(epsilon) is not float:
@@ -4984,15 +4984,15 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
     _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and bn_scale >= 0 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and bn_bias >= 0 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and result_bn_scale_diff >= 0 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and result_bn_bias_diff >= 0 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and saved_mean >= 0 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and saved_inv_variance >= 0 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
     _st = _raw.miopenSetOpArgsBatchNormBackward(_args, _bn_op, _alpha, _beta, _x, _bn_scale, _bn_bias, _result_bn_scale_diff, _result_bn_bias_diff, _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "x": x, "bn_scale": bn_scale, "bn_bias": bn_bias, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
@@ -5021,9 +5021,9 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
     _bias_op: int | None = bias_op._ptr if type(bias_op) is FusionOpDescriptor else None
     if _bias_op is None:
         _bias_op = _s.as_handle(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
-    _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
     _st = _raw.miopenSetOpArgsBiasForward(_args, _bias_op, _alpha, _beta, _bias)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bias_op": bias_op, "alpha": alpha, "beta": beta, "bias": bias})
@@ -5056,11 +5056,11 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
     _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
+    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
     _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
-    _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
+    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
     _args: int | None = args._ptr if type(args) is OperatorArgs else None
     if _args is None:
         _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
@@ -5113,39 +5113,39 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha_1 = None if alpha_1 is None else (_byref(_c_float(alpha_1)) if type(alpha_1) is float else _s.float_scalar(alpha_1, "alpha_1", _fn))
+    _alpha_1 = None if alpha_1 is None else (_byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn))
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _alpha_2 = None if alpha_2 is None else (_byref(_c_float(alpha_2)) if type(alpha_2) is float else _s.float_scalar(alpha_2, "alpha_2", _fn))
+    _alpha_2 = None if alpha_2 is None else (_byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn))
     _z_desc: int | None = z_desc._ptr if type(z_desc) is TensorDescriptor else None
     if _z_desc is None:
         _z_desc = _s.as_handle(z_desc, TensorDescriptor, "z_desc", _fn, False)
-    _z = z if type(z) is int and z >= 0 else _s.as_device_ptr(z, "z", _fn, False)
+    _z = z if type(z) is int and 0 < z < 18446744073709551616 else _s.as_device_ptr(z, "z", _fn, False)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
+    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
     _activation_desc: int | None = activation_desc._ptr if type(activation_desc) is ActivationDescriptor else None
     if _activation_desc is None:
         _activation_desc = _s.as_handle(activation_desc, ActivationDescriptor, "activation_desc", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenConvolutionBiasActivationForward(_handle, _alpha_1, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _workspace, workspace_size_in_bytes, _alpha_2, _z_desc, _z, _bias_desc, _bias, _activation_desc, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha_1": alpha_1, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "algo": algo, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "alpha_2": alpha_2, "z_desc": z_desc, "z": z, "bias_desc": bias_desc, "bias": bias, "activation_desc": activation_desc, "y_desc": y_desc, "y": y})
@@ -5776,13 +5776,13 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
     _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and layer_param >= 0 else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
+    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
     _st = _raw.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
@@ -5823,13 +5823,13 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and layer_bias >= 0 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
+    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
     _st = _raw.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
@@ -5937,13 +5937,13 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
     _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and layer_param >= 0 else _s.as_device_ptr(layer_param, "layer_param", _fn, False)
+    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else _s.as_device_ptr(layer_param, "layer_param", _fn, False)
     _st = _raw.miopenSetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
@@ -5983,13 +5983,13 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and layer_bias >= 0 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, False)
+    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, False)
     _st = _raw.miopenSetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
@@ -6087,28 +6087,28 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
     _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
-    _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
-    _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _st = _raw.miopenRNNForward(_handle, _rnn_desc, fwd_mode, _x_desc, _x, _h_desc, _hx, _hy, _c_desc, _cx, _cy, _y_desc, _y, _w, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
@@ -6169,31 +6169,31 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
     _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
-    _dhy = dhy if type(dhy) is int and dhy >= 0 else _s.as_device_ptr(dhy, "dhy", _fn, True)
-    _dhx = dhx if type(dhx) is int and dhx >= 0 else _s.as_device_ptr(dhx, "dhx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else _s.as_device_ptr(dhy, "dhy", _fn, True)
+    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else _s.as_device_ptr(dhx, "dhx", _fn, True)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
-    _dcy = dcy if type(dcy) is int and dcy >= 0 else _s.as_device_ptr(dcy, "dcy", _fn, True)
-    _dcx = dcx if type(dcx) is int and dcx >= 0 else _s.as_device_ptr(dcx, "dcx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else _s.as_device_ptr(dcy, "dcy", _fn, True)
+    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else _s.as_device_ptr(dcx, "dcx", _fn, True)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _st = _raw.miopenRNNBackwardSeqData(_handle, _rnn_desc, _y_desc, _y, _dy, _h_desc, _hx, _dhy, _dhx, _c_desc, _cx, _dcy, _dcx, _x_desc, _dx, _w, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
@@ -6239,22 +6239,22 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
     _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _st = _raw.miopenRNNBackwardWeightsSeqTensor(_handle, _rnn_desc, _x_desc, _x, _h_desc, _hx, _y_desc, _y, _dw, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
@@ -6314,33 +6314,33 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
     _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, False)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, False)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
@@ -6415,43 +6415,43 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dy_desc = _s.in_array(dy_desc, _s.handle_elem(TensorDescriptor), "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _dhy_desc: int | None = dhy_desc._ptr if type(dhy_desc) is TensorDescriptor else None
     if _dhy_desc is None:
         _dhy_desc = _s.as_handle(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
-    _dhy = dhy if type(dhy) is int and dhy >= 0 else _s.as_device_ptr(dhy, "dhy", _fn, True)
+    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else _s.as_device_ptr(dhy, "dhy", _fn, True)
     _dcy_desc: int | None = dcy_desc._ptr if type(dcy_desc) is TensorDescriptor else None
     if _dcy_desc is None:
         _dcy_desc = _s.as_handle(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
-    _dcy = dcy if type(dcy) is int and dcy >= 0 else _s.as_device_ptr(dcy, "dcy", _fn, True)
+    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else _s.as_device_ptr(dcy, "dcy", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
     _dx_desc = _s.in_array(dx_desc, _s.handle_elem(TensorDescriptor), "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _dhx_desc: int | None = dhx_desc._ptr if type(dhx_desc) is TensorDescriptor else None
     if _dhx_desc is None:
         _dhx_desc = _s.as_handle(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
-    _dhx = dhx if type(dhx) is int and dhx >= 0 else _s.as_device_ptr(dhx, "dhx", _fn, True)
+    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else _s.as_device_ptr(dhx, "dhx", _fn, True)
     _dcx_desc: int | None = dcx_desc._ptr if type(dcx_desc) is TensorDescriptor else None
     if _dcx_desc is None:
         _dcx_desc = _s.as_handle(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
-    _dcx = dcx if type(dcx) is int and dcx >= 0 else _s.as_device_ptr(dcx, "dcx", _fn, True)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else _s.as_device_ptr(dcx, "dcx", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"y_desc": _y_desc, "dy_desc": _dy_desc, "dx_desc": _dx_desc})
@@ -6501,21 +6501,21 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
@@ -6573,30 +6573,30 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
     if _rnn_desc is None:
         _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and hx >= 0 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and cx >= 0 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and hy >= 0 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
     _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and cy >= 0 else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
@@ -6772,21 +6772,21 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
     _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
     if _probs_desc is None:
         _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _probs = probs if type(probs) is int and probs >= 0 else _s.as_device_ptr(probs, "probs", _fn, False)
+    _probs = probs if type(probs) is int and 0 < probs < 18446744073709551616 else _s.as_device_ptr(probs, "probs", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
-    _losses = losses if type(losses) is int and losses >= 0 else _s.as_device_ptr(losses, "losses", _fn, False)
+    _losses = losses if type(losses) is int and 0 < losses < 18446744073709551616 else _s.as_device_ptr(losses, "losses", _fn, False)
     _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
     if _gradients_desc is None:
         _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
-    _gradients = gradients if type(gradients) is int and gradients >= 0 else _s.as_device_ptr(gradients, "gradients", _fn, False)
+    _gradients = gradients if type(gradients) is int and 0 < gradients < 18446744073709551616 else _s.as_device_ptr(gradients, "gradients", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenCTCLoss(_handle, _probs_desc, _probs, _labels, _label_lengths, _input_lengths, _losses, _gradients_desc, _gradients, algo, _ctc_loss_desc, _work_space, work_space_size)
@@ -6934,9 +6934,9 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dropout) is not float:
-        dropout = _s.as_float(dropout, "dropout", _fn)
-    _states = states if type(states) is int and states >= 0 else _s.as_device_ptr(states, "states", _fn, False)
+    if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
+        dropout = _s.as_float32(dropout, "dropout", _fn)
+    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6977,9 +6977,9 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dropout) is not float:
-        dropout = _s.as_float(dropout, "dropout", _fn)
-    _states = states if type(states) is int and states >= 0 else _s.as_device_ptr(states, "states", _fn, False)
+    if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
+        dropout = _s.as_float32(dropout, "dropout", _fn)
+    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -7028,12 +7028,12 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
     _st = _raw.miopenDropoutForward(_handle, _dropout_desc, _noise_shape, _x_desc, _x, _y_desc, _y, _reserve_space, reserve_space_size_in_bytes)
@@ -7074,12 +7074,12 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and reserve_space >= 0 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
     _st = _raw.miopenDropoutBackward(_handle, _dropout_desc, _noise_shape, _dy_desc, _dy, _dx_desc, _dx, _reserve_space, reserve_space_size_in_bytes)
@@ -7289,22 +7289,22 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _indices = indices if type(indices) is int and indices >= 0 else _s.as_device_ptr(indices, "indices", _fn, True)
+    _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else _s.as_device_ptr(indices, "indices", _fn, True)
     if (type(indices_size_in_bytes) is not int or not 0 <= indices_size_in_bytes <= 18446744073709551615):
         indices_size_in_bytes = _s.as_int(indices_size_in_bytes, 0, 18446744073709551615, "indices_size_in_bytes", _fn)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and a >= 0 else _s.as_device_ptr(a, "a", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and c >= 0 else _s.as_device_ptr(c, "c", _fn, False)
+    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
     _st = _raw.miopenReduceTensor(_handle, _reduce_tensor_desc, _indices, indices_size_in_bytes, _workspace, workspace_size_in_bytes, _alpha, _a_desc, _a, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "indices": indices, "indices_size_in_bytes": indices_size_in_bytes, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "alpha": alpha, "a_desc": a_desc, "a": a, "beta": beta, "c_desc": c_desc, "c": c})
@@ -7387,8 +7387,8 @@ def set_mha_descriptor(mha_desc: MhaDescriptor, scale: float) -> None:
     _mha_desc: int | None = mha_desc._ptr if type(mha_desc) is MhaDescriptor else None
     if _mha_desc is None:
         _mha_desc = _s.as_handle(mha_desc, MhaDescriptor, "mha_desc", _fn, False)
-    if type(scale) is not float:
-        scale = _s.as_float(scale, "scale", _fn)
+    if (type(scale) is not float or not -3.4028234663852886e+38 <= scale <= 3.4028234663852886e+38):
+        scale = _s.as_float32(scale, "scale", _fn)
     _st = _raw.miopenSetMhaDescriptor(_mha_desc, scale)
     if _st:
         _s.raise_status(_st, _fn, {"mha_desc": mha_desc, "scale": scale})
@@ -7446,10 +7446,10 @@ def set_softmax_descriptor(softmax_desc: SoftmaxDescriptor, alpha: float, beta: 
     _softmax_desc: int | None = softmax_desc._ptr if type(softmax_desc) is SoftmaxDescriptor else None
     if _softmax_desc is None:
         _softmax_desc = _s.as_handle(softmax_desc, SoftmaxDescriptor, "softmax_desc", _fn, False)
-    if type(alpha) is not float:
-        alpha = _s.as_float(alpha, "alpha", _fn)
-    if type(beta) is not float:
-        beta = _s.as_float(beta, "beta", _fn)
+    if (type(alpha) is not float or not -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38):
+        alpha = _s.as_float32(alpha, "alpha", _fn)
+    if (type(beta) is not float or not -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38):
+        beta = _s.as_float32(beta, "beta", _fn)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
@@ -7647,7 +7647,7 @@ def set_find_option_preallocated_workspace(options: FindOptions, buffer: DeviceB
     _options: int | None = options._ptr if type(options) is FindOptions else None
     if _options is None:
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
-    _buffer = buffer if type(buffer) is int and buffer >= 0 else _s.as_device_ptr(buffer, "buffer", _fn, False)
+    _buffer = buffer if type(buffer) is int and 0 < buffer < 18446744073709551616 else _s.as_device_ptr(buffer, "buffer", _fn, False)
     if (type(size) is not int or not 0 <= size <= 18446744073709551615):
         size = _s.as_int(size, 0, 18446744073709551615, "size", _fn)
     _st = _raw.miopenSetFindOptionPreallocatedWorkspace(_options, _buffer, size)
@@ -7673,7 +7673,7 @@ def set_find_option_preallocated_tensor(options: FindOptions, id: TensorArgument
         _options = _s.as_handle(options, FindOptions, "options", _fn, False)
     if type(id) is not TensorArgumentId:
         id = _s.as_enum(id, TensorArgumentId, "id", _fn)
-    _buffer = buffer if type(buffer) is int and buffer >= 0 else _s.as_device_ptr(buffer, "buffer", _fn, False)
+    _buffer = buffer if type(buffer) is int and 0 < buffer < 18446744073709551616 else _s.as_device_ptr(buffer, "buffer", _fn, False)
     _st = _raw.miopenSetFindOptionPreallocatedTensor(_options, id, _buffer)
     if _st:
         _s.raise_status(_st, _fn, {"options": options, "id": id, "buffer": buffer})
@@ -7751,7 +7751,7 @@ def run_solution(handle: Handle, solution: Solution, tensors: Sequence[TensorArg
     if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size) is not int or not 0 <= workspace_size <= 18446744073709551615):
         workspace_size = _s.as_int(workspace_size, 0, 18446744073709551615, "workspace_size", _fn)
     _n_inputs = 0 if _tensors is None else len(_tensors)
@@ -8098,19 +8098,19 @@ def sum_forward(handle: Handle, nan_propagation: SumNanPropagation | int, worksp
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(nan_propagation) is not SumNanPropagation:
         nan_propagation = _s.as_enum(nan_propagation, SumNanPropagation, "nan_propagation", _fn)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _st = _raw.miopenSumForward(_handle, nan_propagation, _workspace, workspace_size_in_bytes, _x_desc, _x, dim, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "nan_propagation": nan_propagation, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "x_desc": x_desc, "x": x, "dim": dim, "y_desc": y_desc, "y": y})
@@ -8143,7 +8143,7 @@ def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBu
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(reduce_extreme_op) is not ReduceExtremeOp:
@@ -8151,11 +8151,11 @@ def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBu
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _indice_desc: int | None = indice_desc._ptr if type(indice_desc) is TensorDescriptor else None
     if _indice_desc is None:
         _indice_desc = _s.as_handle(indice_desc, TensorDescriptor, "indice_desc", _fn, False)
-    _indice = indice if type(indice) is int and indice >= 0 else _s.as_device_ptr(indice, "indice", _fn, False)
+    _indice = indice if type(indice) is int and 0 < indice < 18446744073709551616 else _s.as_device_ptr(indice, "indice", _fn, False)
     _st = _raw.miopenReduceExtremeForward(_handle, _x_desc, _x, dim, reduce_extreme_op, _y_desc, _y, _indice_desc, _indice)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "x_desc": x_desc, "x": x, "dim": dim, "reduce_extreme_op": reduce_extreme_op, "y_desc": y_desc, "y": y, "indice_desc": indice_desc, "indice": indice})
@@ -8200,31 +8200,31 @@ def group_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
+    _weight = weight if type(weight) is int and 0 < weight < 18446744073709551616 else _s.as_device_ptr(weight, "weight", _fn, False)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
+    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
     if (type(num_groups) is not int or not 0 <= num_groups <= 18446744073709551615):
         num_groups = _s.as_int(num_groups, 0, 18446744073709551615, "num_groups", _fn)
-    if type(epsilon) is not float:
-        epsilon = _s.as_float(epsilon, "epsilon", _fn)
+    if (type(epsilon) is not float or not -3.4028234663852886e+38 <= epsilon <= 3.4028234663852886e+38):
+        epsilon = _s.as_float32(epsilon, "epsilon", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
     if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
-    _mean = mean if type(mean) is int and mean >= 0 else _s.as_device_ptr(mean, "mean", _fn, False)
+    _mean = mean if type(mean) is int and 0 < mean < 18446744073709551616 else _s.as_device_ptr(mean, "mean", _fn, False)
     _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
+    _rstd = rstd if type(rstd) is int and 0 < rstd < 18446744073709551616 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenGroupNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, _bias_desc, _bias, num_groups, epsilon, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "mode": mode, "x_desc": x_desc, "x": x, "weight_desc": weight_desc, "weight": weight, "bias_desc": bias_desc, "bias": bias, "num_groups": num_groups, "epsilon": epsilon, "y_desc": y_desc, "y": y, "mean_desc": mean_desc, "mean": mean, "rstd_desc": rstd_desc, "rstd": rstd})
@@ -8272,35 +8272,35 @@ def add_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorD
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _x_2_desc: int | None = x_2_desc._ptr if type(x_2_desc) is TensorDescriptor else None
     if _x_2_desc is None:
         _x_2_desc = _s.as_handle(x_2_desc, TensorDescriptor, "x_2_desc", _fn, False)
-    _x_2 = x_2 if type(x_2) is int and x_2 >= 0 else _s.as_device_ptr(x_2, "x_2", _fn, False)
+    _x_2 = x_2 if type(x_2) is int and 0 < x_2 < 18446744073709551616 else _s.as_device_ptr(x_2, "x_2", _fn, False)
     _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
+    _weight = weight if type(weight) is int and 0 < weight < 18446744073709551616 else _s.as_device_ptr(weight, "weight", _fn, False)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _bias = bias if type(bias) is int and bias >= 0 else _s.as_device_ptr(bias, "bias", _fn, False)
-    if type(epsilon) is not float:
-        epsilon = _s.as_float(epsilon, "epsilon", _fn)
+    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
+    if (type(epsilon) is not float or not -3.4028234663852886e+38 <= epsilon <= 3.4028234663852886e+38):
+        epsilon = _s.as_float32(epsilon, "epsilon", _fn)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
     if _mean_desc is None:
         _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
-    _mean = mean if type(mean) is int and mean >= 0 else _s.as_device_ptr(mean, "mean", _fn, False)
+    _mean = mean if type(mean) is int and 0 < mean < 18446744073709551616 else _s.as_device_ptr(mean, "mean", _fn, False)
     _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
+    _rstd = rstd if type(rstd) is int and 0 < rstd < 18446744073709551616 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenAddLayerNormForward(_handle, mode, _x_desc, _x, _x_2_desc, _x_2, _weight_desc, _weight, _bias_desc, _bias, epsilon, normalized_dim, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "mode": mode, "x_desc": x_desc, "x": x, "x_2_desc": x_2_desc, "x_2": x_2, "weight_desc": weight_desc, "weight": weight, "bias_desc": bias_desc, "bias": bias, "epsilon": epsilon, "normalized_dim": normalized_dim, "y_desc": y_desc, "y": y, "mean_desc": mean_desc, "mean": mean, "rstd_desc": rstd_desc, "rstd": rstd})
@@ -8338,21 +8338,21 @@ def t5_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDe
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
-    if type(epsilon) is not float:
-        epsilon = _s.as_float(epsilon, "epsilon", _fn)
+    _weight = weight if type(weight) is int and 0 < weight < 18446744073709551616 else _s.as_device_ptr(weight, "weight", _fn, False)
+    if (type(epsilon) is not float or not -3.4028234663852886e+38 <= epsilon <= 3.4028234663852886e+38):
+        epsilon = _s.as_float32(epsilon, "epsilon", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
+    _rstd = rstd if type(rstd) is int and 0 < rstd < 18446744073709551616 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _st = _raw.miopenT5LayerNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, epsilon, _y_desc, _y, _rstd_desc, _rstd)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "mode": mode, "x_desc": x_desc, "x": x, "weight_desc": weight_desc, "weight": weight, "epsilon": epsilon, "y_desc": y_desc, "y": y, "rstd_desc": rstd_desc, "rstd": rstd})
@@ -8442,33 +8442,33 @@ def t5_layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: Devi
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _weight = weight if type(weight) is int and weight >= 0 else _s.as_device_ptr(weight, "weight", _fn, False)
+    _weight = weight if type(weight) is int and 0 < weight < 18446744073709551616 else _s.as_device_ptr(weight, "weight", _fn, False)
     _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    _rstd = rstd if type(rstd) is int and rstd >= 0 else _s.as_device_ptr(rstd, "rstd", _fn, False)
+    _rstd = rstd if type(rstd) is int and 0 < rstd < 18446744073709551616 else _s.as_device_ptr(rstd, "rstd", _fn, False)
     _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and dx >= 0 else _s.as_device_ptr(dx, "dx", _fn, False)
+    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and dw >= 0 else _s.as_device_ptr(dw, "dw", _fn, False)
+    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
     _st = _raw.miopenT5LayerNormBackward(_handle, mode, _workspace, workspace_size_in_bytes, _dy_desc, _dy, _x_desc, _x, _weight_desc, _weight, _rstd_desc, _rstd, _dx_desc, _dx, _dw_desc, _dw)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "mode": mode, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "weight_desc": weight_desc, "weight": weight, "rstd_desc": rstd_desc, "rstd": rstd, "dx_desc": dx_desc, "dx": dx, "dw_desc": dw_desc, "dw": dw})
@@ -8726,39 +8726,39 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
     _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _param = param if type(param) is int and param >= 0 else _s.as_device_ptr(param, "param", _fn, False)
+    _param = param if type(param) is int and 0 < param < 18446744073709551616 else _s.as_device_ptr(param, "param", _fn, False)
     _grad_desc: int | None = grad_desc._ptr if type(grad_desc) is TensorDescriptor else None
     if _grad_desc is None:
         _grad_desc = _s.as_handle(grad_desc, TensorDescriptor, "grad_desc", _fn, False)
-    _grad = grad if type(grad) is int and grad >= 0 else _s.as_device_ptr(grad, "grad", _fn, False)
+    _grad = grad if type(grad) is int and 0 < grad < 18446744073709551616 else _s.as_device_ptr(grad, "grad", _fn, False)
     _exp_avg_desc: int | None = exp_avg_desc._ptr if type(exp_avg_desc) is TensorDescriptor else None
     if _exp_avg_desc is None:
         _exp_avg_desc = _s.as_handle(exp_avg_desc, TensorDescriptor, "exp_avg_desc", _fn, False)
-    _exp_avg = exp_avg if type(exp_avg) is int and exp_avg >= 0 else _s.as_device_ptr(exp_avg, "exp_avg", _fn, False)
+    _exp_avg = exp_avg if type(exp_avg) is int and 0 < exp_avg < 18446744073709551616 else _s.as_device_ptr(exp_avg, "exp_avg", _fn, False)
     _exp_avg_sq_desc: int | None = exp_avg_sq_desc._ptr if type(exp_avg_sq_desc) is TensorDescriptor else None
     if _exp_avg_sq_desc is None:
         _exp_avg_sq_desc = _s.as_handle(exp_avg_sq_desc, TensorDescriptor, "exp_avg_sq_desc", _fn, False)
-    _exp_avg_sq = exp_avg_sq if type(exp_avg_sq) is int and exp_avg_sq >= 0 else _s.as_device_ptr(exp_avg_sq, "exp_avg_sq", _fn, False)
+    _exp_avg_sq = exp_avg_sq if type(exp_avg_sq) is int and 0 < exp_avg_sq < 18446744073709551616 else _s.as_device_ptr(exp_avg_sq, "exp_avg_sq", _fn, False)
     _max_exp_avg_sq_desc: int | None = max_exp_avg_sq_desc._ptr if type(max_exp_avg_sq_desc) is TensorDescriptor else None
     if _max_exp_avg_sq_desc is None:
         _max_exp_avg_sq_desc = _s.as_handle(max_exp_avg_sq_desc, TensorDescriptor, "max_exp_avg_sq_desc", _fn, True)
-    _max_exp_avg_sq = max_exp_avg_sq if type(max_exp_avg_sq) is int and max_exp_avg_sq >= 0 else _s.as_device_ptr(max_exp_avg_sq, "max_exp_avg_sq", _fn, True)
+    _max_exp_avg_sq = max_exp_avg_sq if type(max_exp_avg_sq) is int and 0 < max_exp_avg_sq < 18446744073709551616 else _s.as_device_ptr(max_exp_avg_sq, "max_exp_avg_sq", _fn, True)
     _state_step_desc: int | None = state_step_desc._ptr if type(state_step_desc) is TensorDescriptor else None
     if _state_step_desc is None:
         _state_step_desc = _s.as_handle(state_step_desc, TensorDescriptor, "state_step_desc", _fn, True)
-    _stateStep = stateStep if type(stateStep) is int and stateStep >= 0 else _s.as_device_ptr(stateStep, "stateStep", _fn, True)
+    _stateStep = stateStep if type(stateStep) is int and 0 < stateStep < 18446744073709551616 else _s.as_device_ptr(stateStep, "stateStep", _fn, True)
     if (type(state_step) is not int or not 0 <= state_step <= 4294967295):
         state_step = _s.as_int(state_step, 0, 4294967295, "state_step", _fn)
-    if type(lr) is not float:
-        lr = _s.as_float(lr, "lr", _fn)
-    if type(beta_1) is not float:
-        beta_1 = _s.as_float(beta_1, "beta_1", _fn)
-    if type(beta_2) is not float:
-        beta_2 = _s.as_float(beta_2, "beta_2", _fn)
-    if type(weight_decay) is not float:
-        weight_decay = _s.as_float(weight_decay, "weight_decay", _fn)
-    if type(eps) is not float:
-        eps = _s.as_float(eps, "eps", _fn)
+    if (type(lr) is not float or not -3.4028234663852886e+38 <= lr <= 3.4028234663852886e+38):
+        lr = _s.as_float32(lr, "lr", _fn)
+    if (type(beta_1) is not float or not -3.4028234663852886e+38 <= beta_1 <= 3.4028234663852886e+38):
+        beta_1 = _s.as_float32(beta_1, "beta_1", _fn)
+    if (type(beta_2) is not float or not -3.4028234663852886e+38 <= beta_2 <= 3.4028234663852886e+38):
+        beta_2 = _s.as_float32(beta_2, "beta_2", _fn)
+    if (type(weight_decay) is not float or not -3.4028234663852886e+38 <= weight_decay <= 3.4028234663852886e+38):
+        weight_decay = _s.as_float32(weight_decay, "weight_decay", _fn)
+    if (type(eps) is not float or not -3.4028234663852886e+38 <= eps <= 3.4028234663852886e+38):
+        eps = _s.as_float32(eps, "eps", _fn)
     if type(amsgrad) is not bool:
         amsgrad = _s.as_bool(amsgrad, "amsgrad", _fn)
     if type(maximize) is not bool:
@@ -8768,11 +8768,11 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
     _grad_scale_desc: int | None = grad_scale_desc._ptr if type(grad_scale_desc) is TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.as_handle(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
-    _grad_scale = grad_scale if type(grad_scale) is int and grad_scale >= 0 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
+    _grad_scale = grad_scale if type(grad_scale) is int and 0 < grad_scale < 18446744073709551616 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
     _found_inf_desc: int | None = found_inf_desc._ptr if type(found_inf_desc) is TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.as_handle(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
-    _found_inf = found_inf if type(found_inf) is int and found_inf >= 0 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
+    _found_inf = found_inf if type(found_inf) is int and 0 < found_inf < 18446744073709551616 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
     _st = _raw.miopenFusedAdam(_handle, _param_desc, _param, _grad_desc, _grad, _exp_avg_desc, _exp_avg, _exp_avg_sq_desc, _exp_avg_sq, _max_exp_avg_sq_desc, _max_exp_avg_sq, _state_step_desc, _stateStep, state_step, lr, beta_1, beta_2, weight_decay, eps, amsgrad, maximize, adamw, _grad_scale_desc, _grad_scale, _found_inf_desc, _found_inf)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "param_desc": param_desc, "param": param, "grad_desc": grad_desc, "grad": grad, "exp_avg_desc": exp_avg_desc, "exp_avg": exp_avg, "exp_avg_sq_desc": exp_avg_sq_desc, "exp_avg_sq": exp_avg_sq, "max_exp_avg_sq_desc": max_exp_avg_sq_desc, "max_exp_avg_sq": max_exp_avg_sq, "state_step_desc": state_step_desc, "stateStep": stateStep, "state_step": state_step, "lr": lr, "beta_1": beta_1, "beta_2": beta_2, "weight_decay": weight_decay, "eps": eps, "amsgrad": amsgrad, "maximize": maximize, "adamw": adamw, "grad_scale_desc": grad_scale_desc, "grad_scale": grad_scale, "found_inf_desc": found_inf_desc, "found_inf": found_inf})
@@ -8852,63 +8852,63 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
     _param_in_desc: int | None = param_in_desc._ptr if type(param_in_desc) is TensorDescriptor else None
     if _param_in_desc is None:
         _param_in_desc = _s.as_handle(param_in_desc, TensorDescriptor, "param_in_desc", _fn, False)
-    _param_in = param_in if type(param_in) is int and param_in >= 0 else _s.as_device_ptr(param_in, "param_in", _fn, False)
+    _param_in = param_in if type(param_in) is int and 0 < param_in < 18446744073709551616 else _s.as_device_ptr(param_in, "param_in", _fn, False)
     _param_out_desc: int | None = param_out_desc._ptr if type(param_out_desc) is TensorDescriptor else None
     if _param_out_desc is None:
         _param_out_desc = _s.as_handle(param_out_desc, TensorDescriptor, "param_out_desc", _fn, False)
-    _param_out = param_out if type(param_out) is int and param_out >= 0 else _s.as_device_ptr(param_out, "param_out", _fn, False)
+    _param_out = param_out if type(param_out) is int and 0 < param_out < 18446744073709551616 else _s.as_device_ptr(param_out, "param_out", _fn, False)
     _param_out_float_16_desc: int | None = param_out_float_16_desc._ptr if type(param_out_float_16_desc) is TensorDescriptor else None
     if _param_out_float_16_desc is None:
         _param_out_float_16_desc = _s.as_handle(param_out_float_16_desc, TensorDescriptor, "param_out_float_16_desc", _fn, True)
-    _param_out_float_16 = param_out_float_16 if type(param_out_float_16) is int and param_out_float_16 >= 0 else _s.as_device_ptr(param_out_float_16, "param_out_float_16", _fn, True)
+    _param_out_float_16 = param_out_float_16 if type(param_out_float_16) is int and 0 < param_out_float_16 < 18446744073709551616 else _s.as_device_ptr(param_out_float_16, "param_out_float_16", _fn, True)
     _grad_in_desc: int | None = grad_in_desc._ptr if type(grad_in_desc) is TensorDescriptor else None
     if _grad_in_desc is None:
         _grad_in_desc = _s.as_handle(grad_in_desc, TensorDescriptor, "grad_in_desc", _fn, False)
-    _grad_in = grad_in if type(grad_in) is int and grad_in >= 0 else _s.as_device_ptr(grad_in, "grad_in", _fn, False)
+    _grad_in = grad_in if type(grad_in) is int and 0 < grad_in < 18446744073709551616 else _s.as_device_ptr(grad_in, "grad_in", _fn, False)
     _exp_avg_in_desc: int | None = exp_avg_in_desc._ptr if type(exp_avg_in_desc) is TensorDescriptor else None
     if _exp_avg_in_desc is None:
         _exp_avg_in_desc = _s.as_handle(exp_avg_in_desc, TensorDescriptor, "exp_avg_in_desc", _fn, False)
-    _exp_avg_in = exp_avg_in if type(exp_avg_in) is int and exp_avg_in >= 0 else _s.as_device_ptr(exp_avg_in, "exp_avg_in", _fn, False)
+    _exp_avg_in = exp_avg_in if type(exp_avg_in) is int and 0 < exp_avg_in < 18446744073709551616 else _s.as_device_ptr(exp_avg_in, "exp_avg_in", _fn, False)
     _exp_avg_out_desc: int | None = exp_avg_out_desc._ptr if type(exp_avg_out_desc) is TensorDescriptor else None
     if _exp_avg_out_desc is None:
         _exp_avg_out_desc = _s.as_handle(exp_avg_out_desc, TensorDescriptor, "exp_avg_out_desc", _fn, False)
-    _exp_avg_out = exp_avg_out if type(exp_avg_out) is int and exp_avg_out >= 0 else _s.as_device_ptr(exp_avg_out, "exp_avg_out", _fn, False)
+    _exp_avg_out = exp_avg_out if type(exp_avg_out) is int and 0 < exp_avg_out < 18446744073709551616 else _s.as_device_ptr(exp_avg_out, "exp_avg_out", _fn, False)
     _exp_avg_sq_in_desc: int | None = exp_avg_sq_in_desc._ptr if type(exp_avg_sq_in_desc) is TensorDescriptor else None
     if _exp_avg_sq_in_desc is None:
         _exp_avg_sq_in_desc = _s.as_handle(exp_avg_sq_in_desc, TensorDescriptor, "exp_avg_sq_in_desc", _fn, False)
-    _exp_avg_sq_in = exp_avg_sq_in if type(exp_avg_sq_in) is int and exp_avg_sq_in >= 0 else _s.as_device_ptr(exp_avg_sq_in, "exp_avg_sq_in", _fn, False)
+    _exp_avg_sq_in = exp_avg_sq_in if type(exp_avg_sq_in) is int and 0 < exp_avg_sq_in < 18446744073709551616 else _s.as_device_ptr(exp_avg_sq_in, "exp_avg_sq_in", _fn, False)
     _exp_avg_sq_out_desc: int | None = exp_avg_sq_out_desc._ptr if type(exp_avg_sq_out_desc) is TensorDescriptor else None
     if _exp_avg_sq_out_desc is None:
         _exp_avg_sq_out_desc = _s.as_handle(exp_avg_sq_out_desc, TensorDescriptor, "exp_avg_sq_out_desc", _fn, False)
-    _exp_avg_sq_out = exp_avg_sq_out if type(exp_avg_sq_out) is int and exp_avg_sq_out >= 0 else _s.as_device_ptr(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
+    _exp_avg_sq_out = exp_avg_sq_out if type(exp_avg_sq_out) is int and 0 < exp_avg_sq_out < 18446744073709551616 else _s.as_device_ptr(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
     _max_exp_avg_sq_in_desc: int | None = max_exp_avg_sq_in_desc._ptr if type(max_exp_avg_sq_in_desc) is TensorDescriptor else None
     if _max_exp_avg_sq_in_desc is None:
         _max_exp_avg_sq_in_desc = _s.as_handle(max_exp_avg_sq_in_desc, TensorDescriptor, "max_exp_avg_sq_in_desc", _fn, True)
-    _max_exp_avg_sq_in = max_exp_avg_sq_in if type(max_exp_avg_sq_in) is int and max_exp_avg_sq_in >= 0 else _s.as_device_ptr(max_exp_avg_sq_in, "max_exp_avg_sq_in", _fn, True)
+    _max_exp_avg_sq_in = max_exp_avg_sq_in if type(max_exp_avg_sq_in) is int and 0 < max_exp_avg_sq_in < 18446744073709551616 else _s.as_device_ptr(max_exp_avg_sq_in, "max_exp_avg_sq_in", _fn, True)
     _max_exp_avg_sq_out_desc: int | None = max_exp_avg_sq_out_desc._ptr if type(max_exp_avg_sq_out_desc) is TensorDescriptor else None
     if _max_exp_avg_sq_out_desc is None:
         _max_exp_avg_sq_out_desc = _s.as_handle(max_exp_avg_sq_out_desc, TensorDescriptor, "max_exp_avg_sq_out_desc", _fn, True)
-    _max_exp_avg_sq_out = max_exp_avg_sq_out if type(max_exp_avg_sq_out) is int and max_exp_avg_sq_out >= 0 else _s.as_device_ptr(max_exp_avg_sq_out, "max_exp_avg_sq_out", _fn, True)
+    _max_exp_avg_sq_out = max_exp_avg_sq_out if type(max_exp_avg_sq_out) is int and 0 < max_exp_avg_sq_out < 18446744073709551616 else _s.as_device_ptr(max_exp_avg_sq_out, "max_exp_avg_sq_out", _fn, True)
     _state_step_in_desc: int | None = state_step_in_desc._ptr if type(state_step_in_desc) is TensorDescriptor else None
     if _state_step_in_desc is None:
         _state_step_in_desc = _s.as_handle(state_step_in_desc, TensorDescriptor, "state_step_in_desc", _fn, True)
-    _state_step_in = state_step_in if type(state_step_in) is int and state_step_in >= 0 else _s.as_device_ptr(state_step_in, "state_step_in", _fn, True)
+    _state_step_in = state_step_in if type(state_step_in) is int and 0 < state_step_in < 18446744073709551616 else _s.as_device_ptr(state_step_in, "state_step_in", _fn, True)
     _state_step_out_desc: int | None = state_step_out_desc._ptr if type(state_step_out_desc) is TensorDescriptor else None
     if _state_step_out_desc is None:
         _state_step_out_desc = _s.as_handle(state_step_out_desc, TensorDescriptor, "state_step_out_desc", _fn, True)
-    _state_step_out = state_step_out if type(state_step_out) is int and state_step_out >= 0 else _s.as_device_ptr(state_step_out, "state_step_out", _fn, True)
+    _state_step_out = state_step_out if type(state_step_out) is int and 0 < state_step_out < 18446744073709551616 else _s.as_device_ptr(state_step_out, "state_step_out", _fn, True)
     if (type(state_step) is not int or not 0 <= state_step <= 4294967295):
         state_step = _s.as_int(state_step, 0, 4294967295, "state_step", _fn)
-    if type(lr) is not float:
-        lr = _s.as_float(lr, "lr", _fn)
-    if type(beta_1) is not float:
-        beta_1 = _s.as_float(beta_1, "beta_1", _fn)
-    if type(beta_2) is not float:
-        beta_2 = _s.as_float(beta_2, "beta_2", _fn)
-    if type(weight_decay) is not float:
-        weight_decay = _s.as_float(weight_decay, "weight_decay", _fn)
-    if type(eps) is not float:
-        eps = _s.as_float(eps, "eps", _fn)
+    if (type(lr) is not float or not -3.4028234663852886e+38 <= lr <= 3.4028234663852886e+38):
+        lr = _s.as_float32(lr, "lr", _fn)
+    if (type(beta_1) is not float or not -3.4028234663852886e+38 <= beta_1 <= 3.4028234663852886e+38):
+        beta_1 = _s.as_float32(beta_1, "beta_1", _fn)
+    if (type(beta_2) is not float or not -3.4028234663852886e+38 <= beta_2 <= 3.4028234663852886e+38):
+        beta_2 = _s.as_float32(beta_2, "beta_2", _fn)
+    if (type(weight_decay) is not float or not -3.4028234663852886e+38 <= weight_decay <= 3.4028234663852886e+38):
+        weight_decay = _s.as_float32(weight_decay, "weight_decay", _fn)
+    if (type(eps) is not float or not -3.4028234663852886e+38 <= eps <= 3.4028234663852886e+38):
+        eps = _s.as_float32(eps, "eps", _fn)
     if type(amsgrad) is not bool:
         amsgrad = _s.as_bool(amsgrad, "amsgrad", _fn)
     if type(maximize) is not bool:
@@ -8918,11 +8918,11 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
     _grad_scale_desc: int | None = grad_scale_desc._ptr if type(grad_scale_desc) is TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.as_handle(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
-    _grad_scale = grad_scale if type(grad_scale) is int and grad_scale >= 0 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
+    _grad_scale = grad_scale if type(grad_scale) is int and 0 < grad_scale < 18446744073709551616 else _s.as_device_ptr(grad_scale, "grad_scale", _fn, True)
     _found_inf_desc: int | None = found_inf_desc._ptr if type(found_inf_desc) is TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.as_handle(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
-    _found_inf = found_inf if type(found_inf) is int and found_inf >= 0 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
+    _found_inf = found_inf if type(found_inf) is int and 0 < found_inf < 18446744073709551616 else _s.as_device_ptr(found_inf, "found_inf", _fn, True)
     _st = _raw.miopenFusedAdamWithOutput(_handle, _param_in_desc, _param_in, _param_out_desc, _param_out, _param_out_float_16_desc, _param_out_float_16, _grad_in_desc, _grad_in, _exp_avg_in_desc, _exp_avg_in, _exp_avg_out_desc, _exp_avg_out, _exp_avg_sq_in_desc, _exp_avg_sq_in, _exp_avg_sq_out_desc, _exp_avg_sq_out, _max_exp_avg_sq_in_desc, _max_exp_avg_sq_in, _max_exp_avg_sq_out_desc, _max_exp_avg_sq_out, _state_step_in_desc, _state_step_in, _state_step_out_desc, _state_step_out, state_step, lr, beta_1, beta_2, weight_decay, eps, amsgrad, maximize, adamw, _grad_scale_desc, _grad_scale, _found_inf_desc, _found_inf)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "param_in_desc": param_in_desc, "param_in": param_in, "param_out_desc": param_out_desc, "param_out": param_out, "param_out_float_16_desc": param_out_float_16_desc, "param_out_float_16": param_out_float_16, "grad_in_desc": grad_in_desc, "grad_in": grad_in, "exp_avg_in_desc": exp_avg_in_desc, "exp_avg_in": exp_avg_in, "exp_avg_out_desc": exp_avg_out_desc, "exp_avg_out": exp_avg_out, "exp_avg_sq_in_desc": exp_avg_sq_in_desc, "exp_avg_sq_in": exp_avg_sq_in, "exp_avg_sq_out_desc": exp_avg_sq_out_desc, "exp_avg_sq_out": exp_avg_sq_out, "max_exp_avg_sq_in_desc": max_exp_avg_sq_in_desc, "max_exp_avg_sq_in": max_exp_avg_sq_in, "max_exp_avg_sq_out_desc": max_exp_avg_sq_out_desc, "max_exp_avg_sq_out": max_exp_avg_sq_out, "state_step_in_desc": state_step_in_desc, "state_step_in": state_step_in, "state_step_out_desc": state_step_out_desc, "state_step_out": state_step_out, "state_step": state_step, "lr": lr, "beta_1": beta_1, "beta_2": beta_2, "weight_decay": weight_decay, "eps": eps, "amsgrad": amsgrad, "maximize": maximize, "adamw": adamw, "grad_scale_desc": grad_scale_desc, "grad_scale": grad_scale, "found_inf_desc": found_inf_desc, "found_inf": found_inf})

@@ -468,12 +468,48 @@ def as_int(value: object, lo: int, hi: int, name: str, fn: str) -> int:
     return v
 
 
+#: the largest finite C float; what lies beyond rounds to infinity (or is refused, see as_float32)
+FLT_MAX = 3.4028234663852886e+38
+
+
 def as_float(value: object, name: str, fn: str) -> float:
+    """A C double: a float, an int (exactly representable or rounded; too large ones are refused) or
+    anything with __float__ (not str/bytes)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if hasattr(value, "__float__") and not isinstance(value, (str, bytes)):
-            return float(value.__float__())
+            result = value.__float__()
+            if not isinstance(result, float):
+                raise TypeError(f"{fn}: {name}: __float__ of {type(value).__name__} returned {type(result).__name__}")
+            return result
         raise TypeError(f"{fn}: {name} must be a float; got {_what(value)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise OverflowError(f"{fn}: {name}={value} is too large for a C double") from None
+
+
+def as_float32(value: object, name: str, fn: str) -> float:
+    """A C float: `as_float`, then refused if it is finite but would round to infinity (1e300 is an
+    OverflowError naming the parameter, never a silent inf); inf and nan pass as they are."""
+    v = as_float(value, name, fn)
+    if -FLT_MAX <= v <= FLT_MAX or v != v or v in (float("inf"), float("-inf")):
+        return v
+    try:
+        struct.pack("<f", v)  # C's round-to-nearest: just above FLT_MAX may still round down to it
+    except OverflowError:
+        raise OverflowError(f"{fn}: {name}={v!r} does not fit a C float (at most {FLT_MAX!r} in magnitude)") from None
+    return v
+
+
+def as_char(value: object, name: str, fn: str) -> bytes:
+    """A C char: one byte (bytes of length 1), or an int in [-128, 255]."""
+    if isinstance(value, (bytes, bytearray)) and len(value) == 1:
+        return bytes(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -128 <= value <= 255:
+            return bytes([value & 0xFF])
+        raise ValueError(f"{fn}: {name} must be a char (an int in [-128, 255] or one byte); got {value}")
+    raise TypeError(f"{fn}: {name} must be a char (an int in [-128, 255] or one byte); got {_what(value)}")
 
 
 def as_bool(value: object, name: str, fn: str) -> bool:
@@ -526,17 +562,48 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
     return ptr
 
 
+#: addresses are unsigned 64-bit: ctypes would silently pass 2**64 + x as x and -1 as 2**64 - 1
+ADDRESS_LIMIT = 1 << 64
+
+
+def check_address(address: object, name: str, fn: str, source: str = "") -> int:
+    """`address` as an int in [0, 2**64), or a TypeError/ValueError naming the function, the parameter
+    and where the address came from (`source`, e.g. "data_ptr()")."""
+    where = f" (from its {source})" if source else ""
+    if isinstance(address, bool) or not isinstance(address, int):
+        raise TypeError(f"{fn}: {name} must be an int address{where}; got {_what(address)}")
+    if not 0 <= address < ADDRESS_LIMIT:
+        raise ValueError(f"{fn}: {name} must be an address in [0, 2**64){where}; got {address}")
+    return int(address)
+
+
+_STREAM_ATTRIBUTES = ("cuda_stream", "hip_stream", "stream_handle", "handle", "ptr")
+
+
 def as_stream(value: object, name: str, fn: str) -> int | None:
-    """A HIP stream: None/0 (the default stream), an int handle, or an object that carries one."""
-    if value is None or (type(value) is int and value >= 0):
+    """A HIP stream: None/0 (the default stream), an int handle, a ctypes.c_void_p, or an object that
+    carries one (`.cuda_stream` (torch), `.hip_stream`, `.stream_handle`, `.handle`, `.ptr` (CuPy),
+    `_as_parameter_`); every handle must lie in [0, 2**64)."""
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value < ADDRESS_LIMIT:
         return value or None
-    for attr in ("cuda_stream", "hip_stream", "stream_handle", "handle", "ptr"):
-        inner = getattr(value, attr, None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn) or None
+    if isinstance(value, ctypes.c_void_p):
+        return value.value or None
+    for attr in _STREAM_ATTRIBUTES:
+        try:
+            inner = getattr(value, attr, None)
+        except Exception as exc:  # e.g. a closed stream object refusing to give its handle
+            raise ValueError(f"{fn}: {name}: its .{attr} is unavailable: {exc}") from None
         if isinstance(inner, int) and not isinstance(inner, bool):
-            return inner or None
+            return check_address(inner, name, fn, f".{attr}") or None
     param = getattr(value, "_as_parameter_", None)
-    if isinstance(param, (int, ctypes.c_void_p)):
-        return param if isinstance(param, int) else param.value
+    if isinstance(param, ctypes.c_void_p):
+        return param.value or None
+    if isinstance(param, int) and not isinstance(param, bool):
+        return check_address(param, name, fn, "_as_parameter_") or None
     raise TypeError(f"{fn}: {name} must be a stream (an int handle, or an object with .cuda_stream); got {_what(value)}")
 
 
@@ -544,8 +611,34 @@ class _DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
 
 
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
 class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int)]
+    """dlpack.h's DLTensor (the head of DLManagedTensor, which a "dltensor" capsule points to)."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+#: DLPack device types whose memory a MIOpen kernel may address: kDLCUDA (2), kDLROCM (10),
+#: kDLCUDAManaged (13). Host memory (kDLCPU 1, kDLCUDAHost 3, kDLROCMHost 11) and other devices are refused:
+#: a kernel reading a host address as device memory faults or reads garbage.
+DLPACK_DEVICE_TYPES: dict[int, str] = {2: "kDLCUDA", 10: "kDLROCM", 13: "kDLCUDAManaged"}
+_DLPACK_NAMES = {1: "kDLCPU", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal", 9: "kDLVPI",
+                 11: "kDLROCMHost", 12: "kDLExtDev", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA"}
+
+
+def _check_dlpack_device(device_type: object, name: str, fn: str, source: str) -> None:
+    if isinstance(device_type, int) and not isinstance(device_type, bool) and device_type in DLPACK_DEVICE_TYPES:
+        return
+    shown = _DLPACK_NAMES.get(device_type, f"device type {device_type!r}") if isinstance(device_type, int) \
+        else f"device type {device_type!r}"
+    accepted = ", ".join(f"{v} ({k})" for k, v in DLPACK_DEVICE_TYPES.items())
+    raise ValueError(f"{fn}: {name} is {shown} memory (by its {source}), not device memory; device buffers are "
+                     f"{accepted}")
 
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -554,30 +647,84 @@ _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | None:
-    """A device address from an int, `__cuda_array_interface__`, `data_ptr()` or DLPack."""
+    """A device address from an int, `__cuda_array_interface__`, `data_ptr()` or DLPack.
+
+    Every address, whatever its source, must lie in [0, 2**64) (never wrapped modulo 2**64); NULL
+    (None or 0) only where the parameter is nullable. Memory the object itself says is on the host
+    is refused: a torch tensor with `is_cuda` False, a `__dlpack_device__()` or DLPack tensor of a
+    device type outside DLPACK_DEVICE_TYPES. A DLPack tensor's `byte_offset` is added to its data.
+    """
     if value is None:
         if nullable:
             return None
         raise TypeError(f"{fn}: {name} must be a device buffer; got None (this parameter is not optional)")
-    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-        if value < 0:
-            raise ValueError(f"{fn}: {name} must be a device address >= 0; got {value}")
-        return int(value)
-    iface = getattr(value, "__cuda_array_interface__", None)
-    if isinstance(iface, Mapping) and "data" in iface:
-        return int(iface["data"][0])
-    data_ptr = getattr(value, "data_ptr", None)
-    if callable(data_ptr):
-        return int(data_ptr())
-    dlpack = getattr(value, "__dlpack__", None)
-    if callable(dlpack):
-        capsule = dlpack()
-        tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-        return int(tensor.data or 0)
-    raise TypeError(
-        f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
-        f"data_ptr() or __dlpack__; got {_what(value)}"
-    )
+    if isinstance(value, int) and not isinstance(value, bool):
+        address = check_address(value, name, fn)
+    else:
+        try:
+            iface = getattr(value, "__cuda_array_interface__", None)
+        except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
+            raise TypeError(f"{fn}: {name}: its __cuda_array_interface__ is unavailable: {exc}") from None
+        if iface is not None:
+            data = iface.get("data") if isinstance(iface, Mapping) else None
+            if not isinstance(data, (tuple, list)) or len(data) != 2:
+                raise TypeError(f"{fn}: {name}: __cuda_array_interface__ must be a mapping whose 'data' is "
+                                f"(address, read_only); got {_what(data if isinstance(iface, Mapping) else iface)}")
+            address = check_address(data[0], name, fn, "__cuda_array_interface__")
+        elif callable(getattr(value, "data_ptr", None)):
+            _check_not_host(value, name, fn)
+            address = check_address(value.data_ptr(), name, fn, "data_ptr()")  # type: ignore[attr-defined]
+        elif callable(getattr(value, "__dlpack__", None)):
+            address = _dlpack_address(value, name, fn)
+        else:
+            raise TypeError(
+                f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
+                f"data_ptr() or __dlpack__; got {_what(value)}"
+            )
+    if address:
+        return address
+    if nullable:
+        return None
+    raise ValueError(f"{fn}: {name} is a NULL device address, and this parameter is not optional")
+
+
+def _check_not_host(value: object, name: str, fn: str) -> None:
+    """Refuse an object that says its memory is on the host (torch: is_cuda; else __dlpack_device__())."""
+    on_device = getattr(value, "is_cuda", None)
+    if on_device is True:
+        return
+    if on_device is False:
+        raise ValueError(f"{fn}: {name} is a host (CPU) tensor; device buffers are GPU tensors")
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    if callable(dlpack_device):
+        device = dlpack_device()
+        _check_dlpack_device(device[0] if isinstance(device, tuple) and device else device, name, fn,
+                             "__dlpack_device__()")
+
+
+def _dlpack_address(value: object, name: str, fn: str) -> int:
+    """data + byte_offset of a DLPack tensor, after checking its device (before and after export)."""
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    if callable(dlpack_device):
+        device = dlpack_device()
+        _check_dlpack_device(device[0] if isinstance(device, tuple) and device else device, name, fn,
+                             "__dlpack_device__()")
+    capsule = value.__dlpack__()  # type: ignore[attr-defined]
+    if type(capsule).__name__ != "PyCapsule":
+        raise TypeError(f"{fn}: {name}: __dlpack__() returned {_what(capsule)}, not a DLPack capsule")
+    try:
+        pointer = _capsule_pointer(capsule, b"dltensor")
+    except ValueError:
+        raise TypeError(f"{fn}: {name}: __dlpack__() returned a capsule that is not an unconsumed \"dltensor\"") from None
+    if not pointer:
+        raise ValueError(f"{fn}: {name}: __dlpack__() returned a capsule holding NULL")
+    tensor = _DLTensor.from_address(pointer)
+    _check_dlpack_device(tensor.device.device_type, name, fn, "DLPack tensor")
+    data: int = tensor.data or 0
+    address: int = data + tensor.byte_offset
+    if address >= ADDRESS_LIMIT:
+        raise ValueError(f"{fn}: {name}: DLPack data {data:#x} + byte_offset {tensor.byte_offset} is beyond 2**64")
+    return address
 
 
 def typed_pointer(address: int | None, ptype: Any) -> Any:
@@ -586,8 +733,11 @@ def typed_pointer(address: int | None, ptype: Any) -> Any:
 
 
 def as_opaque(value: object, name: str, fn: str) -> int | None:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-        return value
+    """An untyped host address: None, or an int in [0, 2**64)."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn) or None
     raise TypeError(f"{fn}: {name} must be an int address or None; got {_what(value)}")
 
 
@@ -596,10 +746,11 @@ _byref = ctypes.byref
 
 
 def host_scalar(value: object, name: str, fn: str) -> Any:
-    """A host scaling factor: a float (passed as float) or a ctypes c_float/c_double (passed as is)."""
+    """A host scaling factor: a float (passed as a C float: one too large for it is an OverflowError)
+    or a ctypes c_float/c_double (passed as is)."""
     if isinstance(value, (ctypes.c_float, ctypes.c_double)):
         return _byref(value)
-    return _byref(_host_float(as_float(value, name, fn)))
+    return _byref(_host_float(as_float32(value, name, fn)))
 
 
 _host_double = ctypes.c_double
@@ -611,8 +762,8 @@ def float_scalar(value: object, name: str, fn: str) -> Any:
     if isinstance(value, ctypes.c_float):
         return _byref(value)
     if isinstance(value, ctypes.c_double):
-        return _byref(_host_float(value.value))
-    return _byref(_host_float(as_float(value, name, fn)))
+        return _byref(_host_float(as_float32(value.value, name, fn)))
+    return _byref(_host_float(as_float32(value, name, fn)))
 
 
 def double_scalar(value: object, name: str, fn: str) -> Any:
@@ -685,7 +836,7 @@ def pack_element(value: object, enc: str, name: str, fn: str) -> bytes:
         if not lo <= v <= hi:
             raise ValueError(f"{fn}: {name} must be in [{lo}, {hi}] for a {enc} value; got {v}")
         return struct.pack(_FORMATS[enc], v)
-    f = float(v)
+    f = as_float(v, name, fn)  # an int too large for a double: an OverflowError naming the parameter
     try:
         if enc == "bfloat16":
             if math.isnan(f):
@@ -791,7 +942,7 @@ def int_elem(ctype: Any, lo: int, hi: int) -> Elem:
 
 
 def float_elem(ctype: Any) -> Elem:
-    return Elem(ctype, as_float)
+    return Elem(ctype, as_float32 if ctype is ctypes.c_float else as_float)
 
 
 def bool_elem(ctype: Any) -> Elem:
@@ -816,12 +967,28 @@ def struct_elem(ctype: Any) -> Elem:
             return v
         if isinstance(v, tuple):
             try:
-                return ctype(*v)
+                c = ctype(*v)
             except (TypeError, ValueError) as exc:
                 raise TypeError(f"{f}: {n}: cannot make a {ctype.__name__} from {v!r}: {exc}") from None
+            _check_fields(c, v, n, f)
+            return c
         raise TypeError(f"{f}: {n} must be a {ctype.__name__} or a tuple of its fields; got {_what(v)}")
 
     return Elem(ctype, convert)
+
+
+def _check_fields(c: Any, values: tuple[object, ...], name: str, fn: str) -> None:
+    """ctypes truncates an int field silently (2**40 in an int field) and turns 1e300 into inf in a
+    float field: read each field back and refuse what did not survive."""
+    for (field, _), given in zip(type(c)._fields_, values):
+        got = getattr(c, field)
+        if isinstance(given, bool) or isinstance(got, ctypes.Structure | ctypes.Union):
+            continue
+        if isinstance(given, int) and isinstance(got, int | None) and (got or 0) != given:
+            raise ValueError(f"{fn}: {name}.{field}={given} does not fit its C type")
+        if isinstance(given, float) and isinstance(got, float) and got in (float("inf"), float("-inf")) \
+                and given not in (float("inf"), float("-inf")):
+            raise OverflowError(f"{fn}: {name}.{field}={given!r} does not fit its C type")
 
 
 def in_array(value: object, elem: Elem, name: str, fn: str, nullable: bool) -> Any:
@@ -917,8 +1084,8 @@ class HandleBase:
     @classmethod
     def from_address(cls: type[H], ptr: int, *, owned: bool = False) -> H:
         """Wrap an existing handle (borrowed unless `owned`)."""
-        if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0:
-            raise ValueError(f"{cls.__name__}.from_address: expected a non-null int address; got {ptr!r}")
+        if isinstance(ptr, bool) or not isinstance(ptr, int) or not 0 < ptr < ADDRESS_LIMIT:
+            raise ValueError(f"{cls.__name__}.from_address: expected a non-null int address below 2**64; got {ptr!r}")
         obj = cls.__new__(cls)
         obj._ptr = ptr
         obj._owned = owned and cls._destroy_name is not None
