@@ -12,9 +12,10 @@ import os
 import struct
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 LIBRARY_ENV = "MIOPEN_LIBRARY"
 LIBRARY_NAMES: tuple[str, ...] = ("libMIOpen.so.1", "libMIOpen.so")
@@ -932,9 +933,10 @@ def check_length(value: int, name: str, fn: str) -> None:
 class Elem:
     """How to convert one element of an input array."""
 
-    def __init__(self, ctype: Any, convert: Callable[[object, str, str], Any]) -> None:
+    def __init__(self, ctype: Any, convert: Callable[[object, str, str], Any], handles: bool = False) -> None:
         self.ctype = ctype
         self.convert = convert
+        self.handles = handles
 
 
 def int_elem(ctype: Any, lo: int, hi: int) -> Elem:
@@ -954,7 +956,7 @@ def enum_elem(ctype: Any, cls: type[enum.IntEnum]) -> Elem:
 
 
 def handle_elem(cls: type[HandleBase]) -> Elem:
-    return Elem(ctypes.c_void_p, lambda v, n, f: as_handle(v, cls, n, f, False))
+    return Elem(ctypes.c_void_p, lambda v, n, f: as_handle(v, cls, n, f, False), handles=True)
 
 
 def buffer_elem() -> Elem:
@@ -1001,7 +1003,10 @@ def in_array(value: object, elem: Elem, name: str, fn: str, nullable: bool) -> A
         raise TypeError(f"{fn}: {name} must be a sequence; got {_what(value)}")
     convert = elem.convert
     items = [convert(v, f"{name}[{i}]", fn) for i, v in enumerate(value)]
-    return (elem.ctype * len(items))(*items)
+    array = (elem.ctype * len(items))(*items)
+    if elem.handles:  # the objects, for calls_in_flight (whatever kind of sequence the caller gave)
+        array._miogen_handles = tuple(value)
+    return array
 
 
 def common_length(fn: str, arrays: Mapping[str, Any]) -> int:
@@ -1101,9 +1106,13 @@ class HandleBase:
         obj = cls.from_address(ptr, owned=owned)
         if owner is not None:
             obj._keep = [owner]  # keeps the owner alive
-            if owner._children is None:
-                owner._children = []
-            owner._children.append(obj)
+            with _close_lock:  # against a concurrent close of the owner (which frees what it owns)
+                if owner._ptr is None:
+                    obj._ptr = None  # born closed: the owner is being destroyed
+                else:
+                    if owner._children is None:
+                        owner._children = []
+                    owner._children.append(obj)
         return obj
 
     @classmethod
@@ -1136,28 +1145,56 @@ class HandleBase:
             self._keep = []
         self._keep.append((key, objects))
 
+    def _retire(self) -> tuple[int | None, list[HandleBase]]:
+        """Mark this object and everything it owns closed, atomically against other closers and
+        against children being made; (the raw handle, or None when another closer was first; the
+        objects marked). Calls that start afterwards see it closed; calls in flight are not waited for."""
+        with _close_lock:
+            ptr, self._ptr = self._ptr, None
+            children, self._children = self._children or [], None
+        if ptr is None:
+            return None, []
+        group: list[HandleBase] = [self]
+        for child in children:
+            _, marked = child._retire()
+            group += marked
+        return ptr, group
+
     def _detach(self) -> int:
-        """Mark closed (children first) and return the raw handle; raises if already closed."""
-        ptr, self._ptr = self._ptr, None
+        """Mark closed (children first), wait until no call through it or what it owns is in flight in
+        another thread, and return the raw handle (for a destroy function); raises if already closed."""
+        ptr, group = self._retire()
         if ptr is None:
             raise ValueError(f"this {type(self).__name__} is already closed")
-        for child in self._children or ():
-            child.close()
-        self._children = None
+        wait_idle(group, sys._getframe(1))  # the caller: the destroy wrapper, which holds this object itself
         return ptr
 
     def close(self) -> None:
-        """Destroy the handle now (idempotent); objects it owns are closed first."""
+        """Destroy the handle now (idempotent, also under concurrent closes: one caller destroys it, the
+        others return); objects it owns are closed first; calls through it in flight in other threads
+        finish first (see `wait_idle`)."""
         if self._ptr is None:
             return
-        ptr = self._detach()
+        ptr, group = self._retire()
+        if ptr is None:
+            return  # another thread closed it first
         name = type(self)._destroy_name
         if self._owned and name is not None:
             if self._gen != _generation or _bound_modules is None:
                 return  # made under a library that is no longer loaded: never hand it to another one
+            wait_idle(group)
             status: int = getattr(_bound_modules[0], name)(ptr)
             if status:
                 raise_status(status, name, {"handle": ptr})
+
+    def __copy__(self) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} objects cannot be copied: two owners would destroy one handle twice")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        self.__copy__()
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} objects cannot be pickled: a handle is valid in one process only")
 
     def __enter__(self: H) -> H:
         return self
@@ -1182,6 +1219,80 @@ class HandleBase:
 
     def __hash__(self) -> int:
         return hash((type(self), self._ptr))
+
+
+# --------------------------------------------------------------------------- calls in flight
+
+#: guards every change of a handle object's pointer and of its owner's list of children
+_close_lock = threading.RLock()
+_MAX_WAIT_SLEEP = 1e-3
+
+
+def _after_fork_in_child() -> None:
+    """A forked child gets fresh locks (one another thread held at fork time would stay locked)."""
+    global _lock, _close_lock
+    _lock = threading.RLock()
+    _close_lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _wrapper_module(name: object) -> bool:
+    """A typed-API module of one release (`<package>.vX_Y_Z.api`), whose functions are the wrappers."""
+    return isinstance(name, str) and name.startswith(_PACKAGE + ".v") and name.endswith(".api")
+
+
+def _holds(frame: Any, objects: Sequence[HandleBase]) -> bool:
+    """Does the frame's local namespace reference one of `objects` (directly, in a list or tuple
+    argument, or in the handle array `in_array` made)?"""
+    for value in frame.f_locals.values():
+        if any(value is o for o in objects):
+            return True
+        if type(value) in (list, tuple) or isinstance(value, ctypes.Array):
+            items = getattr(value, "_miogen_handles", value)
+            if any(item is o for item in items if isinstance(item, HandleBase) for o in objects):
+                return True
+    return False
+
+
+def calls_in_flight(objects: Sequence[HandleBase], skip: Any = None) -> tuple[int, bool]:
+    """(threads with a typed-API call running through one of `objects`, whether the current thread
+    is one of them). A wrapper's frame references its arguments from before it reads a handle's
+    pointer until after the C call returns, so a call that read the pointer before it was marked
+    closed is found here until it has returned; a call that starts later sees the object closed.
+    `skip`: a frame to ignore (the destroy wrapper that is closing the object itself)."""
+    me = threading.get_ident()
+    others, mine = 0, False
+    for tid, top in sys._current_frames().items():
+        frame: Any = top
+        while frame is not None:
+            if frame is not skip and _wrapper_module(frame.f_globals.get("__name__")) and _holds(frame, objects):
+                if tid == me:
+                    mine = True
+                else:
+                    others += 1
+                break
+            frame = frame.f_back
+    return others, mine
+
+
+def wait_idle(objects: Sequence[HandleBase], skip: Any = None) -> None:
+    """Block until no other thread has a call through `objects` in flight (they were marked closed
+    first, so no new call can start); polling with short sleeps, so the calls never pay for the
+    guard. A call through them in flight in this very thread (a callback of that call closing it)
+    cannot be waited for: RuntimeError, and the caller destroys nothing."""
+    delay = 0.0
+    while True:
+        others, mine = calls_in_flight(objects, skip)
+        if mine:
+            names = ", ".join(sorted({type(o).__name__ for o in objects}))
+            raise RuntimeError(f"closing a {names} while a call through it is in progress on this thread "
+                               f"(from a callback or a signal handler?); it is marked closed but not destroyed")
+        if not others:
+            return
+        time.sleep(delay)
+        delay = min(delay * 2 or 1e-5, _MAX_WAIT_SLEEP)
 
 
 # --------------------------------------------------------------------------- status codes
