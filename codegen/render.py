@@ -676,8 +676,9 @@ class _Planner:
         assert p.length is not None
         lp = self.py_params(fs)[p.length]
         length_param = fs.param(p.length)
-        if length_param.shape == "value":
-            return (f"_s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn)",), lp
+        if length_param.shape == "value":  # checked here: it sizes an allocation before its own check runs
+            hi = int_range(length_param.type.name)[1] if length_param.type.kind == "int" else (1 << 63) - 1
+            return (f"{lp} = _s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn, {hi})",), lp
         return (), f"_{lp}.value"
 
     def _out_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: Callable[..., ParamPlan], owner_param: str | None,

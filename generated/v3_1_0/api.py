@@ -1362,7 +1362,7 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
     if (type(requested_spatial_dim) is not int or not -2147483648 <= requested_spatial_dim <= 2147483647):
         requested_spatial_dim = _s.as_int(requested_spatial_dim, -2147483648, 2147483647, "requested_spatial_dim", _fn)
     _spatial_dim = ctypes.c_int()
-    _s.check_length(requested_spatial_dim, "requested_spatial_dim", _fn)
+    requested_spatial_dim = _s.check_length(requested_spatial_dim, "requested_spatial_dim", _fn, 2147483647)
     _pad_a = (ctypes.c_int * requested_spatial_dim)()
     _stride_a = (ctypes.c_int * requested_spatial_dim)()
     _dilation_a = (ctypes.c_int * requested_spatial_dim)()
@@ -1674,7 +1674,7 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
-    _s.check_length(max_solution_count, "max_solution_count", _fn)
+    max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
     _st = _raw.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, max_solution_count, _byref(_solution_count), _solutions)
     if _st:
@@ -1885,7 +1885,7 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
-    _s.check_length(max_solution_count, "max_solution_count", _fn)
+    max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
     _st = _raw.miopenConvolutionBackwardDataGetSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, max_solution_count, _byref(_solution_count), _solutions)
     if _st:
@@ -2096,7 +2096,7 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
-    _s.check_length(max_solution_count, "max_solution_count", _fn)
+    max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
     _st = _raw.miopenConvolutionBackwardWeightsGetSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, max_solution_count, _byref(_solution_count), _solutions)
     if _st:
@@ -2325,7 +2325,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     if type(exhaustive_search) is not bool:
         exhaustive_search = _s.as_bool(exhaustive_search, "exhaustive_search", _fn)
     _returned_algo_count = ctypes.c_int()
-    _s.check_length(request_algo_count, "request_algo_count", _fn)
+    request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
     _st = _raw.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
     if _st:
@@ -2530,7 +2530,7 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
     if type(exhaustive_search) is not bool:
         exhaustive_search = _s.as_bool(exhaustive_search, "exhaustive_search", _fn)
     _returned_algo_count = ctypes.c_int()
-    _s.check_length(request_algo_count, "request_algo_count", _fn)
+    request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
     _st = _raw.miopenFindConvolutionBackwardDataAlgorithm(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
     if _st:
@@ -2693,7 +2693,7 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
     if type(exhaustive_search) is not bool:
         exhaustive_search = _s.as_bool(exhaustive_search, "exhaustive_search", _fn)
     _returned_algo_count = ctypes.c_int()
-    _s.check_length(request_algo_count, "request_algo_count", _fn)
+    request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
     _st = _raw.miopenFindConvolutionBackwardWeightsAlgorithm(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
     if _st:
@@ -3080,7 +3080,7 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
         nb_dims_requested = _s.as_int(nb_dims_requested, -2147483648, 2147483647, "nb_dims_requested", _fn)
     _mode = ctypes.c_uint()
     _nb_dims = ctypes.c_int()
-    _s.check_length(nb_dims_requested, "nb_dims_requested", _fn)
+    nb_dims_requested = _s.check_length(nb_dims_requested, "nb_dims_requested", _fn, 2147483647)
     _window_dim_a = (ctypes.c_int * nb_dims_requested)()
     _pad_a = (ctypes.c_int * nb_dims_requested)()
     _strides_a = (ctypes.c_int * nb_dims_requested)()
@@ -3111,7 +3111,7 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
         _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(dims) is not int or not -2147483648 <= dims <= 2147483647):
         dims = _s.as_int(dims, -2147483648, 2147483647, "dims", _fn)
-    _s.check_length(dims, "dims", _fn)
+    dims = _s.check_length(dims, "dims", _fn, 2147483647)
     _tensor_dim_arr = (ctypes.c_int * dims)()
     _st = _raw.miopenGetPoolingNdForwardOutputDim(_pool_desc, _tensor_desc, dims, _tensor_dim_arr)
     if _st:
@@ -4421,7 +4421,7 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
     _returned_algo_count = ctypes.c_int()
-    _s.check_length(request_algo_count, "request_algo_count", _fn)
+    request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _returned_algos = (ctypes.c_uint * request_algo_count)()
     _st = _raw.miopenFusionPlanConvolutionGetAlgo(_fuse_plan_desc, request_algo_count, _byref(_returned_algo_count), _returned_algos)
     if _st:
@@ -5377,7 +5377,7 @@ def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, seq
     _max_sequence_len = ctypes.c_int()
     _batch_size = ctypes.c_int()
     _vector_size = ctypes.c_int()
-    _s.check_length(sequence_len_array_limit, "sequence_len_array_limit", _fn)
+    sequence_len_array_limit = _s.check_length(sequence_len_array_limit, "sequence_len_array_limit", _fn, 2147483647)
     _sequence_len_array = (ctypes.c_int * sequence_len_array_limit)()
     _padding_marker = _s.element_out(1, 'uint64')
     _st = _raw.miopenGetRNNDataSeqTensorDescriptor(_seq_tensor_desc, _byref(_data_type), _byref(_layout), _byref(_max_sequence_len), _byref(_batch_size), _byref(_vector_size), sequence_len_array_limit, _sequence_len_array, _padding_marker)
@@ -7488,7 +7488,7 @@ def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None
         _options = _s.as_handle(options, FindOptions, "options", _fn, True)
     if (type(max_solutions) is not int or not 0 <= max_solutions <= 18446744073709551615):
         max_solutions = _s.as_int(max_solutions, 0, 18446744073709551615, "max_solutions", _fn)
-    _s.check_length(max_solutions, "max_solutions", _fn)
+    max_solutions = _s.check_length(max_solutions, "max_solutions", _fn, 18446744073709551615)
     _solutions = (ctypes.c_void_p * max_solutions)()
     _num_solutions = ctypes.c_size_t()
     _st = _raw.miopenFindSolutions(_handle, _problem, _options, _solutions, _byref(_num_solutions), max_solutions)

@@ -924,10 +924,10 @@ def as_blob(value: object, name: str, fn: str) -> tuple[Any, int]:
     raise TypeError(f"{fn}: {name} must be bytes; got {_what(value)}")
 
 
-def check_length(value: int, name: str, fn: str) -> None:
-    """An element count the caller gave for an output array (already an int of the C type)."""
-    if value < 0:
-        raise ValueError(f"{fn}: {name} must not be negative; got {value}")
+def check_length(value: object, name: str, fn: str, hi: int = (1 << 63) - 1) -> int:
+    """An element count the caller gave for an output array or string: an int in [0, hi] (the range
+    of its C type); it sizes a buffer allocated before the parameter's own conversion runs."""
+    return as_int(value, 0, hi, name, fn)
 
 
 class Elem:

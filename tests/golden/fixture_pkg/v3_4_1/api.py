@@ -866,7 +866,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     if type(exhaustive_search) is not bool:
         exhaustive_search = _s.as_bool(exhaustive_search, "exhaustive_search", _fn)
     _returned_algo_count = ctypes.c_int()
-    _s.check_length(request_algo_count, "request_algo_count", _fn)
+    request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
     _st = _raw.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
     if _st:
@@ -971,7 +971,7 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
-    _s.check_length(max_solution_count, "max_solution_count", _fn)
+    max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
     _st = _raw.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, max_solution_count, _byref(_solution_count), _solutions)
     if _st:
