@@ -697,12 +697,14 @@ def check_names(spec: Any, prefix: str, sem: Any = None, target: Any = None) -> 
     if target is not None:
         base = target.error_base
         stem = base[:-5] if base.endswith("Error") else base
-        for name, what in ((base, "error_base"), (stem + "Warning", "warning class"),
-                           (stem + "VersionError", "version error class"),
-                           (stem + "VersionWarning", "version warning class")):
+        for name, what in ((base, "error_base"), (stem + "Warning", "warning class")):
             if name in reserved.ERRORS_MODULE:
                 problems.append(f"target {what} {name}: a name the generated errors module uses itself")
             claim(name, name, f"target {what}")
+        for name in (stem + "VersionError", stem + "VersionWarning"):  # _support's classes, in the package root
+            if name in api:
+                problems.append(f"{api[name]}: its Python name {name!r} is the target's {name} class (package root)")
+            api.setdefault(name, f"the target's {name}")
         for status, exc in target.status_exceptions.items():
             if exc.name in reserved.ERRORS_MODULE:
                 problems.append(f"target status_exceptions.{status}: {exc.name} is a name the errors module uses itself")
