@@ -247,3 +247,22 @@ def test_handles_cannot_be_copied_or_pickled(libs: Libs) -> None:
     for how in (copy.copy, copy.deepcopy, pickle.dumps):
         with pytest.raises(TypeError, match="cannot be"):
             how(d)
+
+
+def test_closing_keeps_no_frame_alive(libs: Libs) -> None:
+    """The in-flight scan looks at every thread's frames; it must leave no reference cycle through
+    them (the caller's locals, descriptors included, would then live until the next gc run)."""
+    import weakref
+
+    import miopen
+
+    def scope() -> weakref.ref[Any]:
+        keep = miopen.TensorDescriptor.from_address(0xA000, owned=True)
+        miopen.TensorDescriptor.from_address(0xA010, owned=True).close()
+        miopen.destroy_tensor_descriptor(miopen.TensorDescriptor.from_address(0xA020, owned=True))
+        return weakref.ref(keep)
+
+    ref = scope()  # the libs fixture has the cyclic gc off: only reference counts free it
+    assert ref() is None
+    destroyed = [e["tensorDesc"] for e in libs.log("miopenDestroyTensorDescriptor")]
+    assert destroyed == [str(0xA010), str(0xA020), str(0xA000)]

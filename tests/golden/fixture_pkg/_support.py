@@ -1264,16 +1264,21 @@ def calls_in_flight(objects: Sequence[HandleBase], skip: Any = None) -> tuple[in
     `skip`: a frame to ignore (the destroy wrapper that is closing the object itself)."""
     me = threading.get_ident()
     others, mine = 0, False
-    for tid, top in sys._current_frames().items():
-        frame: Any = top
-        while frame is not None:
-            if frame is not skip and _wrapper_module(frame.f_globals.get("__name__")) and _holds(frame, objects):
-                if tid == me:
-                    mine = True
-                else:
-                    others += 1
-                break
-            frame = frame.f_back
+    frames = sys._current_frames()
+    frame: Any = None
+    try:
+        for tid, frame in frames.items():
+            while frame is not None:
+                if frame is not skip and _wrapper_module(frame.f_globals.get("__name__")) and _holds(frame, objects):
+                    if tid == me:
+                        mine = True
+                    else:
+                        others += 1
+                    break
+                frame = frame.f_back
+    finally:  # this very frame is among them: a reference kept here would keep it, and every caller, alive
+        frames.clear()
+        frame = skip = None
     return others, mine
 
 

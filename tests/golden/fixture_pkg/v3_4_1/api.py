@@ -1387,7 +1387,7 @@ def get_seq_lengths(tensor_desc: TensorDescriptor, limit: int) -> GetSeqLengthsR
         limit = _s.as_int(limit, -2147483648, 2147483647, "limit", _fn)
     _data_type = ctypes.c_uint()
     _batch_size = ctypes.c_int()
-    _s.check_length(limit, "limit", _fn)
+    limit = _s.check_length(limit, "limit", _fn, 2147483647)
     _lengths = (ctypes.c_int * limit)()
     _padding_marker = _s.element_out(1, 'uint64')
     _st = _raw.miopenGetSeqLengths(_tensor_desc, _byref(_data_type), _byref(_batch_size), limit, _lengths, _padding_marker)
