@@ -400,8 +400,10 @@ class _Planner:
             return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
                         pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
         if p.shape == "buffer":
-            pre: tuple[str, ...] = (  # the fast path: a non-NULL int address that fits 64 bits
-                f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
+            none = f"None if {py} is None else " if p.nullable else ""  # fast paths: NULL where allowed, and
+            pre: tuple[str, ...] = (  # a non-NULL int address that fits 64 bits
+                f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else {none}_s.as_device_ptr({py}, {q}, _fn, "
+                f"{nullable})",)
             if not (t.kind == "void" and t.depth == 1):  # a typed pointer to device memory: cast the address
                 pre += (f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})",)
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)

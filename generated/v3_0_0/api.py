@@ -1797,7 +1797,7 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2008,7 +2008,7 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2219,7 +2219,7 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2316,7 +2316,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2384,7 +2384,7 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
@@ -2521,7 +2521,7 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
     _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2589,7 +2589,7 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionBackwardData(_handle, _alpha, _dy_desc, _dy, _w_desc, _w, _conv_desc, algo, _beta, _dx_desc, _dx, _work_space, work_space_size)
@@ -2684,7 +2684,7 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
     _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2752,7 +2752,7 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionBackwardWeights(_handle, _alpha, _dy_desc, _dy, _x_desc, _x, _conv_desc, algo, _beta, _dw_desc, _dw, _work_space, work_space_size)
@@ -3207,7 +3207,7 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenPoolingForward(_handle, _pool_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space, work_space_size)
@@ -3272,7 +3272,7 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenPoolingBackward(_handle, _pool_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "pool_desc": pool_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
@@ -3438,7 +3438,7 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenLRNForward(_handle, _lrn_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "do_backward": do_backward, "work_space": work_space})
@@ -3497,7 +3497,7 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     _st = _raw.miopenLRNBackward(_handle, _lrn_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
@@ -3683,12 +3683,12 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
     _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
-    _result_running_mean = result_running_mean if type(result_running_mean) is int and 0 < result_running_mean < 18446744073709551616 else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
-    _result_running_variance = result_running_variance if type(result_running_variance) is int and 0 < result_running_variance < 18446744073709551616 else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
+    _result_running_mean = result_running_mean if type(result_running_mean) is int and 0 < result_running_mean < 18446744073709551616 else None if result_running_mean is None else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
+    _result_running_variance = result_running_variance if type(result_running_variance) is int and 0 < result_running_variance < 18446744073709551616 else None if result_running_variance is None else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _result_save_mean = result_save_mean if type(result_save_mean) is int and 0 < result_save_mean < 18446744073709551616 else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
-    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and 0 < result_save_inv_variance < 18446744073709551616 else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
+    _result_save_mean = result_save_mean if type(result_save_mean) is int and 0 < result_save_mean < 18446744073709551616 else None if result_save_mean is None else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
+    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and 0 < result_save_inv_variance < 18446744073709551616 else None if result_save_inv_variance is None else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
     _st = _raw.miopenBatchNormalizationForwardTraining(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, exp_avg_factor, _result_running_mean, _result_running_variance, epsilon, _result_save_mean, _result_save_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc, "bn_scale": bn_scale, "bn_bias": bn_bias, "exp_avg_factor": exp_avg_factor, "result_running_mean": result_running_mean, "result_running_variance": result_running_variance, "epsilon": epsilon, "result_save_mean": result_save_mean, "result_save_inv_variance": result_save_inv_variance})
@@ -3751,8 +3751,8 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
         _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
     _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
+    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else None if estimated_mean is None else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
+    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else None if estimated_variance is None else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     _st = _raw.miopenBatchNormalizationForwardInference(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
@@ -3838,8 +3838,8 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
     _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
+    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else None if saved_mean is None else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
+    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else None if saved_inv_variance is None else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
     _st = _raw.miopenBatchNormalizationBackward(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _bn_scale_bias_diff_desc, _bn_scale, _result_bn_scale_diff, _result_bn_bias_diff, epsilon, _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha_data_diff": alpha_data_diff, "beta_data_diff": beta_data_diff, "alpha_param_diff": alpha_param_diff, "beta_param_diff": beta_param_diff, "x_desc": x_desc, "x": x, "dy_desc": dy_desc, "dy": dy, "dx_desc": dx_desc, "dx": dx, "bn_scale_bias_diff_desc": bn_scale_bias_diff_desc, "bn_scale": bn_scale, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "epsilon": epsilon, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
@@ -4729,7 +4729,7 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserved = reserved if type(reserved) is int and 0 < reserved < 18446744073709551616 else _s.as_device_ptr(reserved, "reserved", _fn, True)
+    _reserved = reserved if type(reserved) is int and 0 < reserved < 18446744073709551616 else None if reserved is None else _s.as_device_ptr(reserved, "reserved", _fn, True)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
@@ -4827,8 +4827,8 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
     _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
     _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
     _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
-    _running_mean = running_mean if type(running_mean) is int and 0 < running_mean < 18446744073709551616 else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
-    _running_variance = running_variance if type(running_variance) is int and 0 < running_variance < 18446744073709551616 else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
+    _running_mean = running_mean if type(running_mean) is int and 0 < running_mean < 18446744073709551616 else None if running_mean is None else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
+    _running_variance = running_variance if type(running_variance) is int and 0 < running_variance < 18446744073709551616 else None if running_variance is None else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
     if type(epsilon) is not float:
@@ -5016,14 +5016,14 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _alpha_2 = None if alpha_2 is None else (_byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn))
     _z_desc: int | None = z_desc._ptr if type(z_desc) is TensorDescriptor else None
     if _z_desc is None:
         _z_desc = _s.as_handle(z_desc, TensorDescriptor, "z_desc", _fn, False)
-    _z = z if type(z) is int and 0 < z < 18446744073709551616 else _s.as_device_ptr(z, "z", _fn, True)
+    _z = z if type(z) is int and 0 < z < 18446744073709551616 else None if z is None else _s.as_device_ptr(z, "z", _fn, True)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
@@ -5665,13 +5665,13 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, True)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else None if w is None else _s.as_device_ptr(w, "w", _fn, True)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
     _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
+    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else None if layer_param is None else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
     _st = _raw.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
@@ -5712,13 +5712,13 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, True)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else None if w is None else _s.as_device_ptr(w, "w", _fn, True)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
     _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
+    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else None if layer_bias is None else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
     _st = _raw.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
@@ -5980,13 +5980,13 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
     _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
@@ -5994,10 +5994,10 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
     _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _st = _raw.miopenRNNForward(_handle, _rnn_desc, fwd_mode, _x_desc, _x, _h_desc, _hx, _hy, _c_desc, _cx, _cy, _y_desc, _y, _w, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
@@ -6063,15 +6063,15 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
     _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
-    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else _s.as_device_ptr(dhy, "dhy", _fn, True)
-    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else _s.as_device_ptr(dhx, "dhx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
+    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else None if dhy is None else _s.as_device_ptr(dhy, "dhy", _fn, True)
+    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else None if dhx is None else _s.as_device_ptr(dhx, "dhx", _fn, True)
     _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
-    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else _s.as_device_ptr(dcy, "dcy", _fn, True)
-    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else _s.as_device_ptr(dcx, "dcx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
+    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else None if dcy is None else _s.as_device_ptr(dcy, "dcy", _fn, True)
+    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else None if dcx is None else _s.as_device_ptr(dcx, "dcx", _fn, True)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
@@ -6079,10 +6079,10 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
     _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _st = _raw.miopenRNNBackwardSeqData(_handle, _rnn_desc, _y_desc, _y, _dy, _h_desc, _hx, _dhy, _dhx, _c_desc, _cx, _dcy, _dcx, _x_desc, _dx, _w, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
@@ -6132,7 +6132,7 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
     _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
@@ -6140,10 +6140,10 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
     _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _st = _raw.miopenRNNBackwardWeightsSeqTensor(_handle, _rnn_desc, _x_desc, _x, _h_desc, _hx, _y_desc, _y, _dw, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
@@ -6207,11 +6207,11 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
@@ -6221,12 +6221,12 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
     _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
     _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, False)
@@ -6310,11 +6310,11 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     _dhy_desc: int | None = dhy_desc._ptr if type(dhy_desc) is TensorDescriptor else None
     if _dhy_desc is None:
         _dhy_desc = _s.as_handle(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
-    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else _s.as_device_ptr(dhy, "dhy", _fn, True)
+    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else None if dhy is None else _s.as_device_ptr(dhy, "dhy", _fn, True)
     _dcy_desc: int | None = dcy_desc._ptr if type(dcy_desc) is TensorDescriptor else None
     if _dcy_desc is None:
         _dcy_desc = _s.as_handle(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
-    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else _s.as_device_ptr(dcy, "dcy", _fn, True)
+    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else None if dcy is None else _s.as_device_ptr(dcy, "dcy", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
@@ -6322,25 +6322,25 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
     _dx_desc = _s.in_array(dx_desc, _s.handle_elem(TensorDescriptor), "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
     _dhx_desc: int | None = dhx_desc._ptr if type(dhx_desc) is TensorDescriptor else None
     if _dhx_desc is None:
         _dhx_desc = _s.as_handle(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
-    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else _s.as_device_ptr(dhx, "dhx", _fn, True)
+    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else None if dhx is None else _s.as_device_ptr(dhx, "dhx", _fn, True)
     _dcx_desc: int | None = dcx_desc._ptr if type(dcx_desc) is TensorDescriptor else None
     if _dcx_desc is None:
         _dcx_desc = _s.as_handle(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
-    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else _s.as_device_ptr(dcx, "dcx", _fn, True)
+    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else None if dcx is None else _s.as_device_ptr(dcx, "dcx", _fn, True)
     _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"y_desc": _y_desc, "dy_desc": _dy_desc, "dx_desc": _dx_desc})
@@ -6394,17 +6394,17 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
@@ -6466,11 +6466,11 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
     _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else _s.as_device_ptr(hx, "hx", _fn, True)
+    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
     _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else _s.as_device_ptr(cx, "cx", _fn, True)
+    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
@@ -6480,11 +6480,11 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
     _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else _s.as_device_ptr(hy, "hy", _fn, True)
+    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
     _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else _s.as_device_ptr(cy, "cy", _fn, True)
+    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
     _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
@@ -6675,7 +6675,7 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
     _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenCTCLoss(_handle, _probs_desc, _probs, _labels, _label_lengths, _input_lengths, _losses, _gradients_desc, _gradients, algo, _ctc_loss_desc, _work_space, work_space_size)
@@ -6826,7 +6826,7 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
         dropout = _s.as_float32(dropout, "dropout", _fn)
-    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, True)
+    _states = states if type(states) is int and 0 < states < 18446744073709551616 else None if states is None else _s.as_device_ptr(states, "states", _fn, True)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6923,7 +6923,7 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
     _st = _raw.miopenDropoutForward(_handle, _dropout_desc, _noise_shape, _x_desc, _x, _y_desc, _y, _reserve_space, reserve_space_size_in_bytes)
@@ -6969,7 +6969,7 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
     if _dx_desc is None:
         _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
     _st = _raw.miopenDropoutBackward(_handle, _dropout_desc, _noise_shape, _dy_desc, _dy, _dx_desc, _dx, _reserve_space, reserve_space_size_in_bytes)
@@ -7179,10 +7179,10 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else _s.as_device_ptr(indices, "indices", _fn, True)
+    _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else None if indices is None else _s.as_device_ptr(indices, "indices", _fn, True)
     if (type(indices_size_in_bytes) is not int or not 0 <= indices_size_in_bytes <= 18446744073709551615):
         indices_size_in_bytes = _s.as_int(indices_size_in_bytes, 0, 18446744073709551615, "indices_size_in_bytes", _fn)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
@@ -7487,7 +7487,7 @@ def run_solution(handle: Handle, solution: Solution, tensors: Sequence[TensorArg
     if _solution is None:
         _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size) is not int or not 0 <= workspace_size <= 18446744073709551615):
         workspace_size = _s.as_int(workspace_size, 0, 18446744073709551615, "workspace_size", _fn)
     _n_inputs = 0 if _tensors is None else len(_tensors)

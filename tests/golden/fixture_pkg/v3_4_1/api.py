@@ -860,7 +860,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -924,7 +924,7 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
@@ -1069,7 +1069,7 @@ def run_solution(handle: Handle, tensors: Sequence[TensorArgument | _raw.miopenT
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size) is not int or not 0 <= workspace_size <= 18446744073709551615):
         workspace_size = _s.as_int(workspace_size, 0, 18446744073709551615, "workspace_size", _fn)
     _n_inputs = 0 if _tensors is None else len(_tensors)
@@ -1549,7 +1549,7 @@ def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
     _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _st = _raw.miopenSoftMarginLossForward(_handle, _input_desc, _input, _output, _workspace, workspace_size_in_bytes)
