@@ -20,7 +20,8 @@ from codegen.annotate import FunctionSem, ParamSem, load_annotations, resolve
 from codegen.ctypes_map import INT_BITS, int_range
 from codegen.spec_io import load
 
-from .conftest import Libs, test_release
+from .conftest import Libs
+from .conftest import test_release as bound_release_version
 from .helpers import SPECS
 
 BIG = 2**64 + 0x1000  # ctypes would pass it as 0x1000
@@ -185,15 +186,20 @@ def test_host_scaling_factors_fit_a_float(libs: Libs) -> None:
     import miopen
 
     h, d = miopen.Handle.from_address(1), miopen.TensorDescriptor.from_address(2)
+    c = miopen.ConvolutionDescriptor.from_address(3)
+
+    def conv(alpha: object) -> None:
+        miopen.convolution_forward(h, alpha, d, 0x10, d, 0x20, c, 0, 0.0, d, 0x30, None, 0)
+
     for alpha in (1e300, -1e300, 3.5e38, 10**39):
-        with pytest.raises(OverflowError, match=r"^miopenSetTensor: alpha=.* does not fit a C float"):
-            miopen.set_tensor(h, d, 0x10, alpha)
-    with pytest.raises(OverflowError, match=r"^miopenSetTensor: alpha=1\d+ is too large for a C double"):
-        miopen.set_tensor(h, d, 0x10, 10**400)
-    assert not _y(libs)
+        with pytest.raises(OverflowError, match=r"^miopenConvolutionForward: alpha=.* does not fit a C float"):
+            conv(alpha)
+    with pytest.raises(OverflowError, match=r"^miopenConvolutionForward: alpha=1\d+ is too large for a C double"):
+        conv(10**400)
+    assert not libs.log("miopenConvolutionForward")
     for alpha in (3.4028235e38, float("inf"), float("-inf"), 1e-300, ctypes.c_double(1e300)):  # rounds to FLT_MAX; inf as is
-        miopen.set_tensor(h, d, 0x10, alpha)
-    logged = [e["alpha"] for e in _y(libs)]
+        conv(alpha)
+    logged = [e["alpha"] for e in libs.log("miopenConvolutionForward")]
     assert logged[:4] == ["3.4028234663852886e+38", "inf", "-inf", "0"]
 
 
@@ -201,7 +207,7 @@ def test_host_scaling_factors_fit_a_float(libs: Libs) -> None:
 
 
 def _semantics() -> tuple[Any, dict[str, FunctionSem]]:
-    spec = load(SPECS / f"{test_release()}.yaml")
+    spec = load(SPECS / f"{bound_release_version()}.yaml")
     return spec, resolve(spec, load_annotations(SPECS / "annotations.yaml")).functions
 
 
@@ -258,7 +264,11 @@ def _sweep_cases() -> Iterator[tuple[str, str, str, object, type[Exception], str
             elif t.kind == "float" and t.name == "float":
                 yield f.name, p.name, "float", 1e300, OverflowError, r"=1e\+300 does not fit a C float"
             elif t.kind == "void" and p.memory == "host" and p.shape == "scalar":
-                yield f.name, p.name, "host scalar", -1e300, OverflowError, r"does not fit a C float"
+                kind = getattr(p, "scalar_type", None)
+                if kind is None or kind == "float":  # read as a C float
+                    yield f.name, p.name, "host scalar", -1e300, OverflowError, r"does not fit a C float"
+                elif kind == "double":
+                    yield f.name, p.name, "host double", 10**400, OverflowError, r"too large for a C double"
             elif p.shape == "buffer":
                 yield f.name, p.name, "buffer", BIG, ValueError, r"must be an address in \[0, 2\*\*64\)"
                 yield f.name, p.name, "buffer", -4, ValueError, r"must be an address in \[0, 2\*\*64\); got -4"
@@ -315,7 +325,8 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
         spec = load(spec_path)
         functions = resolve(spec, load_annotations(SPECS / "annotations.yaml")).functions
         source = (REPO / "generated" / release_module(spec.miopen_version) / "api.py").read_text()
-        bodies = {n.name: ast.get_source_segment(source, n) or "" for n in ast.parse(source).body
+        lines = source.splitlines()
+        bodies = {n.name: "\n".join(lines[n.lineno - 1:n.end_lineno]) for n in ast.parse(source).body
                   if isinstance(n, ast.FunctionDef)}
         for f in spec.functions:
             fs = functions[f.name]

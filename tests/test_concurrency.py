@@ -67,6 +67,7 @@ def _stress(libs: Libs, threads: int, calls: int, seed: int) -> tuple[dict[str, 
     pool = [new_desc() for _ in range(24)]
     handle = miopen.Handle.from_address(0x5000)  # borrowed: never destroyed
     rnn = miopen.RNNDescriptor.from_address(0x6000)
+    conv = miopen.ConvolutionDescriptor.from_address(0x6100)
     f32 = miopen.DataType.miopenFloat
     errors: list[BaseException] = []
     closed_seen = Counter[int]()
@@ -93,8 +94,9 @@ def _stress(libs: Libs, threads: int, calls: int, seed: int) -> tuple[dict[str, 
                     miopen.set_4d_tensor_descriptor(d, f32, 1, 2, 3, 4)
                 elif r < 0.6:
                     miopen.get_tensor_descriptor_size(d)
-                elif r < 0.8:  # two descriptors in one call
-                    miopen.transform_tensor(handle, 1.0, d, 0x1000, 0.0, pool[rng.randrange(len(pool))], 0x2000)
+                elif r < 0.8:  # three descriptors in one call
+                    miopen.convolution_forward(handle, 1.0, d, 0x1000, pool[rng.randrange(len(pool))], 0x2000, conv, 0,
+                                               0.0, d, 0x3000, None, 0)
                 else:  # an array of descriptors
                     miopen.get_rnn_workspace_size(handle, rnn, [d, pool[rng.randrange(len(pool))]])
                 done[k] += 1
