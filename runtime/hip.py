@@ -1102,6 +1102,8 @@ class TorchAllocator:
         except Exception as exc:
             _reraise_oom(exc, "torch.cuda.caching_allocator_alloc")
             raise
+        if isinstance(ptr, bool) or not isinstance(ptr, int) or not 0 <= ptr < _UINT64_LIMIT:  # taken as is, never int()
+            raise ValueError(f"TorchAllocator.allocate: torch returned {_kind(ptr)} {ptr!r:.40}, not an address")
         return int(ptr)
 
     def free(self, ptr: int, stream: int | None = None) -> None:
