@@ -20,6 +20,7 @@ from typing import Any
 
 import jinja2
 
+from . import escape
 from .annotate import FunctionSem, ParamSem, Semantics
 from .ctypes_map import INT_BITS, int_range
 from .errors import CodegenError
@@ -87,8 +88,10 @@ def chosen_type(sem: Semantics, table: str) -> tuple[int, str]:
 
 
 def _env() -> jinja2.Environment:
-    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    escape.install(env)  # c_include, c_str_text, comment_block for the C++ templates
+    return env
 
 
 def _flat_fields(r: Record, spec: Spec) -> list[tuple[str, CType]]:

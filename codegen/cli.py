@@ -411,8 +411,7 @@ def _render(args: argparse.Namespace) -> int:
     from .target import load_target, target_path
 
     t0 = time.perf_counter()
-    # a spec's file name goes into every file's banner comment: one printable line only
-    # (stopgap until render.banner() escapes it with codegen/escape.py)
+    # a spec's file name goes into every file's banner comment (render.banner() escapes it too)
     for spec in args.spec:
         if not spec.name.isprintable():
             raise CodegenError(f"{spec!r}: a spec file name must be printable (it is written into the generated "

@@ -56,8 +56,10 @@ def fstr_text(text: str) -> str:
 
 def docstring_text(text: str) -> str:
     """Text to paste inside a `\"\"\"...\"\"\"` docstring: one line, no quote or backslash can end or
-    bend it (quotes and backslashes are escaped, so the docstring reads back as `text`)."""
-    return py_str_text(text)
+    bend it (quotes and backslashes are escaped, so the docstring reads back as `text`). A lone
+    surrogate is written as its visible escape (`\\ud800`): a class whose docstring holds one cannot
+    even be created (CPython encodes class docstrings to UTF-8)."""
+    return py_str_text("".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text))
 
 
 def py_comment(text: str) -> str:
@@ -105,6 +107,48 @@ def lines(text: str, prefix: str) -> str:
     return "\n".join(prefix + escape(line) for line in text.split("\n"))
 
 
+def comment_block(text: str, prefix: str) -> str:
+    """A banner (lines that may already start with `# ` or `// `) as comment lines under `prefix`:
+    each line loses a comment marker it already has and gets `prefix` and the escape of its
+    language, so whatever a caller passes as a banner stays a comment (also across CR, form feed
+    or U+2028: every line break Python or C++ might see is escaped)."""
+    out = []
+    for line in text.split("\n"):
+        for marker in ("# ", "#", "// ", "//"):
+            if line.startswith(marker):
+                line = line[len(marker):]
+                break
+        out.append(line)
+    return lines("\n".join(out), prefix)
+
+
+def py_list(items: Any) -> str:
+    """A Python list literal of strings, each escaped with `py_str`."""
+    return "[" + ", ".join(py_str(str(x)) for x in items) + "]"
+
+
+def py_tuple(items: Any) -> str:
+    """A Python tuple literal of strings, each escaped with `py_str`."""
+    parts = [py_str(str(x)) for x in items]
+    return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+
+
+def py_int(value: Any) -> str:
+    """An integer literal (refuses anything that is not an int: a value from a spec is pasted as code)."""
+    if type(value) is not int:
+        raise CodegenError(f"expected an integer to write into generated code; got {type(value).__name__} {value!r:.60}")
+    return str(value)
+
+
+def py_ident(name: Any) -> str:
+    """A Python identifier pasted as code (class names from a target): refused unless it is one."""
+    import keyword
+
+    if not isinstance(name, str) or not name.isascii() or not name.isidentifier() or keyword.iskeyword(name):
+        raise CodegenError(f"{name!r:.60} is not an ASCII Python identifier; refusing to write it into generated code")
+    return name
+
+
 FILTERS: dict[str, Any] = {
     "py_str": py_str,
     "py_str_text": py_str_text,
@@ -115,6 +159,11 @@ FILTERS: dict[str, Any] = {
     "c_comment": c_comment,
     "c_include": c_include,
     "comment_lines": lines,
+    "comment_block": comment_block,
+    "py_list": py_list,
+    "py_tuple": py_tuple,
+    "py_int": py_int,
+    "py_ident": py_ident,
 }
 
 

@@ -10,7 +10,9 @@ Renaming rules (each documented in docs/limits.md):
 - a function whose name would be one the package root defines itself (`raw`, `errors`, `hip`,
   `version`, ... see `reserved.PACKAGE`) gets a trailing underscore;
 - where two parameters of one function snake to the same name, the one not already spelt that way
-  keeps its C spelling (`stateStep` beside `state_step`); see `param_names`.
+  keeps its C spelling (`stateStep` beside `state_step`) when that spelling is usable as it is
+  (lowercase first letter, no underscore first, not reserved), else gets `_<index>` (`Handle`
+  beside `handle` -> `handle_1`: a kept `Handle` would shadow the class); see `param_names`.
 
 Any other collision (two C functions with one Python name, two classes, ...) is refused by
 `validate.check_names`, naming both C names.
@@ -66,7 +68,7 @@ def param_names(c_names: Sequence[str]) -> dict[str, str]:
 
     Each is `param_name` of the C name (`p` in front when that starts with an underscore); where
     two C names snake to the same name, the one not already spelt that way keeps its C spelling
-    (`stateStep` beside `state_step`), or failing that gets `_<index>`. `validate.check_names`
+    (`stateStep` beside `state_step`) when that is usable as it is, or else gets `_<index>`. `validate.check_names`
     refuses the result when it is still not a set of distinct, safe names.
     """
     names = {}
@@ -78,8 +80,17 @@ def param_names(c_names: Sequence[str]) -> dict[str, str]:
         counts[py] = counts.get(py, 0) + 1
     for c_name, py in list(names.items()):
         if counts[py] > 1 and c_name != py:
-            names[c_name] = c_name if c_name not in names.values() else f"{py}_{list(names).index(c_name)}"
+            keep = _usable_spelling(c_name) and c_name not in names.values()
+            names[c_name] = c_name if keep else f"{py}_{list(names).index(c_name)}"
     return names
+
+
+def _usable_spelling(c_name: str) -> bool:
+    """A C parameter name usable as its Python name as it is: no keyword, no leading underscore (generated
+    locals are `_<name>`), no capital first letter (the module's classes: `Handle`, `Any`, ...), nothing
+    a wrapper body uses."""
+    return (c_name.isidentifier() and c_name.isascii() and not keyword.iskeyword(c_name) and c_name[:1].islower()
+            and c_name not in reserved.PARAM_NAMES and not c_name.startswith("len_"))
 
 
 def class_name(c_name: str, prefix: str) -> str:

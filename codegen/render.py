@@ -17,15 +17,16 @@ from typing import Any
 
 import jinja2
 
-from . import GENERATOR_VERSION, docstrings, escape, naming
+from . import GENERATOR_VERSION, docstrings, escape, naming, validate
 from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
 from .errors import CodegenError
 from .escape import docstring_text
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .model import CType, Record, Spec
-from .target import Target
+from .target import Target, target_problems
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
+FLT_MAX = 3.4028234663852886e38  # the largest finite C float
 # files shared by every release, and the files of each release's sub-package
 SHARED_OUTPUTS = ("__init__.py", "__init__.pyi", "_support.py", "_releases.py", "_handles.py", "errors.py", "api.py", "api.pyi", "raw.py",
                   "raw.pyi", "py.typed")
@@ -202,6 +203,8 @@ class _Planner:
             return "int"
         if k == "float":
             return "float"
+        if k == "char":
+            return "int | bytes"
         if k == "enum":
             return f"{self.enum_class.get(t.name, 'int')} | int"
         if k == "handle":
@@ -329,18 +332,7 @@ class _Planner:
     def py_params(self, fs: FunctionSem) -> dict[str, str]:
         """Python names of the parameters; where two C names snake to the same name, the one not
         already spelt that way keeps its C spelling (e.g. `stateStep` beside `state_step`)."""
-        names = {p.name: self._py_param(p.name) for p in fs.params}
-        counts: dict[str, int] = {}
-        for py in names.values():
-            counts[py] = counts.get(py, 0) + 1
-        for c_name, py in list(names.items()):
-            if counts[py] > 1 and c_name != py:
-                names[c_name] = c_name if c_name not in names.values() else f"{py}_{list(names).index(c_name)}"
-        return names
-
-    def _py_param(self, name: str) -> str:
-        py = naming.param_name(name)
-        return py if not py.startswith("_") else "p" + py
+        return naming.param_names([p.name for p in fs.params])  # the rule validate.check_names checks
 
     def _owner_param(self, fs: FunctionSem, handle: str | None = None) -> str | None:
         """The parameter holding the owner of the handle `fs` creates (or returns: `handle`), if it takes one."""
@@ -352,7 +344,7 @@ class _Planner:
             return None
         for p in fs.params:
             if p.shape == "value" and p.type.kind == "handle" and p.type.name == owner:
-                return self._py_param(p.name)
+                return self.py_params(fs)[p.name]
         return None
 
     def param(
@@ -408,8 +400,10 @@ class _Planner:
             return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
                         pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
         if p.shape == "buffer":
-            pre: tuple[str, ...] = (
-                f"{v} = {py} if type({py}) is int and {py} >= 0 else _s.as_device_ptr({py}, {q}, _fn, {nullable})",)
+            none = f"None if {py} is None else " if p.nullable else ""  # fast paths: NULL where allowed, and
+            pre: tuple[str, ...] = (  # a non-NULL int address that fits 64 bits
+                f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else {none}_s.as_device_ptr({py}, {q}, _fn, "
+                f"{nullable})",)
             if not (t.kind == "void" and t.depth == 1):  # a typed pointer to device memory: cast the address
                 pre += (f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})",)
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
@@ -551,12 +545,14 @@ class _Planner:
         if p.scalar_type in ("float", "double"):
             c = "_c_float" if p.scalar_type == "float" else "_c_double"
             conv = "float_scalar" if p.scalar_type == "float" else "double_scalar"
-            pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float else _s.{conv}({py}, {q}, _fn)")
+            fits = f" and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}" if p.scalar_type == "float" else ""  # else checked
+            pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float{fits} else _s.{conv}({py}, {q}, _fn)")
             note = f"{py}: read as {p.scalar_type} whatever the tensor type." + (
                 f" None passes NULL ({p.null_means})." if p.null_means else "")
             return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(pre,),
                         note=note)
-        scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float else _s.host_scalar({py}, {q}, _fn)")
+        scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "
+                                  f"else _s.host_scalar({py}, {q}, _fn)")  # a float that fits a C float, else checked
         return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(scalar,),
                     note=null_note)
 
@@ -614,8 +610,13 @@ class _Planner:
             lo, hi = int_range(t.name)
             return (f"if {guard}(type({py}) is not int or not {lo} <= {py} <= {hi}):",
                     f"    {py} = _s.as_int({py}, {lo}, {hi}, {q}, _fn)")
+        if k == "float" and t.name == "float":  # refused where it would round to infinity
+            return (f"if {guard}(type({py}) is not float or not {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}):",
+                    f"    {py} = _s.as_float32({py}, {q}, _fn)")
         if k == "float":
             return (f"if {guard}type({py}) is not float:", f"    {py} = _s.as_float({py}, {q}, _fn)")
+        if k == "char" and t.depth == 0:
+            return (f"if {guard}(type({py}) is not bytes or len({py}) != 1):", f"    {py} = _s.as_char({py}, {q}, _fn)")
         if k == "bool":
             return (f"if {guard}type({py}) is not bool:", f"    {py} = _s.as_bool({py}, {q}, _fn)")
         if k == "enum" and t.name in self.enum_class:
@@ -677,8 +678,9 @@ class _Planner:
         assert p.length is not None
         lp = self.py_params(fs)[p.length]
         length_param = fs.param(p.length)
-        if length_param.shape == "value":
-            return (f"_s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn)",), lp
+        if length_param.shape == "value":  # checked here: it sizes an allocation before its own check runs
+            hi = int_range(length_param.type.name)[1] if length_param.type.kind == "int" else (1 << 63) - 1
+            return (f"{lp} = _s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn, {hi})",), lp
         return (), f"_{lp}.value"
 
     def _out_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, make: Callable[..., ParamPlan], owner_param: str | None,
@@ -761,6 +763,13 @@ def _vkey(version: str) -> tuple[int, ...]:
 def check_target(spec: Spec, target: Target) -> None:
     """The target file must describe this spec's library: names it uses must exist in the spec."""
     where = f"{target.path}"
+    try:  # a target built in memory gets the checks a loaded one had (its strings reach generated code)
+        validate.ensure_valid(target)
+    except validate.Violation as bad:
+        raise CodegenError(f"{where}: {bad.path}: {bad.message}") from None
+    problems = target_problems(target)
+    if problems:
+        raise CodegenError(f"{where}: " + "; ".join(problems))
     if spec.target != target.name:
         raise CodegenError(f"{where}: the spec is for {spec.target!r} but this target file is {target.name!r}; pass "
                            f"--target specs/{spec.target}/target.yaml")
@@ -848,14 +857,16 @@ def _env() -> jinja2.Environment:
         lstrip_blocks=True,
         autoescape=False,
     )
-    env.filters["pylist"] = lambda xs: "[" + ", ".join(xs) + "]"
+    escape.install(env)  # py_str, docstring_text, comment_block, ...: every string from a spec or target
     return env
 
 
 def banner(spec_name: str, spec_sha: str, ann_sha: str) -> str:
+    """The comment heading every file of one release (the names are escaped: a spec file may be called anything)."""
     return (
-        f"# Generated by miogen {GENERATOR_VERSION} from {spec_name} (sha256 {spec_sha})\n"
-        f"# and annotations.yaml (sha256 {ann_sha}). Do not edit: run `make generate`."
+        f"# Generated by miogen {GENERATOR_VERSION} from {escape.py_comment(spec_name)} (sha256 "
+        f"{escape.py_comment(spec_sha)})\n"
+        f"# and annotations.yaml (sha256 {escape.py_comment(ann_sha)}). Do not edit: run `make generate`."
     )
 
 
@@ -958,7 +969,7 @@ def _stem(error_base: str) -> str:
 
 
 def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 #: the file `write` keeps in an output directory: one relative path per line, every file it wrote there

@@ -271,6 +271,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("LengthCall", "args"): C_NAME,
     ("ParamNote", "length"): C_NAME,
     ("ParamNote", "count"): C_NAME,
+    ("ParamNote", "since"): VERSION,
+    ("ParamNote", "until"): VERSION,
     ("ParamNote", "why"): TEXT,
     ("ParamNote", "null_means"): TEXT,
     ("ParamNote", "element_of"): C_NAME,
@@ -288,8 +290,6 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("RecordNote", "until"): VERSION,
     ("RecordNote", "why"): TEXT,
     ("FunctionNote", "params", "key"): C_NAME,
-    ("ParamNote", "since"): VERSION,
-    ("ParamNote", "until"): VERSION,
     ("FunctionNote", "since"): VERSION,
     ("FunctionNote", "until"): VERSION,
     ("FunctionNote", "why"): TEXT,
@@ -717,11 +717,15 @@ def check_names(spec: Any, prefix: str, sem: Any = None, target: Any = None) -> 
         claim(naming.class_name(h.name, prefix), h.name, "handle type")
     if target is not None:
         base = target.error_base
-        for name, what in ((base, "error_base"), ((base[:-5] if base.endswith("Error") else base) + "Warning",
-                                                   "warning class")):
+        stem = base[:-5] if base.endswith("Error") else base
+        for name, what in ((base, "error_base"), (stem + "Warning", "warning class")):
             if name in reserved.ERRORS_MODULE:
                 problems.append(f"target {what} {name}: a name the generated errors module uses itself")
             claim(name, name, f"target {what}")
+        for name in (stem + "VersionError", stem + "VersionWarning"):  # _support's classes, in the package root
+            if name in api:
+                problems.append(f"{api[name]}: its Python name {name!r} is the target's {name} class (package root)")
+            api.setdefault(name, f"the target's {name}")
         for status, exc in target.status_exceptions.items():
             if exc.name in reserved.ERRORS_MODULE:
                 problems.append(f"target status_exceptions.{status}: {exc.name} is a name the errors module uses itself")
@@ -760,6 +764,9 @@ def check_names(spec: Any, prefix: str, sem: Any = None, target: Any = None) -> 
             if name in reserved.PARAM_NAMES:
                 problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, which shadows a name the wrapper "
                                 f"body uses")
+            elif name in api and not name[:1].islower():
+                problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, which shadows the class of "
+                                f"{api[name]} (the wrapper body uses the module's classes)")
             local(name, p.name)
             local("_" + name, p.name)
             if p.shape == "blob" and p.direction == "in":

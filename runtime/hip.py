@@ -1102,6 +1102,8 @@ class TorchAllocator:
         except Exception as exc:
             _reraise_oom(exc, "torch.cuda.caching_allocator_alloc")
             raise
+        if isinstance(ptr, bool) or not isinstance(ptr, int) or not 0 <= ptr < _UINT64_LIMIT:  # taken as is, never int()
+            raise ValueError(f"TorchAllocator.allocate: torch returned {_kind(ptr)} {ptr!r:.40}, not an address")
         return int(ptr)
 
     def free(self, ptr: int, stream: int | None = None) -> None:
@@ -1160,11 +1162,11 @@ class CallableAllocator:
             if address_or_none is None:
                 raise TypeError(f"CallableAllocator: alloc_fn returned {_kind(result)}, which carries no address")
             address = address_or_none
-            if address:
-                with self._lock:
-                    self._live[address] = result
-        if not 0 <= address < _UINT64_LIMIT:
+        if not 0 <= address < _UINT64_LIMIT:  # before the result is kept: a bad one is not remembered
             raise ValueError(f"CallableAllocator: alloc_fn returned an address out of range: {address}")
+        if address and not isinstance(result, int):
+            with self._lock:
+                self._live[address] = result
         return address
 
     def free(self, ptr: int, stream: int | None = None) -> None:

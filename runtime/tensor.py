@@ -27,7 +27,7 @@ class Tensor:
     def make(cls, ptr: int, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None) -> Tensor:
         if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
-        if ptr >= 1 << 64:  # ctypes would pass it as NULL (c_void_p silently drops what does not fit)
+        if ptr >= 1 << 64:  # ctypes would pass it modulo 2**64 (2**64 + 0x1000 as 0x1000), without a word
             raise ValueError(f"Tensor: ptr {ptr:#x} does not fit a 64-bit address")
         d = tuple(map(int, dims))
         if d and min(d) < 1:
@@ -72,6 +72,15 @@ _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "<i4": "int32"
             "<V2": "bfloat16", "|u1": "uint8"}
 
 
+def _address(value: object, name: str, source: str) -> int:
+    """An address exactly as the producer gave it: an int (no int() of a float or a string)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name}: its {source} gave {type(value).__name__} {value!r:.60}, not an int address")
+    if not 0 <= value < 1 << 64:
+        raise ValueError(f"{name}: its {source} gave {value}, not an address in [0, 2**64)")
+    return int(value)
+
+
 def as_tensor(obj: object, name: str = "tensor") -> Tensor:
     """A `Tensor` from a `Tensor`, a PyTorch tensor (data_ptr/shape/stride/dtype) or a
     `__cuda_array_interface__` object; errors name `name`."""
@@ -81,8 +90,10 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
     shape_attr = getattr(obj, "shape", None)
     stride = getattr(obj, "stride", None)
     if callable(data_ptr) and shape_attr is not None and callable(stride):  # PyTorch first: no interface needed
+        if getattr(obj, "is_cuda", None) is False:
+            raise ValueError(f"{name}: a host (CPU) tensor; the ops take GPU tensors")
         dtype = str(getattr(obj, "dtype", ""))
-        return Tensor.make(int(data_ptr()), tuple(shape_attr), dtype, tuple(stride()))
+        return Tensor.make(_address(data_ptr(), name, "data_ptr()"), tuple(shape_attr), dtype, tuple(stride()))
     try:
         iface = getattr(obj, "__cuda_array_interface__", None)
     except Exception as exc:  # some producers raise for tensors they cannot describe
@@ -96,7 +107,10 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
         if raw_strides is not None and any(int(x) % size for x in raw_strides):
             raise ShapeError(f"{name}: byte strides {tuple(raw_strides)} are not multiples of the item size {size}")
         strides = layout.packed_strides(shape) if raw_strides is None else tuple(int(x) // size for x in raw_strides)
-        return Tensor.make(int(iface["data"][0]), shape, dt, strides)
+        data = iface.get("data")
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise TypeError(f"{name}: __cuda_array_interface__['data'] must be (address, read_only); got {data!r:.60}")
+        return Tensor.make(_address(data[0], name, "__cuda_array_interface__"), shape, dt, strides)
     raise TypeError(f"{name} must be a miopen Tensor, a PyTorch tensor or an object with __cuda_array_interface__; "
                     f"got {type(obj).__name__}")
 

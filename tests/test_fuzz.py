@@ -1,8 +1,12 @@
 """A bounded, seeded fuzz over what miogen reads: mutations of the real specs, annotations and the
 fixture header. Every outcome must be a clean error (a CodegenError with a bounded message) or a
 valid result (a spec that loads, resolves and renders, or a parsed spec that round-trips). Any
-other exception, a hang or a crash fails. The counts are printed at the end (and recorded as
-properties of the test)."""
+other exception, a hang or a crash fails. Mutated specs and targets that render also go through the
+multi-release renderer, g++ (stubs) and a subprocess that imports and binds them: no payload may
+run. The counts are printed at the end (and recorded as properties of the test).
+
+MIOGEN_FUZZ_SCALE multiplies the cases, MIOGEN_FUZZ_SEED changes them, MIOGEN_FUZZ_DEBUG=1 prints
+each clean error."""
 
 from __future__ import annotations
 
@@ -70,6 +74,8 @@ def _run(kind: str, case: int, what: str, fn: Callable[[], str]) -> None:
         message = str(exc)
         assert message and len(message) <= MAX_MESSAGE, f"{kind} case {case} ({what}): unbounded message"
         COUNTS[kind]["clean errors"] += 1
+        if os.environ.get("MIOGEN_FUZZ_DEBUG"):
+            print(kind, case, what, message[:600].replace("\n", " | "))
         COUNTS[kind][f"error:{type(exc).__name__}"] += 1
     except Exception:  # noqa: BLE001 - the point of the test
         pytest.fail(f"{kind} case {case} (seed {SEED}, {what}) raised something other than a clean error:\n"
@@ -293,16 +299,180 @@ def test_fuzz_headers(tmp_path: Path) -> None:
         _run("headers", case, what, attempt)
 
 
-def test_fuzz_counts(capsys: pytest.CaptureFixture[str], record_property: Callable[[str, object], None]) -> None:
+def _fuzz_counts(capsys: pytest.CaptureFixture[str], record_property: Callable[[str, object], None]) -> None:
     """Print (and record) what the fuzz saw: cases, clean errors, valid results per input kind."""
     lines = []
-    for kind in ("specs", "annotations", "headers"):
+    for kind in ("specs", "annotations", "headers", "render"):
         c = COUNTS.get(kind)
         if not c:
             continue
         kinds = ", ".join(f"{k[6:]} {n}" for k, n in sorted(c.items()) if k.startswith("error:"))
         lines.append(f"fuzz {kind}: {c['cases']} cases, {c['clean errors']} clean errors ({kinds}), "
-                     f"{c['valid results']} valid results" + (f" ({c['rendered']} rendered)" if c["rendered"] else ""))
+                     f"{c['valid results']} valid results" + (f" ({c['rendered']} rendered)" if c["rendered"] else "")
+                     + (f"; {c['imported']} packages imported in a subprocess ({c['modules imported']} release "
+                        f"modules), {c['bound to a stub']} bound to a g++-built stub" if kind == "render" else ""))
         record_property(f"fuzz_{kind}", dict(c))
     with capsys.disabled():
         print("\n" + "\n".join(lines))
+
+
+# ------------------------------------------------------------------ render, compile, import
+
+
+RENDER_CASES = int(os.environ.get("MIOGEN_FUZZ_SCALE", "1")) * 24
+STUBS = 3  # of those, also given a g++-built stub library and bound to it
+
+
+def _payloads(marker: Path) -> list[str]:
+    touch = f"__import__('pathlib').Path({str(marker)!r}).touch()"
+    return [f'x"; {touch}; "', f"x'; {touch}; '", f'x"""\n{touch}\n"""', f"x'''{touch}'''", f"{{{touch}}}",
+            f"x\\\" + {touch} + \"", f"x\n{touch}\n#", "trailing\\", "ｍiopen ᴍɪᴏᴘᴇɴ 😀"]
+
+
+SAFE_NAMES = ["s", "fn", "raw", "st", "ret", "e", "self", "cls", "type", "len", "lambda", "Any", "Thing", "len_x",
+              "_fn", "_st", "value", "name", "count", "index", "ctypes", "handle", "Handle", "stateStep", "state_step"]
+FUNCTION_NAMES = ["miopenRaw", "miopenErrors", "miopenVersion", "miopenHip", "miopenApi", "miopenSupport",
+                  "miopenGetRNNX", "miopenGetRnnX", "miopenAny", "miopenBoundRelease", "miopenLoadLibrary"]
+
+
+def _mutate_gently(data: dict[str, Any], rng: random.Random, payloads: list[str]) -> str:
+    """A mutation that often leaves the spec valid, so that rendering and importing get exercised:
+    names the generated code uses itself, free text holding a payload, extreme enum values."""
+    op = rng.randrange(5)
+    functions = [f for f in data["functions"] if f.get("params")]
+    if op == 0:
+        data["rocm_release"] = rng.choice(payloads)
+        return "rocm_release=payload"
+    if op == 1 and functions:
+        f = rng.choice(functions)
+        p = rng.choice(f["params"])
+        p["name"] = rng.choice(SAFE_NAMES)
+        return f"{f['name']}.param={p['name']}"
+    if op == 2:
+        f = rng.choice(data["functions"])
+        f["name"] = rng.choice(FUNCTION_NAMES)
+        return f"function={f['name']}"
+    if op == 3:
+        e = rng.choice(data["enums"])
+        c = rng.choice(e["constants"])
+        c["value"] = rng.choice([0, 1, 2**31 - 1, 2**32 - 1, -1, 2**31])
+        return f"{e['name']}.{c['name']}={c['value']}"
+    f = dict(rng.choice(data["functions"]))
+    f["name"] = rng.choice(FUNCTION_NAMES)
+    data["functions"].append(f)
+    return f"copy as {f['name']}"
+
+
+def _mutate_target(data: dict[str, Any], rng: random.Random, payloads: list[str]) -> str:
+    """A free-text field of the target (or another one) set to a payload."""
+    key = rng.choice(["error_suffix", "status_hints", "library_roots", "display_name", "library_env",
+                      "find_library_name", "skip_version_check_env", "error_suffix"])
+    value = rng.choice(payloads)
+    if key == "status_hints":
+        data[key] = {rng.choice(sorted(data[key])): value}
+    elif key == "library_roots":
+        data[key] = [value]
+    else:
+        data[key] = value
+    return f"target.{key}"
+
+
+def test_fuzz_render_compile_import(tmp_path: Path) -> None:
+    """Mutated specs and targets (payloads that try to break out of every literal) go through the
+    multi-release renderer beside a second release; what renders is written, some get a g++-built
+    stub, and one subprocess (bounded) imports every package and each release's modules, binds those
+    with a stub, and checks that no payload ran (the marker file never appears)."""
+    import json
+    import subprocess
+    import sys
+
+    from codegen import abi
+    from codegen.render import banner, write
+    from codegen.target import load_target
+
+    rng = random.Random(SEED + 3)
+    marker = tmp_path / "PWNED"
+    payloads = _payloads(marker)
+    base = _small_spec()
+    other = replace(base, miopen_version="2.16.0")
+    text = dumps(base)
+    target_data = _yaml((SPECS / "target.yaml").read_text())
+    ann = load_annotations(SPECS / "annotations.yaml")
+    packages: list[tuple[str, str | None]] = []
+    attempts = 0
+    while len(packages) < RENDER_CASES and attempts < RENDER_CASES * 25:
+        attempts += 1
+        if rng.random() < 0.65:
+            mutated_data = _yaml(text)
+            what = "; ".join(_mutate_gently(mutated_data, rng, payloads) for _ in range(rng.randrange(1, 4)))
+        else:
+            mutated_data, what = _mutate_data(_yaml(text), rng)
+        if rng.random() < 0.2:  # a payload where a nasty value would go
+            path = rng.choice(_paths(mutated_data)[1:])
+            parent = _get(mutated_data, path[:-1])
+            if isinstance(parent, (dict, list)):
+                parent[path[-1]] = rng.choice(payloads)
+                what += f"; {path}=payload"
+        tdata = _yaml(_dump(target_data))
+        if rng.random() < 0.7:
+            what += "; " + _mutate_target(tdata, rng, payloads)
+        tpath = tmp_path / f"target{attempts}.yaml"
+        tpath.write_text(_dump(tdata, allow_unicode=True), encoding="utf-8")
+        name = f"fz{len(packages)}"
+        stub: list[str] = []
+
+        def attempt() -> str:
+            spec = loads(_dump(mutated_data, allow_unicode=rng.random() < 0.5), f"fuzz-render-{attempts}.yaml")
+            tgt = load_target(tpath)
+            files = render(plan(spec, ann, tgt, banner(rng.choice(payloads), "0" * 64, "1" * 64), strict=False),
+                           plan(other, ann, tgt, banner("other.yaml", "0" * 64, "1" * 64), strict=False))
+            write(files, tmp_path / name)
+            if len([p for p in packages if p[1]]) < STUBS:
+                header = tmp_path / f"{name}.h"
+                header.write_text(abi.header_source(spec, rng.choice(payloads)))
+                sem = resolve(spec, ann, strict=False, prefix="miopen", target=tgt)
+                lib = abi.compile_cpp(abi.stub_source(spec, sem, header, rng.choice(payloads), tgt.status_type,
+                                                      tgt.version_getter), tmp_path / f"lib{name}.so", tgt, shared=True)
+                stub.append(str(lib))
+            return "valid"
+
+        before = COUNTS["render"]["valid results"]
+        _run("render", attempts, what, attempt)
+        if COUNTS["render"]["valid results"] > before:
+            packages.append((name, stub[0] if stub else None))
+        assert not marker.exists(), f"a payload ran while rendering ({what})"
+    probe = f"""
+import importlib, json, sys
+sys.path.insert(0, {str(tmp_path)!r})
+out = {{"imported": 0, "modules": 0, "bound": 0, "failures": []}}
+for name, lib in {packages!r}:
+    try:
+        pkg = importlib.import_module(name)
+        for module in pkg._support._MODULES.values():
+            for part in ("raw", "api"):
+                importlib.import_module(f"{{name}}.{{module}}.{{part}}")
+                out["modules"] += 1
+        out["imported"] += 1
+        if lib:
+            pkg._support.set_version_policy("off")
+            pkg._support.load_library(lib)
+            out["bound"] += bool(pkg._support.bound_release()) and bool(pkg._support.bound_all())
+    except Exception as exc:
+        out["failures"].append(f"{{name}}: {{type(exc).__name__}}: {{exc}}"[:500])
+print(json.dumps(out))
+"""
+    res = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr[-3000:]  # a crash of the importing process fails here
+    report = json.loads(res.stdout.strip().splitlines()[-1])
+    assert not report["failures"], report["failures"][:5]
+    assert not marker.exists(), "a payload ran at import"
+    assert report["imported"] == len(packages) and report["bound"] == sum(1 for p in packages if p[1])
+    COUNTS["render"]["imported"] = report["imported"]
+    COUNTS["render"]["modules imported"] = report["modules"]
+    COUNTS["render"]["bound to a stub"] = report["bound"]
+    assert len(packages) >= RENDER_CASES // 2, f"only {len(packages)} of {attempts} mutants rendered"
+
+
+def test_fuzz_counts(capsys: pytest.CaptureFixture[str], record_property: Callable[[str, object], None]) -> None:
+    """Print (and record) what the fuzz saw: cases, clean errors, valid results per input kind."""
+    _fuzz_counts(capsys, record_property)

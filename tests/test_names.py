@@ -28,22 +28,79 @@ NAMES = REPO / "tests" / "fixtures" / "names"
 
 
 @pytest.fixture(scope="module")
-def names_pkg(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModuleType]:
+def names_build(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[ModuleType, ctypes.CDLL]]:
+    """The names header rendered as two releases (3.1.0 adds miopenNewer) by the multi-release
+    renderer, imported, and bound to a gcc-built library reporting 3.0.0 (or 3.1.0 when asked)."""
     root = tmp_path_factory.mktemp("names")
-    spec = parse_header(NAMES / "miopen.h", target(), ParseOptions(), "3.0.0")
-    files = render(plan(spec, load_annotations(NAMES / "annotations.yaml"), target(), "# names fixture"))
+    ann = load_annotations(NAMES / "annotations.yaml")
+    old = parse_header(NAMES / "miopen.h", target(), ParseOptions(), "3.0.0")
+    new = parse_header(NAMES / "miopen.h", target(), ParseOptions(defines=("MIOGEN_NAMES_NEWER",)), "3.1.0")
+    files = render(plan(old, ann, target(), "# names fixture 3.0.0"),
+                   plan(new, ann, target(), "# names fixture 3.1.0", {"miopenNewer": "3.1.0"}))
+    assert {"v3_0_0/api.py", "v3_1_0/api.py", "_support.py", "api.py"} <= set(files)
     write(files, root / "names_pkg")
-    lib = root / "libnames.so"
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O0", "-o", str(lib), str(NAMES / "names_lib.c")], check=True)
+    lib_path = root / "libnames.so"
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O0", "-o", str(lib_path), str(NAMES / "names_lib.c")], check=True)
     sys.path.insert(0, str(root))
     try:
         pkg = importlib.import_module("names_pkg")
     finally:
         sys.path.remove(str(root))
-    pkg._support.set_version_policy("off")  # the hand-written library has no version function: bind the one release
-    pkg._support.load_library(str(lib))
-    yield pkg
+    lib = ctypes.CDLL(str(lib_path))
+    pkg._support.load_library(lib)
+    assert pkg._support.bound_release() == "3.0.0"
+    yield pkg, lib
     pkg._support.unload_library()
+
+
+@pytest.fixture()
+def names_pkg(names_build: tuple[ModuleType, ctypes.CDLL]) -> Iterator[ModuleType]:
+    pkg, lib = names_build
+    yield pkg
+    if pkg._support.bound_release() != "3.0.0":
+        pkg._support.unload_library()
+        lib.names_set_minor(0)
+        pkg._support.load_library(lib)
+
+
+def test_both_releases_bind_with_the_same_names(names_build: tuple[ModuleType, ctypes.CDLL]) -> None:
+    pkg, lib = names_build
+    with pytest.raises(AttributeError, match=r"newer is not in the bound MIOpen release 3\.0\.0.*releases that have it: 3\.1\.0"):
+        pkg.newer  # noqa: B018
+    pkg._support.unload_library()
+    lib.names_set_minor(1)
+    try:
+        pkg._support.load_library(lib)
+        assert pkg._support.bound_release() == "3.1.0"
+        assert pkg.newer(fn_=7) == 21 and pkg.api.newer(7) == 21
+        assert pkg.api.shadow(*range(1, 13)) == sum(v * 10**i for i, v in enumerate(range(1, 13)))
+        with pkg.create_thing() as thing:
+            assert pkg.clash(thing, 2, 3, 4) == 4321
+    finally:
+        pkg._support.unload_library()
+        lib.names_set_minor(0)
+        pkg._support.load_library(lib)
+
+
+def test_parameters_spelt_like_generated_locals(names_pkg: ModuleType) -> None:
+    import inspect
+
+    sig = inspect.signature(names_pkg.underscored)
+    names = list(sig.parameters)
+    assert names == ["fn_", "st_", "ret_", "e_", "s_", "raw_", "new_", "byref_", "keep_alive_", "len_x_"]
+    assert names_pkg.underscored(*range(1, 11)) == sum(v * 10**i for i, v in enumerate(range(1, 11)))
+
+
+def test_parameters_that_snake_to_a_class_name(names_pkg: ModuleType) -> None:
+    import inspect
+
+    assert list(inspect.signature(names_pkg.clash).parameters) == ["thing", "thing_1", "any", "any_3"]
+    thing = names_pkg.create_thing()
+    assert isinstance(thing, names_pkg.Thing)
+    assert names_pkg.clash(thing, 2, 3, 4) == 4321 and names_pkg.clash(thing, thing_1=5, any=6, any_3=7) == 7651
+    thing.close()
+    with pytest.raises(ValueError, match="miopenClash: thing is a closed Thing"):
+        names_pkg.clash(thing, 1, 1, 1)
 
 
 def test_parameters_named_like_generated_locals(names_pkg: ModuleType) -> None:
@@ -146,6 +203,10 @@ def test_param_names_rule() -> None:
     names = naming.param_names(["s", "fn", "len", "len_data", "stateStep", "state_step", "_hidden", "lambda", "Type"])
     assert names == {"s": "s_", "fn": "fn_", "len": "len_", "len_data": "len_data_", "stateStep": "stateStep",
                      "state_step": "state_step", "_hidden": "hidden", "lambda": "lambda_", "Type": "type_"}
+    # a spelling kept beside its snake_case twin must be usable as it is: no capital (a class), no underscore first
+    assert naming.param_names(["handle", "Handle"]) == {"handle": "handle", "Handle": "handle_1"}
+    assert naming.param_names(["fn", "_fn"]) == {"fn": "fn__0", "_fn": "fn__1"}  # neither is spelt fn_
+    assert naming.param_names(["type", "Type"]) == {"type": "type__0", "Type": "type__1"}
     assert naming.function_name("miopenRaw", "miopen") == "raw_" and naming.function_name("miopenHip", "miopen") == "hip_"
 
 
@@ -182,7 +243,9 @@ def _spec_names(pl: object) -> set[str]:
         names |= {"_" + n for n in naming.param_names([p.c_name for p in f.params]).values()}
     t = pl.target  # type: ignore[attr-defined]
     base = t.error_base
-    names |= {base, base[:-5] + "Warning"} | {x.name for x in t.status_exceptions.values()}
+    stem = base[:-5]
+    names |= {base, stem + "Warning", stem + "VersionError", stem + "VersionWarning"}
+    names |= {x.name for x in t.status_exceptions.values()}
     return names
 
 
@@ -211,6 +274,7 @@ def _bound_and_used(tree: ast.Module) -> tuple[set[str], set[str]]:
     ("release/raw.py", reserved.RAW_MODULE), ("release/api.py", reserved.API_MODULE | reserved.BODY_LOCALS),
     ("raw.py", reserved.FACADE_MODULE), ("api.py", reserved.FACADE_MODULE),
     ("errors.py", reserved.ERRORS_MODULE), ("__init__.py", reserved.PACKAGE),
+    ("_handles.py", frozenset({"annotations", "_s", "__all__"})),
 ])
 def test_reserved_sets_cover_every_name_the_templates_use(module: str, allowed: frozenset[str]) -> None:
     """Each module-level name of a rendered module, and each name its wrapper bodies read, is either
@@ -242,8 +306,10 @@ def test_runtime_package_root_names_are_reserved() -> None:
         isinstance(t, ast.Name) and t.id == "_LAZY" for t in n.targets))
     keys = {k.value for k in lazy.value.keys if isinstance(k, ast.Constant)}  # type: ignore[attr-defined]
     modules = {p.stem for p in (REPO / "runtime").glob("*.py")} | {"ops"}
+    stem = target().error_base.removesuffix("Error")  # the target's class names: validate.check_names claims them
     missing = (bound | keys | modules) - reserved.PACKAGE - {"_api_all", "_errors_all", "__init__", "__getattr__",
-                                                                "__all__", "annotations"}
+                                                                "__all__", "annotations", stem + "VersionError",
+                                                                stem + "VersionWarning"}
     assert not missing, f"runtime/__init__.py names missing from reserved.PACKAGE: {sorted(missing)}"
 
 

@@ -232,7 +232,7 @@ def test_gpu_operations_skipped_is_a_warning(fx: Built) -> None:
         (lambda m, d: m.set_tensor_descriptor(d, 1, None, [1]), TypeError, r"dims_a must be a sequence; got None"),
         (lambda m, d: m.set_tensor_descriptor(d, 1, [1, 2], [1]), ValueError, r"same length: dims_a has 2"),
         (lambda m, d: m.set_tensor(m.Handle.from_address(1), d, -5, 1.0), ValueError,
-         r"y must be a device address >= 0; got -5"),
+         r"miopenSetTensor: y must be an address in \[0, 2\*\*64\); got -5"),
         (lambda m, d: m.set_tensor(m.Handle.from_address(1), d, "0x10", 1.0), TypeError,
          r"y must be a device buffer: an int address or an object with __cuda_array_interface__"),
         (lambda m, d: m.set_tensor(m.Handle.from_address(1), d, None, 1.0), TypeError, r"y must be a device buffer; got None"),
@@ -248,7 +248,9 @@ def test_gpu_operations_skipped_is_a_warning(fx: Built) -> None:
         (lambda m, d: m.load_solution(m.Handle.from_address(1), "text"), TypeError, r"data must be bytes"),
         (lambda m, d: m.set_allocator(m.Handle.from_address(1), 5, None), TypeError, r"allocator must be callable"),
         (lambda m, d: m.set_stream(m.Handle.from_address(1), "stream"), TypeError, r"stream_id must be a stream"),
-        (lambda m, d: m.set_allocator(m.Handle.from_address(1), None, None, -3), TypeError,
+        (lambda m, d: m.set_allocator(m.Handle.from_address(1), None, None, -3), ValueError,
+         r"allocator_context must be an address in \[0, 2\*\*64\); got -3"),
+        (lambda m, d: m.set_allocator(m.Handle.from_address(1), None, None, "x"), TypeError,
          r"allocator_context must be an int address or None"),
     ],
 )
@@ -356,7 +358,7 @@ def test_missing_symbol_names_the_function_and_release(fx: Built) -> None:
     try:
         with pytest.raises(m.MissingSymbolError, match=r"miopenCatForward is not exported by the loaded library .*"
                                                         r"miopenCatForward was added in MIOpen 3.1.0"):
-            m.cat_forward(m.Handle.from_address(1), [], [], m.TensorDescriptor.from_address(2), 0, 0)
+            m.cat_forward(m.Handle.from_address(1), [], [], m.TensorDescriptor.from_address(2), 0x1000, 0)
     finally:
         m._support.set_version_policy("compatible")
         m.unload_library()
@@ -371,8 +373,10 @@ def test_device_buffer_from_dlpack(fx: Built) -> None:
     class DLDevice(ctypes.Structure):
         _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
 
-    class DLTensor(ctypes.Structure):  # the head of DLManagedTensor
-        _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int)]
+    class DLTensor(ctypes.Structure):  # the head of DLManagedTensor (dlpack.h)
+        _fields_ = [("data", ctypes.c_void_p), ("device", DLDevice), ("ndim", ctypes.c_int32),
+                    ("dtype", ctypes.c_uint32), ("shape", ctypes.c_void_p), ("strides", ctypes.c_void_p),
+                    ("byte_offset", ctypes.c_uint64)]
 
     new_capsule = ctypes.pythonapi.PyCapsule_New
     new_capsule.restype = ctypes.py_object
@@ -380,7 +384,7 @@ def test_device_buffer_from_dlpack(fx: Built) -> None:
 
     class DLPackOnly:
         def __init__(self) -> None:
-            self.tensor = DLTensor(0xFEED0, DLDevice(10, 0), 1)  # kDLROCM
+            self.tensor = DLTensor(0xFEED0, DLDevice(10, 0), 1, 0, None, None, 0)  # kDLROCM
 
         def __dlpack__(self, stream: object = None) -> object:
             return new_capsule(ctypes.addressof(self.tensor), b"dltensor", None)

@@ -12,12 +12,13 @@ import os
 import struct
 import sys
 import threading
+import time
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, NoReturn, TypeVar
 
 LIBRARY_ENV = "MIOPEN_LIBRARY"
-LIBRARY_NAMES: tuple[str, ...] = ('libMIOpen.so.1', 'libMIOpen.so')
+LIBRARY_NAMES: tuple[str, ...] = ("libMIOpen.so.1", "libMIOpen.so")
 E = TypeVar("E", bound=enum.IntEnum)
 H = TypeVar("H", bound="HandleBase")
 
@@ -50,7 +51,7 @@ _lib: ctypes.CDLL | None = None
 _lib_path: str = ""
 _on_reset: list[Callable[[], None]] = []
 #: the committed releases these bindings have, oldest first, and their sub-packages
-RELEASES: tuple[str, ...] = ("3.4.1", )
+RELEASES: tuple[str, ...] = ("3.4.1",)
 _MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 _PACKAGE = __name__.rpartition(".")[0]
 VERSION_GETTER: str | None = "miopenGetVersion"
@@ -71,7 +72,7 @@ def _candidates() -> list[tuple[str, str]]:
     if env:
         found.append((f"${LIBRARY_ENV}", env))
     roots = [os.environ["ROCM_PATH"]] if os.environ.get("ROCM_PATH") else []
-    roots += ['/opt/rocm']
+    roots += ["/opt/rocm"]
     for root in roots:
         for sub in ("lib", "lib64"):
             for name in LIBRARY_NAMES:
@@ -468,12 +469,48 @@ def as_int(value: object, lo: int, hi: int, name: str, fn: str) -> int:
     return v
 
 
+#: the largest finite C float; what lies beyond rounds to infinity (or is refused, see as_float32)
+FLT_MAX = 3.4028234663852886e+38
+
+
 def as_float(value: object, name: str, fn: str) -> float:
+    """A C double: a float, an int (exactly representable or rounded; too large ones are refused) or
+    anything with __float__ (not str/bytes)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if hasattr(value, "__float__") and not isinstance(value, (str, bytes)):
-            return float(value.__float__())
+            result = value.__float__()
+            if not isinstance(result, float):
+                raise TypeError(f"{fn}: {name}: __float__ of {type(value).__name__} returned {type(result).__name__}")
+            return result
         raise TypeError(f"{fn}: {name} must be a float; got {_what(value)}")
-    return float(value)
+    try:
+        return float(value)
+    except OverflowError:
+        raise OverflowError(f"{fn}: {name}={value} is too large for a C double") from None
+
+
+def as_float32(value: object, name: str, fn: str) -> float:
+    """A C float: `as_float`, then refused if it is finite but would round to infinity (1e300 is an
+    OverflowError naming the parameter, never a silent inf); inf and nan pass as they are."""
+    v = as_float(value, name, fn)
+    if -FLT_MAX <= v <= FLT_MAX or v != v or v in (float("inf"), float("-inf")):
+        return v
+    try:
+        struct.pack("<f", v)  # C's round-to-nearest: just above FLT_MAX may still round down to it
+    except OverflowError:
+        raise OverflowError(f"{fn}: {name}={v!r} does not fit a C float (at most {FLT_MAX!r} in magnitude)") from None
+    return v
+
+
+def as_char(value: object, name: str, fn: str) -> bytes:
+    """A C char: one byte (bytes of length 1), or an int in [-128, 255]."""
+    if isinstance(value, (bytes, bytearray)) and len(value) == 1:
+        return bytes(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if -128 <= value <= 255:
+            return bytes([value & 0xFF])
+        raise ValueError(f"{fn}: {name} must be a char (an int in [-128, 255] or one byte); got {value}")
+    raise TypeError(f"{fn}: {name} must be a char (an int in [-128, 255] or one byte); got {_what(value)}")
 
 
 def as_bool(value: object, name: str, fn: str) -> bool:
@@ -526,17 +563,48 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
     return ptr
 
 
+#: addresses are unsigned 64-bit: ctypes would silently pass 2**64 + x as x and -1 as 2**64 - 1
+ADDRESS_LIMIT = 1 << 64
+
+
+def check_address(address: object, name: str, fn: str, source: str = "") -> int:
+    """`address` as an int in [0, 2**64), or a TypeError/ValueError naming the function, the parameter
+    and where the address came from (`source`, e.g. "data_ptr()")."""
+    where = f" (from its {source})" if source else ""
+    if isinstance(address, bool) or not isinstance(address, int):
+        raise TypeError(f"{fn}: {name} must be an int address{where}; got {_what(address)}")
+    if not 0 <= address < ADDRESS_LIMIT:
+        raise ValueError(f"{fn}: {name} must be an address in [0, 2**64){where}; got {address}")
+    return int(address)
+
+
+_STREAM_ATTRIBUTES = ("cuda_stream", "hip_stream", "stream_handle", "handle", "ptr")
+
+
 def as_stream(value: object, name: str, fn: str) -> int | None:
-    """A HIP stream: None/0 (the default stream), an int handle, or an object that carries one."""
-    if value is None or (type(value) is int and value >= 0):
+    """A HIP stream: None/0 (the default stream), an int handle, a ctypes.c_void_p, or an object that
+    carries one (`.cuda_stream` (torch), `.hip_stream`, `.stream_handle`, `.handle`, `.ptr` (CuPy),
+    `_as_parameter_`); every handle must lie in [0, 2**64)."""
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value < ADDRESS_LIMIT:
         return value or None
-    for attr in ("cuda_stream", "hip_stream", "stream_handle", "handle", "ptr"):
-        inner = getattr(value, attr, None)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn) or None
+    if isinstance(value, ctypes.c_void_p):
+        return value.value or None
+    for attr in _STREAM_ATTRIBUTES:
+        try:
+            inner = getattr(value, attr, None)
+        except Exception as exc:  # e.g. a closed stream object refusing to give its handle
+            raise ValueError(f"{fn}: {name}: its .{attr} is unavailable: {exc}") from None
         if isinstance(inner, int) and not isinstance(inner, bool):
-            return inner or None
+            return check_address(inner, name, fn, f".{attr}") or None
     param = getattr(value, "_as_parameter_", None)
-    if isinstance(param, (int, ctypes.c_void_p)):
-        return param if isinstance(param, int) else param.value
+    if isinstance(param, ctypes.c_void_p):
+        return param.value or None
+    if isinstance(param, int) and not isinstance(param, bool):
+        return check_address(param, name, fn, "_as_parameter_") or None
     raise TypeError(f"{fn}: {name} must be a stream (an int handle, or an object with .cuda_stream); got {_what(value)}")
 
 
@@ -544,8 +612,34 @@ class _DLDevice(ctypes.Structure):
     _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
 
 
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
 class _DLTensor(ctypes.Structure):
-    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int)]
+    """dlpack.h's DLTensor (the head of DLManagedTensor, which a "dltensor" capsule points to)."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+#: DLPack device types whose memory a MIOpen kernel may address: kDLCUDA (2), kDLROCM (10),
+#: kDLCUDAManaged (13). Host memory (kDLCPU 1, kDLCUDAHost 3, kDLROCMHost 11) and other devices are refused:
+#: a kernel reading a host address as device memory faults or reads garbage.
+DLPACK_DEVICE_TYPES: dict[int, str] = {2: "kDLCUDA", 10: "kDLROCM", 13: "kDLCUDAManaged"}
+_DLPACK_NAMES = {1: "kDLCPU", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal", 9: "kDLVPI",
+                 11: "kDLROCMHost", 12: "kDLExtDev", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA"}
+
+
+def _check_dlpack_device(device_type: object, name: str, fn: str, source: str) -> None:
+    if isinstance(device_type, int) and not isinstance(device_type, bool) and device_type in DLPACK_DEVICE_TYPES:
+        return
+    shown = _DLPACK_NAMES.get(device_type, f"device type {device_type!r}") if isinstance(device_type, int) \
+        else f"device type {device_type!r}"
+    accepted = ", ".join(f"{v} ({k})" for k, v in DLPACK_DEVICE_TYPES.items())
+    raise ValueError(f"{fn}: {name} is {shown} memory (by its {source}), not device memory; device buffers are "
+                     f"{accepted}")
 
 
 _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
@@ -554,30 +648,84 @@ _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
 def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | None:
-    """A device address from an int, `__cuda_array_interface__`, `data_ptr()` or DLPack."""
+    """A device address from an int, `__cuda_array_interface__`, `data_ptr()` or DLPack.
+
+    Every address, whatever its source, must lie in [0, 2**64) (never wrapped modulo 2**64); NULL
+    (None or 0) only where the parameter is nullable. Memory the object itself says is on the host
+    is refused: a torch tensor with `is_cuda` False, a `__dlpack_device__()` or DLPack tensor of a
+    device type outside DLPACK_DEVICE_TYPES. A DLPack tensor's `byte_offset` is added to its data.
+    """
     if value is None:
         if nullable:
             return None
         raise TypeError(f"{fn}: {name} must be a device buffer; got None (this parameter is not optional)")
-    if type(value) is int or (isinstance(value, int) and not isinstance(value, bool)):
-        if value < 0:
-            raise ValueError(f"{fn}: {name} must be a device address >= 0; got {value}")
-        return int(value)
-    iface = getattr(value, "__cuda_array_interface__", None)
-    if isinstance(iface, Mapping) and "data" in iface:
-        return int(iface["data"][0])
-    data_ptr = getattr(value, "data_ptr", None)
-    if callable(data_ptr):
-        return int(data_ptr())
-    dlpack = getattr(value, "__dlpack__", None)
-    if callable(dlpack):
-        capsule = dlpack()
-        tensor = _DLTensor.from_address(_capsule_pointer(capsule, b"dltensor"))
-        return int(tensor.data or 0)
-    raise TypeError(
-        f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
-        f"data_ptr() or __dlpack__; got {_what(value)}"
-    )
+    if isinstance(value, int) and not isinstance(value, bool):
+        address = check_address(value, name, fn)
+    else:
+        try:
+            iface = getattr(value, "__cuda_array_interface__", None)
+        except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
+            raise TypeError(f"{fn}: {name}: its __cuda_array_interface__ is unavailable: {exc}") from None
+        if iface is not None:
+            data = iface.get("data") if isinstance(iface, Mapping) else None
+            if not isinstance(data, (tuple, list)) or len(data) != 2:
+                raise TypeError(f"{fn}: {name}: __cuda_array_interface__ must be a mapping whose 'data' is "
+                                f"(address, read_only); got {_what(data if isinstance(iface, Mapping) else iface)}")
+            address = check_address(data[0], name, fn, "__cuda_array_interface__")
+        elif callable(getattr(value, "data_ptr", None)):
+            _check_not_host(value, name, fn)
+            address = check_address(value.data_ptr(), name, fn, "data_ptr()")  # type: ignore[attr-defined]
+        elif callable(getattr(value, "__dlpack__", None)):
+            address = _dlpack_address(value, name, fn)
+        else:
+            raise TypeError(
+                f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
+                f"data_ptr() or __dlpack__; got {_what(value)}"
+            )
+    if address:
+        return address
+    if nullable:
+        return None
+    raise ValueError(f"{fn}: {name} is a NULL device address, and this parameter is not optional")
+
+
+def _check_not_host(value: object, name: str, fn: str) -> None:
+    """Refuse an object that says its memory is on the host (torch: is_cuda; else __dlpack_device__())."""
+    on_device = getattr(value, "is_cuda", None)
+    if on_device is True:
+        return
+    if on_device is False:
+        raise ValueError(f"{fn}: {name} is a host (CPU) tensor; device buffers are GPU tensors")
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    if callable(dlpack_device):
+        device = dlpack_device()
+        _check_dlpack_device(device[0] if isinstance(device, tuple) and device else device, name, fn,
+                             "__dlpack_device__()")
+
+
+def _dlpack_address(value: object, name: str, fn: str) -> int:
+    """data + byte_offset of a DLPack tensor, after checking its device (before and after export)."""
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    if callable(dlpack_device):
+        device = dlpack_device()
+        _check_dlpack_device(device[0] if isinstance(device, tuple) and device else device, name, fn,
+                             "__dlpack_device__()")
+    capsule = value.__dlpack__()  # type: ignore[attr-defined]
+    if type(capsule).__name__ != "PyCapsule":
+        raise TypeError(f"{fn}: {name}: __dlpack__() returned {_what(capsule)}, not a DLPack capsule")
+    try:
+        pointer = _capsule_pointer(capsule, b"dltensor")
+    except ValueError:
+        raise TypeError(f"{fn}: {name}: __dlpack__() returned a capsule that is not an unconsumed \"dltensor\"") from None
+    if not pointer:
+        raise ValueError(f"{fn}: {name}: __dlpack__() returned a capsule holding NULL")
+    tensor = _DLTensor.from_address(pointer)
+    _check_dlpack_device(tensor.device.device_type, name, fn, "DLPack tensor")
+    data: int = tensor.data or 0
+    address: int = data + tensor.byte_offset
+    if address >= ADDRESS_LIMIT:
+        raise ValueError(f"{fn}: {name}: DLPack data {data:#x} + byte_offset {tensor.byte_offset} is beyond 2**64")
+    return address
 
 
 def typed_pointer(address: int | None, ptype: Any) -> Any:
@@ -586,8 +734,11 @@ def typed_pointer(address: int | None, ptype: Any) -> Any:
 
 
 def as_opaque(value: object, name: str, fn: str) -> int | None:
-    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
-        return value
+    """An untyped host address: None, or an int in [0, 2**64)."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn) or None
     raise TypeError(f"{fn}: {name} must be an int address or None; got {_what(value)}")
 
 
@@ -596,10 +747,11 @@ _byref = ctypes.byref
 
 
 def host_scalar(value: object, name: str, fn: str) -> Any:
-    """A host scaling factor: a float (passed as float) or a ctypes c_float/c_double (passed as is)."""
+    """A host scaling factor: a float (passed as a C float: one too large for it is an OverflowError)
+    or a ctypes c_float/c_double (passed as is)."""
     if isinstance(value, (ctypes.c_float, ctypes.c_double)):
         return _byref(value)
-    return _byref(_host_float(as_float(value, name, fn)))
+    return _byref(_host_float(as_float32(value, name, fn)))
 
 
 _host_double = ctypes.c_double
@@ -611,8 +763,8 @@ def float_scalar(value: object, name: str, fn: str) -> Any:
     if isinstance(value, ctypes.c_float):
         return _byref(value)
     if isinstance(value, ctypes.c_double):
-        return _byref(_host_float(value.value))
-    return _byref(_host_float(as_float(value, name, fn)))
+        return _byref(_host_float(as_float32(value.value, name, fn)))
+    return _byref(_host_float(as_float32(value, name, fn)))
 
 
 def double_scalar(value: object, name: str, fn: str) -> Any:
@@ -685,7 +837,7 @@ def pack_element(value: object, enc: str, name: str, fn: str) -> bytes:
         if not lo <= v <= hi:
             raise ValueError(f"{fn}: {name} must be in [{lo}, {hi}] for a {enc} value; got {v}")
         return struct.pack(_FORMATS[enc], v)
-    f = float(v)
+    f = as_float(v, name, fn)  # an int too large for a double: an OverflowError naming the parameter
     try:
         if enc == "bfloat16":
             if math.isnan(f):
@@ -772,18 +924,19 @@ def as_blob(value: object, name: str, fn: str) -> tuple[Any, int]:
     raise TypeError(f"{fn}: {name} must be bytes; got {_what(value)}")
 
 
-def check_length(value: int, name: str, fn: str) -> None:
-    """An element count the caller gave for an output array (already an int of the C type)."""
-    if value < 0:
-        raise ValueError(f"{fn}: {name} must not be negative; got {value}")
+def check_length(value: object, name: str, fn: str, hi: int = (1 << 63) - 1) -> int:
+    """An element count the caller gave for an output array or string: an int in [0, hi] (the range
+    of its C type); it sizes a buffer allocated before the parameter's own conversion runs."""
+    return as_int(value, 0, hi, name, fn)
 
 
 class Elem:
     """How to convert one element of an input array."""
 
-    def __init__(self, ctype: Any, convert: Callable[[object, str, str], Any]) -> None:
+    def __init__(self, ctype: Any, convert: Callable[[object, str, str], Any], handles: bool = False) -> None:
         self.ctype = ctype
         self.convert = convert
+        self.handles = handles
 
 
 def int_elem(ctype: Any, lo: int, hi: int) -> Elem:
@@ -791,7 +944,7 @@ def int_elem(ctype: Any, lo: int, hi: int) -> Elem:
 
 
 def float_elem(ctype: Any) -> Elem:
-    return Elem(ctype, as_float)
+    return Elem(ctype, as_float32 if ctype is ctypes.c_float else as_float)
 
 
 def bool_elem(ctype: Any) -> Elem:
@@ -803,7 +956,7 @@ def enum_elem(ctype: Any, cls: type[enum.IntEnum]) -> Elem:
 
 
 def handle_elem(cls: type[HandleBase]) -> Elem:
-    return Elem(ctypes.c_void_p, lambda v, n, f: as_handle(v, cls, n, f, False))
+    return Elem(ctypes.c_void_p, lambda v, n, f: as_handle(v, cls, n, f, False), handles=True)
 
 
 def buffer_elem() -> Elem:
@@ -816,12 +969,28 @@ def struct_elem(ctype: Any) -> Elem:
             return v
         if isinstance(v, tuple):
             try:
-                return ctype(*v)
+                c = ctype(*v)
             except (TypeError, ValueError) as exc:
                 raise TypeError(f"{f}: {n}: cannot make a {ctype.__name__} from {v!r}: {exc}") from None
+            _check_fields(c, v, n, f)
+            return c
         raise TypeError(f"{f}: {n} must be a {ctype.__name__} or a tuple of its fields; got {_what(v)}")
 
     return Elem(ctype, convert)
+
+
+def _check_fields(c: Any, values: tuple[object, ...], name: str, fn: str) -> None:
+    """ctypes truncates an int field silently (2**40 in an int field) and turns 1e300 into inf in a
+    float field: read each field back and refuse what did not survive."""
+    for (field, _), given in zip(type(c)._fields_, values):
+        got = getattr(c, field)
+        if isinstance(given, bool) or isinstance(got, ctypes.Structure | ctypes.Union):
+            continue
+        if isinstance(given, int) and isinstance(got, int | None) and (got or 0) != given:
+            raise ValueError(f"{fn}: {name}.{field}={given} does not fit its C type")
+        if isinstance(given, float) and isinstance(got, float) and got in (float("inf"), float("-inf")) \
+                and given not in (float("inf"), float("-inf")):
+            raise OverflowError(f"{fn}: {name}.{field}={given!r} does not fit its C type")
 
 
 def in_array(value: object, elem: Elem, name: str, fn: str, nullable: bool) -> Any:
@@ -834,7 +1003,10 @@ def in_array(value: object, elem: Elem, name: str, fn: str, nullable: bool) -> A
         raise TypeError(f"{fn}: {name} must be a sequence; got {_what(value)}")
     convert = elem.convert
     items = [convert(v, f"{name}[{i}]", fn) for i, v in enumerate(value)]
-    return (elem.ctype * len(items))(*items)
+    array = (elem.ctype * len(items))(*items)
+    if elem.handles:  # the objects, for calls_in_flight (whatever kind of sequence the caller gave)
+        array._miogen_handles = tuple(value)
+    return array
 
 
 def common_length(fn: str, arrays: Mapping[str, Any]) -> int:
@@ -917,8 +1089,8 @@ class HandleBase:
     @classmethod
     def from_address(cls: type[H], ptr: int, *, owned: bool = False) -> H:
         """Wrap an existing handle (borrowed unless `owned`)."""
-        if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr <= 0:
-            raise ValueError(f"{cls.__name__}.from_address: expected a non-null int address; got {ptr!r}")
+        if isinstance(ptr, bool) or not isinstance(ptr, int) or not 0 < ptr < ADDRESS_LIMIT:
+            raise ValueError(f"{cls.__name__}.from_address: expected a non-null int address below 2**64; got {ptr!r}")
         obj = cls.__new__(cls)
         obj._ptr = ptr
         obj._owned = owned and cls._destroy_name is not None
@@ -934,9 +1106,13 @@ class HandleBase:
         obj = cls.from_address(ptr, owned=owned)
         if owner is not None:
             obj._keep = [owner]  # keeps the owner alive
-            if owner._children is None:
-                owner._children = []
-            owner._children.append(obj)
+            with _close_lock:  # against a concurrent close of the owner (which frees what it owns)
+                if owner._ptr is None:
+                    obj._ptr = None  # born closed: the owner is being destroyed
+                else:
+                    if owner._children is None:
+                        owner._children = []
+                    owner._children.append(obj)
         return obj
 
     @classmethod
@@ -969,28 +1145,56 @@ class HandleBase:
             self._keep = []
         self._keep.append((key, objects))
 
+    def _retire(self) -> tuple[int | None, list[HandleBase]]:
+        """Mark this object and everything it owns closed, atomically against other closers and
+        against children being made; (the raw handle, or None when another closer was first; the
+        objects marked). Calls that start afterwards see it closed; calls in flight are not waited for."""
+        with _close_lock:
+            ptr, self._ptr = self._ptr, None
+            children, self._children = self._children or [], None
+        if ptr is None:
+            return None, []
+        group: list[HandleBase] = [self]
+        for child in children:
+            _, marked = child._retire()
+            group += marked
+        return ptr, group
+
     def _detach(self) -> int:
-        """Mark closed (children first) and return the raw handle; raises if already closed."""
-        ptr, self._ptr = self._ptr, None
+        """Mark closed (children first), wait until no call through it or what it owns is in flight in
+        another thread, and return the raw handle (for a destroy function); raises if already closed."""
+        ptr, group = self._retire()
         if ptr is None:
             raise ValueError(f"this {type(self).__name__} is already closed")
-        for child in self._children or ():
-            child.close()
-        self._children = None
+        wait_idle(group, sys._getframe(1))  # the caller: the destroy wrapper, which holds this object itself
         return ptr
 
     def close(self) -> None:
-        """Destroy the handle now (idempotent); objects it owns are closed first."""
+        """Destroy the handle now (idempotent, also under concurrent closes: one caller destroys it, the
+        others return); objects it owns are closed first; calls through it in flight in other threads
+        finish first (see `wait_idle`)."""
         if self._ptr is None:
             return
-        ptr = self._detach()
+        ptr, group = self._retire()
+        if ptr is None:
+            return  # another thread closed it first
         name = type(self)._destroy_name
         if self._owned and name is not None:
             if self._gen != _generation or _bound_modules is None:
                 return  # made under a library that is no longer loaded: never hand it to another one
+            wait_idle(group)
             status: int = getattr(_bound_modules[0], name)(ptr)
             if status:
                 raise_status(status, name, {"handle": ptr})
+
+    def __copy__(self) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} objects cannot be copied: two owners would destroy one handle twice")
+
+    def __deepcopy__(self, memo: object) -> NoReturn:
+        self.__copy__()
+
+    def __reduce__(self) -> NoReturn:
+        raise TypeError(f"{type(self).__name__} objects cannot be pickled: a handle is valid in one process only")
 
     def __enter__(self: H) -> H:
         return self
@@ -1015,6 +1219,85 @@ class HandleBase:
 
     def __hash__(self) -> int:
         return hash((type(self), self._ptr))
+
+
+# --------------------------------------------------------------------------- calls in flight
+
+#: guards every change of a handle object's pointer and of its owner's list of children
+_close_lock = threading.RLock()
+_MAX_WAIT_SLEEP = 1e-3
+
+
+def _after_fork_in_child() -> None:
+    """A forked child gets fresh locks (one another thread held at fork time would stay locked)."""
+    global _lock, _close_lock
+    _lock = threading.RLock()
+    _close_lock = threading.RLock()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _wrapper_module(name: object) -> bool:
+    """A typed-API module of one release (`<package>.vX_Y_Z.api`), whose functions are the wrappers."""
+    return isinstance(name, str) and name.startswith(_PACKAGE + ".v") and name.endswith(".api")
+
+
+def _holds(frame: Any, objects: Sequence[HandleBase]) -> bool:
+    """Does the frame's local namespace reference one of `objects` (directly, in a list or tuple
+    argument, or in the handle array `in_array` made)?"""
+    for value in frame.f_locals.values():
+        if any(value is o for o in objects):
+            return True
+        if type(value) in (list, tuple) or isinstance(value, ctypes.Array):
+            items = getattr(value, "_miogen_handles", value)
+            if any(item is o for item in items if isinstance(item, HandleBase) for o in objects):
+                return True
+    return False
+
+
+def calls_in_flight(objects: Sequence[HandleBase], skip: Any = None) -> tuple[int, bool]:
+    """(threads with a typed-API call running through one of `objects`, whether the current thread
+    is one of them). A wrapper's frame references its arguments from before it reads a handle's
+    pointer until after the C call returns, so a call that read the pointer before it was marked
+    closed is found here until it has returned; a call that starts later sees the object closed.
+    `skip`: a frame to ignore (the destroy wrapper that is closing the object itself)."""
+    me = threading.get_ident()
+    others, mine = 0, False
+    frames = sys._current_frames()
+    frame: Any = None
+    try:
+        for tid, frame in frames.items():
+            while frame is not None:
+                if frame is not skip and _wrapper_module(frame.f_globals.get("__name__")) and _holds(frame, objects):
+                    if tid == me:
+                        mine = True
+                    else:
+                        others += 1
+                    break
+                frame = frame.f_back
+    finally:  # this very frame is among them: a reference kept here would keep it, and every caller, alive
+        frames.clear()
+        frame = skip = None
+    return others, mine
+
+
+def wait_idle(objects: Sequence[HandleBase], skip: Any = None) -> None:
+    """Block until no other thread has a call through `objects` in flight (they were marked closed
+    first, so no new call can start); polling with short sleeps, so the calls never pay for the
+    guard. A call through them in flight in this very thread (a callback of that call closing it)
+    cannot be waited for: RuntimeError, and the caller destroys nothing."""
+    delay = 0.0
+    while True:
+        others, mine = calls_in_flight(objects, skip)
+        if mine:
+            names = ", ".join(sorted({type(o).__name__ for o in objects}))
+            raise RuntimeError(f"closing a {names} while a call through it is in progress on this thread "
+                               f"(from a callback or a signal handler?); it is marked closed but not destroyed")
+        if not others:
+            return
+        time.sleep(delay)
+        delay = min(delay * 2 or 1e-5, _MAX_WAIT_SLEEP)
 
 
 # --------------------------------------------------------------------------- status codes

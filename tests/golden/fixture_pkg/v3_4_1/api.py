@@ -682,7 +682,7 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
@@ -846,27 +846,27 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
         exhaustive_search = _s.as_bool(exhaustive_search, "exhaustive_search", _fn)
     _returned_algo_count = ctypes.c_int()
-    _s.check_length(request_algo_count, "request_algo_count", _fn)
+    request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
     _st = _raw.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
     if _st:
@@ -905,26 +905,26 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
     _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and work_space >= 0 else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
@@ -971,7 +971,7 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
-    _s.check_length(max_solution_count, "max_solution_count", _fn)
+    max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
     _st = _raw.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, max_solution_count, _byref(_solution_count), _solutions)
     if _st:
@@ -1027,16 +1027,16 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
     _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and dy >= 0 else _s.as_device_ptr(dy, "dy", _fn, False)
+    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
     _beta = _byref(_c_double(beta)) if type(beta) is float else _s.double_scalar(beta, "beta", _fn)
     _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
     if _db_desc is None:
         _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
-    _db = db if type(db) is int and db >= 0 else _s.as_device_ptr(db, "db", _fn, False)
+    _db = db if type(db) is int and 0 < db < 18446744073709551616 else _s.as_device_ptr(db, "db", _fn, False)
     _st = _raw.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "beta": beta, "db_desc": db_desc, "db": db})
@@ -1069,7 +1069,7 @@ def run_solution(handle: Handle, tensors: Sequence[TensorArgument | _raw.miopenT
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size) is not int or not 0 <= workspace_size <= 18446744073709551615):
         workspace_size = _s.as_int(workspace_size, 0, 18446744073709551615, "workspace_size", _fn)
     _n_inputs = 0 if _tensors is None else len(_tensors)
@@ -1208,13 +1208,13 @@ def batch_normalization_forward_inference(handle: Handle, alpha: float | ctypes.
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float else _s.host_scalar(beta, "beta", _fn)
+    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and x >= 0 else _s.as_device_ptr(x, "x", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     if (type(spatial_dim) is not int or not 0 <= spatial_dim <= 4294967295):
@@ -1247,9 +1247,9 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(dropout) is not float:
-        dropout = _s.as_float(dropout, "dropout", _fn)
-    _states = states if type(states) is int and states >= 0 else _s.as_device_ptr(states, "states", _fn, False)
+    if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
+        dropout = _s.as_float32(dropout, "dropout", _fn)
+    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -1278,10 +1278,10 @@ def set_scalars(handle: Handle, alpha: float, beta: float, margin: float, p: int
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    if type(alpha) is not float:
-        alpha = _s.as_float(alpha, "alpha", _fn)
-    if type(beta) is not float:
-        beta = _s.as_float(beta, "beta", _fn)
+    if (type(alpha) is not float or not -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38):
+        alpha = _s.as_float32(alpha, "alpha", _fn)
+    if (type(beta) is not float or not -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38):
+        beta = _s.as_float32(beta, "beta", _fn)
     if type(margin) is not float:
         margin = _s.as_float(margin, "margin", _fn)
     if (type(p) is not int or not -9223372036854775808 <= p <= 9223372036854775807):
@@ -1344,9 +1344,9 @@ def set_op_args_scale(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_d
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float else _s.float_scalar(alpha, "alpha", _fn))
-    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float else _s.float_scalar(beta, "beta", _fn))
-    _w = w if type(w) is int and w >= 0 else _s.as_device_ptr(w, "w", _fn, False)
+    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
+    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
+    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
     _st = _raw.miopenSetOpArgsScale(_handle, _alpha, _beta, _w)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "beta": beta, "w": w})
@@ -1387,7 +1387,7 @@ def get_seq_lengths(tensor_desc: TensorDescriptor, limit: int) -> GetSeqLengthsR
         limit = _s.as_int(limit, -2147483648, 2147483647, "limit", _fn)
     _data_type = ctypes.c_uint()
     _batch_size = ctypes.c_int()
-    _s.check_length(limit, "limit", _fn)
+    limit = _s.check_length(limit, "limit", _fn, 2147483647)
     _lengths = (ctypes.c_int * limit)()
     _padding_marker = _s.element_out(1, 'uint64')
     _st = _raw.miopenGetSeqLengths(_tensor_desc, _byref(_data_type), _byref(_batch_size), limit, _lengths, _padding_marker)
@@ -1465,7 +1465,7 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
     _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and y >= 0 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     _x_count = _s.common_length(_fn, {"x_descs": _x_descs, "xs": _xs})
@@ -1502,15 +1502,15 @@ def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: Device
     _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
+    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
     _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
-    _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
+    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
     _indices_desc: int | None = indices_desc._ptr if type(indices_desc) is TensorDescriptor else None
     if _indices_desc is None:
         _indices_desc = _s.as_handle(indices_desc, TensorDescriptor, "indices_desc", _fn, False)
-    _indices = indices if type(indices) is int and indices >= 0 else _s.as_device_ptr(indices, "indices", _fn, False)
+    _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else _s.as_device_ptr(indices, "indices", _fn, False)
     _indices = _s.typed_pointer(_indices, ctypes.POINTER(ctypes.c_size_t))
     if (type(k) is not int or not 0 <= k <= 18446744073709551615):
         k = _s.as_int(k, 0, 18446744073709551615, "k", _fn)
@@ -1547,9 +1547,9 @@ def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input
     _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and input >= 0 else _s.as_device_ptr(input, "input", _fn, False)
-    _output = output if type(output) is int and output >= 0 else _s.as_device_ptr(output, "output", _fn, False)
-    _workspace = workspace if type(workspace) is int and workspace >= 0 else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
+    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
+    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
     _st = _raw.miopenSoftMarginLossForward(_handle, _input_desc, _input, _output, _workspace, workspace_size_in_bytes)
@@ -1599,7 +1599,7 @@ def debug_scratch(handle: Handle, buffer: DeviceBuffer) -> None:
     _handle: int | None = handle._ptr if type(handle) is Handle else None
     if _handle is None:
         _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _buffer = buffer if type(buffer) is int and buffer >= 0 else _s.as_device_ptr(buffer, "buffer", _fn, False)
+    _buffer = buffer if type(buffer) is int and 0 < buffer < 18446744073709551616 else _s.as_device_ptr(buffer, "buffer", _fn, False)
     _st = _raw.miopenDebugScratch(_handle, _buffer)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "buffer": buffer})
