@@ -127,6 +127,7 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
 
 def all_releases(headers_dir: Path) -> Row:
+    from codegen import gcpolicy
     from codegen.annotate import load_annotations
     from codegen.parser import ParseOptions, parse_header
     from codegen.render import plan, render
@@ -138,9 +139,10 @@ def all_releases(headers_dir: Path) -> Row:
     target = load_target()
     ann = load_annotations(REPO / "specs" / "miopen" / "annotations.yaml")
     t0, c0 = time.perf_counter(), time.process_time()
-    for version, header in sorted(found.items()):
-        spec = parse_header(header, target, ParseOptions(beta=True), version)
-        render(plan(spec, ann, target, "# bench"))
+    with gcpolicy.batch():  # as the command line runs them
+        specs = [parse_header(header, target, ParseOptions(beta=True), version)
+                 for version, header in sorted(found.items())]
+        render(*(plan(spec, ann, target, "# bench") for spec in specs))
     total, cpu = time.perf_counter() - t0, time.process_time() - c0
     what = f"parse + render of all committed releases, one process ({len(found)} of {len(found) + len(missing)}"
     what += f"; no header for {', '.join(missing)})" if missing else ")"

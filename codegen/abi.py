@@ -520,6 +520,11 @@ class CallResult:
     problems: list[str]
 
 
+#: added to every address the driver passes: above 4 GiB, so an address cut to 32 bits anywhere on
+#: its way to C (a Python int handed to ctypes without a pointer type) shows in the stub's log
+_HIGH = 0x7A5A_0000_0000
+
+
 class Driver:
     """Calls every typed wrapper of a rendered package through the stub library and checks both ways."""
 
@@ -562,7 +567,7 @@ class Driver:
         t = p.type
         kind = t.kind
         if kind == "handle":
-            addr = 0x50000 + 0x10 * i + 8 * k
+            addr = _HIGH + 0x50000 + 0x10 * i + 8 * k
             return self.handle_class[t.name].from_address(addr), str(addr)
         if kind == "enum":
             member = list(self.enum_class[t.name])[-1]
@@ -577,7 +582,7 @@ class Driver:
             return v, str(v)
         if kind == "char":
             return 65, "65"
-        return 0x80000 + 0x100 * i + 8 * k, str(0x80000 + 0x100 * i + 8 * k)
+        return _HIGH + 0x80000 + 0x100 * i + 8 * k, str(_HIGH + 0x80000 + 0x100 * i + 8 * k)
 
     def args_for(self, fs: FunctionSem, plan_params: list[tuple[str, str]]) -> tuple[list[Any], dict[str, str]]:
         """Positional arguments for the visible parameters, and the expected stub log entries."""
@@ -631,7 +636,7 @@ class Driver:
                     expect[n] = "4"
                     continue
                 if p.type.kind == "opaque":
-                    v = 0x60000 + i
+                    v = _HIGH + 0x60000 + i
                     args.append(v)
                     expect[n] = str(v)
                     continue
@@ -645,7 +650,7 @@ class Driver:
             elif p.shape == "callback":
                 args.append(_Callback(p.type, self.spec))
             elif p.shape in ("buffer", "opaque"):
-                v = 0x70000 + 0x100 * i
+                v = _HIGH + 0x70000 + 0x100 * i
                 args.append(v)
                 expect[n] = str(v)
             elif p.shape == "scalar" and p.type.kind == "void" and p.memory == "host":
@@ -666,7 +671,7 @@ class Driver:
                     if elem.type.kind in ("struct", "union"):
                         v, e = self.struct_value(elem.type, i, k)
                     elif elem.type.kind == "void":
-                        v, e = 0x90000 + 0x100 * i + 8 * k, str(0x90000 + 0x100 * i + 8 * k)
+                        v, e = _HIGH + 0x90000 + 0x100 * i + 8 * k, str(_HIGH + 0x90000 + 0x100 * i + 8 * k)
                     else:
                         v, e = self.value_for(elem, i, k)
                     values.append(v)
@@ -689,7 +694,7 @@ class Driver:
         if enc == "bool":
             return True, "1"
         if enc == "pointer":
-            return 0xA0000 + 8 * k, str(0xA0000 + 8 * k)
+            return _HIGH + 0xA0000 + 8 * k, str(_HIGH + 0xA0000 + 8 * k)
         v2 = 3 + i + k
         return v2, str(v2)
 
@@ -701,7 +706,7 @@ class Driver:
             for m, (fname, ft) in enumerate(_flat_fields(self.spec.record(t.name), self.spec)):
                 f = fsem.get(fname)
                 if f is not None and f.shape == "scalar":
-                    addr = 0x50000 + 0x10 * i + 0x100 * (k + 1)
+                    addr = _HIGH + 0x50000 + 0x10 * i + 0x100 * (k + 1)
                     values.append(self.handle_class[f.type.name].from_address(addr))
                     shown.append(str(addr))
                 elif f is not None:
@@ -888,13 +893,30 @@ class _Callback:
 def run_call_through(pkg: ModuleType, spec: Spec, sem: Semantics, stub: ctypes.CDLL, prefix: str,
                      plans: dict[str, tuple[str, list[tuple[str, str]], list[str]]],
                      version_getter: str | None = None) -> list[CallResult]:
-    """Drive every function; `plans` maps C name -> (python name, [(c param, py param)], [out param names])."""
+    """Drive every function; `plans` maps C name -> (python name, [(c param, py param)], [out param names]).
+
+    Each wrapper is driven twice: as users call it (its binding without argtypes, raw.DIRECT), and with
+    that binding swapped for the raw module's prototype, so the argtypes `raw` users rely on are
+    checked against the C functions as well."""
     driver = Driver(pkg, spec, sem, stub, prefix, version_getter)
-    results = []
-    for f in spec.functions:
-        py_name, params, outs = plans[f.name]
-        results.append(driver.call(sem.functions[f.name], params, py_name, outs))
-    return results
+
+    def each() -> list[CallResult]:
+        out = []
+        for f in spec.functions:
+            py_name, params, outs = plans[f.name]
+            out.append(driver.call(sem.functions[f.name], params, py_name, outs))
+        return out
+
+    direct = each()
+    raw_module = pkg._support._bound_modules[0]  # the bound release's raw module
+    for name in raw_module.PROTOTYPES:
+        setattr(raw_module.DIRECT, name, getattr(raw_module, name))
+    try:
+        typed = each()
+    finally:
+        raw_module._reset()
+    return [CallResult(d.function, d.problems + [f"through the raw prototype: {p}" for p in t.problems])
+            for d, t in zip(direct, typed, strict=True)]
 
 
 def make_tempdir() -> Path:

@@ -1496,32 +1496,6 @@ def _fact_text(f: Fact) -> str:
 # --------------------------------------------------------------------------- command line
 
 
-def add_parser(sub: Any) -> None:
-    """The `audit` subcommand (cli.py calls this, so its own edit stays two lines)."""
-    a = sub.add_parser(
-        "audit",
-        help="compare the annotations with what the C++ implementation does with each pointer parameter",
-        description="Index the implementation under SRC (a source checkout's root), trace every pointer and handle "
-        "parameter of every C function of the spec through its definition and the functions it is passed to, and "
-        "compare what the code does (written, read as a type, device memory, NULL handled or rejected, read in "
-        "groups of k, ...) with the resolved annotations. Method and limits: docs/audit.md.",
-    )
-    a.add_argument("source", type=Path, metavar="SRC", help="root of the implementation's source tree")
-    a.add_argument("--spec", type=Path, required=True, metavar="SPEC.yaml", help="the release's spec")
-    a.add_argument("--annotations", type=Path, metavar="YAML",
-                   help="annotations file (default: specs/<target>/annotations.yaml)")
-    a.add_argument("--notes", type=Path, metavar="YAML",
-                   help="audit notes: explanations and manual findings (default: audit-notes.yaml beside the "
-                   "annotations; absent means none)")
-    a.add_argument("--idioms", type=Path, metavar="YAML",
-                   help="the target's source idioms (default: audit-idioms.yaml beside the annotations)")
-    a.add_argument("--depth", type=int, default=3, metavar="N", help="calls followed below the C function (default 3)")
-    a.add_argument("--source-label", metavar="TEXT", help="how the report names the sources (default: SRC's name)")
-    a.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
-    a.add_argument("--check", action="store_true", help="exit 1 when a disagreement is unexplained")
-    a.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the report here (default: stdout)")
-
-
 def run(args: Any) -> int:
     import sys
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
-from . import GENERATOR_VERSION
+from . import GENERATOR_VERSION, gcpolicy
 from .errors import CodegenError
 from .target import DEFAULT_TARGET, SPECS_DIR
 
@@ -165,10 +166,34 @@ def _parser() -> argparse.ArgumentParser:
                    help="a file or directory the --verify commands may rewrite (generated/, docs/...): restored "
                    "on failure; repeatable")
 
-    from . import audit  # the `audit` subcommand lives with its module
-
-    audit.add_parser(sub)
+    _audit_parser(sub)
     return ap
+
+
+def _audit_parser(sub: Any) -> None:
+    """The `audit` subcommand (its module, heavy to import, is loaded only when it runs)."""
+    a = sub.add_parser(
+        "audit",
+        help="compare the annotations with what the C++ implementation does with each pointer parameter",
+        description="Index the implementation under SRC (a source checkout's root), trace every pointer and handle "
+        "parameter of every C function of the spec through its definition and the functions it is passed to, and "
+        "compare what the code does (written, read as a type, device memory, NULL handled or rejected, read in "
+        "groups of k, ...) with the resolved annotations. Method and limits: docs/audit.md.",
+    )
+    a.add_argument("source", type=Path, metavar="SRC", help="root of the implementation's source tree")
+    a.add_argument("--spec", type=Path, required=True, metavar="SPEC.yaml", help="the release's spec")
+    a.add_argument("--annotations", type=Path, metavar="YAML",
+                   help="annotations file (default: specs/<target>/annotations.yaml)")
+    a.add_argument("--notes", type=Path, metavar="YAML",
+                   help="audit notes: explanations and manual findings (default: audit-notes.yaml beside the "
+                   "annotations; absent means none)")
+    a.add_argument("--idioms", type=Path, metavar="YAML",
+                   help="the target's source idioms (default: audit-idioms.yaml beside the annotations)")
+    a.add_argument("--depth", type=int, default=3, metavar="N", help="calls followed below the C function (default 3)")
+    a.add_argument("--source-label", metavar="TEXT", help="how the report names the sources (default: SRC's name)")
+    a.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
+    a.add_argument("--check", action="store_true", help="exit 1 when a disagreement is unexplained")
+    a.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the report here (default: stdout)")
 
 
 def _peek(path: Path, key: str) -> str | None:
@@ -494,6 +519,11 @@ def _parse(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    with gcpolicy.batch():  # fewer collector passes over the objects a command keeps (codegen/gcpolicy.py)
+        return _main(argv)
+
+
+def _main(argv: list[str] | None) -> int:
     args = _parser().parse_args(argv)
     try:
         if args.command == "parse":

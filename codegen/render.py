@@ -10,6 +10,7 @@ import builtins
 import hashlib
 import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -64,6 +65,9 @@ class FunctionPlan:
     return_expr: str
     restype: str
     argtypes: tuple[str, ...]
+    # the C call's arguments in the form a function without argtypes passes as it is (raw.DIRECT), or None
+    # where a parameter has no such form (a struct by value, ...): that call goes through the prototype
+    direct_args: tuple[str, ...] | None
     status: bool  # returns the status type
     summary: str  # `name(args)` line for the docstring
     group: str | None
@@ -304,6 +308,8 @@ class _Planner:
         destroys_param = next(
             (py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"
              and destroys and self.handle_class[p.type.name] == destroys), None)
+        argtypes = tuple(ctype(p.type, self.spec) for p in spec_fn.params)
+        direct = [direct_arg(p, plan.arg, a) for p, plan, a in zip(fs.params, params, argtypes)]
         keep = tuple("_" + py_names[p.name] for p in fs.params if p.shape == "callback")
         keep_on = next((py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"), None)
         return FunctionPlan(
@@ -315,7 +321,8 @@ class _Planner:
             result_fields=tuple((o[0], o[1]) for o in outs) if result_class else (),
             return_expr=return_expr,
             restype="ctypes.c_uint" if status else ctype(spec_fn.returns, self.spec),
-            argtypes=tuple(ctype(p.type, self.spec) for p in spec_fn.params),
+            argtypes=argtypes,
+            direct_args=None if None in direct else tuple(a for a in direct if a is not None),
             status=status,
             summary=f"{fn}({c_params})",
             group=spec_fn.group,
@@ -400,12 +407,17 @@ class _Planner:
             return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
                         pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
         if p.shape == "buffer":
-            none = f"None if {py} is None else " if p.nullable else ""  # fast paths: NULL where allowed, and
-            pre: tuple[str, ...] = (  # a non-NULL int address that fits 64 bits
-                f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else {none}_s.as_device_ptr({py}, {q}, _fn, "
-                f"{nullable})",)
-            if not (t.kind == "void" and t.depth == 1):  # a typed pointer to device memory: cast the address
-                pre += (f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})",)
+            if t.kind == "void" and t.depth == 1:  # fast path: an int address passed before (its c_void_p)
+                pre: tuple[str, ...] = (
+                    f"{v} = _DEVICE_ARGS.get({py}) if type({py}) is int else None",
+                    f"if {v} is None{f' and {py} is not None' if p.nullable else ''}:",
+                    f"    {v} = _s.device_arg({py}, {q}, _fn, {nullable})")
+            else:  # a typed pointer to device memory: the address cast
+                none = f"None if {py} is None else " if p.nullable else ""  # fast paths: NULL where allowed, and
+                pre = (  # a non-NULL int address that fits 64 bits
+                    f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else {none}_s.as_device_ptr({py}, {q}, "
+                    f"_fn, {nullable})",
+                    f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})")
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
         if p.shape == "string":
             if p.direction == "in":
@@ -549,12 +561,22 @@ class _Planner:
             pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float{fits} else _s.{conv}({py}, {q}, _fn)")
             note = f"{py}: read as {p.scalar_type} whatever the tensor type." + (
                 f" None passes NULL ({p.null_means})." if p.null_means else "")
-            return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(pre,),
-                        note=note)
+            refs = "_F32_REFS" if p.scalar_type == "float" else "_F64_REFS"
+            return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
+                        pre=self._common_scalar(py, v, refs, pre), note=note)
         scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "
                                   f"else _s.host_scalar({py}, {q}, _fn)")  # a float that fits a C float, else checked
-        return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default, pre=(scalar,),
-                    note=null_note)
+        return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
+                    pre=self._common_scalar(py, v, "_F32_REFS", scalar), note=null_note)
+
+    @staticmethod
+    def _common_scalar(py: str, v: str, refs: str, general: str) -> tuple[str, ...]:
+        """A host scaling factor: the common values (1.0, 0.0, ...) from a table of references made once
+        (C only reads them: `const void *`), as Caffe2's k_one/k_zero; a zero only when it is +0.0 (the
+        table's key 0.0 also matches -0.0); anything else through `general`."""
+        return (f"{v} = {refs}.get({py}) if type({py}) is float and ({py} or _copysign(1.0, {py}) > 0) else None",
+                f"if {v} is None:",
+                f"    {general}")
 
     def _element_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, q: str, default: str | None,
                        make: Callable[..., ParamPlan], py_names: dict[str, str]) -> ParamPlan:
@@ -634,9 +656,9 @@ class _Planner:
         if k == "handle":
             cls = self.handle_class[t.name]
             nullable = "True" if p.nullable else "False"
-            pre = (f"{v}: int | None = {py}._ptr if type({py}) is {cls} else None",
+            pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if type({py}) is {cls} else None",
                    f"if {v} is None:",
-                   f"    {v} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})")
+                   f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable})")
             return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)
         if k == "opaque":
             return mk(py=py, hint="Stream", default=default,
@@ -845,12 +867,87 @@ def plan(
     )
 
 
+# --------------------------------------------------------------------------- direct calls
+#
+# ctypes converts each argument through its argtype's from_param on every call (most of a call's cost
+# for a short C function). The typed wrappers have already checked every argument, so they call a
+# second binding of each function without argtypes (raw.DIRECT), passing each argument in a form ctypes
+# passes as it is: a Python int for an integer or enum of 32 bits or less (ctypes passes it as a C int,
+# which is also the bit pattern of an unsigned int), and a ctypes object for everything else (wider
+# integers and floating values wrapped here; addresses as c_void_p, handles as the c_void_p their
+# object keeps). A parameter with no such form makes its function use the prototype.
+
+#: argtypes a checked Python int (or bool, or IntEnum member) is passed as, exactly
+_AS_C_INT = frozenset({"ctypes.c_int", "ctypes.c_uint", "ctypes.c_int32", "ctypes.c_uint32", "ctypes.c_short",
+                       "ctypes.c_ushort", "ctypes.c_int16", "ctypes.c_uint16", "ctypes.c_byte", "ctypes.c_ubyte",
+                       "ctypes.c_int8", "ctypes.c_uint8", "ctypes.c_bool"})
+#: argtypes whose checked Python value is wrapped in that ctypes type (the api module's alias, `_c_...`)
+_WRAPPED = frozenset({"ctypes.c_long", "ctypes.c_ulong", "ctypes.c_longlong", "ctypes.c_ulonglong", "ctypes.c_size_t",
+                      "ctypes.c_ssize_t", "ctypes.c_int64", "ctypes.c_uint64", "ctypes.c_float", "ctypes.c_double"})
+#: the api module's aliases of those ctypes types
+DIRECT_ALIASES = tuple(sorted(("_" + t.removeprefix("ctypes."), t) for t in _WRAPPED))
+
+
+def direct_arg(p: ParamSem, arg: str, argtype: str) -> str | None:
+    """The expression passing `arg` (the wrapper's checked C argument) to a function without argtypes,
+    or None where the parameter has no form that ctypes passes unconverted and exactly."""
+    t = p.type
+    if p.shape == "value":
+        if t.kind in ("int", "enum", "bool", "float"):
+            return arg if argtype in _AS_C_INT else f"_{argtype.removeprefix('ctypes.')}({arg})" \
+                if argtype in _WRAPPED else None
+        if t.kind == "handle":
+            return arg  # the object's c_void_p, or None (NULL)
+        if t.kind == "opaque":
+            return f"_addr({arg})"  # an int address or None
+        if t.kind == "callback":
+            return arg  # a CFUNCTYPE object (a null one for None)
+        return None  # a struct or union by value, a char
+    if argtype == "ctypes.c_void_p":
+        if p.shape == "buffer":
+            return arg  # a c_void_p (device_arg), or None
+        if p.shape == "opaque":  # an int address, or None where NULL is allowed
+            return f"None if {arg} is None else _addr({arg})" if p.nullable else f"_addr({arg})"
+        if p.shape == "scalar" and p.memory == "host" or p.shape == "array" and p.element_of is not None:
+            return arg  # a reference to host memory made here, or None
+        return None
+    if argtype.startswith(("ctypes.POINTER(", "(")) or argtype == "ctypes.c_char_p":
+        return arg  # references, arrays, typed pointers, bytes, None: what the prototype accepts, passed as is
+    if p.shape == "callback":
+        return arg
+    return None
+
+
 # --------------------------------------------------------------------------- rendering
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs (Jinja keys them by template path and source checksum) in
+    $MIOGEN_CACHE_DIR, else $XDG_CACHE_HOME/miogen, else ~/.cache/miogen: a directory private to this user
+    (created 0700; one that is not a directory this user owns, or that others may write, is not used).
+    MIOGEN_CACHE_DIR set to an empty string turns the cache off. None where there is no such directory."""
+    root = os.environ.get("MIOGEN_CACHE_DIR")
+    if root == "":
+        return None
+    if root is None:
+        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                            "miogen")
+    path = os.path.join(root, f"templates-{jinja2.__version__}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+        uid = os.getuid() if hasattr(os, "getuid") else st.st_uid
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
+            return None
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(path)
 
 
 def _env() -> jinja2.Environment:
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         keep_trailing_newline=True,
         trim_blocks=True,
@@ -939,7 +1036,8 @@ def render(*plans: Plan) -> dict[str, str]:
     base = {"t": t, "prefix": t.function_prefix, "library_names": repr(tuple(t.library_names)),
             "lib_name": t.display_name, "version_getter": t.version_getter, "library_env": t.library_env,
             "releases": [(p.spec.miopen_version, release_module(p.spec.miopen_version)) for p in ordered],
-            "version_error": _stem(t.error_base) + "VersionError", "version_warning": _stem(t.error_base) + "VersionWarning"}
+            "version_error": _stem(t.error_base) + "VersionError", "version_warning": _stem(t.error_base) + "VersionWarning",
+            "direct_aliases": DIRECT_ALIASES}
     handles: dict[str, HandlePlan] = {}
     for p in ordered:  # every release's handle classes, shared: one destroy function each
         for h in p.handles:

@@ -35,6 +35,13 @@ import enum
 RAW_MODULE: frozenset[str] = frozenset({
     "annotations", "ctypes", "enum", "Callable", "Any", "PROTOTYPES", "BETA", "_s", "_lazy", "_reset",
     "_NAMESPACES", "__all__", "globals", "dict", "list", "str", "tuple", "frozenset",
+    "DIRECT", "_Direct", "_lazy_direct", "_name", "setattr",
+})
+
+#: the api module's aliases of the ctypes types its direct calls wrap values in (render.DIRECT_ALIASES)
+DIRECT_ALIASES: frozenset[str] = frozenset({
+    "_c_float", "_c_long", "_c_ulong", "_c_longlong", "_c_ulonglong", "_c_size_t", "_c_ssize_t", "_c_int64",
+    "_c_uint64", "_c_double",
 })
 
 #: module-level names of the facade modules (`api.py`, `raw.py` beside the releases' sub-packages)
@@ -44,8 +51,9 @@ BODY_LOCALS: frozenset[str] = frozenset({
     # locals of a wrapper body
     "_fn", "_st", "_ret", "_e", "_t",
     # module globals the bodies read
-    "_s", "_raw", "_errors", "_byref", "_c_float", "_keep_alive", "_s_callback", "_new", "_KEEP_ALIVE",
-})
+    "_s", "_raw", "_errors", "_byref", "_c_double", "_keep_alive", "_s_callback", "_new", "_KEEP_ALIVE",
+    "_direct", "_addr", "_copysign", "_F32_REFS", "_F64_REFS", "_DEVICE_ARGS",
+}) | DIRECT_ALIASES
 
 BODY_PREFIXES: tuple[str, ...] = ("_len_", "_V_", "_type_")  # `_type_<p>`: the element type `element_of` read
 
@@ -63,9 +71,9 @@ BUILTINS_USED: frozenset[str] = frozenset({
 API_MODULE: frozenset[str] = frozenset({
     "annotations", "ctypes", "Callable", "Mapping", "Sequence", "Any", "NamedTuple", "Protocol", "TypeAlias",
     "DeviceBuffer", "Stream", "SupportsCudaArrayInterface", "SupportsDataPtr", "SupportsDLPack",
-    "_s", "_errors", "_raw", "_byref", "_c_float", "_c_double", "_KEEP_ALIVE", "_s_callback", "_keep_alive", "_new",
-    "__all__",
-}) | BUILTINS_USED
+    "_s", "_errors", "_raw", "_byref", "_c_double", "_KEEP_ALIVE", "_s_callback", "_keep_alive", "_new",
+    "_direct", "_addr", "_copysign", "_F32_REFS", "_F64_REFS", "_DEVICE_ARGS", "math", "__all__",
+}) | BUILTINS_USED | DIRECT_ALIASES
 
 PARAM_NAMES: frozenset[str] = frozenset(
     {n[1:] for n in BODY_LOCALS if n[1:].islower()}

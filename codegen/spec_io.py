@@ -105,9 +105,9 @@ _MEMO_TYPES = (model.CType, model.Role, model.Param)
 
 
 def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False,
-            memo: dict[tuple[Any, bool], list[yaml.Event]] | None = None) -> None:
+            memo: dict[tuple[int, bool], list[yaml.Event]] | None = None) -> None:
     if memo is not None and type(obj) in _MEMO_TYPES:
-        memo_key = (obj, flow)
+        memo_key = (id(obj), flow)  # by identity: the dumped object keeps every one alive, and hashing is deep
         done = memo.get(memo_key)
         if done is None:
             done = memo[memo_key] = []
@@ -167,8 +167,9 @@ def dump(spec: model.Spec, path: Path) -> None:
 MAX_YAML_BYTES = 16 * 1024 * 1024
 #: deepest nesting of mappings and sequences
 MAX_YAML_DEPTH = 64
-#: most nodes, counting every alias as a copy of what it names
-MAX_YAML_NODES = 500_000
+#: most nodes, counting every alias as a copy of what it names: above what a 16 MiB spec holds (a spec has
+#: about 7 bytes per node; the spec of a 5,000-function header has 950,000), far below what aliases could expand
+MAX_YAML_NODES = 2_500_000
 #: most aliases in one file
 MAX_YAML_ALIASES = 1_000
 

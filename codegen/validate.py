@@ -464,56 +464,97 @@ def _dataclasses_in(tp: Any) -> Iterable[type]:
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
-#: frozen model objects already found valid (by value: the rules depend on nothing else); bounded
-_VALID_MODELS: set[Any] = set()
+#: frozen model objects already found valid, by identity (a parse shares its types and parameters, and
+#: hashing a frozen dataclass walks all of it); each is kept alive here so its id is not reused; bounded
+_VALID_MODELS: dict[int, Any] = {}
 _VALID_MAX = 200_000
-#: per class: (field name, its type hint, its rule or None)
-_FIELDS: dict[type, list[tuple[str, Any, Any]]] = {}
+#: per class: what check_model needs of each field (see _class_fields)
+_FIELDS: dict[type, list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]] = {}
+#: per class: whether its objects can never change (frozen, and nothing mutable inside by its type hints)
+_IMMUTABLE: dict[type, bool] = {}
+_IMMUTABLE_LEAVES = (str, int, float, bool, type(None))
+
+
+def _immutable_hint(tp: Any) -> bool:
+    if tp in _IMMUTABLE_LEAVES:
+        return True
+    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+        return _immutable_class(tp)
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return True
+    if origin in (tuple, typing.Union, types.UnionType, frozenset):
+        return all(a is Ellipsis or _immutable_hint(a) for a in typing.get_args(tp))
+    return False  # dict, list, Any, ...
+
+
+def _immutable_class(cls: type) -> bool:
+    known = _IMMUTABLE.get(cls)
+    if known is None:
+        _IMMUTABLE[cls] = False  # while deciding (a recursive type is treated as mutable)
+        hints = _HINTS.get(cls)
+        if hints is None:
+            hints = _HINTS[cls] = typing.get_type_hints(cls)
+        known = _IMMUTABLE[cls] = bool(cls.__dataclass_params__.frozen and  # type: ignore[attr-defined]
+                                       all(_immutable_hint(hints[f.name]) for f in dataclasses.fields(cls)))
+    return known
 
 
 def check_model(obj: Any) -> None:
     """Apply the rules to an object built in memory (and everything in it); raises Violation.
 
-    A frozen object found valid once is not walked again (a parse shares its parameters and types)."""
+    A frozen object found valid once is not walked again."""
     if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        try:
-            if obj in _VALID_MODELS:
-                return
-            cacheable = True
-        except TypeError:  # unhashable (a dict inside)
-            cacheable = False
+        if _VALID_MODELS.get(id(obj)) is obj:
+            return
         cls = type(obj)
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            hints = _HINTS.get(cls)
-            if hints is None:
-                hints = _HINTS[cls] = typing.get_type_hints(cls)
-            fields = _FIELDS[cls] = [(f.name, hints[f.name], field_check(cls, f.name, hints[f.name]))
-                                     for f in dataclasses.fields(obj)]
-        for name, tp, check in fields:
+        fields = _FIELDS.get(cls) or _class_fields(cls)
+        for name, literals, optional, check, nested in fields:
             value = getattr(obj, name)
             try:
-                _check_literal(tp, value)
+                if literals is not None and value not in literals and not (optional and value is None):
+                    raise Violation(f"expected one of {', '.join(map(str, literals))}; got {short(value)}")
                 if check is not None:
                     check(value)
-                _descend(value)
+                if nested:
+                    _descend(value)
             except Violation as exc:
                 raise exc.within(name) from None
-        if cacheable and cls.__dataclass_params__.frozen:  # type: ignore[attr-defined]
+        if _immutable_class(cls):
             if len(_VALID_MODELS) >= _VALID_MAX:
                 _VALID_MODELS.clear()
-            _VALID_MODELS.add(obj)
+            _VALID_MODELS[id(obj)] = obj
 
 
-def _check_literal(tp: Any, value: Any) -> None:
-    origin = typing.get_origin(tp)
-    if origin is typing.Union or origin is types.UnionType:
-        if value is None:
-            return
-        tp = next(a for a in typing.get_args(tp) if a is not type(None))
+def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]:
+    """Per field of `cls`: (name, its Literal values or None, whether None is allowed, its rule check or
+    None, whether a model object can sit inside it)."""
+    hints = _HINTS.get(cls)
+    if hints is None:
+        hints = _HINTS[cls] = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        tp = hints[f.name]
         origin = typing.get_origin(tp)
-    if origin is typing.Literal and value not in typing.get_args(tp):
-        raise Violation(f"expected one of {', '.join(map(str, typing.get_args(tp)))}; got {short(value)}")
+        optional = origin is typing.Union or origin is types.UnionType
+        if optional:
+            tp = next(a for a in typing.get_args(tp) if a is not type(None))
+        literals = typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else None
+        out.append((f.name, literals, optional, field_check(cls, f.name, hints[f.name]), not _plain_hint(hints[f.name])))
+    _FIELDS[cls] = out
+    return out
+
+
+def _plain_hint(tp: Any) -> bool:
+    """True when a value of type `tp` holds no model object (scalars, literals, and containers of them)."""
+    if tp in _IMMUTABLE_LEAVES:
+        return True
+    origin = typing.get_origin(tp)
+    if origin is typing.Literal:
+        return True
+    if origin in (tuple, typing.Union, types.UnionType, frozenset, list, dict, set):
+        return all(a is Ellipsis or _plain_hint(a) for a in typing.get_args(tp))
+    return False
 
 
 def _descend(value: Any) -> None:

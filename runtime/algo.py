@@ -24,6 +24,7 @@ from ._generated import _support as _s
 from ._generated import api
 from .descriptors import FrozenTensorDescriptor
 from .errors import STATUS_EXCEPTIONS, HipOutOfMemoryError, MIOpenError, WorkspaceLimitError, WorkspaceOOM
+from .handles import disown
 from .version import compiled_version, require_feature, runtime_version
 from .workspace import MAX_WORKSPACE_BYTES, MIOpenWorkspace, workspace_limit
 
@@ -258,9 +259,7 @@ def _path_part(text: str) -> str:
 
 def _disown(handle: api.Solution) -> None:
     """Forget a handle without destroying it (it belongs to another process's MIOpen)."""
-    handle._owned = False
-    handle._ptr = None
-    handle._children = None
+    disown(handle)
 
 
 _cache = AlgoCache()

@@ -130,7 +130,7 @@ class _ThreadMarker:
 def disown(handle: object) -> None:
     """Mark a handle object of the parent process closed without destroying it (after a fork):
     using it raises, and its finalizer does nothing."""
-    for attr, value in (("_owned", False), ("_ptr", None), ("_children", None)):
+    for attr, value in (("_owned", False), ("_ptr", None), ("_cp", None), ("_children", None)):
         try:
             setattr(handle, attr, value)
         except AttributeError:

@@ -420,3 +420,123 @@ def test_scripted_stub_outputs_and_statuses(fx: Built) -> None:
         m.enable_profiling(m.Handle.from_address(1), True)
     m.enable_profiling(m.Handle.from_address(1), True)  # only once
     assert stub.miogen_stub_calls(b"miopenEnableProfiling") == 2
+
+
+# ---------------------------------------------------------------------------- direct calls (raw.DIRECT)
+
+
+def _f32(value: float) -> str:
+    """How the stub logs a C float holding `value` (rounded to float32, printed with %.17g)."""
+    import struct
+
+    return "%.17g" % struct.unpack("f", struct.pack("f", value))[0]
+
+
+def _conv(m: object, alpha: object, beta: object, x: object = 0x1000, ws: object = None) -> None:
+    h = m.Handle.from_address(0x10)  # type: ignore[attr-defined]
+    d = m.TensorDescriptor.from_address(0x20)  # type: ignore[attr-defined]
+    c = m.ConvolutionDescriptor.from_address(0x30)  # type: ignore[attr-defined]
+    algo = m.ConvFwdAlgorithm.miopenConvolutionFwdAlgoDirect  # type: ignore[attr-defined]
+    m.convolution_forward(h, alpha, d, x, d, 0x2000, c, algo, beta, d, 0x3000, ws, 0)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("alpha", [1.0, 0.0, -0.0, -1.0, 0.5, 2.0, 0.1, 3.5, -2.0, 1e-30])
+def test_host_scaling_factors_reach_c_exactly(fx: Built, alpha: float) -> None:
+    """The common factors come from a table made once; -0.0 (equal to the table's 0.0) keeps its sign."""
+    _conv(fx.pkg, alpha, -alpha)
+    call = _calls(fx, "miopenConvolutionForward")[0]
+    assert (call["alpha"], call["beta"]) == (_f32(alpha), _f32(-alpha))
+    assert _f32(-0.0) == "-0"
+
+
+def test_host_scaling_factors_of_other_types_take_the_checked_path(fx: Built) -> None:
+    """Ints equal the table's floats but are not looked up there; a c_float passes its own bytes; inf and
+    nan pass as they are; a string, a list and a float32 overflow are refused naming the parameter."""
+    import ctypes
+
+    _conv(fx.pkg, 1, 0)
+    _conv(fx.pkg, ctypes.c_float(0.5), ctypes.c_float(-0.0))
+    a, b = _calls(fx, "miopenConvolutionForward")
+    assert (a["alpha"], a["beta"], b["alpha"], b["beta"]) == ("1", "0", "0.5", "-0")
+    _conv(fx.pkg, float("inf"), float("nan"))
+    c = _calls(fx, "miopenConvolutionForward")[2]
+    assert (c["alpha"], c["beta"].lstrip("-")) == ("inf", "nan")
+    for bad in ("1.0", 1e39, [1.0]):
+        with pytest.raises((TypeError, ValueError, OverflowError), match="alpha"):
+            _conv(fx.pkg, bad, 0.0)
+
+
+def test_device_addresses_keep_64_bits_and_the_cache_stays_bounded(fx: Built) -> None:
+    s = fx.pkg._support
+    s.DEVICE_ARGS.clear()
+    fx.pkg._support.load_library(fx.stub)
+    base = 0x7F12_3456_0000
+    for k in range(s.DEVICE_ARGS_MAX + 10):
+        _conv(fx.pkg, 1.0, 0.0, x=base + 256 * k, ws=None if k % 2 else base - 4096)
+        assert len(s.DEVICE_ARGS) <= s.DEVICE_ARGS_MAX
+    calls = _calls(fx, "miopenConvolutionForward")
+    assert [c["x"] for c in calls] == [str(base + 256 * k) for k in range(s.DEVICE_ARGS_MAX + 10)]
+    assert {c["workSpace"] for c in calls} == {"0", str(base - 4096)}
+    _conv(fx.pkg, 1.0, 0.0, x=base)  # cached again after the table was emptied: the same value reaches C
+    assert _calls(fx, "miopenConvolutionForward")[-1]["x"] == str(base)
+
+
+@pytest.mark.parametrize("bad", [True, -1, 2**64, 0, None, 1.5])
+def test_device_address_fast_path_refuses_what_the_checked_path_refuses(fx: Built, bad: object) -> None:
+    fx.pkg._support.DEVICE_ARGS[1] = __import__("ctypes").c_void_p(1)  # True == 1: never served for a bool
+    with pytest.raises((TypeError, ValueError), match=r"miopenConvolutionForward: x"):
+        _conv(fx.pkg, 1.0, 0.0, x=bad)
+    assert _calls(fx, "miopenConvolutionForward") == []
+
+
+def test_closed_handle_is_refused_before_the_direct_call(fx: Built) -> None:
+    m = fx.pkg
+    d = m.TensorDescriptor.from_address(0x1230)
+    d.close()  # borrowed: marked closed, nothing destroyed
+    assert d._cp is None
+    with pytest.raises(ValueError, match="tensor_desc is a closed TensorDescriptor"):
+        m.set_4d_tensor_descriptor(d, m.DataType.miopenFloat, 1, 1, 1, 1)
+    assert _calls(fx, "miopenSet4dTensorDescriptor") == []
+
+
+def test_direct_bindings_have_no_argtypes_and_the_prototypes_keep_theirs(fx: Built) -> None:
+    import importlib
+
+    m = fx.pkg
+    m.set_4d_tensor_descriptor(m.TensorDescriptor.from_address(0x10), 1, 1, 1, 1, 1)
+    raw = importlib.import_module(f"{m.__name__}.{m._support._bound_modules[0].__name__.split('.')[-2]}.raw")
+    direct = raw.DIRECT.miopenSet4dTensorDescriptor
+    assert direct.argtypes is None and direct is not raw.miopenSet4dTensorDescriptor
+    raw.miopenSet4dTensorDescriptor(0x10, 1, 1, 1, 1, 1)  # binds the prototype
+    assert raw.miopenSet4dTensorDescriptor.argtypes == list(raw.PROTOTYPES["miopenSet4dTensorDescriptor"][1])
+    m._support.unload_library()  # a new library: both are bound again, lazily
+    assert raw.DIRECT.miopenSet4dTensorDescriptor.__name__ == "miopenSet4dTensorDescriptor"
+    assert not hasattr(raw.DIRECT.miopenSet4dTensorDescriptor, "argtypes")
+
+
+def test_a_parameter_without_a_direct_form_uses_the_prototype() -> None:
+    """A struct or a char by value has no form ctypes passes unconverted: that function calls `_raw.`."""
+    from dataclasses import replace
+
+    from codegen.annotate import load_annotations, resolve
+    from codegen.model import CType, Function, Param
+    from codegen.render import direct_arg, plan, render
+
+    from .helpers import FIXTURE_ANNOTATIONS, fixture_spec, target
+
+    spec = fixture_spec()
+    by_value = Function(name="miopenTakesSolution", returns=spec.functions[0].returns, params=(
+        Param(name="solution", c="miopenConvSolution_t", type=CType(kind="struct", name="miopenConvSolution_t")),
+        Param(name="tag", c="char", type=CType(kind="char", name="char"))))
+    spec = replace(spec, functions=(*spec.functions, by_value))
+    ann = load_annotations(FIXTURE_ANNOTATIONS)
+    pl = plan(spec, ann, target(), "# test")
+    f = next(f for f in pl.functions if f.c_name == "miopenTakesSolution")
+    assert f.direct_args is None
+    sems = resolve(spec, ann).functions["miopenTakesSolution"].params
+    assert [direct_arg(ps, pp.arg, a) for ps, pp, a in zip(sems, f.params, f.argtypes, strict=True)] == [None, None]
+    assert all(g.direct_args is not None for g in pl.functions if g is not f)
+    files = render(pl)
+    text = files[next(k for k in files if k.endswith("/api.py"))]
+    body = text[text.index("def takes_solution("):].split("\n\n\n")[0]
+    assert "= _raw.miopenTakesSolution(_solution, tag)" in body and "_direct." not in body

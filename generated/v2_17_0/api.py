@@ -11,6 +11,7 @@ exceptions of `errors`; bad arguments raise TypeError/ValueError naming the para
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
@@ -19,8 +20,23 @@ from .. import errors as _errors  # noqa: F401  (installs the status -> exceptio
 from . import raw as _raw
 
 _byref = ctypes.byref
-_c_float = ctypes.c_float
+_addr = ctypes.c_void_p
 _c_double = ctypes.c_double
+_c_float = ctypes.c_float
+_c_int64 = ctypes.c_int64
+_c_long = ctypes.c_long
+_c_longlong = ctypes.c_longlong
+_c_size_t = ctypes.c_size_t
+_c_ssize_t = ctypes.c_ssize_t
+_c_uint64 = ctypes.c_uint64
+_c_ulong = ctypes.c_ulong
+_c_ulonglong = ctypes.c_ulonglong
+_direct = _raw.DIRECT  # the functions without argtypes: every argument below is passed in its C form already
+_copysign = math.copysign
+_DEVICE_ARGS = _s.DEVICE_ARGS
+#: host scaling factors of the common values, made once (C only reads them)
+_F32_REFS: dict[float, Any] = {_v: _byref(_c_float(_v)) for _v in (1.0, 0.0, -1.0, 0.5, 2.0)}
+_F64_REFS: dict[float, Any] = {_v: _byref(_c_double(_v)) for _v in (1.0, 0.0, -1.0, 0.5, 2.0)}
 
 
 class SupportsCudaArrayInterface(Protocol):
@@ -398,7 +414,7 @@ _ET_transform: dict[int, str] = {0: 'float16', 1: 'float32', 2: 'int32', 3: 'flo
 _EN_transform: dict[int, str] = {0: 'miopenHalf', 1: 'miopenFloat', 2: 'miopenInt32', 3: 'miopenInt8', 4: 'miopenInt8x4', 5: 'miopenBFloat16', 6: 'miopenDouble'}
 
 
-def _element_type_miopenTensorDescriptor_t(desc: int | None, fn: str) -> int:
+def _element_type_miopenTensorDescriptor_t(desc: ctypes.c_void_p | None, fn: str) -> int:
     """The element type of a miopenTensorDescriptor_t, read with miopenGetTensorDescriptor (annotations rules.element_queries)."""
     _t = ctypes.c_uint()
     _st = _raw.miopenGetTensorDescriptor(desc, _byref(_t), None, None)
@@ -422,7 +438,7 @@ def get_error_string(error: Status | int) -> str:
     _fn = "miopenGetErrorString"
     if type(error) is not Status:
         error = _s.as_enum(error, Status, "error", _fn)
-    _ret = _raw.miopenGetErrorString(error)
+    _ret = _direct.miopenGetErrorString(error)
     return _ret.decode('utf-8', 'replace') if _ret is not None else ''
 
 
@@ -439,7 +455,7 @@ def get_version() -> GetVersionResult:
     _major = ctypes.c_size_t()
     _minor = ctypes.c_size_t()
     _patch = ctypes.c_size_t()
-    _st = _raw.miopenGetVersion(_byref(_major), _byref(_minor), _byref(_patch))
+    _st = _direct.miopenGetVersion(_byref(_major), _byref(_minor), _byref(_patch))
     if _st:
         _s.raise_status(_st, _fn, {})
     return _new(GetVersionResult, (_major.value, _minor.value, _patch.value))
@@ -454,7 +470,7 @@ def create() -> Handle:
     """
     _fn = "miopenCreate"
     _handle = ctypes.c_void_p()
-    _st = _raw.miopenCreate(_byref(_handle))
+    _st = _direct.miopenCreate(_byref(_handle))
     if _st:
         _s.raise_status(_st, _fn, {})
     return Handle._created(_handle.value, _fn)
@@ -474,7 +490,7 @@ def create_with_stream(stream: Stream) -> Handle:
     _fn = "miopenCreateWithStream"
     _stream = _s.as_stream(stream, "stream", _fn)
     _handle = ctypes.c_void_p()
-    _st = _raw.miopenCreateWithStream(_byref(_handle), _stream)
+    _st = _direct.miopenCreateWithStream(_byref(_handle), _addr(_stream))
     if _st:
         _s.raise_status(_st, _fn, {"stream": stream})
     return Handle._created(_handle.value, _fn)
@@ -491,11 +507,11 @@ def destroy(handle: Handle) -> None:
         None.
     """
     _fn = "miopenDestroy"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _handle = handle._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroy(_handle)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _handle = _addr(handle._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroy(_handle)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
 
@@ -512,11 +528,11 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
         None.
     """
     _fn = "miopenSetStream"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = _s.as_stream(stream_id, "stream_id", _fn)
-    _st = _raw.miopenSetStream(_handle, _stream_id)
+    _st = _direct.miopenSetStream(_handle, _addr(_stream_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "stream_id": stream_id})
 
@@ -531,11 +547,11 @@ def get_stream(handle: Handle) -> int | None:
         int | None: `stream_id` (out, host memory): MIOpen writes an address (int), None for NULL.
     """
     _fn = "miopenGetStream"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = ctypes.c_void_p()
-    _st = _raw.miopenGetStream(_handle, _byref(_stream_id))
+    _st = _direct.miopenGetStream(_handle, _byref(_stream_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _stream_id.value
@@ -559,13 +575,13 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
         None.
     """
     _fn = "miopenSetAllocator"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _allocator = _s_callback(allocator, _raw.miopenAllocatorFunction, "allocator", _fn)
     _deallocator = _s_callback(deallocator, _raw.miopenDeallocatorFunction, "deallocator", _fn)
     _allocator_context = _s.as_opaque(allocator_context, "allocator_context", _fn)
-    _st = _raw.miopenSetAllocator(_handle, _allocator, _deallocator, _allocator_context)
+    _st = _direct.miopenSetAllocator(_handle, _allocator, _deallocator, None if _allocator_context is None else _addr(_allocator_context))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "allocator": allocator, "deallocator": deallocator, "allocator_context": allocator_context})
     _keep_alive(handle, _fn, (_allocator, _deallocator, ))
@@ -581,11 +597,11 @@ def get_kernel_time(handle: Handle) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetKernelTime"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _time = ctypes.c_float()
-    _st = _raw.miopenGetKernelTime(_handle, _byref(_time))
+    _st = _direct.miopenGetKernelTime(_handle, _byref(_time))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _time.value
@@ -602,12 +618,12 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
         None.
     """
     _fn = "miopenEnableProfiling"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(enable) is not bool:
         enable = _s.as_bool(enable, "enable", _fn)
-    _st = _raw.miopenEnableProfiling(_handle, enable)
+    _st = _direct.miopenEnableProfiling(_handle, enable)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "enable": enable})
 
@@ -621,7 +637,7 @@ def create_tensor_descriptor() -> TensorDescriptor:
     """
     _fn = "miopenCreateTensorDescriptor"
     _tensor_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateTensorDescriptor(_byref(_tensor_desc))
+    _st = _direct.miopenCreateTensorDescriptor(_byref(_tensor_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return TensorDescriptor._created(_tensor_desc.value, _fn)
@@ -642,9 +658,9 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
         None.
     """
     _fn = "miopenSet4dTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -655,7 +671,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
         h = _s.as_int(h, -2147483648, 2147483647, "h", _fn)
     if (type(w) is not int or not -2147483648 <= w <= 2147483647):
         w = _s.as_int(w, -2147483648, 2147483647, "w", _fn)
-    _st = _raw.miopenSet4dTensorDescriptor(_tensor_desc, data_type, n, c, h, w)
+    _st = _direct.miopenSet4dTensorDescriptor(_tensor_desc, data_type, n, c, h, w)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "n": n, "c": c, "h": h, "w": w})
 
@@ -679,9 +695,9 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
         None.
     """
     _fn = "miopenSet4dTensorDescriptorEx"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -700,7 +716,7 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
         h_stride = _s.as_int(h_stride, -2147483648, 2147483647, "h_stride", _fn)
     if (type(w_stride) is not int or not -2147483648 <= w_stride <= 2147483647):
         w_stride = _s.as_int(w_stride, -2147483648, 2147483647, "w_stride", _fn)
-    _st = _raw.miopenSet4dTensorDescriptorEx(_tensor_desc, data_type, n, c, h, w, n_stride, c_stride, h_stride, w_stride)
+    _st = _direct.miopenSet4dTensorDescriptorEx(_tensor_desc, data_type, n, c, h, w, n_stride, c_stride, h_stride, w_stride)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "n": n, "c": c, "h": h, "w": w, "n_stride": n_stride, "c_stride": c_stride, "h_stride": h_stride, "w_stride": w_stride})
 
@@ -725,9 +741,9 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
             w_stride (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet4dTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _n = ctypes.c_int()
     _c = ctypes.c_int()
@@ -737,7 +753,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
     _c_stride = ctypes.c_int()
     _h_stride = ctypes.c_int()
     _w_stride = ctypes.c_int()
-    _st = _raw.miopenGet4dTensorDescriptor(_tensor_desc, _byref(_data_type), _byref(_n), _byref(_c), _byref(_h), _byref(_w), _byref(_n_stride), _byref(_c_stride), _byref(_h_stride), _byref(_w_stride))
+    _st = _direct.miopenGet4dTensorDescriptor(_tensor_desc, _byref(_data_type), _byref(_n), _byref(_c), _byref(_h), _byref(_w), _byref(_n_stride), _byref(_c_stride), _byref(_h_stride), _byref(_w_stride))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _new(Get4dTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _n.value, _c.value, _h.value, _w.value, _n_stride.value, _c_stride.value, _h_stride.value, _w_stride.value))
@@ -765,15 +781,15 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
         strides_a: None passes NULL (packed strides).
     """
     _fn = "miopenSetTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     _dims_a = _s.in_array(dims_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dims_a", _fn, False)
     _strides_a = _s.in_array(strides_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "strides_a", _fn, True)
     _nb_dims = _s.common_length(_fn, {"dims_a": _dims_a, "strides_a": _strides_a})
-    _st = _raw.miopenSetTensorDescriptor(_tensor_desc, data_type, _nb_dims, _dims_a, _strides_a)
+    _st = _direct.miopenSetTensorDescriptor(_tensor_desc, data_type, _nb_dims, _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "dims_a": dims_a, "strides_a": strides_a})
 
@@ -788,11 +804,11 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetTensorDescriptorSize"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _size = ctypes.c_int()
-    _st = _raw.miopenGetTensorDescriptorSize(_tensor_desc, _byref(_size))
+    _st = _direct.miopenGetTensorDescriptorSize(_tensor_desc, _byref(_size))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _size.value
@@ -816,14 +832,14 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
                 first).
     """
     _fn = "miopenGetTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(tensor_desc)
     _dims_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
     _strides_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
-    _st = _raw.miopenGetTensorDescriptor(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
+    _st = _direct.miopenGetTensorDescriptor(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _new(GetTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _dims_a[:_len_get_tensor_descriptor_size], _strides_a[:_len_get_tensor_descriptor_size]))
@@ -840,11 +856,11 @@ def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
-    _tensor_desc = tensor_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyTensorDescriptor(_tensor_desc)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+    _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyTensorDescriptor(_tensor_desc)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
 
@@ -880,27 +896,39 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenOpTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(tensor_op) is not TensorOp:
         tensor_op = _s.as_enum(tensor_op, TensorOp, "tensor_op", _fn)
-    _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    _alpha_1 = _F32_REFS.get(alpha_1) if type(alpha_1) is float and (alpha_1 or _copysign(1.0, alpha_1) > 0) else None
+    if _alpha_1 is None:
+        _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
-    _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
-    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _a = _DEVICE_ARGS.get(a) if type(a) is int else None
+    if _a is None:
+        _a = _s.device_arg(a, "a", _fn, False)
+    _alpha_2 = _F32_REFS.get(alpha_2) if type(alpha_2) is float and (alpha_2 or _copysign(1.0, alpha_2) > 0) else None
+    if _alpha_2 is None:
+        _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
-        _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
+    _b = _DEVICE_ARGS.get(b) if type(b) is int else None
+    if _b is None:
+        _b = _s.device_arg(b, "b", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
-    _st = _raw.miopenOpTensor(_handle, tensor_op, _alpha_1, _a_desc, _a, _alpha_2, _b_desc, _b, _beta, _c_desc, _c)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
+    _c = _DEVICE_ARGS.get(c) if type(c) is int else None
+    if _c is None:
+        _c = _s.device_arg(c, "c", _fn, False)
+    _st = _direct.miopenOpTensor(_handle, tensor_op, _alpha_1, _a_desc, _a, _alpha_2, _b_desc, _b, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "tensor_op": tensor_op, "alpha_1": alpha_1, "a_desc": a_desc, "a": a, "alpha_2": alpha_2, "b_desc": b_desc, "b": b, "beta": beta, "c_desc": c_desc, "c": c})
 
@@ -924,18 +952,20 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
             float64: float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenSetTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_scalar, _EN_scalar, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
-    _st = _raw.miopenSetTensor(_handle, _y_desc, _y, _alpha)
+    _st = _direct.miopenSetTensor(_handle, _y_desc, _y, _alpha)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "y_desc": y_desc, "y": y, "alpha": alpha})
 
@@ -959,18 +989,20 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
             float64: float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenScaleTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_scalar, _EN_scalar, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
-    _st = _raw.miopenScaleTensor(_handle, _y_desc, _y, _alpha)
+    _st = _direct.miopenScaleTensor(_handle, _y_desc, _y, _alpha)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "y_desc": y_desc, "y": y, "alpha": alpha})
 
@@ -985,11 +1017,11 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetTensorNumBytes"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetTensorNumBytes(_tensor_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetTensorNumBytes(_tensor_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _num_bytes.value
@@ -1021,25 +1053,29 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
             float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenTransformTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
     if type(beta) is not float:
         beta = _s.as_real(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
     _beta = _s.element_scalar(beta, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "beta", _fn, 'the descriptor y_desc'), "beta", _fn)
-    _st = _raw.miopenTransformTensor(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
+    _st = _direct.miopenTransformTensor(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -1053,7 +1089,7 @@ def create_convolution_descriptor() -> ConvolutionDescriptor:
     """
     _fn = "miopenCreateConvolutionDescriptor"
     _conv_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
+    _st = _direct.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return ConvolutionDescriptor._created(_conv_desc.value, _fn)
@@ -1076,9 +1112,9 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
         None.
     """
     _fn = "miopenInitConvolutionDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
     if (type(pad_h) is not int or not -2147483648 <= pad_h <= 2147483647):
@@ -1093,7 +1129,7 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
         dilation_h = _s.as_int(dilation_h, -2147483648, 2147483647, "dilation_h", _fn)
     if (type(dilation_w) is not int or not -2147483648 <= dilation_w <= 2147483647):
         dilation_w = _s.as_int(dilation_w, -2147483648, 2147483647, "dilation_w", _fn)
-    _st = _raw.miopenInitConvolutionDescriptor(_conv_desc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w)
+    _st = _direct.miopenInitConvolutionDescriptor(_conv_desc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "c_mode": c_mode, "pad_h": pad_h, "pad_w": pad_w, "stride_h": stride_h, "stride_w": stride_w, "dilation_h": dilation_h, "dilation_w": dilation_w})
 
@@ -1119,16 +1155,16 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
         len(`dilation_a`).
     """
     _fn = "miopenInitConvolutionNdDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _stride_a = _s.in_array(stride_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "stride_a", _fn, False)
     _dilation_a = _s.in_array(dilation_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dilation_a", _fn, False)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
     _spatial_dim = _s.common_length(_fn, {"pad_a": _pad_a, "stride_a": _stride_a, "dilation_a": _dilation_a})
-    _st = _raw.miopenInitConvolutionNdDescriptor(_conv_desc, _spatial_dim, _pad_a, _stride_a, _dilation_a, c_mode)
+    _st = _direct.miopenInitConvolutionNdDescriptor(_conv_desc, _spatial_dim, _pad_a, _stride_a, _dilation_a, c_mode)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "pad_a": pad_a, "stride_a": stride_a, "dilation_a": dilation_a, "c_mode": c_mode})
 
@@ -1151,9 +1187,9 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
             dilation_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _c_mode = ctypes.c_uint()
     _pad_h = ctypes.c_int()
     _pad_w = ctypes.c_int()
@@ -1161,7 +1197,7 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
     _stride_w = ctypes.c_int()
     _dilation_h = ctypes.c_int()
     _dilation_w = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionDescriptor(_conv_desc, _byref(_c_mode), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w), _byref(_dilation_h), _byref(_dilation_w))
+    _st = _direct.miopenGetConvolutionDescriptor(_conv_desc, _byref(_c_mode), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w), _byref(_dilation_h), _byref(_dilation_w))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
     return _new(GetConvolutionDescriptorResult, (_V_miopenConvolutionMode_t.get(_c_mode.value, _c_mode.value), _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value, _dilation_h.value, _dilation_w.value))
@@ -1185,9 +1221,9 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
                 int where this release does not know the value).
     """
     _fn = "miopenGetConvolutionNdDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(requested_spatial_dim) is not int or not -2147483648 <= requested_spatial_dim <= 2147483647):
         requested_spatial_dim = _s.as_int(requested_spatial_dim, -2147483648, 2147483647, "requested_spatial_dim", _fn)
     _spatial_dim = ctypes.c_int()
@@ -1196,7 +1232,7 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
     _stride_a = (ctypes.c_int * requested_spatial_dim)()
     _dilation_a = (ctypes.c_int * requested_spatial_dim)()
     _c_mode = ctypes.c_uint()
-    _st = _raw.miopenGetConvolutionNdDescriptor(_conv_desc, requested_spatial_dim, _byref(_spatial_dim), _pad_a, _stride_a, _dilation_a, _byref(_c_mode))
+    _st = _direct.miopenGetConvolutionNdDescriptor(_conv_desc, requested_spatial_dim, _byref(_spatial_dim), _pad_a, _stride_a, _dilation_a, _byref(_c_mode))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "requested_spatial_dim": requested_spatial_dim})
     return _new(GetConvolutionNdDescriptorResult, (_spatial_dim.value, _pad_a[:requested_spatial_dim], _stride_a[:requested_spatial_dim], _dilation_a[:requested_spatial_dim], _V_miopenConvolutionMode_t.get(_c_mode.value, _c_mode.value)))
@@ -1213,12 +1249,12 @@ def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: i
         None.
     """
     _fn = "miopenSetConvolutionGroupCount"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(group_count) is not int or not -2147483648 <= group_count <= 2147483647):
         group_count = _s.as_int(group_count, -2147483648, 2147483647, "group_count", _fn)
-    _st = _raw.miopenSetConvolutionGroupCount(_conv_desc, group_count)
+    _st = _direct.miopenSetConvolutionGroupCount(_conv_desc, group_count)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "group_count": group_count})
 
@@ -1235,14 +1271,14 @@ def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: i
         None.
     """
     _fn = "miopenSetTransposeConvOutputPadding"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(adj_h) is not int or not -2147483648 <= adj_h <= 2147483647):
         adj_h = _s.as_int(adj_h, -2147483648, 2147483647, "adj_h", _fn)
     if (type(adj_w) is not int or not -2147483648 <= adj_w <= 2147483647):
         adj_w = _s.as_int(adj_w, -2147483648, 2147483647, "adj_w", _fn)
-    _st = _raw.miopenSetTransposeConvOutputPadding(_conv_desc, adj_h, adj_w)
+    _st = _direct.miopenSetTransposeConvOutputPadding(_conv_desc, adj_h, adj_w)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "adj_h": adj_h, "adj_w": adj_w})
 
@@ -1262,12 +1298,12 @@ def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a
         C parameters the wrapper fills in: `spatialDim` (in, by value) = len(`adj_a`).
     """
     _fn = "miopenSetTransposeConvNdOutputPadding"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _adj_a = _s.in_array(adj_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "adj_a", _fn, False)
     _spatial_dim = 0 if _adj_a is None else len(_adj_a)
-    _st = _raw.miopenSetTransposeConvNdOutputPadding(_conv_desc, _spatial_dim, _adj_a)
+    _st = _direct.miopenSetTransposeConvNdOutputPadding(_conv_desc, _spatial_dim, _adj_a)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "adj_a": adj_a})
 
@@ -1288,20 +1324,20 @@ def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_t
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionForwardOutputDim"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: int | None = input_tensor_desc._ptr if type(input_tensor_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
     if _input_tensor_desc is None:
-        _input_tensor_desc = _s.as_handle(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: int | None = filter_desc._ptr if type(filter_desc) is TensorDescriptor else None
+        _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
     if _filter_desc is None:
-        _filter_desc = _s.as_handle(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
+        _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n = ctypes.c_int()
     _c = ctypes.c_int()
     _h = ctypes.c_int()
     _w = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
+    _st = _direct.miopenGetConvolutionForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "input_tensor_desc": input_tensor_desc, "filter_desc": filter_desc})
     return _new(GetConvolutionForwardOutputDimResult, (_n.value, _c.value, _h.value, _w.value))
@@ -1323,19 +1359,19 @@ def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, inpu
                 first).
     """
     _fn = "miopenGetConvolutionNdForwardOutputDim"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: int | None = input_tensor_desc._ptr if type(input_tensor_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
     if _input_tensor_desc is None:
-        _input_tensor_desc = _s.as_handle(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: int | None = filter_desc._ptr if type(filter_desc) is TensorDescriptor else None
+        _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
     if _filter_desc is None:
-        _filter_desc = _s.as_handle(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
+        _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n_dim = ctypes.c_int()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(input_tensor_desc)
     _output_tensor_dim_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
-    _st = _raw.miopenGetConvolutionNdForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n_dim), _output_tensor_dim_a)
+    _st = _direct.miopenGetConvolutionNdForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n_dim), _output_tensor_dim_a)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "input_tensor_desc": input_tensor_desc, "filter_desc": filter_desc})
     return _new(GetConvolutionNdForwardOutputDimResult, (_n_dim.value, _output_tensor_dim_a[:_len_get_tensor_descriptor_size]))
@@ -1352,11 +1388,11 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyConvolutionDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _conv_desc = conv_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyConvolutionDescriptor(_conv_desc)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _conv_desc = _addr(conv_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyConvolutionDescriptor(_conv_desc)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
 
@@ -1373,14 +1409,14 @@ def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
         None.
     """
     _fn = "miopenSetConvolutionAttribute"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
     if (type(value) is not int or not -2147483648 <= value <= 2147483647):
         value = _s.as_int(value, -2147483648, 2147483647, "value", _fn)
-    _st = _raw.miopenSetConvolutionAttribute(_conv_desc, attr, value)
+    _st = _direct.miopenSetConvolutionAttribute(_conv_desc, attr, value)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "attr": attr, "value": value})
 
@@ -1396,13 +1432,13 @@ def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
         int: `value` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionAttribute"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
     _value = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionAttribute(_conv_desc, attr, _byref(_value))
+    _st = _direct.miopenGetConvolutionAttribute(_conv_desc, attr, _byref(_value))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "attr": attr})
     return _value.value
@@ -1422,23 +1458,23 @@ def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescrip
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionCount"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionForwardGetSolutionCount(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_solution_count))
+    _st = _direct.miopenConvolutionForwardGetSolutionCount(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_solution_count))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc})
     return _solution_count.value
@@ -1465,27 +1501,27 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
         `solutions`.
     """
     _fn = "miopenConvolutionForwardGetSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
     max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
-    _st = _raw.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, max_solution_count, _byref(_solution_count), _solutions)
+    _st = _direct.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _c_size_t(max_solution_count), _byref(_solution_count), _solutions)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc, "max_solution_count": max_solution_count})
     return [ConvSolution._from_c(_e) for _e in _solutions[:min(_solution_count.value, max_solution_count)]]
@@ -1506,25 +1542,25 @@ def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: Tens
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionForwardGetSolutionWorkspaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, solution_id, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionForwardGetSolutionWorkspaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _c_uint64(solution_id), _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc, "solution_id": solution_id})
     return _work_space_size.value
@@ -1545,24 +1581,24 @@ def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescripto
         None.
     """
     _fn = "miopenConvolutionForwardCompileSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionForwardCompileSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, solution_id)
+    _st = _direct.miopenConvolutionForwardCompileSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc, "solution_id": solution_id})
 
@@ -1591,30 +1627,38 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
         None.
     """
     _fn = "miopenConvolutionForwardImmediate"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionForwardImmediate(_handle, _w_desc, _w, _x_desc, _x, _conv_desc, _y_desc, _y, _work_space, work_space_size, solution_id)
+    _st = _direct.miopenConvolutionForwardImmediate(_handle, _w_desc, _w, _x_desc, _x, _conv_desc, _y_desc, _y, _work_space, _c_size_t(work_space_size), _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "w": w, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "y_desc": y_desc, "y": y, "work_space": work_space, "work_space_size": work_space_size, "solution_id": solution_id})
 
@@ -1633,23 +1677,23 @@ def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: Tensor
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionCount"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardDataGetSolutionCount(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_solution_count))
+    _st = _direct.miopenConvolutionBackwardDataGetSolutionCount(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_solution_count))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc})
     return _solution_count.value
@@ -1676,27 +1720,27 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardDataGetSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
     max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
-    _st = _raw.miopenConvolutionBackwardDataGetSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, max_solution_count, _byref(_solution_count), _solutions)
+    _st = _direct.miopenConvolutionBackwardDataGetSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _c_size_t(max_solution_count), _byref(_solution_count), _solutions)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc, "max_solution_count": max_solution_count})
     return [ConvSolution._from_c(_e) for _e in _solutions[:min(_solution_count.value, max_solution_count)]]
@@ -1717,25 +1761,25 @@ def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_des
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardDataGetSolutionWorkspaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, solution_id, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardDataGetSolutionWorkspaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _c_uint64(solution_id), _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc, "solution_id": solution_id})
     return _work_space_size.value
@@ -1756,24 +1800,24 @@ def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDe
         None.
     """
     _fn = "miopenConvolutionBackwardDataCompileSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardDataCompileSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, solution_id)
+    _st = _direct.miopenConvolutionBackwardDataCompileSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc, "solution_id": solution_id})
 
@@ -1802,30 +1846,38 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
         None.
     """
     _fn = "miopenConvolutionBackwardDataImmediate"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardDataImmediate(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, _work_space, work_space_size, solution_id)
+    _st = _direct.miopenConvolutionBackwardDataImmediate(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, _work_space, _c_size_t(work_space_size), _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "dx_desc": dx_desc, "dx": dx, "work_space": work_space, "work_space_size": work_space_size, "solution_id": solution_id})
 
@@ -1844,23 +1896,23 @@ def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: Ten
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionCount"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardWeightsGetSolutionCount(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_solution_count))
+    _st = _direct.miopenConvolutionBackwardWeightsGetSolutionCount(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_solution_count))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc})
     return _solution_count.value
@@ -1887,27 +1939,27 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
     max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
-    _st = _raw.miopenConvolutionBackwardWeightsGetSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, max_solution_count, _byref(_solution_count), _solutions)
+    _st = _direct.miopenConvolutionBackwardWeightsGetSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _c_size_t(max_solution_count), _byref(_solution_count), _solutions)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc, "max_solution_count": max_solution_count})
     return [ConvSolution._from_c(_e) for _e in _solutions[:min(_solution_count.value, max_solution_count)]]
@@ -1928,25 +1980,25 @@ def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, solution_id, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _c_uint64(solution_id), _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc, "solution_id": solution_id})
     return _work_space_size.value
@@ -1967,24 +2019,24 @@ def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: Tenso
         None.
     """
     _fn = "miopenConvolutionBackwardWeightsCompileSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardWeightsCompileSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, solution_id)
+    _st = _direct.miopenConvolutionBackwardWeightsCompileSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc, "solution_id": solution_id})
 
@@ -2013,30 +2065,38 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
         None.
     """
     _fn = "miopenConvolutionBackwardWeightsImmediate"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardWeightsImmediate(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, _work_space, work_space_size, solution_id)
+    _st = _direct.miopenConvolutionBackwardWeightsImmediate(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, _work_space, _c_size_t(work_space_size), _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "dw_desc": dw_desc, "dw": dw, "work_space": work_space, "work_space_size": work_space_size, "solution_id": solution_id})
 
@@ -2055,23 +2115,23 @@ def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescri
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionForwardGetWorkSpaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionForwardGetWorkSpaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc})
     return _work_space_size.value
@@ -2108,27 +2168,35 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
         `perf_results`.
     """
     _fn = "miopenFindConvolutionForwardAlgorithm"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2136,7 +2204,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
-    _st = _raw.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
+    _st = _direct.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, _c_size_t(work_space_size), exhaustive_search)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "y_desc": y_desc, "y": y, "request_algo_count": request_algo_count, "work_space": work_space, "work_space_size": work_space_size, "exhaustive_search": exhaustive_search})
     return [ConvAlgoPerf._from_c(_e) for _e in _perf_results[:min(_returned_algo_count.value, request_algo_count)]]
@@ -2174,32 +2242,44 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
+    _st = _direct.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "algo": algo, "beta": beta, "y_desc": y_desc, "y": y, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -2228,20 +2308,28 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionForwardBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
-        _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
+    _b = _DEVICE_ARGS.get(b) if type(b) is int else None
+    if _b is None:
+        _b = _s.device_arg(b, "b", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _st = _raw.miopenConvolutionForwardBias(_handle, _alpha, _b_desc, _b, _beta, _y_desc, _y)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _st = _direct.miopenConvolutionForwardBias(_handle, _alpha, _b_desc, _b, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "b_desc": b_desc, "b": b, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -2260,23 +2348,23 @@ def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: Tenso
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardDataGetWorkSpaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardDataGetWorkSpaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc})
     return _work_space_size.value
@@ -2313,27 +2401,35 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
         `perf_results`.
     """
     _fn = "miopenFindConvolutionBackwardDataAlgorithm"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2341,7 +2437,7 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
-    _st = _raw.miopenFindConvolutionBackwardDataAlgorithm(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
+    _st = _direct.miopenFindConvolutionBackwardDataAlgorithm(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, _c_size_t(work_space_size), exhaustive_search)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "dx_desc": dx_desc, "dx": dx, "request_algo_count": request_algo_count, "work_space": work_space, "work_space_size": work_space_size, "exhaustive_search": exhaustive_search})
     return [ConvAlgoPerf._from_c(_e) for _e in _perf_results[:min(_returned_algo_count.value, request_algo_count)]]
@@ -2379,32 +2475,44 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardData"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdDataAlgorithm:
         algo = _s.as_enum(algo, ConvBwdDataAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenConvolutionBackwardData(_handle, _alpha, _dy_desc, _dy, _w_desc, _w, _conv_desc, algo, _beta, _dx_desc, _dx, _work_space, work_space_size)
+    _st = _direct.miopenConvolutionBackwardData(_handle, _alpha, _dy_desc, _dy, _w_desc, _w, _conv_desc, algo, _beta, _dx_desc, _dx, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "algo": algo, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -2423,23 +2531,23 @@ def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: Te
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardWeightsGetWorkSpaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardWeightsGetWorkSpaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc})
     return _work_space_size.value
@@ -2476,27 +2584,35 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
         `perf_results`.
     """
     _fn = "miopenFindConvolutionBackwardWeightsAlgorithm"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2504,7 +2620,7 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
-    _st = _raw.miopenFindConvolutionBackwardWeightsAlgorithm(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
+    _st = _direct.miopenFindConvolutionBackwardWeightsAlgorithm(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, _c_size_t(work_space_size), exhaustive_search)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "dw_desc": dw_desc, "dw": dw, "request_algo_count": request_algo_count, "work_space": work_space, "work_space_size": work_space_size, "exhaustive_search": exhaustive_search})
     return [ConvAlgoPerf._from_c(_e) for _e in _perf_results[:min(_returned_algo_count.value, request_algo_count)]]
@@ -2542,32 +2658,44 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardWeights"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdWeightsAlgorithm:
         algo = _s.as_enum(algo, ConvBwdWeightsAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenConvolutionBackwardWeights(_handle, _alpha, _dy_desc, _dy, _x_desc, _x, _conv_desc, algo, _beta, _dw_desc, _dw, _work_space, work_space_size)
+    _st = _direct.miopenConvolutionBackwardWeights(_handle, _alpha, _dy_desc, _dy, _x_desc, _x, _conv_desc, algo, _beta, _dw_desc, _dw, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "algo": algo, "beta": beta, "dw_desc": dw_desc, "dw": dw, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -2596,20 +2724,28 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) is TensorDescriptor else None
     if _db_desc is None:
-        _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
-    _db = db if type(db) is int and 0 < db < 18446744073709551616 else _s.as_device_ptr(db, "db", _fn, False)
-    _st = _raw.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
+        _db_desc = _s.handle_arg(db_desc, TensorDescriptor, "db_desc", _fn, False)
+    _db = _DEVICE_ARGS.get(db) if type(db) is int else None
+    if _db is None:
+        _db = _s.device_arg(db, "db", _fn, False)
+    _st = _direct.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "beta": beta, "db_desc": db_desc, "db": db})
 
@@ -2623,7 +2759,7 @@ def create_pooling_descriptor() -> PoolingDescriptor:
     """
     _fn = "miopenCreatePoolingDescriptor"
     _pool_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreatePoolingDescriptor(_byref(_pool_desc))
+    _st = _direct.miopenCreatePoolingDescriptor(_byref(_pool_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return PoolingDescriptor._created(_pool_desc.value, _fn)
@@ -2640,12 +2776,12 @@ def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType |
         None.
     """
     _fn = "miopenSetPoolingIndexType"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(index_type) is not IndexType:
         index_type = _s.as_enum(index_type, IndexType, "index_type", _fn)
-    _st = _raw.miopenSetPoolingIndexType(_pool_desc, index_type)
+    _st = _direct.miopenSetPoolingIndexType(_pool_desc, index_type)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "index_type": index_type})
 
@@ -2661,11 +2797,11 @@ def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
             this release does not know the value).
     """
     _fn = "miopenGetPoolingIndexType"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _index_type = ctypes.c_uint()
-    _st = _raw.miopenGetPoolingIndexType(_pool_desc, _byref(_index_type))
+    _st = _direct.miopenGetPoolingIndexType(_pool_desc, _byref(_index_type))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
     return _V_miopenIndexType_t.get(_index_type.value, _index_type.value)
@@ -2683,12 +2819,12 @@ def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_in
         None.
     """
     _fn = "miopenSetPoolingWorkSpaceIndexMode"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(workspace_index) is not PoolingWorkspaceIndexMode:
         workspace_index = _s.as_enum(workspace_index, PoolingWorkspaceIndexMode, "workspace_index", _fn)
-    _st = _raw.miopenSetPoolingWorkSpaceIndexMode(_pool_desc, workspace_index)
+    _st = _direct.miopenSetPoolingWorkSpaceIndexMode(_pool_desc, workspace_index)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "workspace_index": workspace_index})
 
@@ -2704,11 +2840,11 @@ def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWo
             PoolingWorkspaceIndexMode member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetPoolingWorkSpaceIndexMode"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _workspace_index = ctypes.c_uint()
-    _st = _raw.miopenGetPoolingWorkSpaceIndexMode(_pool_desc, _byref(_workspace_index))
+    _st = _direct.miopenGetPoolingWorkSpaceIndexMode(_pool_desc, _byref(_workspace_index))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
     return _V_miopenPoolingWorkspaceIndexMode_t.get(_workspace_index.value, _workspace_index.value)
@@ -2731,9 +2867,9 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
         None.
     """
     _fn = "miopenSet2dPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     if (type(window_height) is not int or not -2147483648 <= window_height <= 2147483647):
@@ -2748,7 +2884,7 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
         stride_h = _s.as_int(stride_h, -2147483648, 2147483647, "stride_h", _fn)
     if (type(stride_w) is not int or not -2147483648 <= stride_w <= 2147483647):
         stride_w = _s.as_int(stride_w, -2147483648, 2147483647, "stride_w", _fn)
-    _st = _raw.miopenSet2dPoolingDescriptor(_pool_desc, mode, window_height, window_width, pad_h, pad_w, stride_h, stride_w)
+    _st = _direct.miopenSet2dPoolingDescriptor(_pool_desc, mode, window_height, window_width, pad_h, pad_w, stride_h, stride_w)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "mode": mode, "window_height": window_height, "window_width": window_width, "pad_h": pad_h, "pad_w": pad_w, "stride_h": stride_h, "stride_w": stride_w})
 
@@ -2771,9 +2907,9 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
             stride_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet2dPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _mode = ctypes.c_uint()
     _window_height = ctypes.c_int()
     _window_width = ctypes.c_int()
@@ -2781,7 +2917,7 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
     _pad_w = ctypes.c_int()
     _stride_h = ctypes.c_int()
     _stride_w = ctypes.c_int()
-    _st = _raw.miopenGet2dPoolingDescriptor(_pool_desc, _byref(_mode), _byref(_window_height), _byref(_window_width), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w))
+    _st = _direct.miopenGet2dPoolingDescriptor(_pool_desc, _byref(_mode), _byref(_window_height), _byref(_window_width), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
     return _new(Get2dPoolingDescriptorResult, (_V_miopenPoolingMode_t.get(_mode.value, _mode.value), _window_height.value, _window_width.value, _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value))
@@ -2802,17 +2938,17 @@ def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: Te
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetPoolingForwardOutputDim"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _n = ctypes.c_int()
     _c = ctypes.c_int()
     _h = ctypes.c_int()
     _w = ctypes.c_int()
-    _st = _raw.miopenGetPoolingForwardOutputDim(_pool_desc, _tensor_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
+    _st = _direct.miopenGetPoolingForwardOutputDim(_pool_desc, _tensor_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "tensor_desc": tensor_desc})
     return _new(GetPoolingForwardOutputDimResult, (_n.value, _c.value, _h.value, _w.value))
@@ -2839,16 +2975,16 @@ def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
         len(`strides_a`).
     """
     _fn = "miopenSetNdPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     _window_dim_a = _s.in_array(window_dim_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "window_dim_a", _fn, False)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _strides_a = _s.in_array(strides_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "strides_a", _fn, False)
     _nb_dims = _s.common_length(_fn, {"window_dim_a": _window_dim_a, "pad_a": _pad_a, "strides_a": _strides_a})
-    _st = _raw.miopenSetNdPoolingDescriptor(_pool_desc, mode, _nb_dims, _window_dim_a, _pad_a, _strides_a)
+    _st = _direct.miopenSetNdPoolingDescriptor(_pool_desc, mode, _nb_dims, _window_dim_a, _pad_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "mode": mode, "window_dim_a": window_dim_a, "pad_a": pad_a, "strides_a": strides_a})
 
@@ -2882,9 +3018,9 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
             the caller asked for).
     """
     _fn = "miopenGetNdPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if (type(nb_dims_requested) is not int or not -2147483648 <= nb_dims_requested <= 2147483647):
         nb_dims_requested = _s.as_int(nb_dims_requested, -2147483648, 2147483647, "nb_dims_requested", _fn)
     _mode = ctypes.c_uint()
@@ -2893,7 +3029,7 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
     _window_dim_a = (ctypes.c_int * nb_dims_requested)()
     _pad_a = (ctypes.c_int * nb_dims_requested)()
     _strides_a = (ctypes.c_int * nb_dims_requested)()
-    _st = _raw.miopenGetNdPoolingDescriptor(_pool_desc, nb_dims_requested, _byref(_mode), _byref(_nb_dims), _window_dim_a, _pad_a, _strides_a)
+    _st = _direct.miopenGetNdPoolingDescriptor(_pool_desc, nb_dims_requested, _byref(_mode), _byref(_nb_dims), _window_dim_a, _pad_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "nb_dims_requested": nb_dims_requested})
     return _new(GetNdPoolingDescriptorResult, (_V_miopenPoolingMode_t.get(_mode.value, _mode.value), _nb_dims.value, _window_dim_a[:min(_nb_dims.value, nb_dims_requested)], _pad_a[:min(_nb_dims.value, nb_dims_requested)], _strides_a[:min(_nb_dims.value, nb_dims_requested)]))
@@ -2912,17 +3048,17 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
         list[int]: `tensor_dim_arr` (out, host memory): a list of ints (C int). Length: `dims`.
     """
     _fn = "miopenGetPoolingNdForwardOutputDim"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(dims) is not int or not -2147483648 <= dims <= 2147483647):
         dims = _s.as_int(dims, -2147483648, 2147483647, "dims", _fn)
     dims = _s.check_length(dims, "dims", _fn, 2147483647)
     _tensor_dim_arr = (ctypes.c_int * dims)()
-    _st = _raw.miopenGetPoolingNdForwardOutputDim(_pool_desc, _tensor_desc, dims, _tensor_dim_arr)
+    _st = _direct.miopenGetPoolingNdForwardOutputDim(_pool_desc, _tensor_desc, dims, _tensor_dim_arr)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "tensor_desc": tensor_desc, "dims": dims})
     return _tensor_dim_arr[:dims]
@@ -2938,11 +3074,11 @@ def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSize"
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenPoolingGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
+    _st = _direct.miopenPoolingGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"y_desc": y_desc})
     return _work_space_size.value
@@ -2959,14 +3095,14 @@ def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorD
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSizeV2"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenPoolingGetWorkSpaceSizeV2(_pool_desc, _y_desc, _byref(_work_space_size))
+    _st = _direct.miopenPoolingGetWorkSpaceSizeV2(_pool_desc, _y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "y_desc": y_desc})
     return _work_space_size.value
@@ -3001,28 +3137,38 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenPoolingForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenPoolingForward(_handle, _pool_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space, work_space_size)
+    _st = _direct.miopenPoolingForward(_handle, _pool_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "pool_desc": pool_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "do_backward": do_backward, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -3060,32 +3206,46 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenPoolingBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
-    _st = _raw.miopenPoolingBackward(_handle, _pool_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
+    _st = _direct.miopenPoolingBackward(_handle, _pool_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "pool_desc": pool_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
 
@@ -3101,11 +3261,11 @@ def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _pool_desc = pool_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyPoolingDescriptor(_pool_desc)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _pool_desc = _addr(pool_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyPoolingDescriptor(_pool_desc)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
 
@@ -3119,7 +3279,7 @@ def create_lrn_descriptor() -> LRNDescriptor:
     """
     _fn = "miopenCreateLRNDescriptor"
     _lrn_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateLRNDescriptor(_byref(_lrn_desc))
+    _st = _direct.miopenCreateLRNDescriptor(_byref(_lrn_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return LRNDescriptor._created(_lrn_desc.value, _fn)
@@ -3140,9 +3300,9 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
         None.
     """
     _fn = "miopenSetLRNDescriptor"
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     if type(mode) is not LRNMode:
         mode = _s.as_enum(mode, LRNMode, "mode", _fn)
     if (type(lrn_n) is not int or not 0 <= lrn_n <= 4294967295):
@@ -3153,7 +3313,7 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
         lrn_beta = _s.as_float(lrn_beta, "lrn_beta", _fn)
     if type(lrn_k) is not float:
         lrn_k = _s.as_float(lrn_k, "lrn_k", _fn)
-    _st = _raw.miopenSetLRNDescriptor(_lrn_desc, mode, lrn_n, lrn_alpha, lrn_beta, lrn_k)
+    _st = _direct.miopenSetLRNDescriptor(_lrn_desc, mode, lrn_n, _c_double(lrn_alpha), _c_double(lrn_beta), _c_double(lrn_k))
     if _st:
         _s.raise_status(_st, _fn, {"lrn_desc": lrn_desc, "mode": mode, "lrn_n": lrn_n, "lrn_alpha": lrn_alpha, "lrn_beta": lrn_beta, "lrn_k": lrn_k})
 
@@ -3174,15 +3334,15 @@ def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
             lrn_k (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetLRNDescriptor"
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _mode = ctypes.c_uint()
     _lrn_n = ctypes.c_uint()
     _lrn_alpha = ctypes.c_double()
     _lrn_beta = ctypes.c_double()
     _lrn_k = ctypes.c_double()
-    _st = _raw.miopenGetLRNDescriptor(_lrn_desc, _byref(_mode), _byref(_lrn_n), _byref(_lrn_alpha), _byref(_lrn_beta), _byref(_lrn_k))
+    _st = _direct.miopenGetLRNDescriptor(_lrn_desc, _byref(_mode), _byref(_lrn_n), _byref(_lrn_alpha), _byref(_lrn_beta), _byref(_lrn_k))
     if _st:
         _s.raise_status(_st, _fn, {"lrn_desc": lrn_desc})
     return _new(GetLRNDescriptorResult, (_V_miopenLRNMode_t.get(_mode.value, _mode.value), _lrn_n.value, _lrn_alpha.value, _lrn_beta.value, _lrn_k.value))
@@ -3198,11 +3358,11 @@ def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenLRNGetWorkSpaceSize"
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenLRNGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
+    _st = _direct.miopenLRNGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"y_desc": y_desc})
     return _work_space_size.value
@@ -3232,26 +3392,36 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
         None.
     """
     _fn = "miopenLRNForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
-    _st = _raw.miopenLRNForward(_handle, _lrn_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
+    _st = _direct.miopenLRNForward(_handle, _lrn_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "do_backward": do_backward, "work_space": work_space})
 
@@ -3285,32 +3455,46 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
         None.
     """
     _fn = "miopenLRNBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
-    _st = _raw.miopenLRNBackward(_handle, _lrn_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
+    _st = _direct.miopenLRNBackward(_handle, _lrn_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
 
@@ -3326,11 +3510,11 @@ def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyLRNDescriptor"
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _lrn_desc = lrn_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyLRNDescriptor(_lrn_desc)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+    _lrn_desc = _addr(lrn_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyLRNDescriptor(_lrn_desc)
     if _st:
         _s.raise_status(_st, _fn, {"lrn_desc": lrn_desc})
 
@@ -3347,15 +3531,15 @@ def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: Tenso
         None.
     """
     _fn = "miopenDeriveBNTensorDescriptor"
-    _derived_bn_desc: int | None = derived_bn_desc._ptr if type(derived_bn_desc) is TensorDescriptor else None
+    _derived_bn_desc: ctypes.c_void_p | None = derived_bn_desc._cp if type(derived_bn_desc) is TensorDescriptor else None
     if _derived_bn_desc is None:
-        _derived_bn_desc = _s.as_handle(derived_bn_desc, TensorDescriptor, "derived_bn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _derived_bn_desc = _s.handle_arg(derived_bn_desc, TensorDescriptor, "derived_bn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _st = _raw.miopenDeriveBNTensorDescriptor(_derived_bn_desc, _x_desc, bn_mode)
+    _st = _direct.miopenDeriveBNTensorDescriptor(_derived_bn_desc, _x_desc, bn_mode)
     if _st:
         _s.raise_status(_st, _fn, {"derived_bn_desc": derived_bn_desc, "x_desc": x_desc, "bn_mode": bn_mode})
 
@@ -3404,35 +3588,55 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenBatchNormalizationForwardTraining"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
-        _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+        _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
-    _result_running_mean = result_running_mean if type(result_running_mean) is int and 0 < result_running_mean < 18446744073709551616 else None if result_running_mean is None else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
-    _result_running_variance = result_running_variance if type(result_running_variance) is int and 0 < result_running_variance < 18446744073709551616 else None if result_running_variance is None else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
+    _result_running_mean = _DEVICE_ARGS.get(result_running_mean) if type(result_running_mean) is int else None
+    if _result_running_mean is None and result_running_mean is not None:
+        _result_running_mean = _s.device_arg(result_running_mean, "result_running_mean", _fn, True)
+    _result_running_variance = _DEVICE_ARGS.get(result_running_variance) if type(result_running_variance) is int else None
+    if _result_running_variance is None and result_running_variance is not None:
+        _result_running_variance = _s.device_arg(result_running_variance, "result_running_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _result_save_mean = result_save_mean if type(result_save_mean) is int and 0 < result_save_mean < 18446744073709551616 else None if result_save_mean is None else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
-    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and 0 < result_save_inv_variance < 18446744073709551616 else None if result_save_inv_variance is None else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
-    _st = _raw.miopenBatchNormalizationForwardTraining(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, exp_avg_factor, _result_running_mean, _result_running_variance, epsilon, _result_save_mean, _result_save_inv_variance)
+    _result_save_mean = _DEVICE_ARGS.get(result_save_mean) if type(result_save_mean) is int else None
+    if _result_save_mean is None and result_save_mean is not None:
+        _result_save_mean = _s.device_arg(result_save_mean, "result_save_mean", _fn, True)
+    _result_save_inv_variance = _DEVICE_ARGS.get(result_save_inv_variance) if type(result_save_inv_variance) is int else None
+    if _result_save_inv_variance is None and result_save_inv_variance is not None:
+        _result_save_inv_variance = _s.device_arg(result_save_inv_variance, "result_save_inv_variance", _fn, True)
+    _st = _direct.miopenBatchNormalizationForwardTraining(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _c_double(exp_avg_factor), _result_running_mean, _result_running_variance, _c_double(epsilon), _result_save_mean, _result_save_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc, "bn_scale": bn_scale, "bn_bias": bn_bias, "exp_avg_factor": exp_avg_factor, "result_running_mean": result_running_mean, "result_running_variance": result_running_variance, "epsilon": epsilon, "result_save_mean": result_save_mean, "result_save_inv_variance": result_save_inv_variance})
 
@@ -3474,31 +3678,47 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenBatchNormalizationForwardInference"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
-        _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else None if estimated_mean is None else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else None if estimated_variance is None else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
+        _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = _DEVICE_ARGS.get(estimated_mean) if type(estimated_mean) is int else None
+    if _estimated_mean is None and estimated_mean is not None:
+        _estimated_mean = _s.device_arg(estimated_mean, "estimated_mean", _fn, True)
+    _estimated_variance = _DEVICE_ARGS.get(estimated_variance) if type(estimated_variance) is int else None
+    if _estimated_variance is None and estimated_variance is not None:
+        _estimated_variance = _s.device_arg(estimated_variance, "estimated_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _st = _raw.miopenBatchNormalizationForwardInference(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
+    _st = _direct.miopenBatchNormalizationForwardInference(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, _c_double(epsilon))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc, "bn_scale": bn_scale, "bn_bias": bn_bias, "estimated_mean": estimated_mean, "estimated_variance": estimated_variance, "epsilon": epsilon})
 
@@ -3552,38 +3772,62 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
         beta_param_diff: read as float whatever the tensor type.
     """
     _fn = "miopenBatchNormalizationBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float and -3.4028234663852886e+38 <= alpha_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
-    _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float and -3.4028234663852886e+38 <= beta_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
-    _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float and -3.4028234663852886e+38 <= alpha_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
-    _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _alpha_data_diff = _F32_REFS.get(alpha_data_diff) if type(alpha_data_diff) is float and (alpha_data_diff or _copysign(1.0, alpha_data_diff) > 0) else None
+    if _alpha_data_diff is None:
+        _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float and -3.4028234663852886e+38 <= alpha_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
+    _beta_data_diff = _F32_REFS.get(beta_data_diff) if type(beta_data_diff) is float and (beta_data_diff or _copysign(1.0, beta_data_diff) > 0) else None
+    if _beta_data_diff is None:
+        _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float and -3.4028234663852886e+38 <= beta_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
+    _alpha_param_diff = _F32_REFS.get(alpha_param_diff) if type(alpha_param_diff) is float and (alpha_param_diff or _copysign(1.0, alpha_param_diff) > 0) else None
+    if _alpha_param_diff is None:
+        _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float and -3.4028234663852886e+38 <= alpha_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
+    _beta_param_diff = _F32_REFS.get(beta_param_diff) if type(beta_param_diff) is float and (beta_param_diff or _copysign(1.0, beta_param_diff) > 0) else None
+    if _beta_param_diff is None:
+        _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _bn_scale_bias_diff_desc: int | None = bn_scale_bias_diff_desc._ptr if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _bn_scale_bias_diff_desc: ctypes.c_void_p | None = bn_scale_bias_diff_desc._cp if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
     if _bn_scale_bias_diff_desc is None:
-        _bn_scale_bias_diff_desc = _s.as_handle(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+        _bn_scale_bias_diff_desc = _s.handle_arg(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _result_bn_scale_diff = _DEVICE_ARGS.get(result_bn_scale_diff) if type(result_bn_scale_diff) is int else None
+    if _result_bn_scale_diff is None:
+        _result_bn_scale_diff = _s.device_arg(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = _DEVICE_ARGS.get(result_bn_bias_diff) if type(result_bn_bias_diff) is int else None
+    if _result_bn_bias_diff is None:
+        _result_bn_bias_diff = _s.device_arg(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else None if saved_mean is None else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else None if saved_inv_variance is None else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
-    _st = _raw.miopenBatchNormalizationBackward(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _bn_scale_bias_diff_desc, _bn_scale, _result_bn_scale_diff, _result_bn_bias_diff, epsilon, _saved_mean, _saved_inv_variance)
+    _saved_mean = _DEVICE_ARGS.get(saved_mean) if type(saved_mean) is int else None
+    if _saved_mean is None and saved_mean is not None:
+        _saved_mean = _s.device_arg(saved_mean, "saved_mean", _fn, True)
+    _saved_inv_variance = _DEVICE_ARGS.get(saved_inv_variance) if type(saved_inv_variance) is int else None
+    if _saved_inv_variance is None and saved_inv_variance is not None:
+        _saved_inv_variance = _s.device_arg(saved_inv_variance, "saved_inv_variance", _fn, True)
+    _st = _direct.miopenBatchNormalizationBackward(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _bn_scale_bias_diff_desc, _bn_scale, _result_bn_scale_diff, _result_bn_bias_diff, _c_double(epsilon), _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha_data_diff": alpha_data_diff, "beta_data_diff": beta_data_diff, "alpha_param_diff": alpha_param_diff, "beta_param_diff": beta_param_diff, "x_desc": x_desc, "x": x, "dy_desc": dy_desc, "dy": dy, "dx_desc": dx_desc, "dx": dx, "bn_scale_bias_diff_desc": bn_scale_bias_diff_desc, "bn_scale": bn_scale, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "epsilon": epsilon, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
 
@@ -3597,7 +3841,7 @@ def create_activation_descriptor() -> ActivationDescriptor:
     """
     _fn = "miopenCreateActivationDescriptor"
     _activ_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateActivationDescriptor(_byref(_activ_desc))
+    _st = _direct.miopenCreateActivationDescriptor(_byref(_activ_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return ActivationDescriptor._created(_activ_desc.value, _fn)
@@ -3617,9 +3861,9 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
         None.
     """
     _fn = "miopenSetActivationDescriptor"
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     if type(activ_alpha) is not float:
@@ -3628,7 +3872,7 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
         activ_beta = _s.as_float(activ_beta, "activ_beta", _fn)
     if type(activ_gamma) is not float:
         activ_gamma = _s.as_float(activ_gamma, "activ_gamma", _fn)
-    _st = _raw.miopenSetActivationDescriptor(_activ_desc, mode, activ_alpha, activ_beta, activ_gamma)
+    _st = _direct.miopenSetActivationDescriptor(_activ_desc, mode, _c_double(activ_alpha), _c_double(activ_beta), _c_double(activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc, "mode": mode, "activ_alpha": activ_alpha, "activ_beta": activ_beta, "activ_gamma": activ_gamma})
 
@@ -3648,14 +3892,14 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
             activ_gamma (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetActivationDescriptor"
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _mode = ctypes.c_uint()
     _activ_alpha = ctypes.c_double()
     _activ_beta = ctypes.c_double()
     _activ_gamma = ctypes.c_double()
-    _st = _raw.miopenGetActivationDescriptor(_activ_desc, _byref(_mode), _byref(_activ_alpha), _byref(_activ_beta), _byref(_activ_gamma))
+    _st = _direct.miopenGetActivationDescriptor(_activ_desc, _byref(_mode), _byref(_activ_alpha), _byref(_activ_beta), _byref(_activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc})
     return _new(GetActivationDescriptorResult, (_V_miopenActivationMode_t.get(_mode.value, _mode.value), _activ_alpha.value, _activ_beta.value, _activ_gamma.value))
@@ -3686,23 +3930,31 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenActivationForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _st = _raw.miopenActivationForward(_handle, _activ_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _st = _direct.miopenActivationForward(_handle, _activ_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -3738,31 +3990,43 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenActivationBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _st = _raw.miopenActivationBackward(_handle, _activ_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _st = _direct.miopenActivationBackward(_handle, _activ_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx})
 
@@ -3778,11 +4042,11 @@ def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyActivationDescriptor"
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _activ_desc = activ_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyActivationDescriptor(_activ_desc)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+    _activ_desc = _addr(activ_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyActivationDescriptor(_activ_desc)
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc})
 
@@ -3811,20 +4075,28 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _st = _raw.miopenSoftmaxForward(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _st = _direct.miopenSoftmaxForward(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -3856,24 +4128,34 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _st = _raw.miopenSoftmaxBackward(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _st = _direct.miopenSoftmaxBackward(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "beta": beta, "dx_desc": dx_desc, "dx": dx})
 
@@ -3904,24 +4186,32 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxForward_V2"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
         mode = _s.as_enum(mode, SoftmaxMode, "mode", _fn)
-    _st = _raw.miopenSoftmaxForward_V2(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y, algorithm, mode)
+    _st = _direct.miopenSoftmaxForward_V2(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y, algorithm, mode)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "algorithm": algorithm, "mode": mode})
 
@@ -3955,28 +4245,38 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxBackward_V2"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
         mode = _s.as_enum(mode, SoftmaxMode, "mode", _fn)
-    _st = _raw.miopenSoftmaxBackward_V2(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx, algorithm, mode)
+    _st = _direct.miopenSoftmaxBackward_V2(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx, algorithm, mode)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "beta": beta, "dx_desc": dx_desc, "dx": dx, "algorithm": algorithm, "mode": mode})
 
@@ -3995,11 +4295,11 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
     _fn = "miopenCreateFusionPlan"
     if type(fuse_direction) is not FusionDirection:
         fuse_direction = _s.as_enum(fuse_direction, FusionDirection, "fuse_direction", _fn)
-    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
-        _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
+        _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _fuse_plan_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateFusionPlan(_byref(_fuse_plan_desc), fuse_direction, _input_desc)
+    _st = _direct.miopenCreateFusionPlan(_byref(_fuse_plan_desc), fuse_direction, _input_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_direction": fuse_direction, "input_desc": input_desc})
     return FusionPlanDescriptor._created(_fuse_plan_desc.value, _fn)
@@ -4016,11 +4316,11 @@ def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyFusionPlan"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _fuse_plan_desc = fuse_plan_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyFusionPlan(_fuse_plan_desc)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _fuse_plan_desc = _addr(fuse_plan_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyFusionPlan(_fuse_plan_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc})
 
@@ -4036,13 +4336,13 @@ def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) ->
         None.
     """
     _fn = "miopenCompileFusionPlan"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _st = _raw.miopenCompileFusionPlan(_handle, _fuse_plan_desc)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _st = _direct.miopenCompileFusionPlan(_handle, _fuse_plan_desc)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "fuse_plan_desc": fuse_plan_desc})
 
@@ -4059,13 +4359,13 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
             destroyed by Python), None for NULL.
     """
     _fn = "miopenFusionPlanGetOp"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(op_idx) is not int or not -2147483648 <= op_idx <= 2147483647):
         op_idx = _s.as_int(op_idx, -2147483648, 2147483647, "op_idx", _fn)
     _op = ctypes.c_void_p()
-    _st = _raw.miopenFusionPlanGetOp(_fuse_plan_desc, op_idx, _byref(_op))
+    _st = _direct.miopenFusionPlanGetOp(_fuse_plan_desc, op_idx, _byref(_op))
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "op_idx": op_idx})
     return FusionOpDescriptor._from_c(_op.value, False, fuse_plan_desc)
@@ -4083,16 +4383,16 @@ def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDe
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenFusionPlanGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenFusionPlanGetWorkSpaceSize(_handle, _fuse_plan_desc, _byref(_work_space_size), algo)
+    _st = _direct.miopenFusionPlanGetWorkSpaceSize(_handle, _fuse_plan_desc, _byref(_work_space_size), algo)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "fuse_plan_desc": fuse_plan_desc, "algo": algo})
     return _work_space_size.value
@@ -4116,15 +4416,15 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
         `returned_algos`.
     """
     _fn = "miopenFusionPlanConvolutionGetAlgo"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _returned_algos = (ctypes.c_uint * request_algo_count)()
-    _st = _raw.miopenFusionPlanConvolutionGetAlgo(_fuse_plan_desc, request_algo_count, _byref(_returned_algo_count), _returned_algos)
+    _st = _direct.miopenFusionPlanConvolutionGetAlgo(_fuse_plan_desc, request_algo_count, _byref(_returned_algo_count), _returned_algos)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "request_algo_count": request_algo_count})
     return [_V_miopenConvFwdAlgorithm_t.get(_e, _e) for _e in _returned_algos[:min(_returned_algo_count.value, request_algo_count)]]
@@ -4141,12 +4441,12 @@ def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo:
         None.
     """
     _fn = "miopenFusionPlanConvolutionSetAlgo"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _st = _raw.miopenFusionPlanConvolutionSetAlgo(_fuse_plan_desc, algo)
+    _st = _direct.miopenFusionPlanConvolutionSetAlgo(_fuse_plan_desc, algo)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "algo": algo})
 
@@ -4164,17 +4464,17 @@ def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: Conv
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpConvForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _conv_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpConvForward(_fuse_plan_desc, _byref(_conv_op), _conv_desc, _w_desc)
+    _st = _direct.miopenCreateOpConvForward(_fuse_plan_desc, _byref(_conv_op), _conv_desc, _w_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "conv_desc": conv_desc, "w_desc": w_desc})
     return FusionOpDescriptor._created(_conv_op.value, _fn, fuse_plan_desc)
@@ -4192,13 +4492,13 @@ def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: Act
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     _activ_fwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpActivationForward(_fuse_plan_desc, _byref(_activ_fwd_op), mode)
+    _st = _direct.miopenCreateOpActivationForward(_fuse_plan_desc, _byref(_activ_fwd_op), mode)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "mode": mode})
     return FusionOpDescriptor._created(_activ_fwd_op.value, _fn, fuse_plan_desc)
@@ -4216,13 +4516,13 @@ def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: Ac
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationBackward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     _activ_bwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpActivationBackward(_fuse_plan_desc, _byref(_activ_bwd_op), mode)
+    _st = _direct.miopenCreateOpActivationBackward(_fuse_plan_desc, _byref(_activ_bwd_op), mode)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "mode": mode})
     return FusionOpDescriptor._created(_activ_bwd_op.value, _fn, fuse_plan_desc)
@@ -4240,14 +4540,14 @@ def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorD
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBiasForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
-        _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
+        _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _bias_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBiasForward(_fuse_plan_desc, _byref(_bias_op), _b_desc)
+    _st = _direct.miopenCreateOpBiasForward(_fuse_plan_desc, _byref(_bias_op), _b_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "b_desc": b_desc})
     return FusionOpDescriptor._created(_bias_op.value, _fn, fuse_plan_desc)
@@ -4266,16 +4566,16 @@ def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormInference"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
-        _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
+        _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBatchNormInference(_fuse_plan_desc, _byref(_bn_op), bn_mode, _bn_scale_bias_mean_var_desc)
+    _st = _direct.miopenCreateOpBatchNormInference(_fuse_plan_desc, _byref(_bn_op), bn_mode, _bn_scale_bias_mean_var_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "bn_mode": bn_mode, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc})
     return FusionOpDescriptor._created(_bn_op.value, _fn, fuse_plan_desc)
@@ -4294,15 +4594,15 @@ def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: 
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     if type(running_mean_variance) is not bool:
         running_mean_variance = _s.as_bool(running_mean_variance, "running_mean_variance", _fn)
     _bn_fwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBatchNormForward(_fuse_plan_desc, _byref(_bn_fwd_op), bn_mode, running_mean_variance)
+    _st = _direct.miopenCreateOpBatchNormForward(_fuse_plan_desc, _byref(_bn_fwd_op), bn_mode, running_mean_variance)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "bn_mode": bn_mode, "running_mean_variance": running_mean_variance})
     return FusionOpDescriptor._created(_bn_fwd_op.value, _fn, fuse_plan_desc)
@@ -4320,13 +4620,13 @@ def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode:
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormBackward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _bn_bwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBatchNormBackward(_fuse_plan_desc, _byref(_bn_bwd_op), bn_mode)
+    _st = _direct.miopenCreateOpBatchNormBackward(_fuse_plan_desc, _byref(_bn_bwd_op), bn_mode)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "bn_mode": bn_mode})
     return FusionOpDescriptor._created(_bn_bwd_op.value, _fn, fuse_plan_desc)
@@ -4341,7 +4641,7 @@ def create_operator_args() -> OperatorArgs:
     """
     _fn = "miopenCreateOperatorArgs"
     _args = ctypes.c_void_p()
-    _st = _raw.miopenCreateOperatorArgs(_byref(_args))
+    _st = _direct.miopenCreateOperatorArgs(_byref(_args))
     if _st:
         _s.raise_status(_st, _fn, {})
     return OperatorArgs._created(_args.value, _fn)
@@ -4358,11 +4658,11 @@ def destroy_operator_args(args: OperatorArgs) -> None:
         None.
     """
     _fn = "miopenDestroyOperatorArgs"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _args = args._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyOperatorArgs(_args)
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _args = _addr(args._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyOperatorArgs(_args)
     if _st:
         _s.raise_status(_st, _fn, {"args": args})
 
@@ -4390,16 +4690,22 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
         beta: read as float whatever the tensor type. None passes NULL (0.0).
     """
     _fn = "miopenSetOpArgsConvForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _conv_op: int | None = conv_op._ptr if type(conv_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _conv_op: ctypes.c_void_p | None = conv_op._cp if type(conv_op) is FusionOpDescriptor else None
     if _conv_op is None:
-        _conv_op = _s.as_handle(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
-    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
-    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _st = _raw.miopenSetOpArgsConvForward(_args, _conv_op, _alpha, _beta, _w)
+        _conv_op = _s.handle_arg(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _st = _direct.miopenSetOpArgsConvForward(_args, _conv_op, _alpha, _beta, _w)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "conv_op": conv_op, "alpha": alpha, "beta": beta, "w": w})
 
@@ -4422,21 +4728,25 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
         None.
     """
     _fn = "miopenSetOpArgsActivForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _activ_fwd_op: int | None = activ_fwd_op._ptr if type(activ_fwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _activ_fwd_op: ctypes.c_void_p | None = activ_fwd_op._cp if type(activ_fwd_op) is FusionOpDescriptor else None
     if _activ_fwd_op is None:
-        _activ_fwd_op = _s.as_handle(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+        _activ_fwd_op = _s.handle_arg(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
         activ_beta = _s.as_float(activ_beta, "activ_beta", _fn)
     if type(activ_gamma) is not float:
         activ_gamma = _s.as_float(activ_gamma, "activ_gamma", _fn)
-    _st = _raw.miopenSetOpArgsActivForward(_args, _activ_fwd_op, _alpha, _beta, activ_alpha, activ_beta, activ_gamma)
+    _st = _direct.miopenSetOpArgsActivForward(_args, _activ_fwd_op, _alpha, _beta, _c_double(activ_alpha), _c_double(activ_beta), _c_double(activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "activ_fwd_op": activ_fwd_op, "alpha": alpha, "beta": beta, "activ_alpha": activ_alpha, "activ_beta": activ_beta, "activ_gamma": activ_gamma})
 
@@ -4463,23 +4773,31 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
         None.
     """
     _fn = "miopenSetOpArgsActivBackward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _activ_bwd_op: int | None = activ_bwd_op._ptr if type(activ_bwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _activ_bwd_op: ctypes.c_void_p | None = activ_bwd_op._cp if type(activ_bwd_op) is FusionOpDescriptor else None
     if _activ_bwd_op is None:
-        _activ_bwd_op = _s.as_handle(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserved = reserved if type(reserved) is int and 0 < reserved < 18446744073709551616 else None if reserved is None else _s.as_device_ptr(reserved, "reserved", _fn, True)
+        _activ_bwd_op = _s.handle_arg(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _reserved = _DEVICE_ARGS.get(reserved) if type(reserved) is int else None
+    if _reserved is None and reserved is not None:
+        _reserved = _s.device_arg(reserved, "reserved", _fn, True)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
         activ_beta = _s.as_float(activ_beta, "activ_beta", _fn)
     if type(activ_gamma) is not float:
         activ_gamma = _s.as_float(activ_gamma, "activ_gamma", _fn)
-    _st = _raw.miopenSetOpArgsActivBackward(_args, _activ_bwd_op, _alpha, _beta, _y, _reserved, activ_alpha, activ_beta, activ_gamma)
+    _st = _direct.miopenSetOpArgsActivBackward(_args, _activ_bwd_op, _alpha, _beta, _y, _reserved, _c_double(activ_alpha), _c_double(activ_beta), _c_double(activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "activ_bwd_op": activ_bwd_op, "alpha": alpha, "beta": beta, "y": y, "reserved": reserved, "activ_alpha": activ_alpha, "activ_beta": activ_beta, "activ_gamma": activ_gamma})
 
@@ -4508,21 +4826,33 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
         None.
     """
     _fn = "miopenSetOpArgsBatchNormInference"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
-        _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, False)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, False)
+        _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = _DEVICE_ARGS.get(estimated_mean) if type(estimated_mean) is int else None
+    if _estimated_mean is None:
+        _estimated_mean = _s.device_arg(estimated_mean, "estimated_mean", _fn, False)
+    _estimated_variance = _DEVICE_ARGS.get(estimated_variance) if type(estimated_variance) is int else None
+    if _estimated_variance is None:
+        _estimated_variance = _s.device_arg(estimated_variance, "estimated_variance", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _st = _raw.miopenSetOpArgsBatchNormInference(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
+    _st = _direct.miopenSetOpArgsBatchNormInference(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, _c_double(epsilon))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "bn_scale": bn_scale, "bn_bias": bn_bias, "estimated_mean": estimated_mean, "estimated_variance": estimated_variance, "epsilon": epsilon})
 
@@ -4558,25 +4888,41 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
         None.
     """
     _fn = "miopenSetOpArgsBatchNormForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
-        _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
-    _running_mean = running_mean if type(running_mean) is int and 0 < running_mean < 18446744073709551616 else None if running_mean is None else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
-    _running_variance = running_variance if type(running_variance) is int and 0 < running_variance < 18446744073709551616 else None if running_variance is None else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
+        _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _saved_mean = _DEVICE_ARGS.get(saved_mean) if type(saved_mean) is int else None
+    if _saved_mean is None:
+        _saved_mean = _s.device_arg(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = _DEVICE_ARGS.get(saved_inv_variance) if type(saved_inv_variance) is int else None
+    if _saved_inv_variance is None:
+        _saved_inv_variance = _s.device_arg(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _running_mean = _DEVICE_ARGS.get(running_mean) if type(running_mean) is int else None
+    if _running_mean is None and running_mean is not None:
+        _running_mean = _s.device_arg(running_mean, "running_mean", _fn, True)
+    _running_variance = _DEVICE_ARGS.get(running_variance) if type(running_variance) is int else None
+    if _running_variance is None and running_variance is not None:
+        _running_variance = _s.device_arg(running_variance, "running_variance", _fn, True)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _st = _raw.miopenSetOpArgsBatchNormForward(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _saved_mean, _saved_inv_variance, _running_mean, _running_variance, exp_avg_factor, epsilon)
+    _st = _direct.miopenSetOpArgsBatchNormForward(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _saved_mean, _saved_inv_variance, _running_mean, _running_variance, _c_double(exp_avg_factor), _c_double(epsilon))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "bn_scale": bn_scale, "bn_bias": bn_bias, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance, "running_mean": running_mean, "running_variance": running_variance, "exp_avg_factor": exp_avg_factor, "epsilon": epsilon})
 
@@ -4610,22 +4956,40 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
         None.
     """
     _fn = "miopenSetOpArgsBatchNormBackward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
-        _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
-    _st = _raw.miopenSetOpArgsBatchNormBackward(_args, _bn_op, _alpha, _beta, _x, _bn_scale, _bn_bias, _result_bn_scale_diff, _result_bn_bias_diff, _saved_mean, _saved_inv_variance)
+        _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _result_bn_scale_diff = _DEVICE_ARGS.get(result_bn_scale_diff) if type(result_bn_scale_diff) is int else None
+    if _result_bn_scale_diff is None:
+        _result_bn_scale_diff = _s.device_arg(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = _DEVICE_ARGS.get(result_bn_bias_diff) if type(result_bn_bias_diff) is int else None
+    if _result_bn_bias_diff is None:
+        _result_bn_bias_diff = _s.device_arg(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+    _saved_mean = _DEVICE_ARGS.get(saved_mean) if type(saved_mean) is int else None
+    if _saved_mean is None:
+        _saved_mean = _s.device_arg(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = _DEVICE_ARGS.get(saved_inv_variance) if type(saved_inv_variance) is int else None
+    if _saved_inv_variance is None:
+        _saved_inv_variance = _s.device_arg(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _st = _direct.miopenSetOpArgsBatchNormBackward(_args, _bn_op, _alpha, _beta, _x, _bn_scale, _bn_bias, _result_bn_scale_diff, _result_bn_bias_diff, _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "x": x, "bn_scale": bn_scale, "bn_bias": bn_bias, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
 
@@ -4647,16 +5011,22 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
         None.
     """
     _fn = "miopenSetOpArgsBiasForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bias_op: int | None = bias_op._ptr if type(bias_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bias_op: ctypes.c_void_p | None = bias_op._cp if type(bias_op) is FusionOpDescriptor else None
     if _bias_op is None:
-        _bias_op = _s.as_handle(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
-    _st = _raw.miopenSetOpArgsBiasForward(_args, _bias_op, _alpha, _beta, _bias)
+        _bias_op = _s.handle_arg(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
+    if _bias is None:
+        _bias = _s.device_arg(bias, "bias", _fn, False)
+    _st = _direct.miopenSetOpArgsBiasForward(_args, _bias_op, _alpha, _beta, _bias)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bias_op": bias_op, "alpha": alpha, "beta": beta, "bias": bias})
 
@@ -4679,24 +5049,28 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
         None.
     """
     _fn = "miopenExecuteFusionPlan"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
-        _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
-    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+        _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
+    _input = _DEVICE_ARGS.get(input) if type(input) is int else None
+    if _input is None:
+        _input = _s.device_arg(input, "input", _fn, False)
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
     if _output_desc is None:
-        _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
-    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+        _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
+    _output = _DEVICE_ARGS.get(output) if type(output) is int else None
+    if _output is None:
+        _output = _s.device_arg(output, "output", _fn, False)
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _st = _raw.miopenExecuteFusionPlan(_handle, _fuse_plan_desc, _input_desc, _input, _output_desc, _output, _args)
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _st = _direct.miopenExecuteFusionPlan(_handle, _fuse_plan_desc, _input_desc, _input, _output_desc, _output, _args)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "fuse_plan_desc": fuse_plan_desc, "input_desc": input_desc, "input": input, "output_desc": output_desc, "output": output, "args": args})
 
@@ -4710,7 +5084,7 @@ def create_rnn_descriptor() -> RNNDescriptor:
     """
     _fn = "miopenCreateRNNDescriptor"
     _rnn_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateRNNDescriptor(_byref(_rnn_desc))
+    _st = _direct.miopenCreateRNNDescriptor(_byref(_rnn_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return RNNDescriptor._created(_rnn_desc.value, _fn)
@@ -4738,9 +5112,9 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
             layer (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetRNNDescriptor"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_mode = ctypes.c_uint()
     _algo_mode = ctypes.c_uint()
     _input_mode = ctypes.c_uint()
@@ -4748,7 +5122,7 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
     _bias_mode = ctypes.c_uint()
     _hidden_size = ctypes.c_int()
     _layer = ctypes.c_int()
-    _st = _raw.miopenGetRNNDescriptor(_rnn_desc, _byref(_rnn_mode), _byref(_algo_mode), _byref(_input_mode), _byref(_dir_mode), _byref(_bias_mode), _byref(_hidden_size), _byref(_layer))
+    _st = _direct.miopenGetRNNDescriptor(_rnn_desc, _byref(_rnn_mode), _byref(_algo_mode), _byref(_input_mode), _byref(_dir_mode), _byref(_bias_mode), _byref(_hidden_size), _byref(_layer))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
     return _new(GetRNNDescriptorResult, (_V_miopenRNNMode_t.get(_rnn_mode.value, _rnn_mode.value), _V_miopenRNNAlgo_t.get(_algo_mode.value, _algo_mode.value), _V_miopenRNNInputMode_t.get(_input_mode.value, _input_mode.value), _V_miopenRNNDirectionMode_t.get(_dir_mode.value, _dir_mode.value), _V_miopenRNNBiasMode_t.get(_bias_mode.value, _bias_mode.value), _hidden_size.value, _layer.value))
@@ -4780,9 +5154,9 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
                 this release does not know the value).
     """
     _fn = "miopenGetRNNDescriptor_V2"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _hidden_size = ctypes.c_int()
     _layer = ctypes.c_int()
     _dropout_desc = ctypes.c_void_p()
@@ -4792,7 +5166,7 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
     _bias_mode = ctypes.c_uint()
     _algo_mode = ctypes.c_uint()
     _data_type = ctypes.c_uint()
-    _st = _raw.miopenGetRNNDescriptor_V2(_rnn_desc, _byref(_hidden_size), _byref(_layer), _byref(_dropout_desc), _byref(_input_mode), _byref(_dir_mode), _byref(_rnn_mode), _byref(_bias_mode), _byref(_algo_mode), _byref(_data_type))
+    _st = _direct.miopenGetRNNDescriptor_V2(_rnn_desc, _byref(_hidden_size), _byref(_layer), _byref(_dropout_desc), _byref(_input_mode), _byref(_dir_mode), _byref(_rnn_mode), _byref(_bias_mode), _byref(_algo_mode), _byref(_data_type))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
     return _new(GetRNNDescriptorV2Result, (_hidden_size.value, _layer.value, DropoutDescriptor._from_c(_dropout_desc.value, False), _V_miopenRNNInputMode_t.get(_input_mode.value, _input_mode.value), _V_miopenRNNDirectionMode_t.get(_dir_mode.value, _dir_mode.value), _V_miopenRNNMode_t.get(_rnn_mode.value, _rnn_mode.value), _V_miopenRNNBiasMode_t.get(_bias_mode.value, _bias_mode.value), _V_miopenRNNAlgo_t.get(_algo_mode.value, _algo_mode.value), _V_miopenDataType_t.get(_data_type.value, _data_type.value)))
@@ -4809,11 +5183,11 @@ def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyRNNDescriptor"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _rnn_desc = rnn_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyRNNDescriptor(_rnn_desc)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _rnn_desc = _addr(rnn_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyRNNDescriptor(_rnn_desc)
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
 
@@ -4836,9 +5210,9 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
         None.
     """
     _fn = "miopenSetRNNDescriptor"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
@@ -4855,7 +5229,7 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
         algo = _s.as_enum(algo, RNNAlgo, "algo", _fn)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
-    _st = _raw.miopenSetRNNDescriptor(_rnn_desc, hsize, nlayers, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
+    _st = _direct.miopenSetRNNDescriptor(_rnn_desc, hsize, nlayers, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "hsize": hsize, "nlayers": nlayers, "in_mode": in_mode, "direction": direction, "rnn_mode": rnn_mode, "bias_mode": bias_mode, "algo": algo, "data_type": data_type})
 
@@ -4879,16 +5253,16 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
         None.
     """
     _fn = "miopenSetRNNDescriptor_V2"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
         nlayers = _s.as_int(nlayers, -2147483648, 2147483647, "nlayers", _fn)
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     if type(in_mode) is not RNNInputMode:
         in_mode = _s.as_enum(in_mode, RNNInputMode, "in_mode", _fn)
     if type(direction) is not RNNDirectionMode:
@@ -4901,7 +5275,7 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
         algo = _s.as_enum(algo, RNNAlgo, "algo", _fn)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
-    _st = _raw.miopenSetRNNDescriptor_V2(_rnn_desc, hsize, nlayers, _dropout_desc, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
+    _st = _direct.miopenSetRNNDescriptor_V2(_rnn_desc, hsize, nlayers, _dropout_desc, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "hsize": hsize, "nlayers": nlayers, "dropout_desc": dropout_desc, "in_mode": in_mode, "direction": direction, "rnn_mode": rnn_mode, "bias_mode": bias_mode, "algo": algo, "data_type": data_type})
 
@@ -4922,16 +5296,16 @@ def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequ
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _sequence_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNWorkspaceSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNWorkspaceSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -4953,16 +5327,16 @@ def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_des
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNTrainingReserveSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _sequence_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNTrainingReserveSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNTrainingReserveSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -4981,19 +5355,19 @@ def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorD
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNParamsSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(dtype) is not DataType:
         dtype = _s.as_enum(dtype, DataType, "dtype", _fn)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNParamsSize(_handle, _rnn_desc, _x_desc, _byref(_num_bytes), dtype)
+    _st = _direct.miopenGetRNNParamsSize(_handle, _rnn_desc, _x_desc, _byref(_num_bytes), dtype)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "dtype": dtype})
     return _num_bytes.value
@@ -5013,21 +5387,21 @@ def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: T
         None.
     """
     _fn = "miopenGetRNNParamsDescriptor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     if type(dtype) is not DataType:
         dtype = _s.as_enum(dtype, DataType, "dtype", _fn)
-    _st = _raw.miopenGetRNNParamsDescriptor(_handle, _rnn_desc, _x_desc, _w_desc, dtype)
+    _st = _direct.miopenGetRNNParamsDescriptor(_handle, _rnn_desc, _x_desc, _w_desc, dtype)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "w_desc": w_desc, "dtype": dtype})
 
@@ -5048,16 +5422,16 @@ def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: S
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNInputTensorSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _seq_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNInputTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNInputTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -5079,16 +5453,16 @@ def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: 
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNHiddenTensorSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _seq_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNHiddenTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNHiddenTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -5108,21 +5482,21 @@ def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerParamSize(_handle, _rnn_desc, layer, _x_desc, param_id, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNLayerParamSize(_handle, _rnn_desc, layer, _x_desc, param_id, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "param_id": param_id})
     return _num_bytes.value
@@ -5141,18 +5515,18 @@ def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int,
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerBiasSize(_handle, _rnn_desc, layer, bias_id, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNLayerBiasSize(_handle, _rnn_desc, layer, bias_id, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "bias_id": bias_id})
     return _num_bytes.value
@@ -5179,28 +5553,32 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         None.
     """
     _fn = "miopenGetRNNLayerParam"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else None if w is None else _s.as_device_ptr(w, "w", _fn, True)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None and w is not None:
+        _w = _s.device_arg(w, "w", _fn, True)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
-        _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else None if layer_param is None else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
-    _st = _raw.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
+        _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
+    _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
+    if _layer_param is None and layer_param is not None:
+        _layer_param = _s.device_arg(layer_param, "layer_param", _fn, True)
+    _st = _direct.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
 
@@ -5226,28 +5604,32 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         None.
     """
     _fn = "miopenGetRNNLayerBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else None if w is None else _s.as_device_ptr(w, "w", _fn, True)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None and w is not None:
+        _w = _s.device_arg(w, "w", _fn, True)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else None if layer_bias is None else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
-    _st = _raw.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+    _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
+    if _layer_bias is None and layer_bias is not None:
+        _layer_bias = _s.device_arg(layer_bias, "layer_bias", _fn, True)
+    _st = _direct.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
 
@@ -5266,21 +5648,21 @@ def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tens
         int: `layer_param_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamOffset"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
-        _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
+        _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param_offset = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerParamOffset(_rnn_desc, layer, _x_desc, param_id, _param_desc, _byref(_layer_param_offset))
+    _st = _direct.miopenGetRNNLayerParamOffset(_rnn_desc, layer, _x_desc, param_id, _param_desc, _byref(_layer_param_offset))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "param_id": param_id, "param_desc": param_desc})
     return _layer_param_offset.value
@@ -5300,21 +5682,21 @@ def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tenso
         int: `layer_bias_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasOffset"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias_offset = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerBiasOffset(_rnn_desc, layer, _x_desc, bias_id, _bias_desc, _byref(_layer_bias_offset))
+    _st = _direct.miopenGetRNNLayerBiasOffset(_rnn_desc, layer, _x_desc, bias_id, _bias_desc, _byref(_layer_bias_offset))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "bias_id": bias_id, "bias_desc": bias_desc})
     return _layer_bias_offset.value
@@ -5340,28 +5722,32 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         None.
     """
     _fn = "miopenSetRNNLayerParam"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
-        _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else _s.as_device_ptr(layer_param, "layer_param", _fn, False)
-    _st = _raw.miopenSetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
+        _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
+    _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
+    if _layer_param is None:
+        _layer_param = _s.device_arg(layer_param, "layer_param", _fn, False)
+    _st = _direct.miopenSetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
 
@@ -5386,28 +5772,32 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         None.
     """
     _fn = "miopenSetRNNLayerBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, False)
-    _st = _raw.miopenSetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+    _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
+    if _layer_bias is None:
+        _layer_bias = _s.device_arg(layer_bias, "layer_bias", _fn, False)
+    _st = _direct.miopenSetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
 
@@ -5457,44 +5847,62 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`) = len(`y_desc`).
     """
     _fn = "miopenRNNForwardTraining"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
-        _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
-        _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
-    _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
+        _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
+    _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
+    if _hy is None and hy is not None:
+        _hy = _s.device_arg(hy, "hy", _fn, True)
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
-        _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
+    _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
+    if _cy is None and cy is not None:
+        _cy = _s.device_arg(cy, "cy", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, False)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, False)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
-    _st = _raw.miopenRNNForwardTraining(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNForwardTraining(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "x": x, "hx_desc": hx_desc, "hx": hx, "cx_desc": cx_desc, "cx": cx, "w_desc": w_desc, "w": w, "y_desc": y_desc, "y": y, "hy_desc": hy_desc, "hy": hy, "cy_desc": cy_desc, "cy": cy, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -5558,54 +5966,78 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
         len(`dx_desc`).
     """
     _fn = "miopenRNNBackwardData"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     _dy_desc = _s.in_array(dy_desc, _s.handle_elem(TensorDescriptor), "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _dhy_desc: int | None = dhy_desc._ptr if type(dhy_desc) is TensorDescriptor else None
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _dhy_desc: ctypes.c_void_p | None = dhy_desc._cp if type(dhy_desc) is TensorDescriptor else None
     if _dhy_desc is None:
-        _dhy_desc = _s.as_handle(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
-    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else None if dhy is None else _s.as_device_ptr(dhy, "dhy", _fn, True)
-    _dcy_desc: int | None = dcy_desc._ptr if type(dcy_desc) is TensorDescriptor else None
+        _dhy_desc = _s.handle_arg(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
+    _dhy = _DEVICE_ARGS.get(dhy) if type(dhy) is int else None
+    if _dhy is None and dhy is not None:
+        _dhy = _s.device_arg(dhy, "dhy", _fn, True)
+    _dcy_desc: ctypes.c_void_p | None = dcy_desc._cp if type(dcy_desc) is TensorDescriptor else None
     if _dcy_desc is None:
-        _dcy_desc = _s.as_handle(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
-    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else None if dcy is None else _s.as_device_ptr(dcy, "dcy", _fn, True)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dcy_desc = _s.handle_arg(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
+    _dcy = _DEVICE_ARGS.get(dcy) if type(dcy) is int else None
+    if _dcy is None and dcy is not None:
+        _dcy = _s.device_arg(dcy, "dcy", _fn, True)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
-        _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
+        _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
     _dx_desc = _s.in_array(dx_desc, _s.handle_elem(TensorDescriptor), "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _dhx_desc: int | None = dhx_desc._ptr if type(dhx_desc) is TensorDescriptor else None
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _dhx_desc: ctypes.c_void_p | None = dhx_desc._cp if type(dhx_desc) is TensorDescriptor else None
     if _dhx_desc is None:
-        _dhx_desc = _s.as_handle(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
-    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else None if dhx is None else _s.as_device_ptr(dhx, "dhx", _fn, True)
-    _dcx_desc: int | None = dcx_desc._ptr if type(dcx_desc) is TensorDescriptor else None
+        _dhx_desc = _s.handle_arg(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
+    _dhx = _DEVICE_ARGS.get(dhx) if type(dhx) is int else None
+    if _dhx is None and dhx is not None:
+        _dhx = _s.device_arg(dhx, "dhx", _fn, True)
+    _dcx_desc: ctypes.c_void_p | None = dcx_desc._cp if type(dcx_desc) is TensorDescriptor else None
     if _dcx_desc is None:
-        _dcx_desc = _s.as_handle(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
-    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else None if dcx is None else _s.as_device_ptr(dcx, "dcx", _fn, True)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+        _dcx_desc = _s.handle_arg(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
+    _dcx = _DEVICE_ARGS.get(dcx) if type(dcx) is int else None
+    if _dcx is None and dcx is not None:
+        _dcx = _s.device_arg(dcx, "dcx", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"y_desc": _y_desc, "dy_desc": _dy_desc, "dx_desc": _dx_desc})
-    _st = _raw.miopenRNNBackwardData(_handle, _rnn_desc, _sequence_len, _y_desc, _y, _dy_desc, _dy, _dhy_desc, _dhy, _dcy_desc, _dcy, _w_desc, _w, _hx_desc, _hx, _cx_desc, _cx, _dx_desc, _dx, _dhx_desc, _dhx, _dcx_desc, _dcx, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNBackwardData(_handle, _rnn_desc, _sequence_len, _y_desc, _y, _dy_desc, _dy, _dhy_desc, _dhy, _dcy_desc, _dcy, _w_desc, _w, _hx_desc, _hx, _cx_desc, _cx, _dx_desc, _dx, _dhx_desc, _dhx, _dcx_desc, _dcx, _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "dhy_desc": dhy_desc, "dhy": dhy, "dcy_desc": dcy_desc, "dcy": dcy, "w_desc": w_desc, "w": w, "hx_desc": hx_desc, "hx": hx, "cx_desc": cx_desc, "cx": cx, "dx_desc": dx_desc, "dx": dx, "dhx_desc": dhx_desc, "dhx": dhx, "dcx_desc": dcx_desc, "dcx": dcx, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -5644,32 +6076,44 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`) = len(`y_desc`).
     """
     _fn = "miopenRNNBackwardWeights"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
-    _st = _raw.miopenRNNBackwardWeights(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _y_desc, _y, _dw_desc, _dw, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNBackwardWeights(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _y_desc, _y, _dw_desc, _dw, _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "x": x, "hx_desc": hx_desc, "hx": hx, "y_desc": y_desc, "y": y, "dw_desc": dw_desc, "dw": dw, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -5716,41 +6160,57 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`) = len(`y_desc`).
     """
     _fn = "miopenRNNForwardInference"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
-        _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
-        _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
-    _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
+        _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
+    _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
+    if _hy is None and hy is not None:
+        _hy = _s.device_arg(hy, "hy", _fn, True)
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
-        _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+        _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
+    _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
+    if _cy is None and cy is not None:
+        _cy = _s.device_arg(cy, "cy", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
-    _st = _raw.miopenRNNForwardInference(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, work_space_num_bytes)
+    _st = _direct.miopenRNNForwardInference(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, _c_size_t(work_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "x": x, "hx_desc": hx_desc, "hx": hx, "cx_desc": cx_desc, "cx": cx, "w_desc": w_desc, "w": w, "y_desc": y_desc, "y": y, "hy_desc": hy_desc, "hy": hy, "cy_desc": cy_desc, "cy": cy, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes})
 
@@ -5764,7 +6224,7 @@ def create_ctc_loss_descriptor() -> CTCLossDescriptor:
     """
     _fn = "miopenCreateCTCLossDescriptor"
     _ctc_loss_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateCTCLossDescriptor(_byref(_ctc_loss_desc))
+    _st = _direct.miopenCreateCTCLossDescriptor(_byref(_ctc_loss_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return CTCLossDescriptor._created(_ctc_loss_desc.value, _fn)
@@ -5784,13 +6244,13 @@ def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescr
             apply_softmax_layer (bool): out, host memory: MIOpen writes a bool.
     """
     _fn = "miopenGetCTCLossDescriptor"
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _blank_label_id = ctypes.c_int()
     _apply_softmax_layer = ctypes.c_bool()
-    _st = _raw.miopenGetCTCLossDescriptor(_ctc_loss_desc, _byref(_data_type), _byref(_blank_label_id), _byref(_apply_softmax_layer))
+    _st = _direct.miopenGetCTCLossDescriptor(_ctc_loss_desc, _byref(_data_type), _byref(_blank_label_id), _byref(_apply_softmax_layer))
     if _st:
         _s.raise_status(_st, _fn, {"ctc_loss_desc": ctc_loss_desc})
     return _new(GetCTCLossDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _blank_label_id.value, bool(_apply_softmax_layer.value)))
@@ -5807,11 +6267,11 @@ def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyCTCLossDescriptor"
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
-    _ctc_loss_desc = ctc_loss_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyCTCLossDescriptor(_ctc_loss_desc)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+    _ctc_loss_desc = _addr(ctc_loss_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyCTCLossDescriptor(_ctc_loss_desc)
     if _st:
         _s.raise_status(_st, _fn, {"ctc_loss_desc": ctc_loss_desc})
 
@@ -5829,16 +6289,16 @@ def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataTyp
         None.
     """
     _fn = "miopenSetCTCLossDescriptor"
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(blank_label_id) is not int or not -2147483648 <= blank_label_id <= 2147483647):
         blank_label_id = _s.as_int(blank_label_id, -2147483648, 2147483647, "blank_label_id", _fn)
     if type(apply_softmax_layer) is not bool:
         apply_softmax_layer = _s.as_bool(apply_softmax_layer, "apply_softmax_layer", _fn)
-    _st = _raw.miopenSetCTCLossDescriptor(_ctc_loss_desc, data_type, blank_label_id, apply_softmax_layer)
+    _st = _direct.miopenSetCTCLossDescriptor(_ctc_loss_desc, data_type, blank_label_id, apply_softmax_layer)
     if _st:
         _s.raise_status(_st, _fn, {"ctc_loss_desc": ctc_loss_desc, "data_type": data_type, "blank_label_id": blank_label_id, "apply_softmax_layer": apply_softmax_layer})
 
@@ -5863,25 +6323,25 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetCTCLossWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
     if _probs_desc is None:
-        _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
+        _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
     if _gradients_desc is None:
-        _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
+        _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenGetCTCLossWorkspaceSize(_handle, _probs_desc, _gradients_desc, _labels, _label_lengths, _input_lengths, algo, _ctc_loss_desc, _byref(_work_space_size))
+    _st = _direct.miopenGetCTCLossWorkspaceSize(_handle, _probs_desc, _gradients_desc, _labels, _label_lengths, _input_lengths, algo, _ctc_loss_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "probs_desc": probs_desc, "gradients_desc": gradients_desc, "labels": labels, "label_lengths": label_lengths, "input_lengths": input_lengths, "algo": algo, "ctc_loss_desc": ctc_loss_desc})
     return _work_space_size.value
@@ -5916,30 +6376,38 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
         None.
     """
     _fn = "miopenCTCLoss"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
     if _probs_desc is None:
-        _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _probs = probs if type(probs) is int and 0 < probs < 18446744073709551616 else _s.as_device_ptr(probs, "probs", _fn, False)
+        _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
+    _probs = _DEVICE_ARGS.get(probs) if type(probs) is int else None
+    if _probs is None:
+        _probs = _s.device_arg(probs, "probs", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
-    _losses = losses if type(losses) is int and 0 < losses < 18446744073709551616 else _s.as_device_ptr(losses, "losses", _fn, False)
-    _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
+    _losses = _DEVICE_ARGS.get(losses) if type(losses) is int else None
+    if _losses is None:
+        _losses = _s.device_arg(losses, "losses", _fn, False)
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
     if _gradients_desc is None:
-        _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
-    _gradients = gradients if type(gradients) is int and 0 < gradients < 18446744073709551616 else _s.as_device_ptr(gradients, "gradients", _fn, False)
+        _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
+    _gradients = _DEVICE_ARGS.get(gradients) if type(gradients) is int else None
+    if _gradients is None:
+        _gradients = _s.device_arg(gradients, "gradients", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenCTCLoss(_handle, _probs_desc, _probs, _labels, _label_lengths, _input_lengths, _losses, _gradients_desc, _gradients, algo, _ctc_loss_desc, _work_space, work_space_size)
+    _st = _direct.miopenCTCLoss(_handle, _probs_desc, _probs, _labels, _label_lengths, _input_lengths, _losses, _gradients_desc, _gradients, algo, _ctc_loss_desc, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "probs_desc": probs_desc, "probs": probs, "labels": labels, "label_lengths": label_lengths, "input_lengths": input_lengths, "losses": losses, "gradients_desc": gradients_desc, "gradients": gradients, "algo": algo, "ctc_loss_desc": ctc_loss_desc, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -5953,7 +6421,7 @@ def create_dropout_descriptor() -> DropoutDescriptor:
     """
     _fn = "miopenCreateDropoutDescriptor"
     _dropout_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateDropoutDescriptor(_byref(_dropout_desc))
+    _st = _direct.miopenCreateDropoutDescriptor(_byref(_dropout_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return DropoutDescriptor._created(_dropout_desc.value, _fn)
@@ -5970,11 +6438,11 @@ def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _dropout_desc = dropout_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyDropoutDescriptor(_dropout_desc)
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _dropout_desc = _addr(dropout_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyDropoutDescriptor(_dropout_desc)
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc})
 
@@ -5989,11 +6457,11 @@ def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
         int: `reserve_space_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetReserveSpaceSize"
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _reserve_space_size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenDropoutGetReserveSpaceSize(_x_desc, _byref(_reserve_space_size_in_bytes))
+    _st = _direct.miopenDropoutGetReserveSpaceSize(_x_desc, _byref(_reserve_space_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"x_desc": x_desc})
     return _reserve_space_size_in_bytes.value
@@ -6009,11 +6477,11 @@ def dropout_get_states_size(handle: Handle) -> int:
         int: `state_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetStatesSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _state_size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenDropoutGetStatesSize(_handle, _byref(_state_size_in_bytes))
+    _st = _direct.miopenDropoutGetStatesSize(_handle, _byref(_state_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _state_size_in_bytes.value
@@ -6041,19 +6509,19 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
             returned.
     """
     _fn = "miopenGetDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dropout = ctypes.c_float()
     _states = ctypes.c_void_p()
     _seed = ctypes.c_ulonglong()
     _use_mask = ctypes.c_bool()
     _state_evo = ctypes.c_bool()
     _rng_mode = ctypes.c_uint()
-    _st = _raw.miopenGetDropoutDescriptor(_dropout_desc, _handle, _byref(_dropout), _byref(_states), _byref(_seed), _byref(_use_mask), _byref(_state_evo), _byref(_rng_mode))
+    _st = _direct.miopenGetDropoutDescriptor(_dropout_desc, _handle, _byref(_dropout), _byref(_states), _byref(_seed), _byref(_use_mask), _byref(_state_evo), _byref(_rng_mode))
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle})
     return _new(GetDropoutDescriptorResult, (_dropout.value, _s.address_held(_states.value), _seed.value, bool(_use_mask.value), bool(_state_evo.value), _V_miopenRNGType_t.get(_rng_mode.value, _rng_mode.value)))
@@ -6079,15 +6547,17 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
         None.
     """
     _fn = "miopenRestoreDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
         dropout = _s.as_float32(dropout, "dropout", _fn)
-    _states = states if type(states) is int and 0 < states < 18446744073709551616 else None if states is None else _s.as_device_ptr(states, "states", _fn, True)
+    _states = _DEVICE_ARGS.get(states) if type(states) is int else None
+    if _states is None and states is not None:
+        _states = _s.device_arg(states, "states", _fn, True)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6098,7 +6568,7 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
         state_evo = _s.as_bool(state_evo, "state_evo", _fn)
     if type(rng_mode) is not RNGType:
         rng_mode = _s.as_enum(rng_mode, RNGType, "rng_mode", _fn)
-    _st = _raw.miopenRestoreDropoutDescriptor(_dropout_desc, _handle, dropout, _states, state_size_in_bytes, seed, use_mask, state_evo, rng_mode)
+    _st = _direct.miopenRestoreDropoutDescriptor(_dropout_desc, _handle, _c_float(dropout), _states, _c_size_t(state_size_in_bytes), _c_ulonglong(seed), use_mask, state_evo, rng_mode)
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle, "dropout": dropout, "states": states, "state_size_in_bytes": state_size_in_bytes, "seed": seed, "use_mask": use_mask, "state_evo": state_evo, "rng_mode": rng_mode})
 
@@ -6122,15 +6592,17 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
         None.
     """
     _fn = "miopenSetDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
         dropout = _s.as_float32(dropout, "dropout", _fn)
-    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
+    _states = _DEVICE_ARGS.get(states) if type(states) is int else None
+    if _states is None:
+        _states = _s.device_arg(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6141,7 +6613,7 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
         state_evo = _s.as_bool(state_evo, "state_evo", _fn)
     if type(rng_mode) is not RNGType:
         rng_mode = _s.as_enum(rng_mode, RNGType, "rng_mode", _fn)
-    _st = _raw.miopenSetDropoutDescriptor(_dropout_desc, _handle, dropout, _states, state_size_in_bytes, seed, use_mask, state_evo, rng_mode)
+    _st = _direct.miopenSetDropoutDescriptor(_dropout_desc, _handle, _c_float(dropout), _states, _c_size_t(state_size_in_bytes), _c_ulonglong(seed), use_mask, state_evo, rng_mode)
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle, "dropout": dropout, "states": states, "state_size_in_bytes": state_size_in_bytes, "seed": seed, "use_mask": use_mask, "state_evo": state_evo, "rng_mode": rng_mode})
 
@@ -6167,27 +6639,33 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
         None.
     """
     _fn = "miopenDropoutForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: int | None = noise_shape._ptr if type(noise_shape) is TensorDescriptor else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
     if _noise_shape is None:
-        _noise_shape = _s.as_handle(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
-    _st = _raw.miopenDropoutForward(_handle, _dropout_desc, _noise_shape, _x_desc, _x, _y_desc, _y, _reserve_space, reserve_space_size_in_bytes)
+    _st = _direct.miopenDropoutForward(_handle, _dropout_desc, _noise_shape, _x_desc, _x, _y_desc, _y, _reserve_space, _c_size_t(reserve_space_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dropout_desc": dropout_desc, "noise_shape": noise_shape, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "reserve_space": reserve_space, "reserve_space_size_in_bytes": reserve_space_size_in_bytes})
 
@@ -6213,27 +6691,33 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
         None.
     """
     _fn = "miopenDropoutBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: int | None = noise_shape._ptr if type(noise_shape) is TensorDescriptor else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
     if _noise_shape is None:
-        _noise_shape = _s.as_handle(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
-    _st = _raw.miopenDropoutBackward(_handle, _dropout_desc, _noise_shape, _dy_desc, _dy, _dx_desc, _dx, _reserve_space, reserve_space_size_in_bytes)
+    _st = _direct.miopenDropoutBackward(_handle, _dropout_desc, _noise_shape, _dy_desc, _dy, _dx_desc, _dx, _reserve_space, _c_size_t(reserve_space_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dropout_desc": dropout_desc, "noise_shape": noise_shape, "dy_desc": dy_desc, "dy": dy, "dx_desc": dx_desc, "dx": dx, "reserve_space": reserve_space, "reserve_space_size_in_bytes": reserve_space_size_in_bytes})
 
@@ -6248,7 +6732,7 @@ def create_reduce_tensor_descriptor() -> ReduceTensorDescriptor:
     """
     _fn = "miopenCreateReduceTensorDescriptor"
     _reduce_tensor_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateReduceTensorDescriptor(_byref(_reduce_tensor_desc))
+    _st = _direct.miopenCreateReduceTensorDescriptor(_byref(_reduce_tensor_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return ReduceTensorDescriptor._created(_reduce_tensor_desc.value, _fn)
@@ -6265,11 +6749,11 @@ def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor)
         None.
     """
     _fn = "miopenDestroyReduceTensorDescriptor"
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _reduce_tensor_desc = reduce_tensor_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyReduceTensorDescriptor(_reduce_tensor_desc)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _reduce_tensor_desc = _addr(reduce_tensor_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyReduceTensorDescriptor(_reduce_tensor_desc)
     if _st:
         _s.raise_status(_st, _fn, {"reduce_tensor_desc": reduce_tensor_desc})
 
@@ -6290,9 +6774,9 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
         None.
     """
     _fn = "miopenSetReduceTensorDescriptor"
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     if type(reduce_tensor_op) is not ReduceTensorOp:
         reduce_tensor_op = _s.as_enum(reduce_tensor_op, ReduceTensorOp, "reduce_tensor_op", _fn)
     if type(reduce_tensor_comp_type) is not DataType:
@@ -6303,7 +6787,7 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
         reduce_tensor_indices = _s.as_enum(reduce_tensor_indices, ReduceTensorIndices, "reduce_tensor_indices", _fn)
     if type(reduce_tensor_indices_type) is not IndicesType:
         reduce_tensor_indices_type = _s.as_enum(reduce_tensor_indices_type, IndicesType, "reduce_tensor_indices_type", _fn)
-    _st = _raw.miopenSetReduceTensorDescriptor(_reduce_tensor_desc, reduce_tensor_op, reduce_tensor_comp_type, reduce_tensor_nan_opt, reduce_tensor_indices, reduce_tensor_indices_type)
+    _st = _direct.miopenSetReduceTensorDescriptor(_reduce_tensor_desc, reduce_tensor_op, reduce_tensor_comp_type, reduce_tensor_nan_opt, reduce_tensor_indices, reduce_tensor_indices_type)
     if _st:
         _s.raise_status(_st, _fn, {"reduce_tensor_desc": reduce_tensor_desc, "reduce_tensor_op": reduce_tensor_op, "reduce_tensor_comp_type": reduce_tensor_comp_type, "reduce_tensor_nan_opt": reduce_tensor_nan_opt, "reduce_tensor_indices": reduce_tensor_indices, "reduce_tensor_indices_type": reduce_tensor_indices_type})
 
@@ -6328,15 +6812,15 @@ def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> 
                 member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetReduceTensorDescriptor"
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_op = ctypes.c_uint()
     _reduce_tensor_comp_type = ctypes.c_uint()
     _reduce_tensor_nan_opt = ctypes.c_uint()
     _reduce_tensor_indices = ctypes.c_uint()
     _reduce_tensor_indices_type = ctypes.c_uint()
-    _st = _raw.miopenGetReduceTensorDescriptor(_reduce_tensor_desc, _byref(_reduce_tensor_op), _byref(_reduce_tensor_comp_type), _byref(_reduce_tensor_nan_opt), _byref(_reduce_tensor_indices), _byref(_reduce_tensor_indices_type))
+    _st = _direct.miopenGetReduceTensorDescriptor(_reduce_tensor_desc, _byref(_reduce_tensor_op), _byref(_reduce_tensor_comp_type), _byref(_reduce_tensor_nan_opt), _byref(_reduce_tensor_indices), _byref(_reduce_tensor_indices_type))
     if _st:
         _s.raise_status(_st, _fn, {"reduce_tensor_desc": reduce_tensor_desc})
     return _new(GetReduceTensorDescriptorResult, (_V_miopenReduceTensorOp_t.get(_reduce_tensor_op.value, _reduce_tensor_op.value), _V_miopenDataType_t.get(_reduce_tensor_comp_type.value, _reduce_tensor_comp_type.value), _V_miopenNanPropagation_t.get(_reduce_tensor_nan_opt.value, _reduce_tensor_nan_opt.value), _V_miopenReduceTensorIndices_t.get(_reduce_tensor_indices.value, _reduce_tensor_indices.value), _V_miopenIndicesType_t.get(_reduce_tensor_indices_type.value, _reduce_tensor_indices_type.value)))
@@ -6355,20 +6839,20 @@ def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorD
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionIndicesSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetReductionIndicesSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
+    _st = _direct.miopenGetReductionIndicesSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "a_desc": a_desc, "c_desc": c_desc})
     return _size_in_bytes.value
@@ -6387,20 +6871,20 @@ def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTenso
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetReductionWorkspaceSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
+    _st = _direct.miopenGetReductionWorkspaceSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "a_desc": a_desc, "c_desc": c_desc})
     return _size_in_bytes.value
@@ -6434,29 +6918,41 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
         None.
     """
     _fn = "miopenReduceTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else None if indices is None else _s.as_device_ptr(indices, "indices", _fn, True)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _indices = _DEVICE_ARGS.get(indices) if type(indices) is int else None
+    if _indices is None and indices is not None:
+        _indices = _s.device_arg(indices, "indices", _fn, True)
     if (type(indices_size_in_bytes) is not int or not 0 <= indices_size_in_bytes <= 18446744073709551615):
         indices_size_in_bytes = _s.as_int(indices_size_in_bytes, 0, 18446744073709551615, "indices_size_in_bytes", _fn)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
+    if _workspace is None and workspace is not None:
+        _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _a = _DEVICE_ARGS.get(a) if type(a) is int else None
+    if _a is None:
+        _a = _s.device_arg(a, "a", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
-    _st = _raw.miopenReduceTensor(_handle, _reduce_tensor_desc, _indices, indices_size_in_bytes, _workspace, workspace_size_in_bytes, _alpha, _a_desc, _a, _beta, _c_desc, _c)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
+    _c = _DEVICE_ARGS.get(c) if type(c) is int else None
+    if _c is None:
+        _c = _s.device_arg(c, "c", _fn, False)
+    _st = _direct.miopenReduceTensor(_handle, _reduce_tensor_desc, _indices, _c_size_t(indices_size_in_bytes), _workspace, _c_size_t(workspace_size_in_bytes), _alpha, _a_desc, _a, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "indices": indices, "indices_size_in_bytes": indices_size_in_bytes, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "alpha": alpha, "a_desc": a_desc, "a": a, "beta": beta, "c_desc": c_desc, "c": c})
 

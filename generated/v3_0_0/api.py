@@ -11,6 +11,7 @@ exceptions of `errors`; bad arguments raise TypeError/ValueError naming the para
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
@@ -19,8 +20,23 @@ from .. import errors as _errors  # noqa: F401  (installs the status -> exceptio
 from . import raw as _raw
 
 _byref = ctypes.byref
-_c_float = ctypes.c_float
+_addr = ctypes.c_void_p
 _c_double = ctypes.c_double
+_c_float = ctypes.c_float
+_c_int64 = ctypes.c_int64
+_c_long = ctypes.c_long
+_c_longlong = ctypes.c_longlong
+_c_size_t = ctypes.c_size_t
+_c_ssize_t = ctypes.c_ssize_t
+_c_uint64 = ctypes.c_uint64
+_c_ulong = ctypes.c_ulong
+_c_ulonglong = ctypes.c_ulonglong
+_direct = _raw.DIRECT  # the functions without argtypes: every argument below is passed in its C form already
+_copysign = math.copysign
+_DEVICE_ARGS = _s.DEVICE_ARGS
+#: host scaling factors of the common values, made once (C only reads them)
+_F32_REFS: dict[float, Any] = {_v: _byref(_c_float(_v)) for _v in (1.0, 0.0, -1.0, 0.5, 2.0)}
+_F64_REFS: dict[float, Any] = {_v: _byref(_c_double(_v)) for _v in (1.0, 0.0, -1.0, 0.5, 2.0)}
 
 
 class SupportsCudaArrayInterface(Protocol):
@@ -460,7 +476,7 @@ _ET_transform: dict[int, str] = {0: 'float16', 1: 'float32', 2: 'int32', 3: 'flo
 _EN_transform: dict[int, str] = {0: 'miopenHalf', 1: 'miopenFloat', 2: 'miopenInt32', 3: 'miopenInt8', 4: 'miopenInt8x4', 5: 'miopenBFloat16', 6: 'miopenDouble', 7: 'miopenFloat8', 8: 'miopenBFloat8'}
 
 
-def _element_type_miopenTensorDescriptor_t(desc: int | None, fn: str) -> int:
+def _element_type_miopenTensorDescriptor_t(desc: ctypes.c_void_p | None, fn: str) -> int:
     """The element type of a miopenTensorDescriptor_t, read with miopenGetTensorDescriptor (annotations rules.element_queries)."""
     _t = ctypes.c_uint()
     _st = _raw.miopenGetTensorDescriptor(desc, _byref(_t), None, None)
@@ -484,7 +500,7 @@ def get_error_string(error: Status | int) -> str:
     _fn = "miopenGetErrorString"
     if type(error) is not Status:
         error = _s.as_enum(error, Status, "error", _fn)
-    _ret = _raw.miopenGetErrorString(error)
+    _ret = _direct.miopenGetErrorString(error)
     return _ret.decode('utf-8', 'replace') if _ret is not None else ''
 
 
@@ -501,7 +517,7 @@ def get_version() -> GetVersionResult:
     _major = ctypes.c_size_t()
     _minor = ctypes.c_size_t()
     _patch = ctypes.c_size_t()
-    _st = _raw.miopenGetVersion(_byref(_major), _byref(_minor), _byref(_patch))
+    _st = _direct.miopenGetVersion(_byref(_major), _byref(_minor), _byref(_patch))
     if _st:
         _s.raise_status(_st, _fn, {})
     return _new(GetVersionResult, (_major.value, _minor.value, _patch.value))
@@ -516,7 +532,7 @@ def create() -> Handle:
     """
     _fn = "miopenCreate"
     _handle = ctypes.c_void_p()
-    _st = _raw.miopenCreate(_byref(_handle))
+    _st = _direct.miopenCreate(_byref(_handle))
     if _st:
         _s.raise_status(_st, _fn, {})
     return Handle._created(_handle.value, _fn)
@@ -536,7 +552,7 @@ def create_with_stream(stream: Stream) -> Handle:
     _fn = "miopenCreateWithStream"
     _stream = _s.as_stream(stream, "stream", _fn)
     _handle = ctypes.c_void_p()
-    _st = _raw.miopenCreateWithStream(_byref(_handle), _stream)
+    _st = _direct.miopenCreateWithStream(_byref(_handle), _addr(_stream))
     if _st:
         _s.raise_status(_st, _fn, {"stream": stream})
     return Handle._created(_handle.value, _fn)
@@ -553,11 +569,11 @@ def destroy(handle: Handle) -> None:
         None.
     """
     _fn = "miopenDestroy"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _handle = handle._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroy(_handle)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _handle = _addr(handle._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroy(_handle)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
 
@@ -574,11 +590,11 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
         None.
     """
     _fn = "miopenSetStream"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = _s.as_stream(stream_id, "stream_id", _fn)
-    _st = _raw.miopenSetStream(_handle, _stream_id)
+    _st = _direct.miopenSetStream(_handle, _addr(_stream_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "stream_id": stream_id})
 
@@ -593,11 +609,11 @@ def get_stream(handle: Handle) -> int | None:
         int | None: `stream_id` (out, host memory): MIOpen writes an address (int), None for NULL.
     """
     _fn = "miopenGetStream"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = ctypes.c_void_p()
-    _st = _raw.miopenGetStream(_handle, _byref(_stream_id))
+    _st = _direct.miopenGetStream(_handle, _byref(_stream_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _stream_id.value
@@ -621,13 +637,13 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
         None.
     """
     _fn = "miopenSetAllocator"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _allocator = _s_callback(allocator, _raw.miopenAllocatorFunction, "allocator", _fn)
     _deallocator = _s_callback(deallocator, _raw.miopenDeallocatorFunction, "deallocator", _fn)
     _allocator_context = _s.as_opaque(allocator_context, "allocator_context", _fn)
-    _st = _raw.miopenSetAllocator(_handle, _allocator, _deallocator, _allocator_context)
+    _st = _direct.miopenSetAllocator(_handle, _allocator, _deallocator, None if _allocator_context is None else _addr(_allocator_context))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "allocator": allocator, "deallocator": deallocator, "allocator_context": allocator_context})
     _keep_alive(handle, _fn, (_allocator, _deallocator, ))
@@ -643,11 +659,11 @@ def get_kernel_time(handle: Handle) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetKernelTime"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _time = ctypes.c_float()
-    _st = _raw.miopenGetKernelTime(_handle, _byref(_time))
+    _st = _direct.miopenGetKernelTime(_handle, _byref(_time))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _time.value
@@ -664,12 +680,12 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
         None.
     """
     _fn = "miopenEnableProfiling"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(enable) is not bool:
         enable = _s.as_bool(enable, "enable", _fn)
-    _st = _raw.miopenEnableProfiling(_handle, enable)
+    _st = _direct.miopenEnableProfiling(_handle, enable)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "enable": enable})
 
@@ -683,7 +699,7 @@ def create_tensor_descriptor() -> TensorDescriptor:
     """
     _fn = "miopenCreateTensorDescriptor"
     _tensor_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateTensorDescriptor(_byref(_tensor_desc))
+    _st = _direct.miopenCreateTensorDescriptor(_byref(_tensor_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return TensorDescriptor._created(_tensor_desc.value, _fn)
@@ -704,9 +720,9 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
         None.
     """
     _fn = "miopenSet4dTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -717,7 +733,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
         h = _s.as_int(h, -2147483648, 2147483647, "h", _fn)
     if (type(w) is not int or not -2147483648 <= w <= 2147483647):
         w = _s.as_int(w, -2147483648, 2147483647, "w", _fn)
-    _st = _raw.miopenSet4dTensorDescriptor(_tensor_desc, data_type, n, c, h, w)
+    _st = _direct.miopenSet4dTensorDescriptor(_tensor_desc, data_type, n, c, h, w)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "n": n, "c": c, "h": h, "w": w})
 
@@ -738,16 +754,16 @@ def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_typ
         C parameters the wrapper fills in: `num_lens` (in, by value) = len(`lens`).
     """
     _fn = "miopenSetNdTensorDescriptorWithLayout"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if type(tensor_layout) is not TensorLayout:
         tensor_layout = _s.as_enum(tensor_layout, TensorLayout, "tensor_layout", _fn)
     _lens = _s.in_array(lens, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "lens", _fn, False)
     _num_lens = 0 if _lens is None else len(_lens)
-    _st = _raw.miopenSetNdTensorDescriptorWithLayout(_tensor_desc, data_type, tensor_layout, _lens, _num_lens)
+    _st = _direct.miopenSetNdTensorDescriptorWithLayout(_tensor_desc, data_type, tensor_layout, _lens, _num_lens)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "tensor_layout": tensor_layout, "lens": lens})
 
@@ -771,9 +787,9 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
         None.
     """
     _fn = "miopenSet4dTensorDescriptorEx"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -792,7 +808,7 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
         h_stride = _s.as_int(h_stride, -2147483648, 2147483647, "h_stride", _fn)
     if (type(w_stride) is not int or not -2147483648 <= w_stride <= 2147483647):
         w_stride = _s.as_int(w_stride, -2147483648, 2147483647, "w_stride", _fn)
-    _st = _raw.miopenSet4dTensorDescriptorEx(_tensor_desc, data_type, n, c, h, w, n_stride, c_stride, h_stride, w_stride)
+    _st = _direct.miopenSet4dTensorDescriptorEx(_tensor_desc, data_type, n, c, h, w, n_stride, c_stride, h_stride, w_stride)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "n": n, "c": c, "h": h, "w": w, "n_stride": n_stride, "c_stride": c_stride, "h_stride": h_stride, "w_stride": w_stride})
 
@@ -817,9 +833,9 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
             w_stride (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet4dTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _n = ctypes.c_int()
     _c = ctypes.c_int()
@@ -829,7 +845,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
     _c_stride = ctypes.c_int()
     _h_stride = ctypes.c_int()
     _w_stride = ctypes.c_int()
-    _st = _raw.miopenGet4dTensorDescriptor(_tensor_desc, _byref(_data_type), _byref(_n), _byref(_c), _byref(_h), _byref(_w), _byref(_n_stride), _byref(_c_stride), _byref(_h_stride), _byref(_w_stride))
+    _st = _direct.miopenGet4dTensorDescriptor(_tensor_desc, _byref(_data_type), _byref(_n), _byref(_c), _byref(_h), _byref(_w), _byref(_n_stride), _byref(_c_stride), _byref(_h_stride), _byref(_w_stride))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _new(Get4dTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _n.value, _c.value, _h.value, _w.value, _n_stride.value, _c_stride.value, _h_stride.value, _w_stride.value))
@@ -857,15 +873,15 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
         strides_a: None passes NULL (packed strides).
     """
     _fn = "miopenSetTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     _dims_a = _s.in_array(dims_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dims_a", _fn, False)
     _strides_a = _s.in_array(strides_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "strides_a", _fn, True)
     _nb_dims = _s.common_length(_fn, {"dims_a": _dims_a, "strides_a": _strides_a})
-    _st = _raw.miopenSetTensorDescriptor(_tensor_desc, data_type, _nb_dims, _dims_a, _strides_a)
+    _st = _direct.miopenSetTensorDescriptor(_tensor_desc, data_type, _nb_dims, _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "dims_a": dims_a, "strides_a": strides_a})
 
@@ -881,12 +897,12 @@ def set_tensor_cast_type(tensor_desc: TensorDescriptor, cast_type: DataType | in
         None.
     """
     _fn = "miopenSetTensorCastType"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(cast_type) is not DataType:
         cast_type = _s.as_enum(cast_type, DataType, "cast_type", _fn)
-    _st = _raw.miopenSetTensorCastType(_tensor_desc, cast_type)
+    _st = _direct.miopenSetTensorCastType(_tensor_desc, cast_type)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "cast_type": cast_type})
 
@@ -901,11 +917,11 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetTensorDescriptorSize"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _size = ctypes.c_int()
-    _st = _raw.miopenGetTensorDescriptorSize(_tensor_desc, _byref(_size))
+    _st = _direct.miopenGetTensorDescriptorSize(_tensor_desc, _byref(_size))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _size.value
@@ -929,14 +945,14 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
                 first).
     """
     _fn = "miopenGetTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(tensor_desc)
     _dims_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
     _strides_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
-    _st = _raw.miopenGetTensorDescriptor(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
+    _st = _direct.miopenGetTensorDescriptor(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _new(GetTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _dims_a[:_len_get_tensor_descriptor_size], _strides_a[:_len_get_tensor_descriptor_size]))
@@ -953,11 +969,11 @@ def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
-    _tensor_desc = tensor_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyTensorDescriptor(_tensor_desc)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+    _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyTensorDescriptor(_tensor_desc)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
 
@@ -971,7 +987,7 @@ def create_seq_tensor_descriptor() -> SeqTensorDescriptor:
     """
     _fn = "miopenCreateSeqTensorDescriptor"
     _tensor_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateSeqTensorDescriptor(_byref(_tensor_desc))
+    _st = _direct.miopenCreateSeqTensorDescriptor(_byref(_tensor_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return SeqTensorDescriptor._created(_tensor_desc.value, _fn)
@@ -988,11 +1004,11 @@ def destroy_seq_tensor_descriptor(tensor_desc: SeqTensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroySeqTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is SeqTensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is SeqTensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, SeqTensorDescriptor, "tensor_desc", _fn, False)
-    _tensor_desc = tensor_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroySeqTensorDescriptor(_tensor_desc)
+        _tensor_desc = _s.handle_arg(tensor_desc, SeqTensorDescriptor, "tensor_desc", _fn, False)
+    _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroySeqTensorDescriptor(_tensor_desc)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
 
@@ -1028,27 +1044,39 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenOpTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(tensor_op) is not TensorOp:
         tensor_op = _s.as_enum(tensor_op, TensorOp, "tensor_op", _fn)
-    _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    _alpha_1 = _F32_REFS.get(alpha_1) if type(alpha_1) is float and (alpha_1 or _copysign(1.0, alpha_1) > 0) else None
+    if _alpha_1 is None:
+        _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
-    _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
-    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _a = _DEVICE_ARGS.get(a) if type(a) is int else None
+    if _a is None:
+        _a = _s.device_arg(a, "a", _fn, False)
+    _alpha_2 = _F32_REFS.get(alpha_2) if type(alpha_2) is float and (alpha_2 or _copysign(1.0, alpha_2) > 0) else None
+    if _alpha_2 is None:
+        _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
-        _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
+    _b = _DEVICE_ARGS.get(b) if type(b) is int else None
+    if _b is None:
+        _b = _s.device_arg(b, "b", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
-    _st = _raw.miopenOpTensor(_handle, tensor_op, _alpha_1, _a_desc, _a, _alpha_2, _b_desc, _b, _beta, _c_desc, _c)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
+    _c = _DEVICE_ARGS.get(c) if type(c) is int else None
+    if _c is None:
+        _c = _s.device_arg(c, "c", _fn, False)
+    _st = _direct.miopenOpTensor(_handle, tensor_op, _alpha_1, _a_desc, _a, _alpha_2, _b_desc, _b, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "tensor_op": tensor_op, "alpha_1": alpha_1, "a_desc": a_desc, "a": a, "alpha_2": alpha_2, "b_desc": b_desc, "b": b, "beta": beta, "c_desc": c_desc, "c": c})
 
@@ -1072,18 +1100,20 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
             float64: float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenSetTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_scalar, _EN_scalar, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
-    _st = _raw.miopenSetTensor(_handle, _y_desc, _y, _alpha)
+    _st = _direct.miopenSetTensor(_handle, _y_desc, _y, _alpha)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "y_desc": y_desc, "y": y, "alpha": alpha})
 
@@ -1107,18 +1137,20 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
             float64: float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenScaleTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_scalar, _EN_scalar, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
-    _st = _raw.miopenScaleTensor(_handle, _y_desc, _y, _alpha)
+    _st = _direct.miopenScaleTensor(_handle, _y_desc, _y, _alpha)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "y_desc": y_desc, "y": y, "alpha": alpha})
 
@@ -1133,11 +1165,11 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetTensorNumBytes"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetTensorNumBytes(_tensor_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetTensorNumBytes(_tensor_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _num_bytes.value
@@ -1169,25 +1201,29 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
             float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenTransformTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
     if type(beta) is not float:
         beta = _s.as_real(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
     _beta = _s.element_scalar(beta, _s.element_encoding(_ET_transform, _EN_transform, _type_y_desc, "beta", _fn, 'the descriptor y_desc'), "beta", _fn)
-    _st = _raw.miopenTransformTensor(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
+    _st = _direct.miopenTransformTensor(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -1201,7 +1237,7 @@ def create_convolution_descriptor() -> ConvolutionDescriptor:
     """
     _fn = "miopenCreateConvolutionDescriptor"
     _conv_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
+    _st = _direct.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return ConvolutionDescriptor._created(_conv_desc.value, _fn)
@@ -1224,9 +1260,9 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
         None.
     """
     _fn = "miopenInitConvolutionDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
     if (type(pad_h) is not int or not -2147483648 <= pad_h <= 2147483647):
@@ -1241,7 +1277,7 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
         dilation_h = _s.as_int(dilation_h, -2147483648, 2147483647, "dilation_h", _fn)
     if (type(dilation_w) is not int or not -2147483648 <= dilation_w <= 2147483647):
         dilation_w = _s.as_int(dilation_w, -2147483648, 2147483647, "dilation_w", _fn)
-    _st = _raw.miopenInitConvolutionDescriptor(_conv_desc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w)
+    _st = _direct.miopenInitConvolutionDescriptor(_conv_desc, c_mode, pad_h, pad_w, stride_h, stride_w, dilation_h, dilation_w)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "c_mode": c_mode, "pad_h": pad_h, "pad_w": pad_w, "stride_h": stride_h, "stride_w": stride_w, "dilation_h": dilation_h, "dilation_w": dilation_w})
 
@@ -1267,16 +1303,16 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
         len(`dilation_a`).
     """
     _fn = "miopenInitConvolutionNdDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _stride_a = _s.in_array(stride_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "stride_a", _fn, False)
     _dilation_a = _s.in_array(dilation_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dilation_a", _fn, False)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
     _spatial_dim = _s.common_length(_fn, {"pad_a": _pad_a, "stride_a": _stride_a, "dilation_a": _dilation_a})
-    _st = _raw.miopenInitConvolutionNdDescriptor(_conv_desc, _spatial_dim, _pad_a, _stride_a, _dilation_a, c_mode)
+    _st = _direct.miopenInitConvolutionNdDescriptor(_conv_desc, _spatial_dim, _pad_a, _stride_a, _dilation_a, c_mode)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "pad_a": pad_a, "stride_a": stride_a, "dilation_a": dilation_a, "c_mode": c_mode})
 
@@ -1291,11 +1327,11 @@ def get_convolution_spatial_dim(conv_desc: ConvolutionDescriptor) -> int:
         int: `spatial_dim` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionSpatialDim"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _spatial_dim = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionSpatialDim(_conv_desc, _byref(_spatial_dim))
+    _st = _direct.miopenGetConvolutionSpatialDim(_conv_desc, _byref(_spatial_dim))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
     return _spatial_dim.value
@@ -1319,9 +1355,9 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
             dilation_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _c_mode = ctypes.c_uint()
     _pad_h = ctypes.c_int()
     _pad_w = ctypes.c_int()
@@ -1329,7 +1365,7 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
     _stride_w = ctypes.c_int()
     _dilation_h = ctypes.c_int()
     _dilation_w = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionDescriptor(_conv_desc, _byref(_c_mode), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w), _byref(_dilation_h), _byref(_dilation_w))
+    _st = _direct.miopenGetConvolutionDescriptor(_conv_desc, _byref(_c_mode), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w), _byref(_dilation_h), _byref(_dilation_w))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
     return _new(GetConvolutionDescriptorResult, (_V_miopenConvolutionMode_t.get(_c_mode.value, _c_mode.value), _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value, _dilation_h.value, _dilation_w.value))
@@ -1353,9 +1389,9 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
                 int where this release does not know the value).
     """
     _fn = "miopenGetConvolutionNdDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(requested_spatial_dim) is not int or not -2147483648 <= requested_spatial_dim <= 2147483647):
         requested_spatial_dim = _s.as_int(requested_spatial_dim, -2147483648, 2147483647, "requested_spatial_dim", _fn)
     _spatial_dim = ctypes.c_int()
@@ -1364,7 +1400,7 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
     _stride_a = (ctypes.c_int * requested_spatial_dim)()
     _dilation_a = (ctypes.c_int * requested_spatial_dim)()
     _c_mode = ctypes.c_uint()
-    _st = _raw.miopenGetConvolutionNdDescriptor(_conv_desc, requested_spatial_dim, _byref(_spatial_dim), _pad_a, _stride_a, _dilation_a, _byref(_c_mode))
+    _st = _direct.miopenGetConvolutionNdDescriptor(_conv_desc, requested_spatial_dim, _byref(_spatial_dim), _pad_a, _stride_a, _dilation_a, _byref(_c_mode))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "requested_spatial_dim": requested_spatial_dim})
     return _new(GetConvolutionNdDescriptorResult, (_spatial_dim.value, _pad_a[:requested_spatial_dim], _stride_a[:requested_spatial_dim], _dilation_a[:requested_spatial_dim], _V_miopenConvolutionMode_t.get(_c_mode.value, _c_mode.value)))
@@ -1380,11 +1416,11 @@ def get_convolution_group_count(conv_desc: ConvolutionDescriptor) -> int:
         int: `group_count` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionGroupCount"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _group_count = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionGroupCount(_conv_desc, _byref(_group_count))
+    _st = _direct.miopenGetConvolutionGroupCount(_conv_desc, _byref(_group_count))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
     return _group_count.value
@@ -1401,12 +1437,12 @@ def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: i
         None.
     """
     _fn = "miopenSetConvolutionGroupCount"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(group_count) is not int or not -2147483648 <= group_count <= 2147483647):
         group_count = _s.as_int(group_count, -2147483648, 2147483647, "group_count", _fn)
-    _st = _raw.miopenSetConvolutionGroupCount(_conv_desc, group_count)
+    _st = _direct.miopenSetConvolutionGroupCount(_conv_desc, group_count)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "group_count": group_count})
 
@@ -1423,14 +1459,14 @@ def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: i
         None.
     """
     _fn = "miopenSetTransposeConvOutputPadding"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(adj_h) is not int or not -2147483648 <= adj_h <= 2147483647):
         adj_h = _s.as_int(adj_h, -2147483648, 2147483647, "adj_h", _fn)
     if (type(adj_w) is not int or not -2147483648 <= adj_w <= 2147483647):
         adj_w = _s.as_int(adj_w, -2147483648, 2147483647, "adj_w", _fn)
-    _st = _raw.miopenSetTransposeConvOutputPadding(_conv_desc, adj_h, adj_w)
+    _st = _direct.miopenSetTransposeConvOutputPadding(_conv_desc, adj_h, adj_w)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "adj_h": adj_h, "adj_w": adj_w})
 
@@ -1450,12 +1486,12 @@ def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a
         C parameters the wrapper fills in: `spatialDim` (in, by value) = len(`adj_a`).
     """
     _fn = "miopenSetTransposeConvNdOutputPadding"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _adj_a = _s.in_array(adj_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "adj_a", _fn, False)
     _spatial_dim = 0 if _adj_a is None else len(_adj_a)
-    _st = _raw.miopenSetTransposeConvNdOutputPadding(_conv_desc, _spatial_dim, _adj_a)
+    _st = _direct.miopenSetTransposeConvNdOutputPadding(_conv_desc, _spatial_dim, _adj_a)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "adj_a": adj_a})
 
@@ -1476,20 +1512,20 @@ def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_t
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionForwardOutputDim"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: int | None = input_tensor_desc._ptr if type(input_tensor_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
     if _input_tensor_desc is None:
-        _input_tensor_desc = _s.as_handle(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: int | None = filter_desc._ptr if type(filter_desc) is TensorDescriptor else None
+        _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
     if _filter_desc is None:
-        _filter_desc = _s.as_handle(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
+        _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n = ctypes.c_int()
     _c = ctypes.c_int()
     _h = ctypes.c_int()
     _w = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
+    _st = _direct.miopenGetConvolutionForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "input_tensor_desc": input_tensor_desc, "filter_desc": filter_desc})
     return _new(GetConvolutionForwardOutputDimResult, (_n.value, _c.value, _h.value, _w.value))
@@ -1511,19 +1547,19 @@ def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, inpu
                 first).
     """
     _fn = "miopenGetConvolutionNdForwardOutputDim"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: int | None = input_tensor_desc._ptr if type(input_tensor_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
     if _input_tensor_desc is None:
-        _input_tensor_desc = _s.as_handle(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: int | None = filter_desc._ptr if type(filter_desc) is TensorDescriptor else None
+        _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
     if _filter_desc is None:
-        _filter_desc = _s.as_handle(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
+        _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n_dim = ctypes.c_int()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(input_tensor_desc)
     _output_tensor_dim_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
-    _st = _raw.miopenGetConvolutionNdForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n_dim), _output_tensor_dim_a)
+    _st = _direct.miopenGetConvolutionNdForwardOutputDim(_conv_desc, _input_tensor_desc, _filter_desc, _byref(_n_dim), _output_tensor_dim_a)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "input_tensor_desc": input_tensor_desc, "filter_desc": filter_desc})
     return _new(GetConvolutionNdForwardOutputDimResult, (_n_dim.value, _output_tensor_dim_a[:_len_get_tensor_descriptor_size]))
@@ -1540,11 +1576,11 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyConvolutionDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _conv_desc = conv_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyConvolutionDescriptor(_conv_desc)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _conv_desc = _addr(conv_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyConvolutionDescriptor(_conv_desc)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
 
@@ -1561,14 +1597,14 @@ def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
         None.
     """
     _fn = "miopenSetConvolutionAttribute"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
     if (type(value) is not int or not -2147483648 <= value <= 2147483647):
         value = _s.as_int(value, -2147483648, 2147483647, "value", _fn)
-    _st = _raw.miopenSetConvolutionAttribute(_conv_desc, attr, value)
+    _st = _direct.miopenSetConvolutionAttribute(_conv_desc, attr, value)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "attr": attr, "value": value})
 
@@ -1584,13 +1620,13 @@ def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
         int: `value` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionAttribute"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
     _value = ctypes.c_int()
-    _st = _raw.miopenGetConvolutionAttribute(_conv_desc, attr, _byref(_value))
+    _st = _direct.miopenGetConvolutionAttribute(_conv_desc, attr, _byref(_value))
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "attr": attr})
     return _value.value
@@ -1610,23 +1646,23 @@ def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescrip
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionCount"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionForwardGetSolutionCount(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_solution_count))
+    _st = _direct.miopenConvolutionForwardGetSolutionCount(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_solution_count))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc})
     return _solution_count.value
@@ -1653,27 +1689,27 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
         `solutions`.
     """
     _fn = "miopenConvolutionForwardGetSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
     max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
-    _st = _raw.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, max_solution_count, _byref(_solution_count), _solutions)
+    _st = _direct.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _c_size_t(max_solution_count), _byref(_solution_count), _solutions)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc, "max_solution_count": max_solution_count})
     return [ConvSolution._from_c(_e) for _e in _solutions[:min(_solution_count.value, max_solution_count)]]
@@ -1694,25 +1730,25 @@ def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: Tens
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionForwardGetSolutionWorkspaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, solution_id, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionForwardGetSolutionWorkspaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _c_uint64(solution_id), _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc, "solution_id": solution_id})
     return _work_space_size.value
@@ -1733,24 +1769,24 @@ def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescripto
         None.
     """
     _fn = "miopenConvolutionForwardCompileSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionForwardCompileSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, solution_id)
+    _st = _direct.miopenConvolutionForwardCompileSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc, "solution_id": solution_id})
 
@@ -1779,30 +1815,38 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
         None.
     """
     _fn = "miopenConvolutionForwardImmediate"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionForwardImmediate(_handle, _w_desc, _w, _x_desc, _x, _conv_desc, _y_desc, _y, _work_space, work_space_size, solution_id)
+    _st = _direct.miopenConvolutionForwardImmediate(_handle, _w_desc, _w, _x_desc, _x, _conv_desc, _y_desc, _y, _work_space, _c_size_t(work_space_size), _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "w": w, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "y_desc": y_desc, "y": y, "work_space": work_space, "work_space_size": work_space_size, "solution_id": solution_id})
 
@@ -1821,23 +1865,23 @@ def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: Tensor
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionCount"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardDataGetSolutionCount(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_solution_count))
+    _st = _direct.miopenConvolutionBackwardDataGetSolutionCount(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_solution_count))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc})
     return _solution_count.value
@@ -1864,27 +1908,27 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardDataGetSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
     max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
-    _st = _raw.miopenConvolutionBackwardDataGetSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, max_solution_count, _byref(_solution_count), _solutions)
+    _st = _direct.miopenConvolutionBackwardDataGetSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _c_size_t(max_solution_count), _byref(_solution_count), _solutions)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc, "max_solution_count": max_solution_count})
     return [ConvSolution._from_c(_e) for _e in _solutions[:min(_solution_count.value, max_solution_count)]]
@@ -1905,25 +1949,25 @@ def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_des
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardDataGetSolutionWorkspaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, solution_id, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardDataGetSolutionWorkspaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _c_uint64(solution_id), _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc, "solution_id": solution_id})
     return _work_space_size.value
@@ -1944,24 +1988,24 @@ def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDe
         None.
     """
     _fn = "miopenConvolutionBackwardDataCompileSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardDataCompileSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, solution_id)
+    _st = _direct.miopenConvolutionBackwardDataCompileSolution(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc, "solution_id": solution_id})
 
@@ -1990,30 +2034,38 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
         None.
     """
     _fn = "miopenConvolutionBackwardDataImmediate"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardDataImmediate(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, _work_space, work_space_size, solution_id)
+    _st = _direct.miopenConvolutionBackwardDataImmediate(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, _work_space, _c_size_t(work_space_size), _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "dx_desc": dx_desc, "dx": dx, "work_space": work_space, "work_space_size": work_space_size, "solution_id": solution_id})
 
@@ -2032,23 +2084,23 @@ def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: Ten
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionCount"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardWeightsGetSolutionCount(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_solution_count))
+    _st = _direct.miopenConvolutionBackwardWeightsGetSolutionCount(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_solution_count))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc})
     return _solution_count.value
@@ -2075,27 +2127,27 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
     max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
-    _st = _raw.miopenConvolutionBackwardWeightsGetSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, max_solution_count, _byref(_solution_count), _solutions)
+    _st = _direct.miopenConvolutionBackwardWeightsGetSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _c_size_t(max_solution_count), _byref(_solution_count), _solutions)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc, "max_solution_count": max_solution_count})
     return [ConvSolution._from_c(_e) for _e in _solutions[:min(_solution_count.value, max_solution_count)]]
@@ -2116,25 +2168,25 @@ def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, solution_id, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _c_uint64(solution_id), _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc, "solution_id": solution_id})
     return _work_space_size.value
@@ -2155,24 +2207,24 @@ def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: Tenso
         None.
     """
     _fn = "miopenConvolutionBackwardWeightsCompileSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardWeightsCompileSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, solution_id)
+    _st = _direct.miopenConvolutionBackwardWeightsCompileSolution(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc, "solution_id": solution_id})
 
@@ -2201,30 +2253,38 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
         None.
     """
     _fn = "miopenConvolutionBackwardWeightsImmediate"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionBackwardWeightsImmediate(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, _work_space, work_space_size, solution_id)
+    _st = _direct.miopenConvolutionBackwardWeightsImmediate(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, _work_space, _c_size_t(work_space_size), _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "dw_desc": dw_desc, "dw": dw, "work_space": work_space, "work_space_size": work_space_size, "solution_id": solution_id})
 
@@ -2243,23 +2303,23 @@ def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescri
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionForwardGetWorkSpaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionForwardGetWorkSpaceSize(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc})
     return _work_space_size.value
@@ -2296,27 +2356,35 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
         `perf_results`.
     """
     _fn = "miopenFindConvolutionForwardAlgorithm"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2324,7 +2392,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
-    _st = _raw.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
+    _st = _direct.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, _c_size_t(work_space_size), exhaustive_search)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "y_desc": y_desc, "y": y, "request_algo_count": request_algo_count, "work_space": work_space, "work_space_size": work_space_size, "exhaustive_search": exhaustive_search})
     return [ConvAlgoPerf._from_c(_e) for _e in _perf_results[:min(_returned_algo_count.value, request_algo_count)]]
@@ -2362,32 +2430,44 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
+    _st = _direct.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "algo": algo, "beta": beta, "y_desc": y_desc, "y": y, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -2416,20 +2496,28 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionForwardBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
-        _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
-    _b = b if type(b) is int and 0 < b < 18446744073709551616 else _s.as_device_ptr(b, "b", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
+    _b = _DEVICE_ARGS.get(b) if type(b) is int else None
+    if _b is None:
+        _b = _s.device_arg(b, "b", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _st = _raw.miopenConvolutionForwardBias(_handle, _alpha, _b_desc, _b, _beta, _y_desc, _y)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _st = _direct.miopenConvolutionForwardBias(_handle, _alpha, _b_desc, _b, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "b_desc": b_desc, "b": b, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -2448,23 +2536,23 @@ def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: Tenso
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardDataGetWorkSpaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardDataGetWorkSpaceSize(_handle, _dy_desc, _w_desc, _conv_desc, _dx_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "w_desc": w_desc, "conv_desc": conv_desc, "dx_desc": dx_desc})
     return _work_space_size.value
@@ -2501,27 +2589,35 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
         `perf_results`.
     """
     _fn = "miopenFindConvolutionBackwardDataAlgorithm"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2529,7 +2625,7 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
-    _st = _raw.miopenFindConvolutionBackwardDataAlgorithm(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
+    _st = _direct.miopenFindConvolutionBackwardDataAlgorithm(_handle, _dy_desc, _dy, _w_desc, _w, _conv_desc, _dx_desc, _dx, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, _c_size_t(work_space_size), exhaustive_search)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "dx_desc": dx_desc, "dx": dx, "request_algo_count": request_algo_count, "work_space": work_space, "work_space_size": work_space_size, "exhaustive_search": exhaustive_search})
     return [ConvAlgoPerf._from_c(_e) for _e in _perf_results[:min(_returned_algo_count.value, request_algo_count)]]
@@ -2567,32 +2663,44 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardData"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdDataAlgorithm:
         algo = _s.as_enum(algo, ConvBwdDataAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenConvolutionBackwardData(_handle, _alpha, _dy_desc, _dy, _w_desc, _w, _conv_desc, algo, _beta, _dx_desc, _dx, _work_space, work_space_size)
+    _st = _direct.miopenConvolutionBackwardData(_handle, _alpha, _dy_desc, _dy, _w_desc, _w, _conv_desc, algo, _beta, _dx_desc, _dx, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "algo": algo, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -2611,23 +2719,23 @@ def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: Te
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenConvolutionBackwardWeightsGetWorkSpaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_work_space_size))
+    _st = _direct.miopenConvolutionBackwardWeightsGetWorkSpaceSize(_handle, _dy_desc, _x_desc, _conv_desc, _dw_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "x_desc": x_desc, "conv_desc": conv_desc, "dw_desc": dw_desc})
     return _work_space_size.value
@@ -2664,27 +2772,35 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
         `perf_results`.
     """
     _fn = "miopenFindConvolutionBackwardWeightsAlgorithm"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -2692,7 +2808,7 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
-    _st = _raw.miopenFindConvolutionBackwardWeightsAlgorithm(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
+    _st = _direct.miopenFindConvolutionBackwardWeightsAlgorithm(_handle, _dy_desc, _dy, _x_desc, _x, _conv_desc, _dw_desc, _dw, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, _c_size_t(work_space_size), exhaustive_search)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "dw_desc": dw_desc, "dw": dw, "request_algo_count": request_algo_count, "work_space": work_space, "work_space_size": work_space_size, "exhaustive_search": exhaustive_search})
     return [ConvAlgoPerf._from_c(_e) for _e in _perf_results[:min(_returned_algo_count.value, request_algo_count)]]
@@ -2730,32 +2846,44 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardWeights"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdWeightsAlgorithm:
         algo = _s.as_enum(algo, ConvBwdWeightsAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenConvolutionBackwardWeights(_handle, _alpha, _dy_desc, _dy, _x_desc, _x, _conv_desc, algo, _beta, _dw_desc, _dw, _work_space, work_space_size)
+    _st = _direct.miopenConvolutionBackwardWeights(_handle, _alpha, _dy_desc, _dy, _x_desc, _x, _conv_desc, algo, _beta, _dw_desc, _dw, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "conv_desc": conv_desc, "algo": algo, "beta": beta, "dw_desc": dw_desc, "dw": dw, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -2784,20 +2912,28 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) is TensorDescriptor else None
     if _db_desc is None:
-        _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
-    _db = db if type(db) is int and 0 < db < 18446744073709551616 else _s.as_device_ptr(db, "db", _fn, False)
-    _st = _raw.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
+        _db_desc = _s.handle_arg(db_desc, TensorDescriptor, "db_desc", _fn, False)
+    _db = _DEVICE_ARGS.get(db) if type(db) is int else None
+    if _db is None:
+        _db = _s.device_arg(db, "db", _fn, False)
+    _st = _direct.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "beta": beta, "db_desc": db_desc, "db": db})
 
@@ -2811,7 +2947,7 @@ def create_pooling_descriptor() -> PoolingDescriptor:
     """
     _fn = "miopenCreatePoolingDescriptor"
     _pool_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreatePoolingDescriptor(_byref(_pool_desc))
+    _st = _direct.miopenCreatePoolingDescriptor(_byref(_pool_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return PoolingDescriptor._created(_pool_desc.value, _fn)
@@ -2828,12 +2964,12 @@ def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType |
         None.
     """
     _fn = "miopenSetPoolingIndexType"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(index_type) is not IndexType:
         index_type = _s.as_enum(index_type, IndexType, "index_type", _fn)
-    _st = _raw.miopenSetPoolingIndexType(_pool_desc, index_type)
+    _st = _direct.miopenSetPoolingIndexType(_pool_desc, index_type)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "index_type": index_type})
 
@@ -2849,11 +2985,11 @@ def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
             this release does not know the value).
     """
     _fn = "miopenGetPoolingIndexType"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _index_type = ctypes.c_uint()
-    _st = _raw.miopenGetPoolingIndexType(_pool_desc, _byref(_index_type))
+    _st = _direct.miopenGetPoolingIndexType(_pool_desc, _byref(_index_type))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
     return _V_miopenIndexType_t.get(_index_type.value, _index_type.value)
@@ -2871,12 +3007,12 @@ def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_in
         None.
     """
     _fn = "miopenSetPoolingWorkSpaceIndexMode"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(workspace_index) is not PoolingWorkspaceIndexMode:
         workspace_index = _s.as_enum(workspace_index, PoolingWorkspaceIndexMode, "workspace_index", _fn)
-    _st = _raw.miopenSetPoolingWorkSpaceIndexMode(_pool_desc, workspace_index)
+    _st = _direct.miopenSetPoolingWorkSpaceIndexMode(_pool_desc, workspace_index)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "workspace_index": workspace_index})
 
@@ -2892,11 +3028,11 @@ def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWo
             PoolingWorkspaceIndexMode member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetPoolingWorkSpaceIndexMode"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _workspace_index = ctypes.c_uint()
-    _st = _raw.miopenGetPoolingWorkSpaceIndexMode(_pool_desc, _byref(_workspace_index))
+    _st = _direct.miopenGetPoolingWorkSpaceIndexMode(_pool_desc, _byref(_workspace_index))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
     return _V_miopenPoolingWorkspaceIndexMode_t.get(_workspace_index.value, _workspace_index.value)
@@ -2919,9 +3055,9 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
         None.
     """
     _fn = "miopenSet2dPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     if (type(window_height) is not int or not -2147483648 <= window_height <= 2147483647):
@@ -2936,7 +3072,7 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
         stride_h = _s.as_int(stride_h, -2147483648, 2147483647, "stride_h", _fn)
     if (type(stride_w) is not int or not -2147483648 <= stride_w <= 2147483647):
         stride_w = _s.as_int(stride_w, -2147483648, 2147483647, "stride_w", _fn)
-    _st = _raw.miopenSet2dPoolingDescriptor(_pool_desc, mode, window_height, window_width, pad_h, pad_w, stride_h, stride_w)
+    _st = _direct.miopenSet2dPoolingDescriptor(_pool_desc, mode, window_height, window_width, pad_h, pad_w, stride_h, stride_w)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "mode": mode, "window_height": window_height, "window_width": window_width, "pad_h": pad_h, "pad_w": pad_w, "stride_h": stride_h, "stride_w": stride_w})
 
@@ -2959,9 +3095,9 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
             stride_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet2dPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _mode = ctypes.c_uint()
     _window_height = ctypes.c_int()
     _window_width = ctypes.c_int()
@@ -2969,7 +3105,7 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
     _pad_w = ctypes.c_int()
     _stride_h = ctypes.c_int()
     _stride_w = ctypes.c_int()
-    _st = _raw.miopenGet2dPoolingDescriptor(_pool_desc, _byref(_mode), _byref(_window_height), _byref(_window_width), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w))
+    _st = _direct.miopenGet2dPoolingDescriptor(_pool_desc, _byref(_mode), _byref(_window_height), _byref(_window_width), _byref(_pad_h), _byref(_pad_w), _byref(_stride_h), _byref(_stride_w))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
     return _new(Get2dPoolingDescriptorResult, (_V_miopenPoolingMode_t.get(_mode.value, _mode.value), _window_height.value, _window_width.value, _pad_h.value, _pad_w.value, _stride_h.value, _stride_w.value))
@@ -2990,17 +3126,17 @@ def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: Te
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetPoolingForwardOutputDim"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _n = ctypes.c_int()
     _c = ctypes.c_int()
     _h = ctypes.c_int()
     _w = ctypes.c_int()
-    _st = _raw.miopenGetPoolingForwardOutputDim(_pool_desc, _tensor_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
+    _st = _direct.miopenGetPoolingForwardOutputDim(_pool_desc, _tensor_desc, _byref(_n), _byref(_c), _byref(_h), _byref(_w))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "tensor_desc": tensor_desc})
     return _new(GetPoolingForwardOutputDimResult, (_n.value, _c.value, _h.value, _w.value))
@@ -3027,16 +3163,16 @@ def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
         len(`strides_a`).
     """
     _fn = "miopenSetNdPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     _window_dim_a = _s.in_array(window_dim_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "window_dim_a", _fn, False)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _strides_a = _s.in_array(strides_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "strides_a", _fn, False)
     _nb_dims = _s.common_length(_fn, {"window_dim_a": _window_dim_a, "pad_a": _pad_a, "strides_a": _strides_a})
-    _st = _raw.miopenSetNdPoolingDescriptor(_pool_desc, mode, _nb_dims, _window_dim_a, _pad_a, _strides_a)
+    _st = _direct.miopenSetNdPoolingDescriptor(_pool_desc, mode, _nb_dims, _window_dim_a, _pad_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "mode": mode, "window_dim_a": window_dim_a, "pad_a": pad_a, "strides_a": strides_a})
 
@@ -3070,9 +3206,9 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
             the caller asked for).
     """
     _fn = "miopenGetNdPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if (type(nb_dims_requested) is not int or not -2147483648 <= nb_dims_requested <= 2147483647):
         nb_dims_requested = _s.as_int(nb_dims_requested, -2147483648, 2147483647, "nb_dims_requested", _fn)
     _mode = ctypes.c_uint()
@@ -3081,7 +3217,7 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
     _window_dim_a = (ctypes.c_int * nb_dims_requested)()
     _pad_a = (ctypes.c_int * nb_dims_requested)()
     _strides_a = (ctypes.c_int * nb_dims_requested)()
-    _st = _raw.miopenGetNdPoolingDescriptor(_pool_desc, nb_dims_requested, _byref(_mode), _byref(_nb_dims), _window_dim_a, _pad_a, _strides_a)
+    _st = _direct.miopenGetNdPoolingDescriptor(_pool_desc, nb_dims_requested, _byref(_mode), _byref(_nb_dims), _window_dim_a, _pad_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "nb_dims_requested": nb_dims_requested})
     return _new(GetNdPoolingDescriptorResult, (_V_miopenPoolingMode_t.get(_mode.value, _mode.value), _nb_dims.value, _window_dim_a[:min(_nb_dims.value, nb_dims_requested)], _pad_a[:min(_nb_dims.value, nb_dims_requested)], _strides_a[:min(_nb_dims.value, nb_dims_requested)]))
@@ -3100,17 +3236,17 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
         list[int]: `tensor_dim_arr` (out, host memory): a list of ints (C int). Length: `dims`.
     """
     _fn = "miopenGetPoolingNdForwardOutputDim"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(dims) is not int or not -2147483648 <= dims <= 2147483647):
         dims = _s.as_int(dims, -2147483648, 2147483647, "dims", _fn)
     dims = _s.check_length(dims, "dims", _fn, 2147483647)
     _tensor_dim_arr = (ctypes.c_int * dims)()
-    _st = _raw.miopenGetPoolingNdForwardOutputDim(_pool_desc, _tensor_desc, dims, _tensor_dim_arr)
+    _st = _direct.miopenGetPoolingNdForwardOutputDim(_pool_desc, _tensor_desc, dims, _tensor_dim_arr)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "tensor_desc": tensor_desc, "dims": dims})
     return _tensor_dim_arr[:dims]
@@ -3126,11 +3262,11 @@ def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSize"
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenPoolingGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
+    _st = _direct.miopenPoolingGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"y_desc": y_desc})
     return _work_space_size.value
@@ -3147,14 +3283,14 @@ def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorD
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSizeV2"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenPoolingGetWorkSpaceSizeV2(_pool_desc, _y_desc, _byref(_work_space_size))
+    _st = _direct.miopenPoolingGetWorkSpaceSizeV2(_pool_desc, _y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc, "y_desc": y_desc})
     return _work_space_size.value
@@ -3189,28 +3325,38 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenPoolingForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenPoolingForward(_handle, _pool_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space, work_space_size)
+    _st = _direct.miopenPoolingForward(_handle, _pool_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "pool_desc": pool_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "do_backward": do_backward, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -3248,32 +3394,46 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenPoolingBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
-    _st = _raw.miopenPoolingBackward(_handle, _pool_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
+    _st = _direct.miopenPoolingBackward(_handle, _pool_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "pool_desc": pool_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
 
@@ -3289,11 +3449,11 @@ def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyPoolingDescriptor"
-    _pool_desc: int | None = pool_desc._ptr if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.as_handle(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _pool_desc = pool_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyPoolingDescriptor(_pool_desc)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+    _pool_desc = _addr(pool_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyPoolingDescriptor(_pool_desc)
     if _st:
         _s.raise_status(_st, _fn, {"pool_desc": pool_desc})
 
@@ -3307,7 +3467,7 @@ def create_lrn_descriptor() -> LRNDescriptor:
     """
     _fn = "miopenCreateLRNDescriptor"
     _lrn_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateLRNDescriptor(_byref(_lrn_desc))
+    _st = _direct.miopenCreateLRNDescriptor(_byref(_lrn_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return LRNDescriptor._created(_lrn_desc.value, _fn)
@@ -3328,9 +3488,9 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
         None.
     """
     _fn = "miopenSetLRNDescriptor"
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     if type(mode) is not LRNMode:
         mode = _s.as_enum(mode, LRNMode, "mode", _fn)
     if (type(lrn_n) is not int or not 0 <= lrn_n <= 4294967295):
@@ -3341,7 +3501,7 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
         lrn_beta = _s.as_float(lrn_beta, "lrn_beta", _fn)
     if type(lrn_k) is not float:
         lrn_k = _s.as_float(lrn_k, "lrn_k", _fn)
-    _st = _raw.miopenSetLRNDescriptor(_lrn_desc, mode, lrn_n, lrn_alpha, lrn_beta, lrn_k)
+    _st = _direct.miopenSetLRNDescriptor(_lrn_desc, mode, lrn_n, _c_double(lrn_alpha), _c_double(lrn_beta), _c_double(lrn_k))
     if _st:
         _s.raise_status(_st, _fn, {"lrn_desc": lrn_desc, "mode": mode, "lrn_n": lrn_n, "lrn_alpha": lrn_alpha, "lrn_beta": lrn_beta, "lrn_k": lrn_k})
 
@@ -3362,15 +3522,15 @@ def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
             lrn_k (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetLRNDescriptor"
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _mode = ctypes.c_uint()
     _lrn_n = ctypes.c_uint()
     _lrn_alpha = ctypes.c_double()
     _lrn_beta = ctypes.c_double()
     _lrn_k = ctypes.c_double()
-    _st = _raw.miopenGetLRNDescriptor(_lrn_desc, _byref(_mode), _byref(_lrn_n), _byref(_lrn_alpha), _byref(_lrn_beta), _byref(_lrn_k))
+    _st = _direct.miopenGetLRNDescriptor(_lrn_desc, _byref(_mode), _byref(_lrn_n), _byref(_lrn_alpha), _byref(_lrn_beta), _byref(_lrn_k))
     if _st:
         _s.raise_status(_st, _fn, {"lrn_desc": lrn_desc})
     return _new(GetLRNDescriptorResult, (_V_miopenLRNMode_t.get(_mode.value, _mode.value), _lrn_n.value, _lrn_alpha.value, _lrn_beta.value, _lrn_k.value))
@@ -3386,11 +3546,11 @@ def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenLRNGetWorkSpaceSize"
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenLRNGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
+    _st = _direct.miopenLRNGetWorkSpaceSize(_y_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"y_desc": y_desc})
     return _work_space_size.value
@@ -3420,26 +3580,36 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
         None.
     """
     _fn = "miopenLRNForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(do_backward) is not bool:
         do_backward = _s.as_bool(do_backward, "do_backward", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
-    _st = _raw.miopenLRNForward(_handle, _lrn_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
+    _st = _direct.miopenLRNForward(_handle, _lrn_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y, do_backward, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "do_backward": do_backward, "work_space": work_space})
 
@@ -3473,32 +3643,46 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
         None.
     """
     _fn = "miopenLRNBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
-    _st = _raw.miopenLRNBackward(_handle, _lrn_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
+    _st = _direct.miopenLRNBackward(_handle, _lrn_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx, _work_space)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "lrn_desc": lrn_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx, "work_space": work_space})
 
@@ -3514,11 +3698,11 @@ def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyLRNDescriptor"
-    _lrn_desc: int | None = lrn_desc._ptr if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.as_handle(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
-    _lrn_desc = lrn_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyLRNDescriptor(_lrn_desc)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+    _lrn_desc = _addr(lrn_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyLRNDescriptor(_lrn_desc)
     if _st:
         _s.raise_status(_st, _fn, {"lrn_desc": lrn_desc})
 
@@ -3554,40 +3738,52 @@ def layer_norm_forward(handle: Handle, mode: LayerNormMode | int, x_desc: Tensor
         None.
     """
     _fn = "miopenLayerNormForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(mode) is not LayerNormMode:
         mode = _s.as_enum(mode, LayerNormMode, "mode", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _weight_desc: int | None = weight_desc._ptr if type(weight_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
     if _weight_desc is None:
-        _weight_desc = _s.as_handle(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _weight = weight if type(weight) is int and 0 < weight < 18446744073709551616 else _s.as_device_ptr(weight, "weight", _fn, False)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+        _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
+    _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
+    if _weight is None:
+        _weight = _s.device_arg(weight, "weight", _fn, False)
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+    _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
+    if _bias is None:
+        _bias = _s.device_arg(bias, "bias", _fn, False)
     if (type(epsilon) is not float or not -3.4028234663852886e+38 <= epsilon <= 3.4028234663852886e+38):
         epsilon = _s.as_float32(epsilon, "epsilon", _fn)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _mean_desc: int | None = mean_desc._ptr if type(mean_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _mean_desc: ctypes.c_void_p | None = mean_desc._cp if type(mean_desc) is TensorDescriptor else None
     if _mean_desc is None:
-        _mean_desc = _s.as_handle(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
-    _mean = mean if type(mean) is int and 0 < mean < 18446744073709551616 else _s.as_device_ptr(mean, "mean", _fn, False)
-    _rstd_desc: int | None = rstd_desc._ptr if type(rstd_desc) is TensorDescriptor else None
+        _mean_desc = _s.handle_arg(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
+    _mean = _DEVICE_ARGS.get(mean) if type(mean) is int else None
+    if _mean is None:
+        _mean = _s.device_arg(mean, "mean", _fn, False)
+    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) is TensorDescriptor else None
     if _rstd_desc is None:
-        _rstd_desc = _s.as_handle(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    _rstd = rstd if type(rstd) is int and 0 < rstd < 18446744073709551616 else _s.as_device_ptr(rstd, "rstd", _fn, False)
-    _st = _raw.miopenLayerNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, _bias_desc, _bias, epsilon, normalized_dim, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
+        _rstd_desc = _s.handle_arg(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
+    _rstd = _DEVICE_ARGS.get(rstd) if type(rstd) is int else None
+    if _rstd is None:
+        _rstd = _s.device_arg(rstd, "rstd", _fn, False)
+    _st = _direct.miopenLayerNormForward(_handle, mode, _x_desc, _x, _weight_desc, _weight, _bias_desc, _bias, _c_float(epsilon), normalized_dim, _y_desc, _y, _mean_desc, _mean, _rstd_desc, _rstd)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "mode": mode, "x_desc": x_desc, "x": x, "weight_desc": weight_desc, "weight": weight, "bias_desc": bias_desc, "bias": bias, "epsilon": epsilon, "normalized_dim": normalized_dim, "y_desc": y_desc, "y": y, "mean_desc": mean_desc, "mean": mean, "rstd_desc": rstd_desc, "rstd": rstd})
 
@@ -3604,15 +3800,15 @@ def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: Tenso
         None.
     """
     _fn = "miopenDeriveBNTensorDescriptor"
-    _derived_bn_desc: int | None = derived_bn_desc._ptr if type(derived_bn_desc) is TensorDescriptor else None
+    _derived_bn_desc: ctypes.c_void_p | None = derived_bn_desc._cp if type(derived_bn_desc) is TensorDescriptor else None
     if _derived_bn_desc is None:
-        _derived_bn_desc = _s.as_handle(derived_bn_desc, TensorDescriptor, "derived_bn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _derived_bn_desc = _s.handle_arg(derived_bn_desc, TensorDescriptor, "derived_bn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _st = _raw.miopenDeriveBNTensorDescriptor(_derived_bn_desc, _x_desc, bn_mode)
+    _st = _direct.miopenDeriveBNTensorDescriptor(_derived_bn_desc, _x_desc, bn_mode)
     if _st:
         _s.raise_status(_st, _fn, {"derived_bn_desc": derived_bn_desc, "x_desc": x_desc, "bn_mode": bn_mode})
 
@@ -3661,35 +3857,55 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenBatchNormalizationForwardTraining"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
-        _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
+        _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
-    _result_running_mean = result_running_mean if type(result_running_mean) is int and 0 < result_running_mean < 18446744073709551616 else None if result_running_mean is None else _s.as_device_ptr(result_running_mean, "result_running_mean", _fn, True)
-    _result_running_variance = result_running_variance if type(result_running_variance) is int and 0 < result_running_variance < 18446744073709551616 else None if result_running_variance is None else _s.as_device_ptr(result_running_variance, "result_running_variance", _fn, True)
+    _result_running_mean = _DEVICE_ARGS.get(result_running_mean) if type(result_running_mean) is int else None
+    if _result_running_mean is None and result_running_mean is not None:
+        _result_running_mean = _s.device_arg(result_running_mean, "result_running_mean", _fn, True)
+    _result_running_variance = _DEVICE_ARGS.get(result_running_variance) if type(result_running_variance) is int else None
+    if _result_running_variance is None and result_running_variance is not None:
+        _result_running_variance = _s.device_arg(result_running_variance, "result_running_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _result_save_mean = result_save_mean if type(result_save_mean) is int and 0 < result_save_mean < 18446744073709551616 else None if result_save_mean is None else _s.as_device_ptr(result_save_mean, "result_save_mean", _fn, True)
-    _result_save_inv_variance = result_save_inv_variance if type(result_save_inv_variance) is int and 0 < result_save_inv_variance < 18446744073709551616 else None if result_save_inv_variance is None else _s.as_device_ptr(result_save_inv_variance, "result_save_inv_variance", _fn, True)
-    _st = _raw.miopenBatchNormalizationForwardTraining(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, exp_avg_factor, _result_running_mean, _result_running_variance, epsilon, _result_save_mean, _result_save_inv_variance)
+    _result_save_mean = _DEVICE_ARGS.get(result_save_mean) if type(result_save_mean) is int else None
+    if _result_save_mean is None and result_save_mean is not None:
+        _result_save_mean = _s.device_arg(result_save_mean, "result_save_mean", _fn, True)
+    _result_save_inv_variance = _DEVICE_ARGS.get(result_save_inv_variance) if type(result_save_inv_variance) is int else None
+    if _result_save_inv_variance is None and result_save_inv_variance is not None:
+        _result_save_inv_variance = _s.device_arg(result_save_inv_variance, "result_save_inv_variance", _fn, True)
+    _st = _direct.miopenBatchNormalizationForwardTraining(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _c_double(exp_avg_factor), _result_running_mean, _result_running_variance, _c_double(epsilon), _result_save_mean, _result_save_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc, "bn_scale": bn_scale, "bn_bias": bn_bias, "exp_avg_factor": exp_avg_factor, "result_running_mean": result_running_mean, "result_running_variance": result_running_variance, "epsilon": epsilon, "result_save_mean": result_save_mean, "result_save_inv_variance": result_save_inv_variance})
 
@@ -3731,31 +3947,47 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenBatchNormalizationForwardInference"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
-        _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else None if estimated_mean is None else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, True)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else None if estimated_variance is None else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, True)
+        _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = _DEVICE_ARGS.get(estimated_mean) if type(estimated_mean) is int else None
+    if _estimated_mean is None and estimated_mean is not None:
+        _estimated_mean = _s.device_arg(estimated_mean, "estimated_mean", _fn, True)
+    _estimated_variance = _DEVICE_ARGS.get(estimated_variance) if type(estimated_variance) is int else None
+    if _estimated_variance is None and estimated_variance is not None:
+        _estimated_variance = _s.device_arg(estimated_variance, "estimated_variance", _fn, True)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _st = _raw.miopenBatchNormalizationForwardInference(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
+    _st = _direct.miopenBatchNormalizationForwardInference(_handle, bn_mode, _alpha, _beta, _x_desc, _x, _y_desc, _y, _bn_scale_bias_mean_var_desc, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, _c_double(epsilon))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc, "bn_scale": bn_scale, "bn_bias": bn_bias, "estimated_mean": estimated_mean, "estimated_variance": estimated_variance, "epsilon": epsilon})
 
@@ -3809,38 +4041,62 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
         beta_param_diff: read as float whatever the tensor type.
     """
     _fn = "miopenBatchNormalizationBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float and -3.4028234663852886e+38 <= alpha_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
-    _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float and -3.4028234663852886e+38 <= beta_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
-    _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float and -3.4028234663852886e+38 <= alpha_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
-    _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _alpha_data_diff = _F32_REFS.get(alpha_data_diff) if type(alpha_data_diff) is float and (alpha_data_diff or _copysign(1.0, alpha_data_diff) > 0) else None
+    if _alpha_data_diff is None:
+        _alpha_data_diff = _byref(_c_float(alpha_data_diff)) if type(alpha_data_diff) is float and -3.4028234663852886e+38 <= alpha_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_data_diff, "alpha_data_diff", _fn)
+    _beta_data_diff = _F32_REFS.get(beta_data_diff) if type(beta_data_diff) is float and (beta_data_diff or _copysign(1.0, beta_data_diff) > 0) else None
+    if _beta_data_diff is None:
+        _beta_data_diff = _byref(_c_float(beta_data_diff)) if type(beta_data_diff) is float and -3.4028234663852886e+38 <= beta_data_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_data_diff, "beta_data_diff", _fn)
+    _alpha_param_diff = _F32_REFS.get(alpha_param_diff) if type(alpha_param_diff) is float and (alpha_param_diff or _copysign(1.0, alpha_param_diff) > 0) else None
+    if _alpha_param_diff is None:
+        _alpha_param_diff = _byref(_c_float(alpha_param_diff)) if type(alpha_param_diff) is float and -3.4028234663852886e+38 <= alpha_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(alpha_param_diff, "alpha_param_diff", _fn)
+    _beta_param_diff = _F32_REFS.get(beta_param_diff) if type(beta_param_diff) is float and (beta_param_diff or _copysign(1.0, beta_param_diff) > 0) else None
+    if _beta_param_diff is None:
+        _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _bn_scale_bias_diff_desc: int | None = bn_scale_bias_diff_desc._ptr if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _bn_scale_bias_diff_desc: ctypes.c_void_p | None = bn_scale_bias_diff_desc._cp if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
     if _bn_scale_bias_diff_desc is None:
-        _bn_scale_bias_diff_desc = _s.as_handle(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+        _bn_scale_bias_diff_desc = _s.handle_arg(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _result_bn_scale_diff = _DEVICE_ARGS.get(result_bn_scale_diff) if type(result_bn_scale_diff) is int else None
+    if _result_bn_scale_diff is None:
+        _result_bn_scale_diff = _s.device_arg(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = _DEVICE_ARGS.get(result_bn_bias_diff) if type(result_bn_bias_diff) is int else None
+    if _result_bn_bias_diff is None:
+        _result_bn_bias_diff = _s.device_arg(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else None if saved_mean is None else _s.as_device_ptr(saved_mean, "saved_mean", _fn, True)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else None if saved_inv_variance is None else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, True)
-    _st = _raw.miopenBatchNormalizationBackward(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _bn_scale_bias_diff_desc, _bn_scale, _result_bn_scale_diff, _result_bn_bias_diff, epsilon, _saved_mean, _saved_inv_variance)
+    _saved_mean = _DEVICE_ARGS.get(saved_mean) if type(saved_mean) is int else None
+    if _saved_mean is None and saved_mean is not None:
+        _saved_mean = _s.device_arg(saved_mean, "saved_mean", _fn, True)
+    _saved_inv_variance = _DEVICE_ARGS.get(saved_inv_variance) if type(saved_inv_variance) is int else None
+    if _saved_inv_variance is None and saved_inv_variance is not None:
+        _saved_inv_variance = _s.device_arg(saved_inv_variance, "saved_inv_variance", _fn, True)
+    _st = _direct.miopenBatchNormalizationBackward(_handle, bn_mode, _alpha_data_diff, _beta_data_diff, _alpha_param_diff, _beta_param_diff, _x_desc, _x, _dy_desc, _dy, _dx_desc, _dx, _bn_scale_bias_diff_desc, _bn_scale, _result_bn_scale_diff, _result_bn_bias_diff, _c_double(epsilon), _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "bn_mode": bn_mode, "alpha_data_diff": alpha_data_diff, "beta_data_diff": beta_data_diff, "alpha_param_diff": alpha_param_diff, "beta_param_diff": beta_param_diff, "x_desc": x_desc, "x": x, "dy_desc": dy_desc, "dy": dy, "dx_desc": dx_desc, "dx": dx, "bn_scale_bias_diff_desc": bn_scale_bias_diff_desc, "bn_scale": bn_scale, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "epsilon": epsilon, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
 
@@ -3854,7 +4110,7 @@ def create_activation_descriptor() -> ActivationDescriptor:
     """
     _fn = "miopenCreateActivationDescriptor"
     _activ_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateActivationDescriptor(_byref(_activ_desc))
+    _st = _direct.miopenCreateActivationDescriptor(_byref(_activ_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return ActivationDescriptor._created(_activ_desc.value, _fn)
@@ -3874,9 +4130,9 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
         None.
     """
     _fn = "miopenSetActivationDescriptor"
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     if type(activ_alpha) is not float:
@@ -3885,7 +4141,7 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
         activ_beta = _s.as_float(activ_beta, "activ_beta", _fn)
     if type(activ_gamma) is not float:
         activ_gamma = _s.as_float(activ_gamma, "activ_gamma", _fn)
-    _st = _raw.miopenSetActivationDescriptor(_activ_desc, mode, activ_alpha, activ_beta, activ_gamma)
+    _st = _direct.miopenSetActivationDescriptor(_activ_desc, mode, _c_double(activ_alpha), _c_double(activ_beta), _c_double(activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc, "mode": mode, "activ_alpha": activ_alpha, "activ_beta": activ_beta, "activ_gamma": activ_gamma})
 
@@ -3905,14 +4161,14 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
             activ_gamma (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetActivationDescriptor"
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _mode = ctypes.c_uint()
     _activ_alpha = ctypes.c_double()
     _activ_beta = ctypes.c_double()
     _activ_gamma = ctypes.c_double()
-    _st = _raw.miopenGetActivationDescriptor(_activ_desc, _byref(_mode), _byref(_activ_alpha), _byref(_activ_beta), _byref(_activ_gamma))
+    _st = _direct.miopenGetActivationDescriptor(_activ_desc, _byref(_mode), _byref(_activ_alpha), _byref(_activ_beta), _byref(_activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc})
     return _new(GetActivationDescriptorResult, (_V_miopenActivationMode_t.get(_mode.value, _mode.value), _activ_alpha.value, _activ_beta.value, _activ_gamma.value))
@@ -3943,23 +4199,31 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenActivationForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _st = _raw.miopenActivationForward(_handle, _activ_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _st = _direct.miopenActivationForward(_handle, _activ_desc, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -3995,31 +4259,43 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenActivationBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _st = _raw.miopenActivationBackward(_handle, _activ_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _st = _direct.miopenActivationBackward(_handle, _activ_desc, _alpha, _y_desc, _y, _dy_desc, _dy, _x_desc, _x, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "activ_desc": activ_desc, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "x_desc": x_desc, "x": x, "beta": beta, "dx_desc": dx_desc, "dx": dx})
 
@@ -4035,11 +4311,11 @@ def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyActivationDescriptor"
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
-    _activ_desc = activ_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyActivationDescriptor(_activ_desc)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+    _activ_desc = _addr(activ_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyActivationDescriptor(_activ_desc)
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc})
 
@@ -4068,20 +4344,28 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _st = _raw.miopenSoftmaxForward(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _st = _direct.miopenSoftmaxForward(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y})
 
@@ -4113,24 +4397,34 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _st = _raw.miopenSoftmaxBackward(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _st = _direct.miopenSoftmaxBackward(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "beta": beta, "dx_desc": dx_desc, "dx": dx})
 
@@ -4161,24 +4455,32 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxForward_V2"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
         mode = _s.as_enum(mode, SoftmaxMode, "mode", _fn)
-    _st = _raw.miopenSoftmaxForward_V2(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y, algorithm, mode)
+    _st = _direct.miopenSoftmaxForward_V2(_handle, _alpha, _x_desc, _x, _beta, _y_desc, _y, algorithm, mode)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "beta": beta, "y_desc": y_desc, "y": y, "algorithm": algorithm, "mode": mode})
 
@@ -4212,28 +4514,38 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenSoftmaxBackward_V2"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
     if type(algorithm) is not SoftmaxAlgorithm:
         algorithm = _s.as_enum(algorithm, SoftmaxAlgorithm, "algorithm", _fn)
     if type(mode) is not SoftmaxMode:
         mode = _s.as_enum(mode, SoftmaxMode, "mode", _fn)
-    _st = _raw.miopenSoftmaxBackward_V2(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx, algorithm, mode)
+    _st = _direct.miopenSoftmaxBackward_V2(_handle, _alpha, _y_desc, _y, _dy_desc, _dy, _beta, _dx_desc, _dx, algorithm, mode)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "beta": beta, "dx_desc": dx_desc, "dx": dx, "algorithm": algorithm, "mode": mode})
 
@@ -4252,11 +4564,11 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
     _fn = "miopenCreateFusionPlan"
     if type(fuse_direction) is not FusionDirection:
         fuse_direction = _s.as_enum(fuse_direction, FusionDirection, "fuse_direction", _fn)
-    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
-        _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
+        _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _fuse_plan_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateFusionPlan(_byref(_fuse_plan_desc), fuse_direction, _input_desc)
+    _st = _direct.miopenCreateFusionPlan(_byref(_fuse_plan_desc), fuse_direction, _input_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_direction": fuse_direction, "input_desc": input_desc})
     return FusionPlanDescriptor._created(_fuse_plan_desc.value, _fn)
@@ -4273,11 +4585,11 @@ def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyFusionPlan"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _fuse_plan_desc = fuse_plan_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyFusionPlan(_fuse_plan_desc)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _fuse_plan_desc = _addr(fuse_plan_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyFusionPlan(_fuse_plan_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc})
 
@@ -4293,13 +4605,13 @@ def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) ->
         None.
     """
     _fn = "miopenCompileFusionPlan"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _st = _raw.miopenCompileFusionPlan(_handle, _fuse_plan_desc)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _st = _direct.miopenCompileFusionPlan(_handle, _fuse_plan_desc)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "fuse_plan_desc": fuse_plan_desc})
 
@@ -4316,13 +4628,13 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
             destroyed by Python), None for NULL.
     """
     _fn = "miopenFusionPlanGetOp"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(op_idx) is not int or not -2147483648 <= op_idx <= 2147483647):
         op_idx = _s.as_int(op_idx, -2147483648, 2147483647, "op_idx", _fn)
     _op = ctypes.c_void_p()
-    _st = _raw.miopenFusionPlanGetOp(_fuse_plan_desc, op_idx, _byref(_op))
+    _st = _direct.miopenFusionPlanGetOp(_fuse_plan_desc, op_idx, _byref(_op))
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "op_idx": op_idx})
     return FusionOpDescriptor._from_c(_op.value, False, fuse_plan_desc)
@@ -4340,16 +4652,16 @@ def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDe
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenFusionPlanGetWorkSpaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenFusionPlanGetWorkSpaceSize(_handle, _fuse_plan_desc, _byref(_work_space_size), algo)
+    _st = _direct.miopenFusionPlanGetWorkSpaceSize(_handle, _fuse_plan_desc, _byref(_work_space_size), algo)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "fuse_plan_desc": fuse_plan_desc, "algo": algo})
     return _work_space_size.value
@@ -4373,15 +4685,15 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
         `returned_algos`.
     """
     _fn = "miopenFusionPlanConvolutionGetAlgo"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _returned_algos = (ctypes.c_uint * request_algo_count)()
-    _st = _raw.miopenFusionPlanConvolutionGetAlgo(_fuse_plan_desc, request_algo_count, _byref(_returned_algo_count), _returned_algos)
+    _st = _direct.miopenFusionPlanConvolutionGetAlgo(_fuse_plan_desc, request_algo_count, _byref(_returned_algo_count), _returned_algos)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "request_algo_count": request_algo_count})
     return [_V_miopenConvFwdAlgorithm_t.get(_e, _e) for _e in _returned_algos[:min(_returned_algo_count.value, request_algo_count)]]
@@ -4398,12 +4710,12 @@ def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo:
         None.
     """
     _fn = "miopenFusionPlanConvolutionSetAlgo"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _st = _raw.miopenFusionPlanConvolutionSetAlgo(_fuse_plan_desc, algo)
+    _st = _direct.miopenFusionPlanConvolutionSetAlgo(_fuse_plan_desc, algo)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "algo": algo})
 
@@ -4421,17 +4733,17 @@ def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: Conv
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpConvForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _conv_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpConvForward(_fuse_plan_desc, _byref(_conv_op), _conv_desc, _w_desc)
+    _st = _direct.miopenCreateOpConvForward(_fuse_plan_desc, _byref(_conv_op), _conv_desc, _w_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "conv_desc": conv_desc, "w_desc": w_desc})
     return FusionOpDescriptor._created(_conv_op.value, _fn, fuse_plan_desc)
@@ -4449,13 +4761,13 @@ def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: Act
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     _activ_fwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpActivationForward(_fuse_plan_desc, _byref(_activ_fwd_op), mode)
+    _st = _direct.miopenCreateOpActivationForward(_fuse_plan_desc, _byref(_activ_fwd_op), mode)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "mode": mode})
     return FusionOpDescriptor._created(_activ_fwd_op.value, _fn, fuse_plan_desc)
@@ -4473,13 +4785,13 @@ def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: Ac
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationBackward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     _activ_bwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpActivationBackward(_fuse_plan_desc, _byref(_activ_bwd_op), mode)
+    _st = _direct.miopenCreateOpActivationBackward(_fuse_plan_desc, _byref(_activ_bwd_op), mode)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "mode": mode})
     return FusionOpDescriptor._created(_activ_bwd_op.value, _fn, fuse_plan_desc)
@@ -4497,14 +4809,14 @@ def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorD
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBiasForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _b_desc: int | None = b_desc._ptr if type(b_desc) is TensorDescriptor else None
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
     if _b_desc is None:
-        _b_desc = _s.as_handle(b_desc, TensorDescriptor, "b_desc", _fn, False)
+        _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _bias_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBiasForward(_fuse_plan_desc, _byref(_bias_op), _b_desc)
+    _st = _direct.miopenCreateOpBiasForward(_fuse_plan_desc, _byref(_bias_op), _b_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "b_desc": b_desc})
     return FusionOpDescriptor._created(_bias_op.value, _fn, fuse_plan_desc)
@@ -4523,16 +4835,16 @@ def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormInference"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _bn_scale_bias_mean_var_desc: int | None = bn_scale_bias_mean_var_desc._ptr if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
-        _bn_scale_bias_mean_var_desc = _s.as_handle(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
+        _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBatchNormInference(_fuse_plan_desc, _byref(_bn_op), bn_mode, _bn_scale_bias_mean_var_desc)
+    _st = _direct.miopenCreateOpBatchNormInference(_fuse_plan_desc, _byref(_bn_op), bn_mode, _bn_scale_bias_mean_var_desc)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "bn_mode": bn_mode, "bn_scale_bias_mean_var_desc": bn_scale_bias_mean_var_desc})
     return FusionOpDescriptor._created(_bn_op.value, _fn, fuse_plan_desc)
@@ -4551,15 +4863,15 @@ def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: 
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormForward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     if type(running_mean_variance) is not bool:
         running_mean_variance = _s.as_bool(running_mean_variance, "running_mean_variance", _fn)
     _bn_fwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBatchNormForward(_fuse_plan_desc, _byref(_bn_fwd_op), bn_mode, running_mean_variance)
+    _st = _direct.miopenCreateOpBatchNormForward(_fuse_plan_desc, _byref(_bn_fwd_op), bn_mode, running_mean_variance)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "bn_mode": bn_mode, "running_mean_variance": running_mean_variance})
     return FusionOpDescriptor._created(_bn_fwd_op.value, _fn, fuse_plan_desc)
@@ -4577,13 +4889,13 @@ def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode:
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormBackward"
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
     _bn_bwd_op = ctypes.c_void_p()
-    _st = _raw.miopenCreateOpBatchNormBackward(_fuse_plan_desc, _byref(_bn_bwd_op), bn_mode)
+    _st = _direct.miopenCreateOpBatchNormBackward(_fuse_plan_desc, _byref(_bn_bwd_op), bn_mode)
     if _st:
         _s.raise_status(_st, _fn, {"fuse_plan_desc": fuse_plan_desc, "bn_mode": bn_mode})
     return FusionOpDescriptor._created(_bn_bwd_op.value, _fn, fuse_plan_desc)
@@ -4598,7 +4910,7 @@ def create_operator_args() -> OperatorArgs:
     """
     _fn = "miopenCreateOperatorArgs"
     _args = ctypes.c_void_p()
-    _st = _raw.miopenCreateOperatorArgs(_byref(_args))
+    _st = _direct.miopenCreateOperatorArgs(_byref(_args))
     if _st:
         _s.raise_status(_st, _fn, {})
     return OperatorArgs._created(_args.value, _fn)
@@ -4615,11 +4927,11 @@ def destroy_operator_args(args: OperatorArgs) -> None:
         None.
     """
     _fn = "miopenDestroyOperatorArgs"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _args = args._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyOperatorArgs(_args)
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _args = _addr(args._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyOperatorArgs(_args)
     if _st:
         _s.raise_status(_st, _fn, {"args": args})
 
@@ -4647,16 +4959,22 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
         beta: read as float whatever the tensor type. None passes NULL (0.0).
     """
     _fn = "miopenSetOpArgsConvForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _conv_op: int | None = conv_op._ptr if type(conv_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _conv_op: ctypes.c_void_p | None = conv_op._cp if type(conv_op) is FusionOpDescriptor else None
     if _conv_op is None:
-        _conv_op = _s.as_handle(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
-    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
-    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _st = _raw.miopenSetOpArgsConvForward(_args, _conv_op, _alpha, _beta, _w)
+        _conv_op = _s.handle_arg(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _st = _direct.miopenSetOpArgsConvForward(_args, _conv_op, _alpha, _beta, _w)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "conv_op": conv_op, "alpha": alpha, "beta": beta, "w": w})
 
@@ -4679,21 +4997,25 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
         None.
     """
     _fn = "miopenSetOpArgsActivForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _activ_fwd_op: int | None = activ_fwd_op._ptr if type(activ_fwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _activ_fwd_op: ctypes.c_void_p | None = activ_fwd_op._cp if type(activ_fwd_op) is FusionOpDescriptor else None
     if _activ_fwd_op is None:
-        _activ_fwd_op = _s.as_handle(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+        _activ_fwd_op = _s.handle_arg(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
         activ_beta = _s.as_float(activ_beta, "activ_beta", _fn)
     if type(activ_gamma) is not float:
         activ_gamma = _s.as_float(activ_gamma, "activ_gamma", _fn)
-    _st = _raw.miopenSetOpArgsActivForward(_args, _activ_fwd_op, _alpha, _beta, activ_alpha, activ_beta, activ_gamma)
+    _st = _direct.miopenSetOpArgsActivForward(_args, _activ_fwd_op, _alpha, _beta, _c_double(activ_alpha), _c_double(activ_beta), _c_double(activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "activ_fwd_op": activ_fwd_op, "alpha": alpha, "beta": beta, "activ_alpha": activ_alpha, "activ_beta": activ_beta, "activ_gamma": activ_gamma})
 
@@ -4720,23 +5042,31 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
         None.
     """
     _fn = "miopenSetOpArgsActivBackward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _activ_bwd_op: int | None = activ_bwd_op._ptr if type(activ_bwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _activ_bwd_op: ctypes.c_void_p | None = activ_bwd_op._cp if type(activ_bwd_op) is FusionOpDescriptor else None
     if _activ_bwd_op is None:
-        _activ_bwd_op = _s.as_handle(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserved = reserved if type(reserved) is int and 0 < reserved < 18446744073709551616 else None if reserved is None else _s.as_device_ptr(reserved, "reserved", _fn, True)
+        _activ_bwd_op = _s.handle_arg(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _reserved = _DEVICE_ARGS.get(reserved) if type(reserved) is int else None
+    if _reserved is None and reserved is not None:
+        _reserved = _s.device_arg(reserved, "reserved", _fn, True)
     if type(activ_alpha) is not float:
         activ_alpha = _s.as_float(activ_alpha, "activ_alpha", _fn)
     if type(activ_beta) is not float:
         activ_beta = _s.as_float(activ_beta, "activ_beta", _fn)
     if type(activ_gamma) is not float:
         activ_gamma = _s.as_float(activ_gamma, "activ_gamma", _fn)
-    _st = _raw.miopenSetOpArgsActivBackward(_args, _activ_bwd_op, _alpha, _beta, _y, _reserved, activ_alpha, activ_beta, activ_gamma)
+    _st = _direct.miopenSetOpArgsActivBackward(_args, _activ_bwd_op, _alpha, _beta, _y, _reserved, _c_double(activ_alpha), _c_double(activ_beta), _c_double(activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "activ_bwd_op": activ_bwd_op, "alpha": alpha, "beta": beta, "y": y, "reserved": reserved, "activ_alpha": activ_alpha, "activ_beta": activ_beta, "activ_gamma": activ_gamma})
 
@@ -4765,21 +5095,33 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
         None.
     """
     _fn = "miopenSetOpArgsBatchNormInference"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
-        _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _estimated_mean = estimated_mean if type(estimated_mean) is int and 0 < estimated_mean < 18446744073709551616 else _s.as_device_ptr(estimated_mean, "estimated_mean", _fn, False)
-    _estimated_variance = estimated_variance if type(estimated_variance) is int and 0 < estimated_variance < 18446744073709551616 else _s.as_device_ptr(estimated_variance, "estimated_variance", _fn, False)
+        _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _estimated_mean = _DEVICE_ARGS.get(estimated_mean) if type(estimated_mean) is int else None
+    if _estimated_mean is None:
+        _estimated_mean = _s.device_arg(estimated_mean, "estimated_mean", _fn, False)
+    _estimated_variance = _DEVICE_ARGS.get(estimated_variance) if type(estimated_variance) is int else None
+    if _estimated_variance is None:
+        _estimated_variance = _s.device_arg(estimated_variance, "estimated_variance", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _st = _raw.miopenSetOpArgsBatchNormInference(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, epsilon)
+    _st = _direct.miopenSetOpArgsBatchNormInference(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _estimated_mean, _estimated_variance, _c_double(epsilon))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "bn_scale": bn_scale, "bn_bias": bn_bias, "estimated_mean": estimated_mean, "estimated_variance": estimated_variance, "epsilon": epsilon})
 
@@ -4815,25 +5157,41 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
         None.
     """
     _fn = "miopenSetOpArgsBatchNormForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
-        _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
-    _running_mean = running_mean if type(running_mean) is int and 0 < running_mean < 18446744073709551616 else None if running_mean is None else _s.as_device_ptr(running_mean, "running_mean", _fn, True)
-    _running_variance = running_variance if type(running_variance) is int and 0 < running_variance < 18446744073709551616 else None if running_variance is None else _s.as_device_ptr(running_variance, "running_variance", _fn, True)
+        _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _saved_mean = _DEVICE_ARGS.get(saved_mean) if type(saved_mean) is int else None
+    if _saved_mean is None:
+        _saved_mean = _s.device_arg(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = _DEVICE_ARGS.get(saved_inv_variance) if type(saved_inv_variance) is int else None
+    if _saved_inv_variance is None:
+        _saved_inv_variance = _s.device_arg(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _running_mean = _DEVICE_ARGS.get(running_mean) if type(running_mean) is int else None
+    if _running_mean is None and running_mean is not None:
+        _running_mean = _s.device_arg(running_mean, "running_mean", _fn, True)
+    _running_variance = _DEVICE_ARGS.get(running_variance) if type(running_variance) is int else None
+    if _running_variance is None and running_variance is not None:
+        _running_variance = _s.device_arg(running_variance, "running_variance", _fn, True)
     if type(exp_avg_factor) is not float:
         exp_avg_factor = _s.as_float(exp_avg_factor, "exp_avg_factor", _fn)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
-    _st = _raw.miopenSetOpArgsBatchNormForward(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _saved_mean, _saved_inv_variance, _running_mean, _running_variance, exp_avg_factor, epsilon)
+    _st = _direct.miopenSetOpArgsBatchNormForward(_args, _bn_op, _alpha, _beta, _bn_scale, _bn_bias, _saved_mean, _saved_inv_variance, _running_mean, _running_variance, _c_double(exp_avg_factor), _c_double(epsilon))
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "bn_scale": bn_scale, "bn_bias": bn_bias, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance, "running_mean": running_mean, "running_variance": running_variance, "exp_avg_factor": exp_avg_factor, "epsilon": epsilon})
 
@@ -4867,22 +5225,40 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
         None.
     """
     _fn = "miopenSetOpArgsBatchNormBackward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bn_op: int | None = bn_op._ptr if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
     if _bn_op is None:
-        _bn_op = _s.as_handle(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _bn_scale = bn_scale if type(bn_scale) is int and 0 < bn_scale < 18446744073709551616 else _s.as_device_ptr(bn_scale, "bn_scale", _fn, False)
-    _bn_bias = bn_bias if type(bn_bias) is int and 0 < bn_bias < 18446744073709551616 else _s.as_device_ptr(bn_bias, "bn_bias", _fn, False)
-    _result_bn_scale_diff = result_bn_scale_diff if type(result_bn_scale_diff) is int and 0 < result_bn_scale_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
-    _result_bn_bias_diff = result_bn_bias_diff if type(result_bn_bias_diff) is int and 0 < result_bn_bias_diff < 18446744073709551616 else _s.as_device_ptr(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
-    _saved_mean = saved_mean if type(saved_mean) is int and 0 < saved_mean < 18446744073709551616 else _s.as_device_ptr(saved_mean, "saved_mean", _fn, False)
-    _saved_inv_variance = saved_inv_variance if type(saved_inv_variance) is int and 0 < saved_inv_variance < 18446744073709551616 else _s.as_device_ptr(saved_inv_variance, "saved_inv_variance", _fn, False)
-    _st = _raw.miopenSetOpArgsBatchNormBackward(_args, _bn_op, _alpha, _beta, _x, _bn_scale, _bn_bias, _result_bn_scale_diff, _result_bn_bias_diff, _saved_mean, _saved_inv_variance)
+        _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
+    if _bn_scale is None:
+        _bn_scale = _s.device_arg(bn_scale, "bn_scale", _fn, False)
+    _bn_bias = _DEVICE_ARGS.get(bn_bias) if type(bn_bias) is int else None
+    if _bn_bias is None:
+        _bn_bias = _s.device_arg(bn_bias, "bn_bias", _fn, False)
+    _result_bn_scale_diff = _DEVICE_ARGS.get(result_bn_scale_diff) if type(result_bn_scale_diff) is int else None
+    if _result_bn_scale_diff is None:
+        _result_bn_scale_diff = _s.device_arg(result_bn_scale_diff, "result_bn_scale_diff", _fn, False)
+    _result_bn_bias_diff = _DEVICE_ARGS.get(result_bn_bias_diff) if type(result_bn_bias_diff) is int else None
+    if _result_bn_bias_diff is None:
+        _result_bn_bias_diff = _s.device_arg(result_bn_bias_diff, "result_bn_bias_diff", _fn, False)
+    _saved_mean = _DEVICE_ARGS.get(saved_mean) if type(saved_mean) is int else None
+    if _saved_mean is None:
+        _saved_mean = _s.device_arg(saved_mean, "saved_mean", _fn, False)
+    _saved_inv_variance = _DEVICE_ARGS.get(saved_inv_variance) if type(saved_inv_variance) is int else None
+    if _saved_inv_variance is None:
+        _saved_inv_variance = _s.device_arg(saved_inv_variance, "saved_inv_variance", _fn, False)
+    _st = _direct.miopenSetOpArgsBatchNormBackward(_args, _bn_op, _alpha, _beta, _x, _bn_scale, _bn_bias, _result_bn_scale_diff, _result_bn_bias_diff, _saved_mean, _saved_inv_variance)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bn_op": bn_op, "alpha": alpha, "beta": beta, "x": x, "bn_scale": bn_scale, "bn_bias": bn_bias, "result_bn_scale_diff": result_bn_scale_diff, "result_bn_bias_diff": result_bn_bias_diff, "saved_mean": saved_mean, "saved_inv_variance": saved_inv_variance})
 
@@ -4904,16 +5280,22 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
         None.
     """
     _fn = "miopenSetOpArgsBiasForward"
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _bias_op: int | None = bias_op._ptr if type(bias_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _bias_op: ctypes.c_void_p | None = bias_op._cp if type(bias_op) is FusionOpDescriptor else None
     if _bias_op is None:
-        _bias_op = _s.as_handle(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
-    _st = _raw.miopenSetOpArgsBiasForward(_args, _bias_op, _alpha, _beta, _bias)
+        _bias_op = _s.handle_arg(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
+    if _bias is None:
+        _bias = _s.device_arg(bias, "bias", _fn, False)
+    _st = _direct.miopenSetOpArgsBiasForward(_args, _bias_op, _alpha, _beta, _bias)
     if _st:
         _s.raise_status(_st, _fn, {"args": args, "bias_op": bias_op, "alpha": alpha, "beta": beta, "bias": bias})
 
@@ -4936,24 +5318,28 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
         None.
     """
     _fn = "miopenExecuteFusionPlan"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: int | None = fuse_plan_desc._ptr if type(fuse_plan_desc) is FusionPlanDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
-        _fuse_plan_desc = _s.as_handle(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+        _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
-        _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
-    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+        _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
+    _input = _DEVICE_ARGS.get(input) if type(input) is int else None
+    if _input is None:
+        _input = _s.device_arg(input, "input", _fn, False)
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
     if _output_desc is None:
-        _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
-    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
-    _args: int | None = args._ptr if type(args) is OperatorArgs else None
+        _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
+    _output = _DEVICE_ARGS.get(output) if type(output) is int else None
+    if _output is None:
+        _output = _s.device_arg(output, "output", _fn, False)
+    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.as_handle(args, OperatorArgs, "args", _fn, False)
-    _st = _raw.miopenExecuteFusionPlan(_handle, _fuse_plan_desc, _input_desc, _input, _output_desc, _output, _args)
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
+    _st = _direct.miopenExecuteFusionPlan(_handle, _fuse_plan_desc, _input_desc, _input, _output_desc, _output, _args)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "fuse_plan_desc": fuse_plan_desc, "input_desc": input_desc, "input": input, "output_desc": output_desc, "output": output, "args": args})
 
@@ -4999,43 +5385,59 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
         alpha_2: read as float whatever the tensor type. None passes NULL (1.0).
     """
     _fn = "miopenConvolutionBiasActivationForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha_1 = None if alpha_1 is None else (_byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn))
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha_1 = _F32_REFS.get(alpha_1) if type(alpha_1) is float and (alpha_1 or _copysign(1.0, alpha_1) > 0) else None
+    if _alpha_1 is None:
+        _alpha_1 = None if alpha_1 is None else (_byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn))
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
+    if _workspace is None and workspace is not None:
+        _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _alpha_2 = None if alpha_2 is None else (_byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn))
-    _z_desc: int | None = z_desc._ptr if type(z_desc) is TensorDescriptor else None
+    _alpha_2 = _F32_REFS.get(alpha_2) if type(alpha_2) is float and (alpha_2 or _copysign(1.0, alpha_2) > 0) else None
+    if _alpha_2 is None:
+        _alpha_2 = None if alpha_2 is None else (_byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn))
+    _z_desc: ctypes.c_void_p | None = z_desc._cp if type(z_desc) is TensorDescriptor else None
     if _z_desc is None:
-        _z_desc = _s.as_handle(z_desc, TensorDescriptor, "z_desc", _fn, False)
-    _z = z if type(z) is int and 0 < z < 18446744073709551616 else None if z is None else _s.as_device_ptr(z, "z", _fn, True)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+        _z_desc = _s.handle_arg(z_desc, TensorDescriptor, "z_desc", _fn, False)
+    _z = _DEVICE_ARGS.get(z) if type(z) is int else None
+    if _z is None and z is not None:
+        _z = _s.device_arg(z, "z", _fn, True)
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _bias = bias if type(bias) is int and 0 < bias < 18446744073709551616 else _s.as_device_ptr(bias, "bias", _fn, False)
-    _activation_desc: int | None = activation_desc._ptr if type(activation_desc) is ActivationDescriptor else None
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+    _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
+    if _bias is None:
+        _bias = _s.device_arg(bias, "bias", _fn, False)
+    _activation_desc: ctypes.c_void_p | None = activation_desc._cp if type(activation_desc) is ActivationDescriptor else None
     if _activation_desc is None:
-        _activation_desc = _s.as_handle(activation_desc, ActivationDescriptor, "activation_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _activation_desc = _s.handle_arg(activation_desc, ActivationDescriptor, "activation_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _st = _raw.miopenConvolutionBiasActivationForward(_handle, _alpha_1, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _workspace, workspace_size_in_bytes, _alpha_2, _z_desc, _z, _bias_desc, _bias, _activation_desc, _y_desc, _y)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _st = _direct.miopenConvolutionBiasActivationForward(_handle, _alpha_1, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _workspace, _c_size_t(workspace_size_in_bytes), _alpha_2, _z_desc, _z, _bias_desc, _bias, _activation_desc, _y_desc, _y)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha_1": alpha_1, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "algo": algo, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "alpha_2": alpha_2, "z_desc": z_desc, "z": z, "bias_desc": bias_desc, "bias": bias, "activation_desc": activation_desc, "y_desc": y_desc, "y": y})
 
@@ -5049,7 +5451,7 @@ def create_rnn_descriptor() -> RNNDescriptor:
     """
     _fn = "miopenCreateRNNDescriptor"
     _rnn_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateRNNDescriptor(_byref(_rnn_desc))
+    _st = _direct.miopenCreateRNNDescriptor(_byref(_rnn_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return RNNDescriptor._created(_rnn_desc.value, _fn)
@@ -5077,9 +5479,9 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
             layer (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetRNNDescriptor"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_mode = ctypes.c_uint()
     _algo_mode = ctypes.c_uint()
     _input_mode = ctypes.c_uint()
@@ -5087,7 +5489,7 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
     _bias_mode = ctypes.c_uint()
     _hidden_size = ctypes.c_int()
     _layer = ctypes.c_int()
-    _st = _raw.miopenGetRNNDescriptor(_rnn_desc, _byref(_rnn_mode), _byref(_algo_mode), _byref(_input_mode), _byref(_dir_mode), _byref(_bias_mode), _byref(_hidden_size), _byref(_layer))
+    _st = _direct.miopenGetRNNDescriptor(_rnn_desc, _byref(_rnn_mode), _byref(_algo_mode), _byref(_input_mode), _byref(_dir_mode), _byref(_bias_mode), _byref(_hidden_size), _byref(_layer))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
     return _new(GetRNNDescriptorResult, (_V_miopenRNNMode_t.get(_rnn_mode.value, _rnn_mode.value), _V_miopenRNNAlgo_t.get(_algo_mode.value, _algo_mode.value), _V_miopenRNNInputMode_t.get(_input_mode.value, _input_mode.value), _V_miopenRNNDirectionMode_t.get(_dir_mode.value, _dir_mode.value), _V_miopenRNNBiasMode_t.get(_bias_mode.value, _bias_mode.value), _hidden_size.value, _layer.value))
@@ -5119,9 +5521,9 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
                 this release does not know the value).
     """
     _fn = "miopenGetRNNDescriptor_V2"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _hidden_size = ctypes.c_int()
     _layer = ctypes.c_int()
     _dropout_desc = ctypes.c_void_p()
@@ -5131,7 +5533,7 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
     _bias_mode = ctypes.c_uint()
     _algo_mode = ctypes.c_uint()
     _data_type = ctypes.c_uint()
-    _st = _raw.miopenGetRNNDescriptor_V2(_rnn_desc, _byref(_hidden_size), _byref(_layer), _byref(_dropout_desc), _byref(_input_mode), _byref(_dir_mode), _byref(_rnn_mode), _byref(_bias_mode), _byref(_algo_mode), _byref(_data_type))
+    _st = _direct.miopenGetRNNDescriptor_V2(_rnn_desc, _byref(_hidden_size), _byref(_layer), _byref(_dropout_desc), _byref(_input_mode), _byref(_dir_mode), _byref(_rnn_mode), _byref(_bias_mode), _byref(_algo_mode), _byref(_data_type))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
     return _new(GetRNNDescriptorV2Result, (_hidden_size.value, _layer.value, DropoutDescriptor._from_c(_dropout_desc.value, False), _V_miopenRNNInputMode_t.get(_input_mode.value, _input_mode.value), _V_miopenRNNDirectionMode_t.get(_dir_mode.value, _dir_mode.value), _V_miopenRNNMode_t.get(_rnn_mode.value, _rnn_mode.value), _V_miopenRNNBiasMode_t.get(_bias_mode.value, _bias_mode.value), _V_miopenRNNAlgo_t.get(_algo_mode.value, _algo_mode.value), _V_miopenDataType_t.get(_data_type.value, _data_type.value)))
@@ -5148,11 +5550,11 @@ def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyRNNDescriptor"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _rnn_desc = rnn_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyRNNDescriptor(_rnn_desc)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _rnn_desc = _addr(rnn_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyRNNDescriptor(_rnn_desc)
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
 
@@ -5175,9 +5577,9 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
         None.
     """
     _fn = "miopenSetRNNDescriptor"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
@@ -5194,7 +5596,7 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
         algo = _s.as_enum(algo, RNNAlgo, "algo", _fn)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
-    _st = _raw.miopenSetRNNDescriptor(_rnn_desc, hsize, nlayers, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
+    _st = _direct.miopenSetRNNDescriptor(_rnn_desc, hsize, nlayers, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "hsize": hsize, "nlayers": nlayers, "in_mode": in_mode, "direction": direction, "rnn_mode": rnn_mode, "bias_mode": bias_mode, "algo": algo, "data_type": data_type})
 
@@ -5218,16 +5620,16 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
         None.
     """
     _fn = "miopenSetRNNDescriptor_V2"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
         nlayers = _s.as_int(nlayers, -2147483648, 2147483647, "nlayers", _fn)
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     if type(in_mode) is not RNNInputMode:
         in_mode = _s.as_enum(in_mode, RNNInputMode, "in_mode", _fn)
     if type(direction) is not RNNDirectionMode:
@@ -5240,7 +5642,7 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
         algo = _s.as_enum(algo, RNNAlgo, "algo", _fn)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
-    _st = _raw.miopenSetRNNDescriptor_V2(_rnn_desc, hsize, nlayers, _dropout_desc, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
+    _st = _direct.miopenSetRNNDescriptor_V2(_rnn_desc, hsize, nlayers, _dropout_desc, in_mode, direction, rnn_mode, bias_mode, algo, data_type)
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "hsize": hsize, "nlayers": nlayers, "dropout_desc": dropout_desc, "in_mode": in_mode, "direction": direction, "rnn_mode": rnn_mode, "bias_mode": bias_mode, "algo": algo, "data_type": data_type})
 
@@ -5272,9 +5674,9 @@ def set_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, dat
             None passes NULL (no padding marker).
     """
     _fn = "miopenSetRNNDataSeqTensorDescriptor"
-    _seq_tensor_desc: int | None = seq_tensor_desc._ptr if type(seq_tensor_desc) is SeqTensorDescriptor else None
+    _seq_tensor_desc: ctypes.c_void_p | None = seq_tensor_desc._cp if type(seq_tensor_desc) is SeqTensorDescriptor else None
     if _seq_tensor_desc is None:
-        _seq_tensor_desc = _s.as_handle(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
+        _seq_tensor_desc = _s.handle_arg(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if type(layout) is not RNNBaseLayout:
@@ -5288,7 +5690,7 @@ def set_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, dat
         padding_marker = _s.as_real(padding_marker, "padding_marker", _fn)
     _batch_size = 0 if _sequence_len_array is None else len(_sequence_len_array)
     _padding_marker = None if padding_marker is None else _s.element_scalar(padding_marker, _s.element_encoding(_ET_stored, _EN_stored, int(data_type), "padding_marker", _fn, 'data_type'), "padding_marker", _fn)
-    _st = _raw.miopenSetRNNDataSeqTensorDescriptor(_seq_tensor_desc, data_type, layout, max_sequence_len, _batch_size, vector_size, _sequence_len_array, _padding_marker)
+    _st = _direct.miopenSetRNNDataSeqTensorDescriptor(_seq_tensor_desc, data_type, layout, max_sequence_len, _batch_size, vector_size, _sequence_len_array, _padding_marker)
     if _st:
         _s.raise_status(_st, _fn, {"seq_tensor_desc": seq_tensor_desc, "data_type": data_type, "layout": layout, "max_sequence_len": max_sequence_len, "vector_size": vector_size, "sequence_len_array": sequence_len_array, "padding_marker": padding_marker})
 
@@ -5325,9 +5727,9 @@ def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, seq
             float64, uint8).
     """
     _fn = "miopenGetRNNDataSeqTensorDescriptor"
-    _seq_tensor_desc: int | None = seq_tensor_desc._ptr if type(seq_tensor_desc) is SeqTensorDescriptor else None
+    _seq_tensor_desc: ctypes.c_void_p | None = seq_tensor_desc._cp if type(seq_tensor_desc) is SeqTensorDescriptor else None
     if _seq_tensor_desc is None:
-        _seq_tensor_desc = _s.as_handle(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
+        _seq_tensor_desc = _s.handle_arg(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
     if (type(sequence_len_array_limit) is not int or not -2147483648 <= sequence_len_array_limit <= 2147483647):
         sequence_len_array_limit = _s.as_int(sequence_len_array_limit, -2147483648, 2147483647, "sequence_len_array_limit", _fn)
     _data_type = ctypes.c_uint()
@@ -5338,7 +5740,7 @@ def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, seq
     sequence_len_array_limit = _s.check_length(sequence_len_array_limit, "sequence_len_array_limit", _fn, 2147483647)
     _sequence_len_array = (ctypes.c_int * sequence_len_array_limit)()
     _padding_marker = _s.element_out(1, 'uint64')
-    _st = _raw.miopenGetRNNDataSeqTensorDescriptor(_seq_tensor_desc, _byref(_data_type), _byref(_layout), _byref(_max_sequence_len), _byref(_batch_size), _byref(_vector_size), sequence_len_array_limit, _sequence_len_array, _padding_marker)
+    _st = _direct.miopenGetRNNDataSeqTensorDescriptor(_seq_tensor_desc, _byref(_data_type), _byref(_layout), _byref(_max_sequence_len), _byref(_batch_size), _byref(_vector_size), sequence_len_array_limit, _sequence_len_array, _padding_marker)
     if _st:
         _s.raise_status(_st, _fn, {"seq_tensor_desc": seq_tensor_desc, "sequence_len_array_limit": sequence_len_array_limit})
     return _new(GetRNNDataSeqTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _V_miopenRNNBaseLayout_t.get(_layout.value, _layout.value), _max_sequence_len.value, _batch_size.value, _vector_size.value, _sequence_len_array[:min(_batch_size.value, sequence_len_array_limit)], _s.element_values(_padding_marker, _s.element_encoding(_ET_stored, _EN_stored, _data_type.value, "padding_marker", _fn, 'data_type'), 1)[0]))
@@ -5360,16 +5762,16 @@ def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequ
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _sequence_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNWorkspaceSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNWorkspaceSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -5391,16 +5793,16 @@ def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_des
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNTrainingReserveSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _sequence_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNTrainingReserveSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNTrainingReserveSize(_handle, _rnn_desc, _sequence_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -5421,20 +5823,20 @@ def get_rnn_temp_space_sizes(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Se
             reserve_space_size (int): out, host memory: MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNTempSpaceSizes"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     if type(fwd_mode) is not RNNFWDMode:
         fwd_mode = _s.as_enum(fwd_mode, RNNFWDMode, "fwd_mode", _fn)
     _work_space_size = ctypes.c_size_t()
     _reserve_space_size = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNTempSpaceSizes(_handle, _rnn_desc, _x_desc, fwd_mode, _byref(_work_space_size), _byref(_reserve_space_size))
+    _st = _direct.miopenGetRNNTempSpaceSizes(_handle, _rnn_desc, _x_desc, fwd_mode, _byref(_work_space_size), _byref(_reserve_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "fwd_mode": fwd_mode})
     return _new(GetRNNTempSpaceSizesResult, (_work_space_size.value, _reserve_space_size.value))
@@ -5453,19 +5855,19 @@ def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorD
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNParamsSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(dtype) is not DataType:
         dtype = _s.as_enum(dtype, DataType, "dtype", _fn)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNParamsSize(_handle, _rnn_desc, _x_desc, _byref(_num_bytes), dtype)
+    _st = _direct.miopenGetRNNParamsSize(_handle, _rnn_desc, _x_desc, _byref(_num_bytes), dtype)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "dtype": dtype})
     return _num_bytes.value
@@ -5485,21 +5887,21 @@ def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: T
         None.
     """
     _fn = "miopenGetRNNParamsDescriptor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     if type(dtype) is not DataType:
         dtype = _s.as_enum(dtype, DataType, "dtype", _fn)
-    _st = _raw.miopenGetRNNParamsDescriptor(_handle, _rnn_desc, _x_desc, _w_desc, dtype)
+    _st = _direct.miopenGetRNNParamsDescriptor(_handle, _rnn_desc, _x_desc, _w_desc, dtype)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "w_desc": w_desc, "dtype": dtype})
 
@@ -5520,16 +5922,16 @@ def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: S
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNInputTensorSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _seq_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNInputTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNInputTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -5551,16 +5953,16 @@ def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: 
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNHiddenTensorSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _seq_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNHiddenTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNHiddenTensorSize(_handle, _rnn_desc, _seq_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc})
     return _num_bytes.value
@@ -5580,21 +5982,21 @@ def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerParamSize(_handle, _rnn_desc, layer, _x_desc, param_id, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNLayerParamSize(_handle, _rnn_desc, layer, _x_desc, param_id, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "param_id": param_id})
     return _num_bytes.value
@@ -5613,18 +6015,18 @@ def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int,
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerBiasSize(_handle, _rnn_desc, layer, bias_id, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNLayerBiasSize(_handle, _rnn_desc, layer, bias_id, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "bias_id": bias_id})
     return _num_bytes.value
@@ -5651,28 +6053,32 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         None.
     """
     _fn = "miopenGetRNNLayerParam"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else None if w is None else _s.as_device_ptr(w, "w", _fn, True)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None and w is not None:
+        _w = _s.device_arg(w, "w", _fn, True)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
-        _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else None if layer_param is None else _s.as_device_ptr(layer_param, "layer_param", _fn, True)
-    _st = _raw.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
+        _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
+    _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
+    if _layer_param is None and layer_param is not None:
+        _layer_param = _s.device_arg(layer_param, "layer_param", _fn, True)
+    _st = _direct.miopenGetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
 
@@ -5698,28 +6104,32 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         None.
     """
     _fn = "miopenGetRNNLayerBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else None if w is None else _s.as_device_ptr(w, "w", _fn, True)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None and w is not None:
+        _w = _s.device_arg(w, "w", _fn, True)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else None if layer_bias is None else _s.as_device_ptr(layer_bias, "layer_bias", _fn, True)
-    _st = _raw.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+    _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
+    if _layer_bias is None and layer_bias is not None:
+        _layer_bias = _s.device_arg(layer_bias, "layer_bias", _fn, True)
+    _st = _direct.miopenGetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
 
@@ -5738,21 +6148,21 @@ def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tens
         int: `layer_param_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamOffset"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
-        _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
+        _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param_offset = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerParamOffset(_rnn_desc, layer, _x_desc, param_id, _param_desc, _byref(_layer_param_offset))
+    _st = _direct.miopenGetRNNLayerParamOffset(_rnn_desc, layer, _x_desc, param_id, _param_desc, _byref(_layer_param_offset))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "param_id": param_id, "param_desc": param_desc})
     return _layer_param_offset.value
@@ -5772,21 +6182,21 @@ def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tenso
         int: `layer_bias_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasOffset"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias_offset = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNLayerBiasOffset(_rnn_desc, layer, _x_desc, bias_id, _bias_desc, _byref(_layer_bias_offset))
+    _st = _direct.miopenGetRNNLayerBiasOffset(_rnn_desc, layer, _x_desc, bias_id, _bias_desc, _byref(_layer_bias_offset))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "bias_id": bias_id, "bias_desc": bias_desc})
     return _layer_bias_offset.value
@@ -5812,28 +6222,32 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         None.
     """
     _fn = "miopenSetRNNLayerParam"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: int | None = param_desc._ptr if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
     if _param_desc is None:
-        _param_desc = _s.as_handle(param_desc, TensorDescriptor, "param_desc", _fn, False)
-    _layer_param = layer_param if type(layer_param) is int and 0 < layer_param < 18446744073709551616 else _s.as_device_ptr(layer_param, "layer_param", _fn, False)
-    _st = _raw.miopenSetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
+        _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
+    _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
+    if _layer_param is None:
+        _layer_param = _s.device_arg(layer_param, "layer_param", _fn, False)
+    _st = _direct.miopenSetRNNLayerParam(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, param_id, _param_desc, _layer_param)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "param_id": param_id, "param_desc": param_desc, "layer_param": layer_param})
 
@@ -5858,28 +6272,32 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         None.
     """
     _fn = "miopenSetRNNLayerBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: int | None = bias_desc._ptr if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
     if _bias_desc is None:
-        _bias_desc = _s.as_handle(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _layer_bias = layer_bias if type(layer_bias) is int and 0 < layer_bias < 18446744073709551616 else _s.as_device_ptr(layer_bias, "layer_bias", _fn, False)
-    _st = _raw.miopenSetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
+        _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
+    _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
+    if _layer_bias is None:
+        _layer_bias = _s.device_arg(layer_bias, "layer_bias", _fn, False)
+    _st = _direct.miopenSetRNNLayerBias(_handle, _rnn_desc, layer, _x_desc, _w_desc, _w, bias_id, _bias_desc, _layer_bias)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "layer": layer, "x_desc": x_desc, "w_desc": w_desc, "w": w, "bias_id": bias_id, "bias_desc": bias_desc, "layer_bias": layer_bias})
 
@@ -5895,12 +6313,12 @@ def set_rnn_padding_mode(rnn_desc: RNNDescriptor, padding_mode: RNNPaddingMode |
         None.
     """
     _fn = "miopenSetRNNPaddingMode"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if type(padding_mode) is not RNNPaddingMode:
         padding_mode = _s.as_enum(padding_mode, RNNPaddingMode, "padding_mode", _fn)
-    _st = _raw.miopenSetRNNPaddingMode(_rnn_desc, padding_mode)
+    _st = _direct.miopenSetRNNPaddingMode(_rnn_desc, padding_mode)
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc, "padding_mode": padding_mode})
 
@@ -5916,11 +6334,11 @@ def get_rnn_padding_mode(rnn_desc: RNNDescriptor) -> RNNPaddingMode | int:
             plain int where this release does not know the value).
     """
     _fn = "miopenGetRNNPaddingMode"
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _padding_mode = ctypes.c_uint()
-    _st = _raw.miopenGetRNNPaddingMode(_rnn_desc, _byref(_padding_mode))
+    _st = _direct.miopenGetRNNPaddingMode(_rnn_desc, _byref(_padding_mode))
     if _st:
         _s.raise_status(_st, _fn, {"rnn_desc": rnn_desc})
     return _V_miopenRNNPaddingMode_t.get(_padding_mode.value, _padding_mode.value)
@@ -5965,42 +6383,60 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
         None.
     """
     _fn = "miopenRNNForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if type(fwd_mode) is not RNNFWDMode:
         fwd_mode = _s.as_enum(fwd_mode, RNNFWDMode, "fwd_mode", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
-        _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _h_desc = _s.handle_arg(h_desc, TensorDescriptor, "h_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
+    if _hy is None and hy is not None:
+        _hy = _s.device_arg(hy, "hy", _fn, True)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
+    _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
+    if _cy is None and cy is not None:
+        _cy = _s.device_arg(cy, "cy", _fn, True)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
-    _st = _raw.miopenRNNForward(_handle, _rnn_desc, fwd_mode, _x_desc, _x, _h_desc, _hx, _hy, _c_desc, _cx, _cy, _y_desc, _y, _w, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNForward(_handle, _rnn_desc, fwd_mode, _x_desc, _x, _h_desc, _hx, _hy, _c_desc, _cx, _cy, _y_desc, _y, _w, _c_size_t(weight_space_size), _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "fwd_mode": fwd_mode, "x_desc": x_desc, "x": x, "h_desc": h_desc, "hx": hx, "hy": hy, "c_desc": c_desc, "cx": cx, "cy": cy, "y_desc": y_desc, "y": y, "w": w, "weight_space_size": weight_space_size, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -6049,43 +6485,67 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
         None.
     """
     _fn = "miopenRNNBackwardSeqData"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
+        _y_desc = _s.handle_arg(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
-        _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else None if dhy is None else _s.as_device_ptr(dhy, "dhy", _fn, True)
-    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else None if dhx is None else _s.as_device_ptr(dhx, "dhx", _fn, True)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _h_desc = _s.handle_arg(h_desc, TensorDescriptor, "h_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _dhy = _DEVICE_ARGS.get(dhy) if type(dhy) is int else None
+    if _dhy is None and dhy is not None:
+        _dhy = _s.device_arg(dhy, "dhy", _fn, True)
+    _dhx = _DEVICE_ARGS.get(dhx) if type(dhx) is int else None
+    if _dhx is None and dhx is not None:
+        _dhx = _s.device_arg(dhx, "dhx", _fn, True)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
-    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else None if dcy is None else _s.as_device_ptr(dcy, "dcy", _fn, True)
-    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else None if dcx is None else _s.as_device_ptr(dcx, "dcx", _fn, True)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
+    _dcy = _DEVICE_ARGS.get(dcy) if type(dcy) is int else None
+    if _dcy is None and dcy is not None:
+        _dcy = _s.device_arg(dcy, "dcy", _fn, True)
+    _dcx = _DEVICE_ARGS.get(dcx) if type(dcx) is int else None
+    if _dcx is None and dcx is not None:
+        _dcx = _s.device_arg(dcx, "dcx", _fn, True)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
-    _st = _raw.miopenRNNBackwardSeqData(_handle, _rnn_desc, _y_desc, _y, _dy, _h_desc, _hx, _dhy, _dhx, _c_desc, _cx, _dcy, _dcx, _x_desc, _dx, _w, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNBackwardSeqData(_handle, _rnn_desc, _y_desc, _y, _dy, _h_desc, _hx, _dhy, _dhx, _c_desc, _cx, _dcy, _dcx, _x_desc, _dx, _w, _c_size_t(weight_space_size), _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "y_desc": y_desc, "y": y, "dy": dy, "h_desc": h_desc, "hx": hx, "dhy": dhy, "dhx": dhx, "c_desc": c_desc, "cx": cx, "dcy": dcy, "dcx": dcx, "x_desc": x_desc, "dx": dx, "w": w, "weight_space_size": weight_space_size, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -6119,34 +6579,46 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
         None.
     """
     _fn = "miopenRNNBackwardWeightsSeqTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is SeqTensorDescriptor else None
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _h_desc: int | None = h_desc._ptr if type(h_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) is TensorDescriptor else None
     if _h_desc is None:
-        _h_desc = _s.as_handle(h_desc, TensorDescriptor, "h_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is SeqTensorDescriptor else None
+        _h_desc = _s.handle_arg(h_desc, TensorDescriptor, "h_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is SeqTensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
     if (type(weight_space_size) is not int or not 0 <= weight_space_size <= 18446744073709551615):
         weight_space_size = _s.as_int(weight_space_size, 0, 18446744073709551615, "weight_space_size", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
-    _st = _raw.miopenRNNBackwardWeightsSeqTensor(_handle, _rnn_desc, _x_desc, _x, _h_desc, _hx, _y_desc, _y, _dw, weight_space_size, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNBackwardWeightsSeqTensor(_handle, _rnn_desc, _x_desc, _x, _h_desc, _hx, _y_desc, _y, _dw, _c_size_t(weight_space_size), _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "x": x, "h_desc": h_desc, "hx": hx, "y_desc": y_desc, "y": y, "dw": dw, "weight_space_size": weight_space_size, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -6196,44 +6668,62 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`) = len(`y_desc`).
     """
     _fn = "miopenRNNForwardTraining"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
-        _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
-        _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
-    _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
+        _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
+    _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
+    if _hy is None and hy is not None:
+        _hy = _s.device_arg(hy, "hy", _fn, True)
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
-        _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
+    _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
+    if _cy is None and cy is not None:
+        _cy = _s.device_arg(cy, "cy", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else _s.as_device_ptr(reserve_space, "reserve_space", _fn, False)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, False)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
-    _st = _raw.miopenRNNForwardTraining(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNForwardTraining(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "x": x, "hx_desc": hx_desc, "hx": hx, "cx_desc": cx_desc, "cx": cx, "w_desc": w_desc, "w": w, "y_desc": y_desc, "y": y, "hy_desc": hy_desc, "hy": hy, "cy_desc": cy_desc, "cy": cy, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -6297,54 +6787,78 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
         len(`dx_desc`).
     """
     _fn = "miopenRNNBackwardData"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     _dy_desc = _s.in_array(dy_desc, _s.handle_elem(TensorDescriptor), "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _dhy_desc: int | None = dhy_desc._ptr if type(dhy_desc) is TensorDescriptor else None
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _dhy_desc: ctypes.c_void_p | None = dhy_desc._cp if type(dhy_desc) is TensorDescriptor else None
     if _dhy_desc is None:
-        _dhy_desc = _s.as_handle(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
-    _dhy = dhy if type(dhy) is int and 0 < dhy < 18446744073709551616 else None if dhy is None else _s.as_device_ptr(dhy, "dhy", _fn, True)
-    _dcy_desc: int | None = dcy_desc._ptr if type(dcy_desc) is TensorDescriptor else None
+        _dhy_desc = _s.handle_arg(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
+    _dhy = _DEVICE_ARGS.get(dhy) if type(dhy) is int else None
+    if _dhy is None and dhy is not None:
+        _dhy = _s.device_arg(dhy, "dhy", _fn, True)
+    _dcy_desc: ctypes.c_void_p | None = dcy_desc._cp if type(dcy_desc) is TensorDescriptor else None
     if _dcy_desc is None:
-        _dcy_desc = _s.as_handle(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
-    _dcy = dcy if type(dcy) is int and 0 < dcy < 18446744073709551616 else None if dcy is None else _s.as_device_ptr(dcy, "dcy", _fn, True)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _dcy_desc = _s.handle_arg(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
+    _dcy = _DEVICE_ARGS.get(dcy) if type(dcy) is int else None
+    if _dcy is None and dcy is not None:
+        _dcy = _s.device_arg(dcy, "dcy", _fn, True)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
-        _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
+        _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
     _dx_desc = _s.in_array(dx_desc, _s.handle_elem(TensorDescriptor), "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _dhx_desc: int | None = dhx_desc._ptr if type(dhx_desc) is TensorDescriptor else None
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _dhx_desc: ctypes.c_void_p | None = dhx_desc._cp if type(dhx_desc) is TensorDescriptor else None
     if _dhx_desc is None:
-        _dhx_desc = _s.as_handle(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
-    _dhx = dhx if type(dhx) is int and 0 < dhx < 18446744073709551616 else None if dhx is None else _s.as_device_ptr(dhx, "dhx", _fn, True)
-    _dcx_desc: int | None = dcx_desc._ptr if type(dcx_desc) is TensorDescriptor else None
+        _dhx_desc = _s.handle_arg(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
+    _dhx = _DEVICE_ARGS.get(dhx) if type(dhx) is int else None
+    if _dhx is None and dhx is not None:
+        _dhx = _s.device_arg(dhx, "dhx", _fn, True)
+    _dcx_desc: ctypes.c_void_p | None = dcx_desc._cp if type(dcx_desc) is TensorDescriptor else None
     if _dcx_desc is None:
-        _dcx_desc = _s.as_handle(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
-    _dcx = dcx if type(dcx) is int and 0 < dcx < 18446744073709551616 else None if dcx is None else _s.as_device_ptr(dcx, "dcx", _fn, True)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+        _dcx_desc = _s.handle_arg(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
+    _dcx = _DEVICE_ARGS.get(dcx) if type(dcx) is int else None
+    if _dcx is None and dcx is not None:
+        _dcx = _s.device_arg(dcx, "dcx", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"y_desc": _y_desc, "dy_desc": _dy_desc, "dx_desc": _dx_desc})
-    _st = _raw.miopenRNNBackwardData(_handle, _rnn_desc, _sequence_len, _y_desc, _y, _dy_desc, _dy, _dhy_desc, _dhy, _dcy_desc, _dcy, _w_desc, _w, _hx_desc, _hx, _cx_desc, _cx, _dx_desc, _dx, _dhx_desc, _dhx, _dcx_desc, _dcx, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNBackwardData(_handle, _rnn_desc, _sequence_len, _y_desc, _y, _dy_desc, _dy, _dhy_desc, _dhy, _dcy_desc, _dcy, _w_desc, _w, _hx_desc, _hx, _cx_desc, _cx, _dx_desc, _dx, _dhx_desc, _dhx, _dcx_desc, _dcx, _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "y_desc": y_desc, "y": y, "dy_desc": dy_desc, "dy": dy, "dhy_desc": dhy_desc, "dhy": dhy, "dcy_desc": dcy_desc, "dcy": dcy, "w_desc": w_desc, "w": w, "hx_desc": hx_desc, "hx": hx, "cx_desc": cx_desc, "cx": cx, "dx_desc": dx_desc, "dx": dx, "dhx_desc": dhx_desc, "dhx": dhx, "dcx_desc": dcx_desc, "dcx": dcx, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -6383,32 +6897,44 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`) = len(`y_desc`).
     """
     _fn = "miopenRNNBackwardWeights"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _dw_desc: int | None = dw_desc._ptr if type(dw_desc) is TensorDescriptor else None
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
     if _dw_desc is None:
-        _dw_desc = _s.as_handle(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
-    _dw = dw if type(dw) is int and 0 < dw < 18446744073709551616 else _s.as_device_ptr(dw, "dw", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
+    _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
+    if _dw is None:
+        _dw = _s.device_arg(dw, "dw", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_num_bytes) is not int or not 0 <= reserve_space_num_bytes <= 18446744073709551615):
         reserve_space_num_bytes = _s.as_int(reserve_space_num_bytes, 0, 18446744073709551615, "reserve_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
-    _st = _raw.miopenRNNBackwardWeights(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _y_desc, _y, _dw_desc, _dw, _work_space, work_space_num_bytes, _reserve_space, reserve_space_num_bytes)
+    _st = _direct.miopenRNNBackwardWeights(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _y_desc, _y, _dw_desc, _dw, _work_space, _c_size_t(work_space_num_bytes), _reserve_space, _c_size_t(reserve_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "x": x, "hx_desc": hx_desc, "hx": hx, "y_desc": y_desc, "y": y, "dw_desc": dw_desc, "dw": dw, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes, "reserve_space": reserve_space, "reserve_space_num_bytes": reserve_space_num_bytes})
 
@@ -6455,41 +6981,57 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`) = len(`y_desc`).
     """
     _fn = "miopenRNNForwardInference"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _rnn_desc: int | None = rnn_desc._ptr if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.as_handle(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _hx_desc: int | None = hx_desc._ptr if type(hx_desc) is TensorDescriptor else None
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
     if _hx_desc is None:
-        _hx_desc = _s.as_handle(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
-    _hx = hx if type(hx) is int and 0 < hx < 18446744073709551616 else None if hx is None else _s.as_device_ptr(hx, "hx", _fn, True)
-    _cx_desc: int | None = cx_desc._ptr if type(cx_desc) is TensorDescriptor else None
+        _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
+    _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
+    if _hx is None and hx is not None:
+        _hx = _s.device_arg(hx, "hx", _fn, True)
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
     if _cx_desc is None:
-        _cx_desc = _s.as_handle(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
-    _cx = cx if type(cx) is int and 0 < cx < 18446744073709551616 else None if cx is None else _s.as_device_ptr(cx, "cx", _fn, True)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
+    _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
+    if _cx is None and cx is not None:
+        _cx = _s.device_arg(cx, "cx", _fn, True)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _hy_desc: int | None = hy_desc._ptr if type(hy_desc) is TensorDescriptor else None
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
     if _hy_desc is None:
-        _hy_desc = _s.as_handle(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
-    _hy = hy if type(hy) is int and 0 < hy < 18446744073709551616 else None if hy is None else _s.as_device_ptr(hy, "hy", _fn, True)
-    _cy_desc: int | None = cy_desc._ptr if type(cy_desc) is TensorDescriptor else None
+        _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
+    _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
+    if _hy is None and hy is not None:
+        _hy = _s.device_arg(hy, "hy", _fn, True)
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
     if _cy_desc is None:
-        _cy_desc = _s.as_handle(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
-    _cy = cy if type(cy) is int and 0 < cy < 18446744073709551616 else None if cy is None else _s.as_device_ptr(cy, "cy", _fn, True)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else _s.as_device_ptr(work_space, "work_space", _fn, False)
+        _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
+    _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
+    if _cy is None and cy is not None:
+        _cy = _s.device_arg(cy, "cy", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, False)
     if (type(work_space_num_bytes) is not int or not 0 <= work_space_num_bytes <= 18446744073709551615):
         work_space_num_bytes = _s.as_int(work_space_num_bytes, 0, 18446744073709551615, "work_space_num_bytes", _fn)
     _sequence_len = _s.common_length(_fn, {"x_desc": _x_desc, "y_desc": _y_desc})
-    _st = _raw.miopenRNNForwardInference(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, work_space_num_bytes)
+    _st = _direct.miopenRNNForwardInference(_handle, _rnn_desc, _sequence_len, _x_desc, _x, _hx_desc, _hx, _cx_desc, _cx, _w_desc, _w, _y_desc, _y, _hy_desc, _hy, _cy_desc, _cy, _work_space, _c_size_t(work_space_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "rnn_desc": rnn_desc, "x_desc": x_desc, "x": x, "hx_desc": hx_desc, "hx": hx, "cx_desc": cx_desc, "cx": cx, "w_desc": w_desc, "w": w, "y_desc": y_desc, "y": y, "hy_desc": hy_desc, "hy": hy, "cy_desc": cy_desc, "cy": cy, "work_space": work_space, "work_space_num_bytes": work_space_num_bytes})
 
@@ -6503,7 +7045,7 @@ def create_ctc_loss_descriptor() -> CTCLossDescriptor:
     """
     _fn = "miopenCreateCTCLossDescriptor"
     _ctc_loss_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateCTCLossDescriptor(_byref(_ctc_loss_desc))
+    _st = _direct.miopenCreateCTCLossDescriptor(_byref(_ctc_loss_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return CTCLossDescriptor._created(_ctc_loss_desc.value, _fn)
@@ -6523,13 +7065,13 @@ def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescr
             apply_softmax_layer (bool): out, host memory: MIOpen writes a bool.
     """
     _fn = "miopenGetCTCLossDescriptor"
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _blank_label_id = ctypes.c_int()
     _apply_softmax_layer = ctypes.c_bool()
-    _st = _raw.miopenGetCTCLossDescriptor(_ctc_loss_desc, _byref(_data_type), _byref(_blank_label_id), _byref(_apply_softmax_layer))
+    _st = _direct.miopenGetCTCLossDescriptor(_ctc_loss_desc, _byref(_data_type), _byref(_blank_label_id), _byref(_apply_softmax_layer))
     if _st:
         _s.raise_status(_st, _fn, {"ctc_loss_desc": ctc_loss_desc})
     return _new(GetCTCLossDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _blank_label_id.value, bool(_apply_softmax_layer.value)))
@@ -6546,11 +7088,11 @@ def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyCTCLossDescriptor"
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
-    _ctc_loss_desc = ctc_loss_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyCTCLossDescriptor(_ctc_loss_desc)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+    _ctc_loss_desc = _addr(ctc_loss_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyCTCLossDescriptor(_ctc_loss_desc)
     if _st:
         _s.raise_status(_st, _fn, {"ctc_loss_desc": ctc_loss_desc})
 
@@ -6568,16 +7110,16 @@ def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataTyp
         None.
     """
     _fn = "miopenSetCTCLossDescriptor"
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(blank_label_id) is not int or not -2147483648 <= blank_label_id <= 2147483647):
         blank_label_id = _s.as_int(blank_label_id, -2147483648, 2147483647, "blank_label_id", _fn)
     if type(apply_softmax_layer) is not bool:
         apply_softmax_layer = _s.as_bool(apply_softmax_layer, "apply_softmax_layer", _fn)
-    _st = _raw.miopenSetCTCLossDescriptor(_ctc_loss_desc, data_type, blank_label_id, apply_softmax_layer)
+    _st = _direct.miopenSetCTCLossDescriptor(_ctc_loss_desc, data_type, blank_label_id, apply_softmax_layer)
     if _st:
         _s.raise_status(_st, _fn, {"ctc_loss_desc": ctc_loss_desc, "data_type": data_type, "blank_label_id": blank_label_id, "apply_softmax_layer": apply_softmax_layer})
 
@@ -6602,25 +7144,25 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetCTCLossWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
     if _probs_desc is None:
-        _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
+        _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
     if _gradients_desc is None:
-        _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
+        _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
-    _st = _raw.miopenGetCTCLossWorkspaceSize(_handle, _probs_desc, _gradients_desc, _labels, _label_lengths, _input_lengths, algo, _ctc_loss_desc, _byref(_work_space_size))
+    _st = _direct.miopenGetCTCLossWorkspaceSize(_handle, _probs_desc, _gradients_desc, _labels, _label_lengths, _input_lengths, algo, _ctc_loss_desc, _byref(_work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "probs_desc": probs_desc, "gradients_desc": gradients_desc, "labels": labels, "label_lengths": label_lengths, "input_lengths": input_lengths, "algo": algo, "ctc_loss_desc": ctc_loss_desc})
     return _work_space_size.value
@@ -6655,30 +7197,38 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
         None.
     """
     _fn = "miopenCTCLoss"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _probs_desc: int | None = probs_desc._ptr if type(probs_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
     if _probs_desc is None:
-        _probs_desc = _s.as_handle(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _probs = probs if type(probs) is int and 0 < probs < 18446744073709551616 else _s.as_device_ptr(probs, "probs", _fn, False)
+        _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
+    _probs = _DEVICE_ARGS.get(probs) if type(probs) is int else None
+    if _probs is None:
+        _probs = _s.device_arg(probs, "probs", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
     _label_lengths = _s.in_array(label_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "label_lengths", _fn, False)
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
-    _losses = losses if type(losses) is int and 0 < losses < 18446744073709551616 else _s.as_device_ptr(losses, "losses", _fn, False)
-    _gradients_desc: int | None = gradients_desc._ptr if type(gradients_desc) is TensorDescriptor else None
+    _losses = _DEVICE_ARGS.get(losses) if type(losses) is int else None
+    if _losses is None:
+        _losses = _s.device_arg(losses, "losses", _fn, False)
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
     if _gradients_desc is None:
-        _gradients_desc = _s.as_handle(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
-    _gradients = gradients if type(gradients) is int and 0 < gradients < 18446744073709551616 else _s.as_device_ptr(gradients, "gradients", _fn, False)
+        _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
+    _gradients = _DEVICE_ARGS.get(gradients) if type(gradients) is int else None
+    if _gradients is None:
+        _gradients = _s.device_arg(gradients, "gradients", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: int | None = ctc_loss_desc._ptr if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.as_handle(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenCTCLoss(_handle, _probs_desc, _probs, _labels, _label_lengths, _input_lengths, _losses, _gradients_desc, _gradients, algo, _ctc_loss_desc, _work_space, work_space_size)
+    _st = _direct.miopenCTCLoss(_handle, _probs_desc, _probs, _labels, _label_lengths, _input_lengths, _losses, _gradients_desc, _gradients, algo, _ctc_loss_desc, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "probs_desc": probs_desc, "probs": probs, "labels": labels, "label_lengths": label_lengths, "input_lengths": input_lengths, "losses": losses, "gradients_desc": gradients_desc, "gradients": gradients, "algo": algo, "ctc_loss_desc": ctc_loss_desc, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -6692,7 +7242,7 @@ def create_dropout_descriptor() -> DropoutDescriptor:
     """
     _fn = "miopenCreateDropoutDescriptor"
     _dropout_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateDropoutDescriptor(_byref(_dropout_desc))
+    _st = _direct.miopenCreateDropoutDescriptor(_byref(_dropout_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return DropoutDescriptor._created(_dropout_desc.value, _fn)
@@ -6709,11 +7259,11 @@ def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _dropout_desc = dropout_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyDropoutDescriptor(_dropout_desc)
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _dropout_desc = _addr(dropout_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyDropoutDescriptor(_dropout_desc)
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc})
 
@@ -6728,11 +7278,11 @@ def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
         int: `reserve_space_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetReserveSpaceSize"
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _reserve_space_size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenDropoutGetReserveSpaceSize(_x_desc, _byref(_reserve_space_size_in_bytes))
+    _st = _direct.miopenDropoutGetReserveSpaceSize(_x_desc, _byref(_reserve_space_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"x_desc": x_desc})
     return _reserve_space_size_in_bytes.value
@@ -6748,11 +7298,11 @@ def dropout_get_states_size(handle: Handle) -> int:
         int: `state_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetStatesSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _state_size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenDropoutGetStatesSize(_handle, _byref(_state_size_in_bytes))
+    _st = _direct.miopenDropoutGetStatesSize(_handle, _byref(_state_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _state_size_in_bytes.value
@@ -6780,19 +7330,19 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
             returned.
     """
     _fn = "miopenGetDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dropout = ctypes.c_float()
     _states = ctypes.c_void_p()
     _seed = ctypes.c_ulonglong()
     _use_mask = ctypes.c_bool()
     _state_evo = ctypes.c_bool()
     _rng_mode = ctypes.c_uint()
-    _st = _raw.miopenGetDropoutDescriptor(_dropout_desc, _handle, _byref(_dropout), _byref(_states), _byref(_seed), _byref(_use_mask), _byref(_state_evo), _byref(_rng_mode))
+    _st = _direct.miopenGetDropoutDescriptor(_dropout_desc, _handle, _byref(_dropout), _byref(_states), _byref(_seed), _byref(_use_mask), _byref(_state_evo), _byref(_rng_mode))
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle})
     return _new(GetDropoutDescriptorResult, (_dropout.value, _s.address_held(_states.value), _seed.value, bool(_use_mask.value), bool(_state_evo.value), _V_miopenRNGType_t.get(_rng_mode.value, _rng_mode.value)))
@@ -6818,15 +7368,17 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
         None.
     """
     _fn = "miopenRestoreDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
         dropout = _s.as_float32(dropout, "dropout", _fn)
-    _states = states if type(states) is int and 0 < states < 18446744073709551616 else None if states is None else _s.as_device_ptr(states, "states", _fn, True)
+    _states = _DEVICE_ARGS.get(states) if type(states) is int else None
+    if _states is None and states is not None:
+        _states = _s.device_arg(states, "states", _fn, True)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6837,7 +7389,7 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
         state_evo = _s.as_bool(state_evo, "state_evo", _fn)
     if type(rng_mode) is not RNGType:
         rng_mode = _s.as_enum(rng_mode, RNGType, "rng_mode", _fn)
-    _st = _raw.miopenRestoreDropoutDescriptor(_dropout_desc, _handle, dropout, _states, state_size_in_bytes, seed, use_mask, state_evo, rng_mode)
+    _st = _direct.miopenRestoreDropoutDescriptor(_dropout_desc, _handle, _c_float(dropout), _states, _c_size_t(state_size_in_bytes), _c_ulonglong(seed), use_mask, state_evo, rng_mode)
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle, "dropout": dropout, "states": states, "state_size_in_bytes": state_size_in_bytes, "seed": seed, "use_mask": use_mask, "state_evo": state_evo, "rng_mode": rng_mode})
 
@@ -6861,15 +7413,17 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
         None.
     """
     _fn = "miopenSetDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
         dropout = _s.as_float32(dropout, "dropout", _fn)
-    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
+    _states = _DEVICE_ARGS.get(states) if type(states) is int else None
+    if _states is None:
+        _states = _s.device_arg(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
@@ -6880,7 +7434,7 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
         state_evo = _s.as_bool(state_evo, "state_evo", _fn)
     if type(rng_mode) is not RNGType:
         rng_mode = _s.as_enum(rng_mode, RNGType, "rng_mode", _fn)
-    _st = _raw.miopenSetDropoutDescriptor(_dropout_desc, _handle, dropout, _states, state_size_in_bytes, seed, use_mask, state_evo, rng_mode)
+    _st = _direct.miopenSetDropoutDescriptor(_dropout_desc, _handle, _c_float(dropout), _states, _c_size_t(state_size_in_bytes), _c_ulonglong(seed), use_mask, state_evo, rng_mode)
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle, "dropout": dropout, "states": states, "state_size_in_bytes": state_size_in_bytes, "seed": seed, "use_mask": use_mask, "state_evo": state_evo, "rng_mode": rng_mode})
 
@@ -6906,27 +7460,33 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
         None.
     """
     _fn = "miopenDropoutForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: int | None = noise_shape._ptr if type(noise_shape) is TensorDescriptor else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
     if _noise_shape is None:
-        _noise_shape = _s.as_handle(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
-    _st = _raw.miopenDropoutForward(_handle, _dropout_desc, _noise_shape, _x_desc, _x, _y_desc, _y, _reserve_space, reserve_space_size_in_bytes)
+    _st = _direct.miopenDropoutForward(_handle, _dropout_desc, _noise_shape, _x_desc, _x, _y_desc, _y, _reserve_space, _c_size_t(reserve_space_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dropout_desc": dropout_desc, "noise_shape": noise_shape, "x_desc": x_desc, "x": x, "y_desc": y_desc, "y": y, "reserve_space": reserve_space, "reserve_space_size_in_bytes": reserve_space_size_in_bytes})
 
@@ -6952,27 +7512,33 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
         None.
     """
     _fn = "miopenDropoutBackward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: int | None = noise_shape._ptr if type(noise_shape) is TensorDescriptor else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
     if _noise_shape is None:
-        _noise_shape = _s.as_handle(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _dx_desc: int | None = dx_desc._ptr if type(dx_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
     if _dx_desc is None:
-        _dx_desc = _s.as_handle(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dx = dx if type(dx) is int and 0 < dx < 18446744073709551616 else _s.as_device_ptr(dx, "dx", _fn, False)
-    _reserve_space = reserve_space if type(reserve_space) is int and 0 < reserve_space < 18446744073709551616 else None if reserve_space is None else _s.as_device_ptr(reserve_space, "reserve_space", _fn, True)
+        _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
+    _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
+    if _dx is None:
+        _dx = _s.device_arg(dx, "dx", _fn, False)
+    _reserve_space = _DEVICE_ARGS.get(reserve_space) if type(reserve_space) is int else None
+    if _reserve_space is None and reserve_space is not None:
+        _reserve_space = _s.device_arg(reserve_space, "reserve_space", _fn, True)
     if (type(reserve_space_size_in_bytes) is not int or not 0 <= reserve_space_size_in_bytes <= 18446744073709551615):
         reserve_space_size_in_bytes = _s.as_int(reserve_space_size_in_bytes, 0, 18446744073709551615, "reserve_space_size_in_bytes", _fn)
-    _st = _raw.miopenDropoutBackward(_handle, _dropout_desc, _noise_shape, _dy_desc, _dy, _dx_desc, _dx, _reserve_space, reserve_space_size_in_bytes)
+    _st = _direct.miopenDropoutBackward(_handle, _dropout_desc, _noise_shape, _dy_desc, _dy, _dx_desc, _dx, _reserve_space, _c_size_t(reserve_space_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dropout_desc": dropout_desc, "noise_shape": noise_shape, "dy_desc": dy_desc, "dy": dy, "dx_desc": dx_desc, "dx": dx, "reserve_space": reserve_space, "reserve_space_size_in_bytes": reserve_space_size_in_bytes})
 
@@ -6987,7 +7553,7 @@ def create_reduce_tensor_descriptor() -> ReduceTensorDescriptor:
     """
     _fn = "miopenCreateReduceTensorDescriptor"
     _reduce_tensor_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateReduceTensorDescriptor(_byref(_reduce_tensor_desc))
+    _st = _direct.miopenCreateReduceTensorDescriptor(_byref(_reduce_tensor_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return ReduceTensorDescriptor._created(_reduce_tensor_desc.value, _fn)
@@ -7004,11 +7570,11 @@ def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor)
         None.
     """
     _fn = "miopenDestroyReduceTensorDescriptor"
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _reduce_tensor_desc = reduce_tensor_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyReduceTensorDescriptor(_reduce_tensor_desc)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _reduce_tensor_desc = _addr(reduce_tensor_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyReduceTensorDescriptor(_reduce_tensor_desc)
     if _st:
         _s.raise_status(_st, _fn, {"reduce_tensor_desc": reduce_tensor_desc})
 
@@ -7029,9 +7595,9 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
         None.
     """
     _fn = "miopenSetReduceTensorDescriptor"
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     if type(reduce_tensor_op) is not ReduceTensorOp:
         reduce_tensor_op = _s.as_enum(reduce_tensor_op, ReduceTensorOp, "reduce_tensor_op", _fn)
     if type(reduce_tensor_comp_type) is not DataType:
@@ -7042,7 +7608,7 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
         reduce_tensor_indices = _s.as_enum(reduce_tensor_indices, ReduceTensorIndices, "reduce_tensor_indices", _fn)
     if type(reduce_tensor_indices_type) is not IndicesType:
         reduce_tensor_indices_type = _s.as_enum(reduce_tensor_indices_type, IndicesType, "reduce_tensor_indices_type", _fn)
-    _st = _raw.miopenSetReduceTensorDescriptor(_reduce_tensor_desc, reduce_tensor_op, reduce_tensor_comp_type, reduce_tensor_nan_opt, reduce_tensor_indices, reduce_tensor_indices_type)
+    _st = _direct.miopenSetReduceTensorDescriptor(_reduce_tensor_desc, reduce_tensor_op, reduce_tensor_comp_type, reduce_tensor_nan_opt, reduce_tensor_indices, reduce_tensor_indices_type)
     if _st:
         _s.raise_status(_st, _fn, {"reduce_tensor_desc": reduce_tensor_desc, "reduce_tensor_op": reduce_tensor_op, "reduce_tensor_comp_type": reduce_tensor_comp_type, "reduce_tensor_nan_opt": reduce_tensor_nan_opt, "reduce_tensor_indices": reduce_tensor_indices, "reduce_tensor_indices_type": reduce_tensor_indices_type})
 
@@ -7067,15 +7633,15 @@ def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> 
                 member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetReduceTensorDescriptor"
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_op = ctypes.c_uint()
     _reduce_tensor_comp_type = ctypes.c_uint()
     _reduce_tensor_nan_opt = ctypes.c_uint()
     _reduce_tensor_indices = ctypes.c_uint()
     _reduce_tensor_indices_type = ctypes.c_uint()
-    _st = _raw.miopenGetReduceTensorDescriptor(_reduce_tensor_desc, _byref(_reduce_tensor_op), _byref(_reduce_tensor_comp_type), _byref(_reduce_tensor_nan_opt), _byref(_reduce_tensor_indices), _byref(_reduce_tensor_indices_type))
+    _st = _direct.miopenGetReduceTensorDescriptor(_reduce_tensor_desc, _byref(_reduce_tensor_op), _byref(_reduce_tensor_comp_type), _byref(_reduce_tensor_nan_opt), _byref(_reduce_tensor_indices), _byref(_reduce_tensor_indices_type))
     if _st:
         _s.raise_status(_st, _fn, {"reduce_tensor_desc": reduce_tensor_desc})
     return _new(GetReduceTensorDescriptorResult, (_V_miopenReduceTensorOp_t.get(_reduce_tensor_op.value, _reduce_tensor_op.value), _V_miopenDataType_t.get(_reduce_tensor_comp_type.value, _reduce_tensor_comp_type.value), _V_miopenNanPropagation_t.get(_reduce_tensor_nan_opt.value, _reduce_tensor_nan_opt.value), _V_miopenReduceTensorIndices_t.get(_reduce_tensor_indices.value, _reduce_tensor_indices.value), _V_miopenIndicesType_t.get(_reduce_tensor_indices_type.value, _reduce_tensor_indices_type.value)))
@@ -7094,20 +7660,20 @@ def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorD
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionIndicesSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetReductionIndicesSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
+    _st = _direct.miopenGetReductionIndicesSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "a_desc": a_desc, "c_desc": c_desc})
     return _size_in_bytes.value
@@ -7126,20 +7692,20 @@ def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTenso
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionWorkspaceSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetReductionWorkspaceSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
+    _st = _direct.miopenGetReductionWorkspaceSize(_handle, _reduce_tensor_desc, _a_desc, _c_desc, _byref(_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "a_desc": a_desc, "c_desc": c_desc})
     return _size_in_bytes.value
@@ -7173,29 +7739,41 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
         None.
     """
     _fn = "miopenReduceTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: int | None = reduce_tensor_desc._ptr if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.as_handle(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else None if indices is None else _s.as_device_ptr(indices, "indices", _fn, True)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+    _indices = _DEVICE_ARGS.get(indices) if type(indices) is int else None
+    if _indices is None and indices is not None:
+        _indices = _s.device_arg(indices, "indices", _fn, True)
     if (type(indices_size_in_bytes) is not int or not 0 <= indices_size_in_bytes <= 18446744073709551615):
         indices_size_in_bytes = _s.as_int(indices_size_in_bytes, 0, 18446744073709551615, "indices_size_in_bytes", _fn)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
+    if _workspace is None and workspace is not None:
+        _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _a_desc: int | None = a_desc._ptr if type(a_desc) is TensorDescriptor else None
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
     if _a_desc is None:
-        _a_desc = _s.as_handle(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _a = a if type(a) is int and 0 < a < 18446744073709551616 else _s.as_device_ptr(a, "a", _fn, False)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _c_desc: int | None = c_desc._ptr if type(c_desc) is TensorDescriptor else None
+        _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
+    _a = _DEVICE_ARGS.get(a) if type(a) is int else None
+    if _a is None:
+        _a = _s.device_arg(a, "a", _fn, False)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
     if _c_desc is None:
-        _c_desc = _s.as_handle(c_desc, TensorDescriptor, "c_desc", _fn, False)
-    _c = c if type(c) is int and 0 < c < 18446744073709551616 else _s.as_device_ptr(c, "c", _fn, False)
-    _st = _raw.miopenReduceTensor(_handle, _reduce_tensor_desc, _indices, indices_size_in_bytes, _workspace, workspace_size_in_bytes, _alpha, _a_desc, _a, _beta, _c_desc, _c)
+        _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
+    _c = _DEVICE_ARGS.get(c) if type(c) is int else None
+    if _c is None:
+        _c = _s.device_arg(c, "c", _fn, False)
+    _st = _direct.miopenReduceTensor(_handle, _reduce_tensor_desc, _indices, _c_size_t(indices_size_in_bytes), _workspace, _c_size_t(workspace_size_in_bytes), _alpha, _a_desc, _a, _beta, _c_desc, _c)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "reduce_tensor_desc": reduce_tensor_desc, "indices": indices, "indices_size_in_bytes": indices_size_in_bytes, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes, "alpha": alpha, "a_desc": a_desc, "a": a, "beta": beta, "c_desc": c_desc, "c": c})
 
@@ -7212,13 +7790,13 @@ def create_conv_problem(operator_desc: ConvolutionDescriptor, direction: Problem
             exactly once by close(), a `with` block or garbage collection.
     """
     _fn = "miopenCreateConvProblem"
-    _operator_desc: int | None = operator_desc._ptr if type(operator_desc) is ConvolutionDescriptor else None
+    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) is ConvolutionDescriptor else None
     if _operator_desc is None:
-        _operator_desc = _s.as_handle(operator_desc, ConvolutionDescriptor, "operator_desc", _fn, False)
+        _operator_desc = _s.handle_arg(operator_desc, ConvolutionDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
         direction = _s.as_enum(direction, ProblemDirection, "direction", _fn)
     _problem = ctypes.c_void_p()
-    _st = _raw.miopenCreateConvProblem(_byref(_problem), _operator_desc, direction)
+    _st = _direct.miopenCreateConvProblem(_byref(_problem), _operator_desc, direction)
     if _st:
         _s.raise_status(_st, _fn, {"operator_desc": operator_desc, "direction": direction})
     return Problem._created(_problem.value, _fn)
@@ -7235,11 +7813,11 @@ def destroy_problem(problem: Problem) -> None:
         None.
     """
     _fn = "miopenDestroyProblem"
-    _problem: int | None = problem._ptr if type(problem) is Problem else None
+    _problem: ctypes.c_void_p | None = problem._cp if type(problem) is Problem else None
     if _problem is None:
-        _problem = _s.as_handle(problem, Problem, "problem", _fn, False)
-    _problem = problem._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyProblem(_problem)
+        _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
+    _problem = _addr(problem._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyProblem(_problem)
     if _st:
         _s.raise_status(_st, _fn, {"problem": problem})
 
@@ -7256,15 +7834,15 @@ def set_problem_tensor_descriptor(problem: Problem, id: TensorArgumentId | int, 
         None.
     """
     _fn = "miopenSetProblemTensorDescriptor"
-    _problem: int | None = problem._ptr if type(problem) is Problem else None
+    _problem: ctypes.c_void_p | None = problem._cp if type(problem) is Problem else None
     if _problem is None:
-        _problem = _s.as_handle(problem, Problem, "problem", _fn, False)
+        _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
     if type(id) is not TensorArgumentId:
         id = _s.as_enum(id, TensorArgumentId, "id", _fn)
-    _descriptor: int | None = descriptor._ptr if type(descriptor) is TensorDescriptor else None
+    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) is TensorDescriptor else None
     if _descriptor is None:
-        _descriptor = _s.as_handle(descriptor, TensorDescriptor, "descriptor", _fn, False)
-    _st = _raw.miopenSetProblemTensorDescriptor(_problem, id, _descriptor)
+        _descriptor = _s.handle_arg(descriptor, TensorDescriptor, "descriptor", _fn, False)
+    _st = _direct.miopenSetProblemTensorDescriptor(_problem, id, _descriptor)
     if _st:
         _s.raise_status(_st, _fn, {"problem": problem, "id": id, "descriptor": descriptor})
 
@@ -7278,7 +7856,7 @@ def create_find_options() -> FindOptions:
     """
     _fn = "miopenCreateFindOptions"
     _options = ctypes.c_void_p()
-    _st = _raw.miopenCreateFindOptions(_byref(_options))
+    _st = _direct.miopenCreateFindOptions(_byref(_options))
     if _st:
         _s.raise_status(_st, _fn, {})
     return FindOptions._created(_options.value, _fn)
@@ -7295,11 +7873,11 @@ def destroy_find_options(options: FindOptions) -> None:
         None.
     """
     _fn = "miopenDestroyFindOptions"
-    _options: int | None = options._ptr if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.as_handle(options, FindOptions, "options", _fn, False)
-    _options = options._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyFindOptions(_options)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+    _options = _addr(options._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyFindOptions(_options)
     if _st:
         _s.raise_status(_st, _fn, {"options": options})
 
@@ -7315,12 +7893,12 @@ def set_find_option_tuning(options: FindOptions, value: int) -> None:
         None.
     """
     _fn = "miopenSetFindOptionTuning"
-    _options: int | None = options._ptr if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.as_handle(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
     if (type(value) is not int or not -2147483648 <= value <= 2147483647):
         value = _s.as_int(value, -2147483648, 2147483647, "value", _fn)
-    _st = _raw.miopenSetFindOptionTuning(_options, value)
+    _st = _direct.miopenSetFindOptionTuning(_options, value)
     if _st:
         _s.raise_status(_st, _fn, {"options": options, "value": value})
 
@@ -7336,12 +7914,12 @@ def set_find_option_results_order(options: FindOptions, value: FindResultsOrder 
         None.
     """
     _fn = "miopenSetFindOptionResultsOrder"
-    _options: int | None = options._ptr if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.as_handle(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
     if type(value) is not FindResultsOrder:
         value = _s.as_enum(value, FindResultsOrder, "value", _fn)
-    _st = _raw.miopenSetFindOptionResultsOrder(_options, value)
+    _st = _direct.miopenSetFindOptionResultsOrder(_options, value)
     if _st:
         _s.raise_status(_st, _fn, {"options": options, "value": value})
 
@@ -7357,12 +7935,12 @@ def set_find_option_workspace_limit(options: FindOptions, value: int) -> None:
         None.
     """
     _fn = "miopenSetFindOptionWorkspaceLimit"
-    _options: int | None = options._ptr if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.as_handle(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
     if (type(value) is not int or not 0 <= value <= 18446744073709551615):
         value = _s.as_int(value, 0, 18446744073709551615, "value", _fn)
-    _st = _raw.miopenSetFindOptionWorkspaceLimit(_options, value)
+    _st = _direct.miopenSetFindOptionWorkspaceLimit(_options, _c_size_t(value))
     if _st:
         _s.raise_status(_st, _fn, {"options": options, "value": value})
 
@@ -7380,13 +7958,15 @@ def set_find_option_preallocated_workspace(options: FindOptions, buffer: DeviceB
         None.
     """
     _fn = "miopenSetFindOptionPreallocatedWorkspace"
-    _options: int | None = options._ptr if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.as_handle(options, FindOptions, "options", _fn, False)
-    _buffer = buffer if type(buffer) is int and 0 < buffer < 18446744073709551616 else _s.as_device_ptr(buffer, "buffer", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+    _buffer = _DEVICE_ARGS.get(buffer) if type(buffer) is int else None
+    if _buffer is None:
+        _buffer = _s.device_arg(buffer, "buffer", _fn, False)
     if (type(size) is not int or not 0 <= size <= 18446744073709551615):
         size = _s.as_int(size, 0, 18446744073709551615, "size", _fn)
-    _st = _raw.miopenSetFindOptionPreallocatedWorkspace(_options, _buffer, size)
+    _st = _direct.miopenSetFindOptionPreallocatedWorkspace(_options, _buffer, _c_size_t(size))
     if _st:
         _s.raise_status(_st, _fn, {"options": options, "buffer": buffer, "size": size})
 
@@ -7404,13 +7984,15 @@ def set_find_option_preallocated_tensor(options: FindOptions, id: TensorArgument
         None.
     """
     _fn = "miopenSetFindOptionPreallocatedTensor"
-    _options: int | None = options._ptr if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.as_handle(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
     if type(id) is not TensorArgumentId:
         id = _s.as_enum(id, TensorArgumentId, "id", _fn)
-    _buffer = buffer if type(buffer) is int and 0 < buffer < 18446744073709551616 else _s.as_device_ptr(buffer, "buffer", _fn, False)
-    _st = _raw.miopenSetFindOptionPreallocatedTensor(_options, id, _buffer)
+    _buffer = _DEVICE_ARGS.get(buffer) if type(buffer) is int else None
+    if _buffer is None:
+        _buffer = _s.device_arg(buffer, "buffer", _fn, False)
+    _st = _direct.miopenSetFindOptionPreallocatedTensor(_options, id, _buffer)
     if _st:
         _s.raise_status(_st, _fn, {"options": options, "id": id, "buffer": buffer})
 
@@ -7436,21 +8018,21 @@ def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None
         `solutions`.
     """
     _fn = "miopenFindSolutions"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _problem: int | None = problem._ptr if type(problem) is Problem else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _problem: ctypes.c_void_p | None = problem._cp if type(problem) is Problem else None
     if _problem is None:
-        _problem = _s.as_handle(problem, Problem, "problem", _fn, False)
-    _options: int | None = options._ptr if type(options) is FindOptions else None
+        _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
+    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.as_handle(options, FindOptions, "options", _fn, True)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, True)
     if (type(max_solutions) is not int or not 0 <= max_solutions <= 18446744073709551615):
         max_solutions = _s.as_int(max_solutions, 0, 18446744073709551615, "max_solutions", _fn)
     max_solutions = _s.check_length(max_solutions, "max_solutions", _fn, 18446744073709551615)
     _solutions = (ctypes.c_void_p * max_solutions)()
     _num_solutions = ctypes.c_size_t()
-    _st = _raw.miopenFindSolutions(_handle, _problem, _options, _solutions, _byref(_num_solutions), max_solutions)
+    _st = _direct.miopenFindSolutions(_handle, _problem, _options, _solutions, _byref(_num_solutions), _c_size_t(max_solutions))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "problem": problem, "options": options, "max_solutions": max_solutions})
     return [Solution._from_c(_e, True) for _e in _solutions[:min(_num_solutions.value, max_solutions)]]
@@ -7480,18 +8062,20 @@ def run_solution(handle: Handle, solution: Solution, tensors: Sequence[TensorArg
             TensorDescriptor or None (None: the problem's descriptor).
     """
     _fn = "miopenRunSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _solution: int | None = solution._ptr if type(solution) is Solution else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
     if _solution is None:
-        _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
+        _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
+    if _workspace is None and workspace is not None:
+        _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size) is not int or not 0 <= workspace_size <= 18446744073709551615):
         workspace_size = _s.as_int(workspace_size, 0, 18446744073709551615, "workspace_size", _fn)
     _n_inputs = 0 if _tensors is None else len(_tensors)
-    _st = _raw.miopenRunSolution(_handle, _solution, _n_inputs, _tensors, _workspace, workspace_size)
+    _st = _direct.miopenRunSolution(_handle, _solution, _c_size_t(_n_inputs), _tensors, _workspace, _c_size_t(workspace_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "solution": solution, "tensors": tensors, "workspace": workspace, "workspace_size": workspace_size})
 
@@ -7507,11 +8091,11 @@ def destroy_solution(solution: Solution) -> None:
         None.
     """
     _fn = "miopenDestroySolution"
-    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
     if _solution is None:
-        _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
-    _solution = solution._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroySolution(_solution)
+        _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
+    _solution = _addr(solution._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroySolution(_solution)
     if _st:
         _s.raise_status(_st, _fn, {"solution": solution})
 
@@ -7533,7 +8117,7 @@ def load_solution(data: bytes) -> Solution:
     _data, _len_data = _s.as_blob(data, "data", _fn)
     _size = 0 if _data is None else len(_data)
     _solution = ctypes.c_void_p()
-    _st = _raw.miopenLoadSolution(_byref(_solution), _data, _size)
+    _st = _direct.miopenLoadSolution(_byref(_solution), _data, _c_size_t(_size))
     if _st:
         _s.raise_status(_st, _fn, {"data": data})
     return Solution._created(_solution.value, _fn)
@@ -7550,12 +8134,12 @@ def save_solution(solution: Solution) -> bytes:
             returns (C miopenGetSolutionSize, called first).
     """
     _fn = "miopenSaveSolution"
-    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
     if _solution is None:
-        _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
+        _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _len_get_solution_size = get_solution_size(solution)
     _data = ctypes.create_string_buffer(_len_get_solution_size)
-    _st = _raw.miopenSaveSolution(_solution, _data)
+    _st = _direct.miopenSaveSolution(_solution, _data)
     if _st:
         _s.raise_status(_st, _fn, {"solution": solution})
     return _data.raw[:_len_get_solution_size]
@@ -7571,11 +8155,11 @@ def get_solution_size(solution: Solution) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetSolutionSize"
-    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
     if _solution is None:
-        _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
+        _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _size = ctypes.c_size_t()
-    _st = _raw.miopenGetSolutionSize(_solution, _byref(_size))
+    _st = _direct.miopenGetSolutionSize(_solution, _byref(_size))
     if _st:
         _s.raise_status(_st, _fn, {"solution": solution})
     return _size.value
@@ -7591,11 +8175,11 @@ def get_solution_workspace_size(solution: Solution) -> int:
         int: `workspace_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetSolutionWorkspaceSize"
-    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
     if _solution is None:
-        _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
+        _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _workspace_size = ctypes.c_size_t()
-    _st = _raw.miopenGetSolutionWorkspaceSize(_solution, _byref(_workspace_size))
+    _st = _direct.miopenGetSolutionWorkspaceSize(_solution, _byref(_workspace_size))
     if _st:
         _s.raise_status(_st, _fn, {"solution": solution})
     return _workspace_size.value
@@ -7611,11 +8195,11 @@ def get_solution_time(solution: Solution) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetSolutionTime"
-    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
     if _solution is None:
-        _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
+        _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _time = ctypes.c_float()
-    _st = _raw.miopenGetSolutionTime(_solution, _byref(_time))
+    _st = _direct.miopenGetSolutionTime(_solution, _byref(_time))
     if _st:
         _s.raise_status(_st, _fn, {"solution": solution})
     return _time.value
@@ -7631,11 +8215,11 @@ def get_solution_solver_id(solution: Solution) -> int:
         int: `solver_id` (out, host memory): MIOpen writes an int (C uint64_t).
     """
     _fn = "miopenGetSolutionSolverId"
-    _solution: int | None = solution._ptr if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
     if _solution is None:
-        _solution = _s.as_handle(solution, Solution, "solution", _fn, False)
+        _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _solver_id = ctypes.c_uint64()
-    _st = _raw.miopenGetSolutionSolverId(_solution, _byref(_solver_id))
+    _st = _direct.miopenGetSolutionSolverId(_solution, _byref(_solver_id))
     if _st:
         _s.raise_status(_st, _fn, {"solution": solution})
     return _solver_id.value
@@ -7655,7 +8239,7 @@ def get_solver_id_conv_algorithm(solver_id: int) -> ConvAlgorithm | int:
     if (type(solver_id) is not int or not 0 <= solver_id <= 18446744073709551615):
         solver_id = _s.as_int(solver_id, 0, 18446744073709551615, "solver_id", _fn)
     _result = ctypes.c_uint()
-    _st = _raw.miopenGetSolverIdConvAlgorithm(solver_id, _byref(_result))
+    _st = _direct.miopenGetSolverIdConvAlgorithm(_c_uint64(solver_id), _byref(_result))
     if _st:
         _s.raise_status(_st, _fn, {"solver_id": solver_id})
     return _V_miopenConvAlgorithm_t.get(_result.value, _result.value)

@@ -826,12 +826,33 @@ def _lazy(name: str) -> Callable[..., Any]:
     return call
 
 
+class _Direct:
+    """Each function again, bound without argtypes (on first use, like the module's own): ctypes converts
+    nothing, so every argument must already be in its C form (a Python int only for an integer or enum of
+    32 bits or less; addresses as c_void_p, wider integers and floats as their ctypes type). The typed API
+    calls these after its checks. Not for other callers: a Python int passed for a pointer is cut to 32 bits."""
+
+
+DIRECT: Any = _Direct()
+
+
+def _lazy_direct(name: str) -> Callable[..., Any]:
+    def call(*args: Any) -> Any:
+        fn = _s.symbol(name, PROTOTYPES[name][0], None)
+        setattr(DIRECT, name, fn)
+        return fn(*args)
+
+    call.__name__ = name
+    return call
+
+
 def _reset() -> None:
     """(Re)install the lazy stubs: the next call of each function binds it to the current library."""
     for name in PROTOTYPES:
         stub = _lazy(name)
         for ns in _NAMESPACES:
             ns[name] = stub
+        setattr(DIRECT, name, _lazy_direct(name))
 
 
 _s._on_reset.append(_reset)
@@ -1110,6 +1131,9 @@ miopenGetSolverName: Callable[..., Any] = _lazy("miopenGetSolverName")
 miopenGetSolverIdByName: Callable[..., Any] = _lazy("miopenGetSolverIdByName")
 miopenSetDebugFlag: Callable[..., Any] = _lazy("miopenSetDebugFlag")
 miopenGetDebugFlag: Callable[..., Any] = _lazy("miopenGetDebugFlag")
+for _name in PROTOTYPES:
+    setattr(DIRECT, _name, _lazy_direct(_name))
+del _name
 
 
 __all__ = [

@@ -163,11 +163,12 @@ def library_path() -> str:
     return _lib_path
 
 
-def symbol(name: str, restype: Any, argtypes: Sequence[Any]) -> Any:
-    """The prototype of `name` bound to the loaded library, or a clear error naming it."""
+def symbol(name: str, restype: Any, argtypes: Sequence[Any] | None) -> Any:
+    """The prototype of `name` bound to the loaded library, or a clear error naming it. With argtypes
+    None: a function object of its own with no argtypes, which converts nothing (see raw.DIRECT)."""
     lib = library()
     try:
-        fn = getattr(lib, name)
+        fn = getattr(lib, name) if argtypes is not None else lib[name]
     except AttributeError:
         from ._releases import ADDED_IN
 
@@ -179,7 +180,7 @@ def symbol(name: str, restype: Any, argtypes: Sequence[Any]) -> Any:
                 detail += f"; the loaded library is {_vstr(_runtime)}"
         raise MissingSymbolError(name, _lib_path, detail) from None
     fn.restype = restype
-    fn.argtypes = list(argtypes)
+    fn.argtypes = None if argtypes is None else list(argtypes)
     return fn
 
 
@@ -563,6 +564,17 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
     return ptr
 
 
+def handle_arg(value: object, cls: type[H], name: str, fn: str, nullable: bool) -> ctypes.c_void_p | None:
+    """A handle argument as the wrappers pass it (the object's c_void_p; None for NULL where allowed):
+    the checks of `as_handle`, for what the wrappers' fast path (an exact instance, open) did not take."""
+    if as_handle(value, cls, name, fn, nullable) is None:
+        return None
+    cp: ctypes.c_void_p | None = value._cp  # type: ignore[attr-defined]
+    if cp is None:  # closed since
+        raise ValueError(f"{fn}: {name} is a closed {cls.__name__}")
+    return cp
+
+
 #: addresses are unsigned 64-bit: ctypes would silently pass 2**64 + x as x and -1 as 2**64 - 1
 ADDRESS_LIMIT = 1 << 64
 
@@ -687,6 +699,26 @@ def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | No
     if nullable:
         return None
     raise ValueError(f"{fn}: {name} is a NULL device address, and this parameter is not optional")
+
+
+#: device addresses already passed, as the c_void_p the wrappers hand to C (a training loop passes the same
+#: few buffers again and again); only addresses `as_device_ptr` accepted; emptied when it reaches the bound
+DEVICE_ARGS: dict[int, ctypes.c_void_p] = {}
+DEVICE_ARGS_MAX = 4096
+
+
+def device_arg(value: object, name: str, fn: str, nullable: bool) -> ctypes.c_void_p | None:
+    """A device buffer argument as the wrappers pass it: `as_device_ptr`'s address as a c_void_p (None: NULL)."""
+    address = as_device_ptr(value, name, fn, nullable)
+    if address is None:
+        return None
+    cp = DEVICE_ARGS.get(address)
+    if cp is None:
+        cp = ctypes.c_void_p(address)
+        if len(DEVICE_ARGS) >= DEVICE_ARGS_MAX:
+            DEVICE_ARGS.clear()
+        DEVICE_ARGS[address] = cp
+    return cp
 
 
 def _check_not_host(value: object, name: str, fn: str) -> None:
@@ -1073,8 +1105,9 @@ def record_elem(ctype: Any, names: tuple[str, ...], fields: Mapping[str, tuple[s
 class HandleBase:
     """Owns one opaque MIOpen handle: destroyed exactly once (close(), `with`, or the finalizer)."""
 
-    __slots__ = ("_ptr", "_owned", "_keep", "_children", "_gen", "__weakref__")
+    __slots__ = ("_ptr", "_cp", "_owned", "_keep", "_children", "_gen", "__weakref__")
     _ptr: int | None
+    _cp: ctypes.c_void_p | None  # the same address as a ctypes object, made once: what the wrappers pass
     _owned: bool
     _keep: list[object] | None
     _children: list[HandleBase] | None
@@ -1093,6 +1126,7 @@ class HandleBase:
             raise ValueError(f"{cls.__name__}.from_address: expected a non-null int address below 2**64; got {ptr!r}")
         obj = cls.__new__(cls)
         obj._ptr = ptr
+        obj._cp = ctypes.c_void_p(ptr)
         obj._owned = owned and cls._destroy_name is not None
         obj._keep = None
         obj._children = None
@@ -1108,7 +1142,7 @@ class HandleBase:
             obj._keep = [owner]  # keeps the owner alive
             with _close_lock:  # against a concurrent close of the owner (which frees what it owns)
                 if owner._ptr is None:
-                    obj._ptr = None  # born closed: the owner is being destroyed
+                    obj._ptr = obj._cp = None  # born closed: the owner is being destroyed
                 else:
                     if owner._children is None:
                         owner._children = []
@@ -1150,7 +1184,7 @@ class HandleBase:
         against children being made; (the raw handle, or None when another closer was first; the
         objects marked). Calls that start afterwards see it closed; calls in flight are not waited for."""
         with _close_lock:
-            ptr, self._ptr = self._ptr, None
+            ptr, self._ptr, self._cp = self._ptr, None, None
             children, self._children = self._children or [], None
         if ptr is None:
             return None, []

@@ -11,6 +11,7 @@ exceptions of `errors`; bad arguments raise TypeError/ValueError naming the para
 from __future__ import annotations
 
 import ctypes
+import math
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, Protocol, TypeAlias
 
@@ -19,8 +20,23 @@ from .. import errors as _errors  # noqa: F401  (installs the status -> exceptio
 from . import raw as _raw
 
 _byref = ctypes.byref
-_c_float = ctypes.c_float
+_addr = ctypes.c_void_p
 _c_double = ctypes.c_double
+_c_float = ctypes.c_float
+_c_int64 = ctypes.c_int64
+_c_long = ctypes.c_long
+_c_longlong = ctypes.c_longlong
+_c_size_t = ctypes.c_size_t
+_c_ssize_t = ctypes.c_ssize_t
+_c_uint64 = ctypes.c_uint64
+_c_ulong = ctypes.c_ulong
+_c_ulonglong = ctypes.c_ulonglong
+_direct = _raw.DIRECT  # the functions without argtypes: every argument below is passed in its C form already
+_copysign = math.copysign
+_DEVICE_ARGS = _s.DEVICE_ARGS
+#: host scaling factors of the common values, made once (C only reads them)
+_F32_REFS: dict[float, Any] = {_v: _byref(_c_float(_v)) for _v in (1.0, 0.0, -1.0, 0.5, 2.0)}
+_F64_REFS: dict[float, Any] = {_v: _byref(_c_double(_v)) for _v in (1.0, 0.0, -1.0, 0.5, 2.0)}
 
 
 class SupportsCudaArrayInterface(Protocol):
@@ -223,7 +239,7 @@ _ET_stored: dict[int, str] = {0: 'float16', 1: 'float32', 2: 'int32', 3: 'int8',
 _EN_stored: dict[int, str] = {0: 'miopenHalf', 1: 'miopenFloat', 2: 'miopenInt32', 3: 'miopenInt8', 5: 'miopenBFloat16', 6: 'miopenDouble', 7: 'miopenFloat8', 8: 'miopenBFloat8', 9: 'miopenInt64'}
 
 
-def _element_type_miopenTensorDescriptor_t(desc: int | None, fn: str) -> int:
+def _element_type_miopenTensorDescriptor_t(desc: ctypes.c_void_p | None, fn: str) -> int:
     """The element type of a miopenTensorDescriptor_t, read with miopenGetTensorDescriptor (annotations rules.element_queries)."""
     _t = ctypes.c_uint()
     _st = _raw.miopenGetTensorDescriptor(desc, _byref(_t), None, None)
@@ -247,7 +263,7 @@ def get_error_string(error: Status | int) -> str:
     _fn = "miopenGetErrorString"
     if type(error) is not Status:
         error = _s.as_enum(error, Status, "error", _fn)
-    _ret = _raw.miopenGetErrorString(error)
+    _ret = _direct.miopenGetErrorString(error)
     return _ret.decode('utf-8', 'replace') if _ret is not None else ''
 
 
@@ -264,7 +280,7 @@ def get_version() -> GetVersionResult:
     _major = ctypes.c_size_t()
     _minor = ctypes.c_size_t()
     _patch = ctypes.c_size_t()
-    _st = _raw.miopenGetVersion(_byref(_major), _byref(_minor), _byref(_patch))
+    _st = _direct.miopenGetVersion(_byref(_major), _byref(_minor), _byref(_patch))
     if _st:
         _s.raise_status(_st, _fn, {})
     return _new(GetVersionResult, (_major.value, _minor.value, _patch.value))
@@ -279,7 +295,7 @@ def create() -> Handle:
     """
     _fn = "miopenCreate"
     _handle = ctypes.c_void_p()
-    _st = _raw.miopenCreate(_byref(_handle))
+    _st = _direct.miopenCreate(_byref(_handle))
     if _st:
         _s.raise_status(_st, _fn, {})
     return Handle._created(_handle.value, _fn)
@@ -299,7 +315,7 @@ def create_with_stream(stream: Stream) -> Handle:
     _fn = "miopenCreateWithStream"
     _stream = _s.as_stream(stream, "stream", _fn)
     _handle = ctypes.c_void_p()
-    _st = _raw.miopenCreateWithStream(_byref(_handle), _stream)
+    _st = _direct.miopenCreateWithStream(_byref(_handle), _addr(_stream))
     if _st:
         _s.raise_status(_st, _fn, {"stream": stream})
     return Handle._created(_handle.value, _fn)
@@ -316,11 +332,11 @@ def destroy(handle: Handle) -> None:
         None.
     """
     _fn = "miopenDestroy"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _handle = handle._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroy(_handle)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _handle = _addr(handle._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroy(_handle)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
 
@@ -337,11 +353,11 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
         None.
     """
     _fn = "miopenSetStream"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = _s.as_stream(stream_id, "stream_id", _fn)
-    _st = _raw.miopenSetStream(_handle, _stream_id)
+    _st = _direct.miopenSetStream(_handle, _addr(_stream_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "stream_id": stream_id})
 
@@ -356,11 +372,11 @@ def get_stream(handle: Handle) -> int | None:
         int | None: `stream_id` (out, host memory): MIOpen writes an address (int), None for NULL.
     """
     _fn = "miopenGetStream"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = ctypes.c_void_p()
-    _st = _raw.miopenGetStream(_handle, _byref(_stream_id))
+    _st = _direct.miopenGetStream(_handle, _byref(_stream_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _stream_id.value
@@ -382,13 +398,13 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
         None.
     """
     _fn = "miopenSetAllocator"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _allocator = _s_callback(allocator, _raw.miopenAllocatorFunction, "allocator", _fn)
     _deallocator = _s_callback(deallocator, _raw.miopenDeallocatorFunction, "deallocator", _fn)
     _allocator_context = _s.as_opaque(allocator_context, "allocator_context", _fn)
-    _st = _raw.miopenSetAllocator(_handle, _allocator, _deallocator, _allocator_context)
+    _st = _direct.miopenSetAllocator(_handle, _allocator, _deallocator, None if _allocator_context is None else _addr(_allocator_context))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "allocator": allocator, "deallocator": deallocator, "allocator_context": allocator_context})
     _keep_alive(handle, _fn, (_allocator, _deallocator, ))
@@ -404,11 +420,11 @@ def get_kernel_time(handle: Handle) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetKernelTime"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _time = ctypes.c_float()
-    _st = _raw.miopenGetKernelTime(_handle, _byref(_time))
+    _st = _direct.miopenGetKernelTime(_handle, _byref(_time))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _time.value
@@ -425,12 +441,12 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
         None.
     """
     _fn = "miopenEnableProfiling"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(enable) is not bool:
         enable = _s.as_bool(enable, "enable", _fn)
-    _st = _raw.miopenEnableProfiling(_handle, enable)
+    _st = _direct.miopenEnableProfiling(_handle, enable)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "enable": enable})
 
@@ -444,7 +460,7 @@ def create_tensor_descriptor() -> TensorDescriptor:
     """
     _fn = "miopenCreateTensorDescriptor"
     _tensor_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateTensorDescriptor(_byref(_tensor_desc))
+    _st = _direct.miopenCreateTensorDescriptor(_byref(_tensor_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return TensorDescriptor._created(_tensor_desc.value, _fn)
@@ -465,9 +481,9 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
         None.
     """
     _fn = "miopenSet4dTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -478,7 +494,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
         h = _s.as_int(h, -2147483648, 2147483647, "h", _fn)
     if (type(w) is not int or not -2147483648 <= w <= 2147483647):
         w = _s.as_int(w, -2147483648, 2147483647, "w", _fn)
-    _st = _raw.miopenSet4dTensorDescriptor(_tensor_desc, data_type, n, c, h, w)
+    _st = _direct.miopenSet4dTensorDescriptor(_tensor_desc, data_type, n, c, h, w)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "n": n, "c": c, "h": h, "w": w})
 
@@ -503,9 +519,9 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
             w_stride (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet4dTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _n = ctypes.c_int()
     _c = ctypes.c_int()
@@ -515,7 +531,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
     _c_stride = ctypes.c_int()
     _h_stride = ctypes.c_int()
     _w_stride = ctypes.c_int()
-    _st = _raw.miopenGet4dTensorDescriptor(_tensor_desc, _byref(_data_type), _byref(_n), _byref(_c), _byref(_h), _byref(_w), _byref(_n_stride), _byref(_c_stride), _byref(_h_stride), _byref(_w_stride))
+    _st = _direct.miopenGet4dTensorDescriptor(_tensor_desc, _byref(_data_type), _byref(_n), _byref(_c), _byref(_h), _byref(_w), _byref(_n_stride), _byref(_c_stride), _byref(_h_stride), _byref(_w_stride))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _new(Get4dTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _n.value, _c.value, _h.value, _w.value, _n_stride.value, _c_stride.value, _h_stride.value, _w_stride.value))
@@ -537,16 +553,16 @@ def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_typ
         C parameters the wrapper fills in: `num_lens` (in, by value) = len(`lens`).
     """
     _fn = "miopenSetNdTensorDescriptorWithLayout"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if type(tensor_layout) is not TensorLayout:
         tensor_layout = _s.as_enum(tensor_layout, TensorLayout, "tensor_layout", _fn)
     _lens = _s.in_array(lens, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "lens", _fn, False)
     _num_lens = 0 if _lens is None else len(_lens)
-    _st = _raw.miopenSetNdTensorDescriptorWithLayout(_tensor_desc, data_type, tensor_layout, _lens, _num_lens)
+    _st = _direct.miopenSetNdTensorDescriptorWithLayout(_tensor_desc, data_type, tensor_layout, _lens, _num_lens)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "tensor_layout": tensor_layout, "lens": lens})
 
@@ -573,15 +589,15 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
         strides_a: None passes NULL (packed strides).
     """
     _fn = "miopenSetTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     _dims_a = _s.in_array(dims_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dims_a", _fn, False)
     _strides_a = _s.in_array(strides_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "strides_a", _fn, True)
     _nb_dims = _s.common_length(_fn, {"dims_a": _dims_a, "strides_a": _strides_a})
-    _st = _raw.miopenSetTensorDescriptor(_tensor_desc, data_type, _nb_dims, _dims_a, _strides_a)
+    _st = _direct.miopenSetTensorDescriptor(_tensor_desc, data_type, _nb_dims, _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "data_type": data_type, "dims_a": dims_a, "strides_a": strides_a})
 
@@ -596,11 +612,11 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetTensorDescriptorSize"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _size = ctypes.c_int()
-    _st = _raw.miopenGetTensorDescriptorSize(_tensor_desc, _byref(_size))
+    _st = _direct.miopenGetTensorDescriptorSize(_tensor_desc, _byref(_size))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _size.value
@@ -624,14 +640,14 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
                 first).
     """
     _fn = "miopenGetTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
     _len_get_tensor_descriptor_size = get_tensor_descriptor_size(tensor_desc)
     _dims_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
     _strides_a = (ctypes.c_int * _len_get_tensor_descriptor_size)()
-    _st = _raw.miopenGetTensorDescriptor(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
+    _st = _direct.miopenGetTensorDescriptor(_tensor_desc, _byref(_data_type), _dims_a, _strides_a)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _new(GetTensorDescriptorResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _dims_a[:_len_get_tensor_descriptor_size], _strides_a[:_len_get_tensor_descriptor_size]))
@@ -647,11 +663,11 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetTensorNumBytes"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetTensorNumBytes(_tensor_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetTensorNumBytes(_tensor_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
     return _num_bytes.value
@@ -676,18 +692,20 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
             float64: float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenSetTensor"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
     _type_y_desc = _element_type_miopenTensorDescriptor_t(_y_desc, _fn)
     _alpha = _s.element_scalar(alpha, _s.element_encoding(_ET_scalar, _EN_scalar, _type_y_desc, "alpha", _fn, 'the descriptor y_desc'), "alpha", _fn)
-    _st = _raw.miopenSetTensor(_handle, _y_desc, _y, _alpha)
+    _st = _direct.miopenSetTensor(_handle, _y_desc, _y, _alpha)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "y_desc": y_desc, "y": y, "alpha": alpha})
 
@@ -707,13 +725,13 @@ def get_rnn_input_tensor_size(handle: Handle, x_desc: Sequence[TensorDescriptor]
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNInputTensorSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _seq_len = 0 if _x_desc is None else len(_x_desc)
     _num_bytes = ctypes.c_size_t()
-    _st = _raw.miopenGetRNNInputTensorSize(_handle, _seq_len, _x_desc, _byref(_num_bytes))
+    _st = _direct.miopenGetRNNInputTensorSize(_handle, _seq_len, _x_desc, _byref(_num_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "x_desc": x_desc})
     return _num_bytes.value
@@ -728,7 +746,7 @@ def create_convolution_descriptor() -> ConvolutionDescriptor:
     """
     _fn = "miopenCreateConvolutionDescriptor"
     _conv_desc = ctypes.c_void_p()
-    _st = _raw.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
+    _st = _direct.miopenCreateConvolutionDescriptor(_byref(_conv_desc))
     if _st:
         _s.raise_status(_st, _fn, {})
     return ConvolutionDescriptor._created(_conv_desc.value, _fn)
@@ -745,11 +763,11 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyConvolutionDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _conv_desc = conv_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyConvolutionDescriptor(_conv_desc)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _conv_desc = _addr(conv_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyConvolutionDescriptor(_conv_desc)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc})
 
@@ -765,11 +783,11 @@ def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyTensorDescriptor"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
-    _tensor_desc = tensor_desc._detach()  # closed before the call: destroyed exactly once
-    _st = _raw.miopenDestroyTensorDescriptor(_tensor_desc)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+    _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
+    _st = _direct.miopenDestroyTensorDescriptor(_tensor_desc)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc})
 
@@ -795,16 +813,16 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
         len(`dilation_a`).
     """
     _fn = "miopenInitConvolutionNdDescriptor"
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _strides_a = _s.in_array(strides_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "strides_a", _fn, False)
     _dilation_a = _s.in_array(dilation_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dilation_a", _fn, False)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
     _spatial_dim = _s.common_length(_fn, {"pad_a": _pad_a, "strides_a": _strides_a, "dilation_a": _dilation_a})
-    _st = _raw.miopenInitConvolutionNdDescriptor(_conv_desc, _spatial_dim, _pad_a, _strides_a, _dilation_a, c_mode)
+    _st = _direct.miopenInitConvolutionNdDescriptor(_conv_desc, _spatial_dim, _pad_a, _strides_a, _dilation_a, c_mode)
     if _st:
         _s.raise_status(_st, _fn, {"conv_desc": conv_desc, "pad_a": pad_a, "strides_a": strides_a, "dilation_a": dilation_a, "c_mode": c_mode})
 
@@ -840,27 +858,35 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
         `perf_results`.
     """
     _fn = "miopenFindConvolutionForwardAlgorithm"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
         request_algo_count = _s.as_int(request_algo_count, -2147483648, 2147483647, "request_algo_count", _fn)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
     if type(exhaustive_search) is not bool:
@@ -868,7 +894,7 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
     _returned_algo_count = ctypes.c_int()
     request_algo_count = _s.check_length(request_algo_count, "request_algo_count", _fn, 2147483647)
     _perf_results = (_raw.miopenConvAlgoPerf_t * request_algo_count)()
-    _st = _raw.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, work_space_size, exhaustive_search)
+    _st = _direct.miopenFindConvolutionForwardAlgorithm(_handle, _x_desc, _x, _w_desc, _w, _conv_desc, _y_desc, _y, request_algo_count, _byref(_returned_algo_count), _perf_results, _work_space, _c_size_t(work_space_size), exhaustive_search)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "y_desc": y_desc, "y": y, "request_algo_count": request_algo_count, "work_space": work_space, "work_space_size": work_space_size, "exhaustive_search": exhaustive_search})
     return [ConvAlgoPerf._from_c(_e) for _e in _perf_results[:min(_returned_algo_count.value, request_algo_count)]]
@@ -902,32 +928,44 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         None.
     """
     _fn = "miopenConvolutionForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
         algo = _s.as_enum(algo, ConvFwdAlgorithm, "algo", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
-    _work_space = work_space if type(work_space) is int and 0 < work_space < 18446744073709551616 else None if work_space is None else _s.as_device_ptr(work_space, "work_space", _fn, True)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
+    _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
+    if _work_space is None and work_space is not None:
+        _work_space = _s.device_arg(work_space, "work_space", _fn, True)
     if (type(work_space_size) is not int or not 0 <= work_space_size <= 18446744073709551615):
         work_space_size = _s.as_int(work_space_size, 0, 18446744073709551615, "work_space_size", _fn)
-    _st = _raw.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, work_space_size)
+    _st = _direct.miopenConvolutionForward(_handle, _alpha, _x_desc, _x, _w_desc, _w, _conv_desc, algo, _beta, _y_desc, _y, _work_space, _c_size_t(work_space_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "x_desc": x_desc, "x": x, "w_desc": w_desc, "w": w, "conv_desc": conv_desc, "algo": algo, "beta": beta, "y_desc": y_desc, "y": y, "work_space": work_space, "work_space_size": work_space_size})
 
@@ -953,27 +991,27 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
         `solutions`.
     """
     _fn = "miopenConvolutionForwardGetSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _w_desc: int | None = w_desc._ptr if type(w_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
     if _w_desc is None:
-        _w_desc = _s.as_handle(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: int | None = conv_desc._ptr if type(conv_desc) is ConvolutionDescriptor else None
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.as_handle(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
         max_solution_count = _s.as_int(max_solution_count, 0, 18446744073709551615, "max_solution_count", _fn)
     _solution_count = ctypes.c_size_t()
     max_solution_count = _s.check_length(max_solution_count, "max_solution_count", _fn, 18446744073709551615)
     _solutions = (_raw.miopenConvSolution_t * max_solution_count)()
-    _st = _raw.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, max_solution_count, _byref(_solution_count), _solutions)
+    _st = _direct.miopenConvolutionForwardGetSolution(_handle, _w_desc, _x_desc, _conv_desc, _y_desc, _c_size_t(max_solution_count), _byref(_solution_count), _solutions)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "w_desc": w_desc, "x_desc": x_desc, "conv_desc": conv_desc, "y_desc": y_desc, "max_solution_count": max_solution_count})
     return [ConvSolution._from_c(_e) for _e in _solutions[:min(_solution_count.value, max_solution_count)]]
@@ -990,12 +1028,12 @@ def convolution_forward_compile_solution(handle: Handle, solution_id: int) -> No
         None.
     """
     _fn = "miopenConvolutionForwardCompileSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
         solution_id = _s.as_int(solution_id, 0, 18446744073709551615, "solution_id", _fn)
-    _st = _raw.miopenConvolutionForwardCompileSolution(_handle, solution_id)
+    _st = _direct.miopenConvolutionForwardCompileSolution(_handle, _c_uint64(solution_id))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "solution_id": solution_id})
 
@@ -1024,20 +1062,28 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
         beta: read as double whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardBias"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: int | None = dy_desc._ptr if type(dy_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
     if _dy_desc is None:
-        _dy_desc = _s.as_handle(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _dy = dy if type(dy) is int and 0 < dy < 18446744073709551616 else _s.as_device_ptr(dy, "dy", _fn, False)
-    _beta = _byref(_c_double(beta)) if type(beta) is float else _s.double_scalar(beta, "beta", _fn)
-    _db_desc: int | None = db_desc._ptr if type(db_desc) is TensorDescriptor else None
+        _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
+    _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
+    if _dy is None:
+        _dy = _s.device_arg(dy, "dy", _fn, False)
+    _beta = _F64_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_double(beta)) if type(beta) is float else _s.double_scalar(beta, "beta", _fn)
+    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) is TensorDescriptor else None
     if _db_desc is None:
-        _db_desc = _s.as_handle(db_desc, TensorDescriptor, "db_desc", _fn, False)
-    _db = db if type(db) is int and 0 < db < 18446744073709551616 else _s.as_device_ptr(db, "db", _fn, False)
-    _st = _raw.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
+        _db_desc = _s.handle_arg(db_desc, TensorDescriptor, "db_desc", _fn, False)
+    _db = _DEVICE_ARGS.get(db) if type(db) is int else None
+    if _db is None:
+        _db = _s.device_arg(db, "db", _fn, False)
+    _st = _direct.miopenConvolutionBackwardBias(_handle, _alpha, _dy_desc, _dy, _beta, _db_desc, _db)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "dy_desc": dy_desc, "dy": dy, "beta": beta, "db_desc": db_desc, "db": db})
 
@@ -1065,15 +1111,17 @@ def run_solution(handle: Handle, tensors: Sequence[TensorArgument | _raw.miopenT
             TensorDescriptor or None (None: the problem's descriptor).
     """
     _fn = "miopenRunSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
+    _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
+    if _workspace is None and workspace is not None:
+        _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size) is not int or not 0 <= workspace_size <= 18446744073709551615):
         workspace_size = _s.as_int(workspace_size, 0, 18446744073709551615, "workspace_size", _fn)
     _n_inputs = 0 if _tensors is None else len(_tensors)
-    _st = _raw.miopenRunSolution(_handle, _n_inputs, _tensors, _workspace, workspace_size)
+    _st = _direct.miopenRunSolution(_handle, _c_size_t(_n_inputs), _tensors, _workspace, _c_size_t(workspace_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "tensors": tensors, "workspace": workspace, "workspace_size": workspace_size})
 
@@ -1088,11 +1136,11 @@ def get_solution_size(handle: Handle) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetSolutionSize"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _size = ctypes.c_size_t()
-    _st = _raw.miopenGetSolutionSize(_handle, _byref(_size))
+    _st = _direct.miopenGetSolutionSize(_handle, _byref(_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _size.value
@@ -1109,12 +1157,12 @@ def save_solution(handle: Handle) -> bytes:
             returns (C miopenGetSolutionSize, called first).
     """
     _fn = "miopenSaveSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _len_get_solution_size = get_solution_size(handle)
     _data = ctypes.create_string_buffer(_len_get_solution_size)
-    _st = _raw.miopenSaveSolution(_handle, _data)
+    _st = _direct.miopenSaveSolution(_handle, _data)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _data.raw[:_len_get_solution_size]
@@ -1134,12 +1182,12 @@ def load_solution(handle: Handle, data: bytes) -> None:
         C parameters the wrapper fills in: `size` (in, by value) = len(`data`).
     """
     _fn = "miopenLoadSolution"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _data, _len_data = _s.as_blob(data, "data", _fn)
     _size = 0 if _data is None else len(_data)
-    _st = _raw.miopenLoadSolution(_handle, _data, _size)
+    _st = _direct.miopenLoadSolution(_handle, _data, _c_size_t(_size))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "data": data})
 
@@ -1166,19 +1214,19 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
             returned.
     """
     _fn = "miopenGetDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dropout = ctypes.c_float()
     _states = ctypes.c_void_p()
     _seed = ctypes.c_ulonglong()
     _use_mask = ctypes.c_bool()
     _state_evo = ctypes.c_bool()
     _rng_mode = ctypes.c_uint()
-    _st = _raw.miopenGetDropoutDescriptor(_dropout_desc, _handle, _byref(_dropout), _byref(_states), _byref(_seed), _byref(_use_mask), _byref(_state_evo), _byref(_rng_mode))
+    _st = _direct.miopenGetDropoutDescriptor(_dropout_desc, _handle, _byref(_dropout), _byref(_states), _byref(_seed), _byref(_use_mask), _byref(_state_evo), _byref(_rng_mode))
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle})
     return _new(GetDropoutDescriptorResult, (_dropout.value, _s.address_held(_states.value), _seed.value, bool(_use_mask.value), bool(_state_evo.value), _V_miopenReduceExtremeOp_t.get(_rng_mode.value, _rng_mode.value)))
@@ -1205,21 +1253,29 @@ def batch_normalization_forward_inference(handle: Handle, alpha: float | ctypes.
         None.
     """
     _fn = "miopenBatchNormalizationForwardInference"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _x_desc: int | None = x_desc._ptr if type(x_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
     if _x_desc is None:
-        _x_desc = _s.as_handle(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _x = x if type(x) is int and 0 < x < 18446744073709551616 else _s.as_device_ptr(x, "x", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
+    _x = _DEVICE_ARGS.get(x) if type(x) is int else None
+    if _x is None:
+        _x = _s.device_arg(x, "x", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if type(epsilon) is not float:
         epsilon = _s.as_float(epsilon, "epsilon", _fn)
     if (type(spatial_dim) is not int or not 0 <= spatial_dim <= 4294967295):
         spatial_dim = _s.as_int(spatial_dim, 0, 4294967295, "spatial_dim", _fn)
-    _st = _raw.miopenBatchNormalizationForwardInference(_handle, _alpha, _beta, _x_desc, _x, _y, epsilon, spatial_dim)
+    _st = _direct.miopenBatchNormalizationForwardInference(_handle, _alpha, _beta, _x_desc, _x, _y, _c_double(epsilon), spatial_dim)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "beta": beta, "x_desc": x_desc, "x": x, "y": y, "epsilon": epsilon, "spatial_dim": spatial_dim})
 
@@ -1241,22 +1297,24 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
         None.
     """
     _fn = "miopenSetDropoutDescriptor"
-    _dropout_desc: int | None = dropout_desc._ptr if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.as_handle(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
         dropout = _s.as_float32(dropout, "dropout", _fn)
-    _states = states if type(states) is int and 0 < states < 18446744073709551616 else _s.as_device_ptr(states, "states", _fn, False)
+    _states = _DEVICE_ARGS.get(states) if type(states) is int else None
+    if _states is None:
+        _states = _s.device_arg(states, "states", _fn, False)
     if (type(state_size_in_bytes) is not int or not 0 <= state_size_in_bytes <= 18446744073709551615):
         state_size_in_bytes = _s.as_int(state_size_in_bytes, 0, 18446744073709551615, "state_size_in_bytes", _fn)
     if (type(seed) is not int or not 0 <= seed <= 18446744073709551615):
         seed = _s.as_int(seed, 0, 18446744073709551615, "seed", _fn)
     if type(use_mask) is not bool:
         use_mask = _s.as_bool(use_mask, "use_mask", _fn)
-    _st = _raw.miopenSetDropoutDescriptor(_dropout_desc, _handle, dropout, _states, state_size_in_bytes, seed, use_mask)
+    _st = _direct.miopenSetDropoutDescriptor(_dropout_desc, _handle, _c_float(dropout), _states, _c_size_t(state_size_in_bytes), _c_ulonglong(seed), use_mask)
     if _st:
         _s.raise_status(_st, _fn, {"dropout_desc": dropout_desc, "handle": handle, "dropout": dropout, "states": states, "state_size_in_bytes": state_size_in_bytes, "seed": seed, "use_mask": use_mask})
 
@@ -1275,9 +1333,9 @@ def set_scalars(handle: Handle, alpha: float, beta: float, margin: float, p: int
         None.
     """
     _fn = "miopenSetScalars"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(alpha) is not float or not -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38):
         alpha = _s.as_float32(alpha, "alpha", _fn)
     if (type(beta) is not float or not -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38):
@@ -1286,7 +1344,7 @@ def set_scalars(handle: Handle, alpha: float, beta: float, margin: float, p: int
         margin = _s.as_float(margin, "margin", _fn)
     if (type(p) is not int or not -9223372036854775808 <= p <= 9223372036854775807):
         p = _s.as_int(p, -9223372036854775808, 9223372036854775807, "p", _fn)
-    _st = _raw.miopenSetScalars(_handle, alpha, beta, margin, p)
+    _st = _direct.miopenSetScalars(_handle, _c_float(alpha), _c_float(beta), _c_double(margin), _c_long(p))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "beta": beta, "margin": margin, "p": p})
 
@@ -1306,14 +1364,14 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
             activ_gamma (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetActivationDescriptor"
-    _activ_desc: int | None = activ_desc._ptr if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.as_handle(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _mode = ctypes.c_uint()
     _activ_alpha = ctypes.c_double()
     _activ_beta = ctypes.c_double()
     _activ_gamma = ctypes.c_double()
-    _st = _raw.miopenGetActivationDescriptor(_activ_desc, _byref(_mode), _byref(_activ_alpha), _byref(_activ_beta), _byref(_activ_gamma))
+    _st = _direct.miopenGetActivationDescriptor(_activ_desc, _byref(_mode), _byref(_activ_alpha), _byref(_activ_beta), _byref(_activ_gamma))
     if _st:
         _s.raise_status(_st, _fn, {"activ_desc": activ_desc})
     return _new(GetActivationDescriptorResult, (_V_miopenActivationMode_t.get(_mode.value, _mode.value), _activ_alpha.value, _activ_beta.value, _activ_gamma.value))
@@ -1341,13 +1399,19 @@ def set_op_args_scale(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_d
         beta: read as float whatever the tensor type. None passes NULL (0.0).
     """
     _fn = "miopenSetOpArgsScale"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
-    _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
-    _w = w if type(w) is int and 0 < w < 18446744073709551616 else _s.as_device_ptr(w, "w", _fn, False)
-    _st = _raw.miopenSetOpArgsScale(_handle, _alpha, _beta, _w)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
+    if _alpha is None:
+        _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
+    _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
+    if _beta is None:
+        _beta = None if beta is None else (_byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn))
+    _w = _DEVICE_ARGS.get(w) if type(w) is int else None
+    if _w is None:
+        _w = _s.device_arg(w, "w", _fn, False)
+    _st = _direct.miopenSetOpArgsScale(_handle, _alpha, _beta, _w)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "alpha": alpha, "beta": beta, "w": w})
 
@@ -1380,9 +1444,9 @@ def get_seq_lengths(tensor_desc: TensorDescriptor, limit: int) -> GetSeqLengthsR
             float64, uint8, int64).
     """
     _fn = "miopenGetSeqLengths"
-    _tensor_desc: int | None = tensor_desc._ptr if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.as_handle(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(limit) is not int or not -2147483648 <= limit <= 2147483647):
         limit = _s.as_int(limit, -2147483648, 2147483647, "limit", _fn)
     _data_type = ctypes.c_uint()
@@ -1390,7 +1454,7 @@ def get_seq_lengths(tensor_desc: TensorDescriptor, limit: int) -> GetSeqLengthsR
     limit = _s.check_length(limit, "limit", _fn, 2147483647)
     _lengths = (ctypes.c_int * limit)()
     _padding_marker = _s.element_out(1, 'uint64')
-    _st = _raw.miopenGetSeqLengths(_tensor_desc, _byref(_data_type), _byref(_batch_size), limit, _lengths, _padding_marker)
+    _st = _direct.miopenGetSeqLengths(_tensor_desc, _byref(_data_type), _byref(_batch_size), limit, _lengths, _padding_marker)
     if _st:
         _s.raise_status(_st, _fn, {"tensor_desc": tensor_desc, "limit": limit})
     return _new(GetSeqLengthsResult, (_V_miopenDataType_t.get(_data_type.value, _data_type.value), _batch_size.value, _lengths[:min(_batch_size.value, limit)], _s.element_values(_padding_marker, _s.element_encoding(_ET_stored, _EN_stored, _data_type.value, "padding_marker", _fn, 'data_type'), 1)[0]))
@@ -1420,9 +1484,9 @@ def set_values(handle: Handle, value_type: DataType | int, values: Sequence[floa
             len(slices) // 4).
     """
     _fn = "miopenSetValues"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(value_type) is not DataType:
         value_type = _s.as_enum(value_type, DataType, "value_type", _fn)
     _values = _s.as_sequence(values, "values", _fn, False)
@@ -1430,7 +1494,7 @@ def set_values(handle: Handle, value_type: DataType | int, values: Sequence[floa
     _element_count = 0 if _values is None else len(_values)
     _slice_count = _s.length_per(_fn, "slices", _slices, 4)
     _values = _s.element_array(_values, _s.element_encoding(_ET_scalar, _EN_scalar, int(value_type), "values", _fn, 'value_type'), "values", _fn)
-    _st = _raw.miopenSetValues(_handle, value_type, _element_count, _values, _slice_count, _slices)
+    _st = _direct.miopenSetValues(_handle, value_type, _c_int64(_element_count), _values, _slice_count, _slices)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "value_type": value_type, "values": values, "slices": slices})
 
@@ -1457,19 +1521,21 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
         C parameters the wrapper fills in: `xCount` (in, by value) = len(`x_descs`) = len(`xs`).
     """
     _fn = "miopenCatForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _x_descs = _s.in_array(x_descs, _s.handle_elem(TensorDescriptor), "x_descs", _fn, False)
     _xs = _s.in_array(xs, _s.buffer_elem(), "xs", _fn, False)
-    _y_desc: int | None = y_desc._ptr if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
     if _y_desc is None:
-        _y_desc = _s.as_handle(y_desc, TensorDescriptor, "y_desc", _fn, False)
-    _y = y if type(y) is int and 0 < y < 18446744073709551616 else _s.as_device_ptr(y, "y", _fn, False)
+        _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
+    _y = _DEVICE_ARGS.get(y) if type(y) is int else None
+    if _y is None:
+        _y = _s.device_arg(y, "y", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     _x_count = _s.common_length(_fn, {"x_descs": _x_descs, "xs": _xs})
-    _st = _raw.miopenCatForward(_handle, _x_count, _x_descs, _xs, _y_desc, _y, dim)
+    _st = _direct.miopenCatForward(_handle, _x_count, _x_descs, _xs, _y_desc, _y, dim)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "x_descs": x_descs, "xs": xs, "y_desc": y_desc, "y": y, "dim": dim})
 
@@ -1496,20 +1562,24 @@ def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: Device
         None.
     """
     _fn = "miopenKthvalueForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
-        _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
-    _output_desc: int | None = output_desc._ptr if type(output_desc) is TensorDescriptor else None
+        _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
+    _input = _DEVICE_ARGS.get(input) if type(input) is int else None
+    if _input is None:
+        _input = _s.device_arg(input, "input", _fn, False)
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
     if _output_desc is None:
-        _output_desc = _s.as_handle(output_desc, TensorDescriptor, "output_desc", _fn, False)
-    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
-    _indices_desc: int | None = indices_desc._ptr if type(indices_desc) is TensorDescriptor else None
+        _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
+    _output = _DEVICE_ARGS.get(output) if type(output) is int else None
+    if _output is None:
+        _output = _s.device_arg(output, "output", _fn, False)
+    _indices_desc: ctypes.c_void_p | None = indices_desc._cp if type(indices_desc) is TensorDescriptor else None
     if _indices_desc is None:
-        _indices_desc = _s.as_handle(indices_desc, TensorDescriptor, "indices_desc", _fn, False)
+        _indices_desc = _s.handle_arg(indices_desc, TensorDescriptor, "indices_desc", _fn, False)
     _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else _s.as_device_ptr(indices, "indices", _fn, False)
     _indices = _s.typed_pointer(_indices, ctypes.POINTER(ctypes.c_size_t))
     if (type(k) is not int or not 0 <= k <= 18446744073709551615):
@@ -1518,7 +1588,7 @@ def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: Device
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(keep_dim) is not bool:
         keep_dim = _s.as_bool(keep_dim, "keep_dim", _fn)
-    _st = _raw.miopenKthvalueForward(_handle, _input_desc, _input, _output_desc, _output, _indices_desc, _indices, k, dim, keep_dim)
+    _st = _direct.miopenKthvalueForward(_handle, _input_desc, _input, _output_desc, _output, _indices_desc, _indices, _c_size_t(k), dim, keep_dim)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "input_desc": input_desc, "input": input, "output_desc": output_desc, "output": output, "indices_desc": indices_desc, "indices": indices, "k": k, "dim": dim, "keep_dim": keep_dim})
 
@@ -1541,18 +1611,24 @@ def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input
         None.
     """
     _fn = "miopenSoftMarginLossForward"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _input_desc: int | None = input_desc._ptr if type(input_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
     if _input_desc is None:
-        _input_desc = _s.as_handle(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _input = input if type(input) is int and 0 < input < 18446744073709551616 else _s.as_device_ptr(input, "input", _fn, False)
-    _output = output if type(output) is int and 0 < output < 18446744073709551616 else _s.as_device_ptr(output, "output", _fn, False)
-    _workspace = workspace if type(workspace) is int and 0 < workspace < 18446744073709551616 else None if workspace is None else _s.as_device_ptr(workspace, "workspace", _fn, True)
+        _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
+    _input = _DEVICE_ARGS.get(input) if type(input) is int else None
+    if _input is None:
+        _input = _s.device_arg(input, "input", _fn, False)
+    _output = _DEVICE_ARGS.get(output) if type(output) is int else None
+    if _output is None:
+        _output = _s.device_arg(output, "output", _fn, False)
+    _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
+    if _workspace is None and workspace is not None:
+        _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _st = _raw.miopenSoftMarginLossForward(_handle, _input_desc, _input, _output, _workspace, workspace_size_in_bytes)
+    _st = _direct.miopenSoftMarginLossForward(_handle, _input_desc, _input, _output, _workspace, _c_size_t(workspace_size_in_bytes))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "input_desc": input_desc, "input": input, "output": output, "workspace": workspace, "workspace_size_in_bytes": workspace_size_in_bytes})
 
@@ -1572,13 +1648,13 @@ def getitem_count(handle: Handle, dims: Sequence[int]) -> int:
         C parameters the wrapper fills in: `dimCount` (in, by value) = len(`dims`).
     """
     _fn = "miopenGetitemCount"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dims = _s.in_array(dims, _s.int_elem(ctypes.c_int32, -2147483648, 2147483647), "dims", _fn, False)
     _dim_count = 0 if _dims is None else len(_dims)
     _total = ctypes.c_int64()
-    _st = _raw.miopenGetitemCount(_handle, _dim_count, _dims, _byref(_total))
+    _st = _direct.miopenGetitemCount(_handle, _dim_count, _dims, _byref(_total))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "dims": dims})
     return _total.value
@@ -1596,11 +1672,13 @@ def debug_scratch(handle: Handle, buffer: DeviceBuffer) -> None:
         None.
     """
     _fn = "miopenDebugScratch"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
-    _buffer = buffer if type(buffer) is int and 0 < buffer < 18446744073709551616 else _s.as_device_ptr(buffer, "buffer", _fn, False)
-    _st = _raw.miopenDebugScratch(_handle, _buffer)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+    _buffer = _DEVICE_ARGS.get(buffer) if type(buffer) is int else None
+    if _buffer is None:
+        _buffer = _s.device_arg(buffer, "buffer", _fn, False)
+    _st = _direct.miopenDebugScratch(_handle, _buffer)
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle, "buffer": buffer})
 
@@ -1615,11 +1693,11 @@ def undocumented(handle: Handle) -> float:
         float: `value` (out, host memory): MIOpen writes a float (C double).
     """
     _fn = "miopenUndocumented"
-    _handle: int | None = handle._ptr if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.as_handle(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _value = ctypes.c_double()
-    _st = _raw.miopenUndocumented(_handle, _byref(_value))
+    _st = _direct.miopenUndocumented(_handle, _byref(_value))
     if _st:
         _s.raise_status(_st, _fn, {"handle": handle})
     return _value.value
