@@ -894,8 +894,9 @@ def direct_arg(p: ParamSem, arg: str, argtype: str) -> str | None:
     t = p.type
     if p.shape == "value":
         if t.kind in ("int", "enum", "bool", "float"):
-            return arg if argtype in _AS_C_INT else f"_{argtype.removeprefix('ctypes.')}({arg})" \
-                if argtype in _WRAPPED else None
+            if argtype in _AS_C_INT:
+                return arg
+            return f"_{argtype.removeprefix('ctypes.')}({arg})" if argtype in _WRAPPED else None  # long double: none
         if t.kind == "handle":
             return arg  # the object's c_void_p, or None (NULL)
         if t.kind == "opaque":

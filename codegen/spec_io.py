@@ -12,21 +12,19 @@ import stat
 import types
 import typing
 from pathlib import Path
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import yaml
 
-from . import model, validate
+from . import model, validate, yamlread
 from .errors import SpecError
 
 T = TypeVar("T")
 
 try:  # PyYAML's C implementation; the pure-Python one is the fallback.
-    _BaseLoader: type[yaml.SafeLoader] = yaml.CSafeLoader  # type: ignore[assignment]
     _BaseDumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment]
 except AttributeError:  # pragma: no cover - only without libyaml
-    _BaseLoader = yaml.SafeLoader
     _BaseDumper = yaml.SafeDumper
 
 
@@ -158,20 +156,13 @@ def dump(spec: model.Spec, path: Path) -> None:
 
 # --------------------------------------------------------------------------- load
 #
-# Every YAML file the project reads (specs, annotations, target facts) goes through `_load_yaml`:
-# a size limit, then one pass over libyaml's events (nesting depth, alias expansion), then the C
-# composer, then a walk over the nodes (duplicate keys, non-scalar keys, merge keys), then the
-# constructor. Limits are in docs/limits.md.
+# Every YAML file the project reads goes through codegen/yamlread.py (limits, duplicate and merge
+# keys, tags: docs/limits.md); here its data becomes model objects, each field checked by its rule.
 
-#: largest YAML file read (bytes)
-MAX_YAML_BYTES = 16 * 1024 * 1024
-#: deepest nesting of mappings and sequences
-MAX_YAML_DEPTH = 64
-#: most nodes, counting every alias as a copy of what it names: above what a 16 MiB spec holds (a spec has
-#: about 7 bytes per node; the spec of a 5,000-function header has 950,000), far below what aliases could expand
-MAX_YAML_NODES = 2_500_000
-#: most aliases in one file
-MAX_YAML_ALIASES = 1_000
+MAX_YAML_BYTES = yamlread.MAX_YAML_BYTES
+MAX_YAML_DEPTH = yamlread.MAX_YAML_DEPTH
+MAX_YAML_NODES = yamlread.MAX_YAML_NODES
+MAX_YAML_ALIASES = yamlread.MAX_YAML_ALIASES
 
 _Invalid = validate.Violation
 short = validate.short
@@ -324,320 +315,13 @@ def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     return cls(**kwargs)
 
 
-def _line_of(node: yaml.Node | None, parts: list[str]) -> int | None:
-    """1-based line of the YAML node at the path `parts` (best effort, for error messages)."""
-    for n, part in enumerate(parts):
-        if node is None:
-            return None
-        if part.startswith("[") and isinstance(node, yaml.SequenceNode):
-            try:
-                idx = int(part[1:-1])
-            except ValueError:
-                return node.start_mark.line + 1
-            node = node.value[idx] if idx < len(node.value) else None
-        elif isinstance(node, yaml.MappingNode):
-            match = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part]
-            if not match:
-                return node.start_mark.line + 1
-            key, value = match[0]
-            node = value if n < len(parts) - 1 else key
-        else:
-            break
-    return None if node is None else node.start_mark.line + 1
-
-
 def _yaml_error(source: str, line: int | None, parts: list[str], message: str) -> SpecError:
-    path = validate.Violation("", list(parts)).path
-    at = f"{source}:{line}" if line else source
-    return SpecError(f"{at}: {path + ': ' if path else ''}{message}", path=path or None)
-
-
-class _Frame:
-    """An open mapping or sequence while scanning events."""
-
-    __slots__ = ("mapping", "nodes", "height", "anchor", "key", "index", "expect_key")
-
-    def __init__(self, mapping: bool, anchor: str | None) -> None:
-        self.mapping = mapping
-        self.nodes = 1
-        self.height = 1
-        self.anchor = anchor
-        self.key: str | None = None
-        self.index = 0
-        self.expect_key = True
-
-    def part(self) -> str | None:
-        return self.key if self.mapping else f"[{self.index}]"
-
-
-def _scan_events(text: str, source: str) -> None:
-    """Nesting depth and alias expansion, from libyaml's event stream (which never recurses).
-
-    A fast pass counts; only when it finds a problem does a second pass track the YAML path."""
-    problem = _count_events(text, source)
-    if problem is not None:
-        _scan_with_paths(text, source)
-        raise SpecError(f"{source}: {problem}")  # pragma: no cover - the second pass raises with the path
-
-
-def _count_events(text: str, source: str) -> str | None:
-    depth = 0
-    total = 0
-    aliases = 0
-    anchors: dict[str, tuple[int, int]] = {}
-    open_anchors: list[list[Any]] = []  # [anchor, total at start, depth at start, deepest depth inside]
-    try:
-        events: Iterable[Any] = yaml.parse(text, Loader=_BaseLoader)
-        for event in events:
-            kind = type(event)
-            if kind is yaml.ScalarEvent:
-                total += 1
-                if event.anchor is not None:
-                    anchors[event.anchor] = (1, 0)
-            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                total += 1
-                depth += 1
-                if depth > MAX_YAML_DEPTH:
-                    return f"nesting deeper than {MAX_YAML_DEPTH} levels"
-                for frame in open_anchors:
-                    frame[3] = max(frame[3], depth)
-                if event.anchor is not None:
-                    open_anchors.append([event.anchor, total - 1, depth, depth])
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                if open_anchors and open_anchors[-1][2] == depth:
-                    name, start, at, deepest = open_anchors.pop()
-                    anchors[name] = (total - start, deepest - at + 1)
-                depth -= 1
-            elif kind is yaml.AliasEvent:
-                aliases += 1
-                if aliases > MAX_YAML_ALIASES:
-                    return f"more than {MAX_YAML_ALIASES} aliases"
-                nodes, height = anchors.get(event.anchor, (1, 0))
-                total += nodes
-                if depth + height > MAX_YAML_DEPTH:
-                    return f"nesting deeper than {MAX_YAML_DEPTH} levels (through an alias)"
-                for frame in open_anchors:
-                    frame[3] = max(frame[3], depth + height)
-            if total > MAX_YAML_NODES:
-                return f"more than {MAX_YAML_NODES} YAML nodes (aliases counted as copies)"
-    except yaml.YAMLError as exc:
-        raise SpecError(f"{source}: not valid YAML: {_yaml_message(exc)}") from None
-    return None
-
-
-def _scan_with_paths(text: str, source: str) -> None:
-    """The slow pass: the same limits, raising with the line and YAML path of the offending node."""
-    stack: list[_Frame] = []
-    anchors: dict[str, tuple[int, int]] = {}  # anchor -> (expanded nodes, height) of what it names
-    total = 0
-    aliases = 0
-
-    def fail(event: Any, message: str) -> SpecError:
-        return _yaml_error(source, event.start_mark.line + 1, [p for f in stack if (p := f.part()) is not None],
-                           message)
-
-    def done(event: Any, nodes: int, height: int) -> None:
-        """A complete node of `nodes` expanded nodes and `height` levels inside the top frame."""
-        nonlocal total
-        total += nodes
-        if total > MAX_YAML_NODES:
-            raise fail(event, f"more than {MAX_YAML_NODES} YAML nodes (aliases counted as copies); refusing to "
-                              f"expand it")
-        if stack:
-            top = stack[-1]
-            top.nodes += nodes
-            if height + 1 > top.height:
-                top.height = height + 1
-            if top.mapping:
-                top.expect_key = not top.expect_key
-            else:
-                top.index += 1
-
-    events: Iterable[Any] = yaml.parse(text, Loader=_BaseLoader)
-    for event in events:
-        kind = type(event)
-        if kind is yaml.ScalarEvent:
-            if stack and stack[-1].mapping and stack[-1].expect_key:
-                stack[-1].key = validate.key_part(event.value)
-            if event.anchor is not None:
-                anchors[event.anchor] = (1, 0)
-            done(event, 1, 0)
-        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-            if len(stack) >= MAX_YAML_DEPTH:
-                raise fail(event, f"nesting deeper than {MAX_YAML_DEPTH} levels")
-            stack.append(_Frame(kind is yaml.MappingStartEvent, event.anchor))
-        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-            frame = stack.pop()
-            if frame.anchor is not None:
-                anchors[frame.anchor] = (frame.nodes, frame.height)
-            done(event, frame.nodes, frame.height)
-        elif kind is yaml.AliasEvent:
-            aliases += 1
-            if aliases > MAX_YAML_ALIASES:
-                raise fail(event, f"more than {MAX_YAML_ALIASES} aliases")
-            nodes, height = anchors.get(event.anchor, (1, 0))
-            if len(stack) + height > MAX_YAML_DEPTH:
-                raise fail(event, f"nesting deeper than {MAX_YAML_DEPTH} levels (through an alias)")
-            done(event, nodes, height)
-
-
-def _yaml_message(exc: BaseException) -> str:
-    text = str(exc)
-    return text if len(text) <= 500 else text[:497] + "..."
-
-
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-
-
-def _check_nodes(root: yaml.Node, loader: Any, source: str) -> None:
-    """Duplicate keys, and merge keys (`<<`), which hide them: refused with the key's line and path."""
-    # entries: (node, path) with path a linked pair (parent path, part), unrolled only for a message
-    stack: list[tuple[yaml.Node, Any]] = [(root, None)]
-    seen: set[int] = set()
-    mapping_node, sequence_node, scalar_node = yaml.MappingNode, yaml.SequenceNode, yaml.ScalarNode
-
-    def unroll(path: Any) -> list[str]:
-        parts: list[str] = []
-        while path is not None:
-            path, part = path
-            parts.append(part)
-        return parts[::-1]
-
-    while stack:
-        node, path = stack.pop()
-        kind = type(node)
-        if kind is scalar_node:
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        if kind is sequence_node:
-            stack.extend((v, (path, f"[{i}]")) for i, v in enumerate(node.value) if type(v) is not scalar_node)
-        elif kind is mapping_node:
-            keys: dict[Any, int] = {}
-            for k, v in node.value:
-                if type(k) is not scalar_node:
-                    raise _yaml_error(source, k.start_mark.line + 1, unroll(path), "a mapping key must be a plain scalar")
-                if k.tag == _STR_TAG:
-                    key: Any = k.value
-                    ident: Any = key
-                else:
-                    if k.tag == _MERGE_TAG:
-                        raise _yaml_error(source, k.start_mark.line + 1, unroll(path), "merge keys (<<) are not supported")
-                    try:
-                        key = loader.construct_object(k)
-                    except Exception as exc:  # a key the constructor refuses (a bad timestamp, a huge int, ...)
-                        raise _yaml_error(source, k.start_mark.line + 1, unroll(path),
-                                          f"bad key: {_yaml_message(exc)}") from None
-                    ident = (type(key).__name__, key if isinstance(key, (int, float, bool)) or key is None
-                             else repr(key))
-                if ident in keys:
-                    raise _yaml_error(source, k.start_mark.line + 1, [*unroll(path), validate.key_part(key)],
-                                      f"duplicate key {short(key)} (first at line {keys[ident]}); YAML keeps only the "
-                                      f"last, so one of them would be lost")
-                keys[ident] = k.start_mark.line + 1
-                if type(v) is not scalar_node:
-                    stack.append((v, (path, validate.key_part(key))))
-
-
-def _load_yaml(text: str, source: str) -> tuple[Any, yaml.Node | None]:
-    """The data of a YAML document, and its root node (for line numbers); SpecError on anything wrong."""
-    if len(text) > MAX_YAML_BYTES:
-        raise SpecError(f"{source}: {len(text)} characters; YAML files are read up to {MAX_YAML_BYTES} bytes")
-    _scan_events(text, source)
-    loader = _Loader(text)
-    try:
-        try:
-            node = loader.get_single_node()
-        except yaml.YAMLError as exc:
-            raise SpecError(f"{source}: not valid YAML: {_yaml_message(exc)}") from None
-        if node is None:
-            return None, None
-        _check_nodes(node, loader, source)
-        try:
-            try:
-                data = _build(node, loader)  # the fast walk (below); unusual nodes go to PyYAML's constructor
-            except _Unusual:
-                data = loader.construct_document(node)
-        except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
-            raise SpecError(f"{source}: not valid YAML: {_yaml_message(exc)}") from None
-        return data, node
-    finally:
-        loader.dispose()
-# --------------------------------------------------------------------------- fast YAML reading
-#
-# A spec is tens of thousands of small scalars, mostly the same few hundred strings (type names,
-# roles, provenance). PyYAML's constructor resolves and builds each one in Python; here libyaml
-# composes the nodes, the tag of each plain scalar is resolved once per distinct spelling, and the
-# Python data is built in one walk with each distinct scalar made once. The result equals
-# yaml.load(text, Loader=CSafeLoader); anything unusual (merge keys, other tags, unhashable keys)
-# goes through PyYAML's own constructor.
-
-_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
-_SCALARS: dict[tuple[str, str], Any] = {}
-_MAP_TAG = "tag:yaml.org,2002:map"
-_SEQ_TAG = "tag:yaml.org,2002:seq"
-
-
-class _Unusual(Exception):
-    """A node the fast walk leaves to PyYAML."""
-
-
-class _Loader(_BaseLoader):  # type: ignore[misc,valid-type]
-    def resolve(self, kind: Any, value: Any, implicit: Any) -> Any:
-        if kind is yaml.ScalarNode:
-            key = (value, implicit)
-            tag = _RESOLVED.get(key)
-            if tag is None:
-                tag = super().resolve(kind, value, implicit)
-                if len(_RESOLVED) < 100_000:
-                    _RESOLVED[key] = tag
-            return tag
-        return super().resolve(kind, value, implicit)
-
-
-def _build(node: yaml.Node, loader: _Loader) -> Any:
-    cls = node.__class__
-    if cls is yaml.ScalarNode:
-        key = (node.tag, node.value)
-        try:
-            return _SCALARS[key]
-        except KeyError:
-            value = loader.construct_object(node)
-            if len(_SCALARS) < 100_000:
-                _SCALARS[key] = value
-            return value
-    if cls is yaml.MappingNode and node.tag == _MAP_TAG:
-        out = {}
-        for k, v in node.value:
-            if k.tag == "tag:yaml.org,2002:merge" or k.__class__ is not yaml.ScalarNode:
-                raise _Unusual
-            out[_build(k, loader)] = _build(v, loader)
-        return out
-    if cls is yaml.SequenceNode and node.tag == _SEQ_TAG:
-        return [_build(v, loader) for v in node.value]
-    raise _Unusual
-
-
-def load_yaml(text: str) -> Any:
-    """yaml.load(text, Loader=CSafeLoader), faster for spec-like documents."""
-    loader = _Loader(text)
-    try:
-        node = loader.get_single_node()
-        if node is None:
-            return None
-        try:
-            return _build(node, loader)
-        except _Unusual:
-            pass
-    finally:
-        loader.dispose()
-    return yaml.load(text, Loader=_BaseLoader)
+    return yamlread.error(source, line, parts, message)
 
 
 def loads(text: str, source: str = "<spec>") -> model.Spec:
     """Parse and validate spec text; errors name `source`, the line and the YAML path."""
-    data, node = _load_yaml(text, source)
+    data = yamlread.read(text, source)
     if not isinstance(data, dict):
         raise SpecError(f"{source}: a spec must be a YAML mapping; got {_typename(data)}")
     version = data.get("schema_version")
@@ -655,7 +339,7 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
         validate.mark_valid(spec)
         return spec
     except _Invalid as exc:
-        raise _yaml_error(source, _line_of(node, exc.parts), exc.parts, exc.message) from None
+        raise _yaml_error(source, yamlread.line_of(text, exc.parts), exc.parts, exc.message) from None
 
 
 def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
@@ -665,11 +349,11 @@ def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
 
 def loads_as(cls: type[T], text: str, source: str, skip: tuple[str, ...] = ()) -> T:
     """`load_as` on text already read; `source` names it in errors."""
-    data, node = _load_yaml(text, source)
+    data = yamlread.read(text, source)
     try:
         return _from_mapping(cls, data, skip)
     except _Invalid as exc:
-        raise _yaml_error(source, _line_of(node, exc.parts), exc.parts, exc.message) from None
+        raise _yaml_error(source, yamlread.line_of(text, exc.parts), exc.parts, exc.message) from None
 
 
 def _read(path: Path) -> str:

@@ -318,3 +318,10 @@ def test_the_rendered_fixture_compiles_and_stays_inside_reserved_names() -> None
     for name, text in files.items():
         if name.endswith(".py"):
             compile(text, name, "exec")
+
+
+def test_reserved_names_list_the_direct_call_aliases() -> None:
+    """The api module's ctypes aliases for direct calls (render.DIRECT_ALIASES) are reserved names."""
+    from codegen import render, reserved
+
+    assert {alias for alias, _ in render.DIRECT_ALIASES} == reserved.DIRECT_ALIASES

@@ -176,3 +176,48 @@ def test_every_committed_release_renders(tmp_path: Path) -> None:
     together = render(*plans)
     assert set(together) == set(SHARED_OUTPUTS) | {f"{release_module(p.spec.miopen_version)}/{n}"
                                                    for p in plans for n in RELEASE_OUTPUTS}
+
+
+def test_compiled_templates_are_cached_privately_and_change_nothing(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Templates compiled once are kept in $MIOGEN_CACHE_DIR (0700, this user's); the output is the same with
+    the cache cold, warm, or off (MIOGEN_CACHE_DIR empty); a directory others may write is never used."""
+    import os
+    import stat
+
+    from codegen import render as render_mod
+
+    _, expected = fixture_files()
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
+    assert render_mod._bytecode_cache() is None
+    assert fixture_files()[1] == expected
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(cache))
+    assert fixture_files()[1] == expected  # cold: compiles and stores
+    stored = list(cache.rglob("*.cache"))
+    assert stored and stat.S_IMODE(stored[0].parent.stat().st_mode) == 0o700
+    assert fixture_files()[1] == expected  # warm: loads what it stored
+    stored[0].parent.chmod(0o777)
+    assert render_mod._bytecode_cache() is None  # others may write there: not trusted
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(blocked))
+    assert render_mod._bytecode_cache() is None
+    assert os.path.isfile(blocked)
+
+
+def test_collector_thresholds_are_restored(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The CLI raises the collector's thresholds while it works and puts the caller's back, also on errors."""
+    import gc
+
+    from codegen import gcpolicy
+    from codegen.cli import main
+
+    before = gc.get_threshold()
+    with gcpolicy.batch():
+        assert gc.get_threshold() == gcpolicy.BATCH_THRESHOLDS
+    assert gc.get_threshold() == before
+    with pytest.raises(SystemExit):
+        main(["render", "--no-such-option"])
+    assert main(["diff", "no-such-a.yaml", "no-such-b.yaml"]) == 2
+    assert gc.get_threshold() == before

@@ -129,19 +129,57 @@ def test_dump_quotes_what_would_read_back_as_another_type() -> None:
     assert loads(text) == odd
 
 
-def test_fast_yaml_reading_equals_pyyaml() -> None:
-    """spec_io.load_yaml gives what yaml.load(CSafeLoader) gives, for the committed files and odd documents."""
+def test_yaml_reading_equals_pyyaml() -> None:
+    """codegen/yamlread.py gives what yaml.load(CSafeLoader) gives, for every committed YAML file and for
+    documents with every scalar type, quoting, anchors and aliases, flow and block styles; what it refuses
+    (merge keys, other tags, several documents, bad syntax) is a SpecError naming the file."""
     import yaml
 
-    from codegen.spec_io import load_yaml
+    from codegen.errors import SpecError
+    from codegen.yamlread import read
 
     from .helpers import REPO
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    texts = [p.read_text(encoding="utf-8") for p in sorted((REPO / "specs").glob("*/*.yaml"))]
-    texts += ["", "a: 1\n<<: {b: 2}\n", "- 1\n- yes\n- 0x10\n- 1_000\n- 2001-01-01\n- 1.5\n- ~\n- '3'\n", "a: &x [1]\nb: *x\n"]
+    texts = [p.read_text(encoding="utf-8") for p in sorted(REPO.glob("specs/**/*.yaml"))]
+    texts += ["", "# only a comment\n", "1\n", "[]\n", "{}\n", "x\n",
+              "- 1\n- yes\n- 0x10\n- 0o17\n- 1_000\n- 2001-01-01\n- 2001-01-01 10:00:00\n- 1.5\n- .inf\n- ~\n"
+              "- '3'\n- \"\\t\"\n- !!str 12\n- !!binary aGk=\n- !!float 1\n- null\n- ''\n",
+              "a: &x [1, {b: 2}]\nb: *x\nc: &s text\nd: [*s, *s]\n*s : key from an alias\n",
+              "? complex\n: 1\n1: int key\n1.5: float key\ntrue: bool key\n~: null key\n",
+              "--- {a: [1, 2, [3, [4]]], b: {c: {d: e}}}\n...\n", "a: |\n  block\n  text\nb: >\n  folded\n"]
     for text in texts:
-        assert load_yaml(text) == yaml.load(text, Loader=loader)
-    for bad in ("a: [1, 2", "? [a]\n: 1", "a: !!python/object {}\n"):
-        with pytest.raises(yaml.YAMLError):
-            load_yaml(bad)
+        assert read(text, "t.yaml") == yaml.load(text, Loader=loader), text[:80]
+    for bad in ("a: [1, 2", "? [a]\n: 1", "a: !!python/object {}\n", "a: 1\n<<: {b: 2}\n", "a: !!set {x}\n",
+                "--- 1\n--- 2\n", "a: *nowhere\n", "a: &r [*r]\n", "a: <<\n"):
+        with pytest.raises(SpecError, match=r"^t\.yaml"):
+            read(bad, "t.yaml")
+
+
+def test_a_large_spec_miogen_writes_it_reads_back() -> None:
+    """Past the node count a spec of ~3,000 functions reaches (the old 500,000-node limit refused it), a
+    dumped spec loads back equal; and no spec of MAX_YAML_BYTES in the format dumps writes can reach
+    MAX_YAML_NODES (nodes per byte of every committed spec, and of this one, times the byte limit)."""
+    from dataclasses import replace
+
+    import yaml
+
+    from codegen import spec_io
+    from codegen.spec_io import dumps, load, loads
+
+    from .helpers import SPECS
+
+    base = load(SPECS / "3.5.2.yaml")
+    functions = tuple(replace(f, name=f"{f.name}X{k}") for k in range(12) for f in base.functions)
+    big = replace(base, functions=functions)
+    text = dumps(big)
+
+    def nodes(t: str) -> int:
+        kinds = (yaml.ScalarEvent, yaml.MappingStartEvent, yaml.SequenceStartEvent)
+        return sum(type(e) in kinds for e in yaml.parse(t, Loader=yaml.CSafeLoader))
+
+    count = nodes(text)
+    assert count > 500_000 and len(functions) == 12 * len(base.functions)
+    assert loads(text) == big
+    for t in [text, *(p.read_text() for p in sorted(SPECS.glob("*.*.*.yaml")))]:
+        assert nodes(t) / len(t.encode()) * spec_io.MAX_YAML_BYTES < spec_io.MAX_YAML_NODES / 2
