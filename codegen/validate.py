@@ -540,7 +540,8 @@ def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, An
         if optional:
             tp = next(a for a in typing.get_args(tp) if a is not type(None))
         literals = typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else None
-        out.append((f.name, literals, optional, field_check(cls, f.name, hints[f.name]), not _plain_hint(hints[f.name])))
+        check = field_check(cls, f.name, hints[f.name])
+        out.append((f.name, literals, optional, check, not _plain_hint(hints[f.name])))
     _FIELDS[cls] = out
     return out
 

@@ -565,14 +565,17 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
 
 
 def handle_arg(value: object, cls: type[H], name: str, fn: str, nullable: bool) -> ctypes.c_void_p | None:
-    """A handle argument as the wrappers pass it (the object's c_void_p; None for NULL where allowed):
-    the checks of `as_handle`, for what the wrappers' fast path (an exact instance, open) did not take."""
-    if as_handle(value, cls, name, fn, nullable) is None:
+    """A handle argument as the wrappers pass it (the object's c_void_p; None for NULL where allowed), for
+    what their fast path (an open object of exactly `cls`) did not take: an open object of a subclass
+    (a runtime descriptor) takes one isinstance; anything else gets `as_handle`'s checks and errors."""
+    if isinstance(value, cls):
+        cp = value._cp
+        if type(cp) is ctypes.c_void_p:
+            return cp
+    ptr = as_handle(value, cls, name, fn, nullable)
+    if ptr is None:
         return None
-    cp: ctypes.c_void_p | None = value._cp  # type: ignore[attr-defined]
-    if cp is None:  # closed since
-        raise ValueError(f"{fn}: {name} is a closed {cls.__name__}")
-    return cp
+    return ctypes.c_void_p(check_address(ptr, name, fn))  # a subclass that replaced _cp: its address, checked
 
 
 #: addresses are unsigned 64-bit: ctypes would silently pass 2**64 + x as x and -1 as 2**64 - 1

@@ -81,19 +81,64 @@ def _address(value: object, name: str, source: str) -> int:
     return int(value)
 
 
+#: PyTorch-like (shape, stride(), dtype) already checked -> (dims, strides, data type); bounded
+_TORCH_META: dict[tuple[object, object, object], tuple[tuple[int, ...], tuple[int, ...], api.DataType]] = {}
+_TORCH_META_MAX = 1024
+_new_tensor = object.__new__
+_set = object.__setattr__
+
+
+def _checked_tensor(ptr: int, dims: tuple[int, ...], strides: tuple[int, ...], dtype: api.DataType) -> Tensor:
+    """A Tensor of values `Tensor.make` has accepted before (its dataclass __init__ skipped)."""
+    t = _new_tensor(Tensor)
+    _set(t, "ptr", ptr)
+    _set(t, "dims", dims)
+    _set(t, "strides", strides)
+    _set(t, "dtype", dtype)
+    return t
+
+
+def _torch_fast(obj: object) -> Tensor | None:
+    """A PyTorch-like tensor whose shape, strides and dtype were checked before, with an int address in
+    (0, 2**64): its Tensor without checking them again; None for anything else (the full path decides)."""
+    try:
+        shape, stride, dtype = obj.shape, obj.stride(), obj.dtype  # type: ignore[attr-defined]
+        meta = _TORCH_META.get((shape, stride, dtype))
+        if meta is None or getattr(obj, "is_cuda", None) is False:
+            return None
+        ptr = obj.data_ptr()  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - not PyTorch-like (or unhashable parts): the full path reports it
+        return None
+    if type(ptr) is not int or not 0 < ptr < 1 << 64:
+        return None
+    return _checked_tensor(ptr, *meta)
+
+
 def as_tensor(obj: object, name: str = "tensor") -> Tensor:
     """A `Tensor` from a `Tensor`, a PyTorch tensor (data_ptr/shape/stride/dtype) or a
     `__cuda_array_interface__` object; errors name `name`."""
     if isinstance(obj, Tensor):
         return obj
+    fast = _torch_fast(obj)
+    if fast is not None:
+        return fast
     data_ptr = getattr(obj, "data_ptr", None)
     shape_attr = getattr(obj, "shape", None)
     stride = getattr(obj, "stride", None)
     if callable(data_ptr) and shape_attr is not None and callable(stride):  # PyTorch first: no interface needed
         if getattr(obj, "is_cuda", None) is False:
             raise ValueError(f"{name}: a host (CPU) tensor; the ops take GPU tensors")
-        dtype = str(getattr(obj, "dtype", ""))
-        return Tensor.make(_address(data_ptr(), name, "data_ptr()"), tuple(shape_attr), dtype, tuple(stride()))
+        dtype = getattr(obj, "dtype", "")
+        strides = stride()
+        t = Tensor.make(_address(data_ptr(), name, "data_ptr()"), tuple(shape_attr), str(dtype), tuple(strides))
+        try:
+            key = (shape_attr, strides, dtype)
+            if len(_TORCH_META) >= _TORCH_META_MAX:
+                _TORCH_META.clear()
+            _TORCH_META[key] = (t.dims, t.strides, t.dtype)
+        except TypeError:  # unhashable parts: never taken by the fast path
+            pass
+        return t
     try:
         iface = getattr(obj, "__cuda_array_interface__", None)
     except Exception as exc:  # some producers raise for tensors they cannot describe

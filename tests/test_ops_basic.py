@@ -930,3 +930,50 @@ def test_workspace_free_ops_allocate_nothing(libs: Libs, monkeypatch: pytest.Mon
     _script_pool_out(libs, YP, 96)
     state = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2)
     assert counting.allocated == [96] and state.workspace is not None and state.workspace.ptr == 0xD1000
+
+
+class _Torchish:
+    """What the ops read of a PyTorch tensor; counts how often its address is asked for."""
+
+    def __init__(self, ptr: object, shape: tuple[int, ...], stride: tuple[int, ...], dtype: object = "torch.float32",
+                 is_cuda: bool | None = None) -> None:
+        self.ptr, self.shape, self._stride, self.dtype = ptr, shape, stride, dtype
+        if is_cuda is not None:
+            self.is_cuda = is_cuda
+
+    def data_ptr(self) -> object:
+        return self.ptr
+
+    def stride(self) -> tuple[int, ...]:
+        return self._stride
+
+
+def test_pytorch_like_tensors_seen_before_skip_only_the_repeated_checks(libs: Libs) -> None:
+    """A shape/stride/dtype seen before is not checked again; the address, the device and anything
+    unhashable always are; the result equals the full path's."""
+    from miopen import tensor as tensor_mod
+    from miopen.tensor import as_tensor
+
+    tensor_mod._TORCH_META.clear()
+    first = as_tensor(_Torchish(0x1000, (2, 3, 4, 5), (60, 20, 5, 1)))
+    assert len(tensor_mod._TORCH_META) == 1
+    again = as_tensor(_Torchish(0x2000, (2, 3, 4, 5), (60, 20, 5, 1)))
+    assert again == type(first)(0x2000, first.dims, first.strides, first.dtype)
+    assert (again.dims, again.strides, again.dtype.name) == ((2, 3, 4, 5), (60, 20, 5, 1), "miopenFloat")
+    for bad, exc, match in [
+        (_Torchish(0, (2, 3, 4, 5), (60, 20, 5, 1)), ValueError, "null device address"),
+        (_Torchish(2**64, (2, 3, 4, 5), (60, 20, 5, 1)), ValueError, r"not an address in \[0, 2\*\*64\)"),
+        (_Torchish(True, (2, 3, 4, 5), (60, 20, 5, 1)), TypeError, "not an int address"),
+        (_Torchish(0x1000, (2, 3, 4, 5), (60, 20, 5, 1), is_cuda=False), ValueError, "host \\(CPU\\) tensor"),
+        (_Torchish(0x1000, [2, 3, 4, 5], (60, 20, 5, 1)), None, None),  # unhashable shape: the full path
+        (_Torchish(0x1000, (2, 3, 4, 0), (60, 20, 5, 1)), Exception, "every dim must be >= 1"),
+    ]:
+        if exc is None:
+            assert as_tensor(bad) == first
+            continue
+        with pytest.raises(exc, match=match):
+            as_tensor(bad, "x")
+    tensor_mod._TORCH_META.clear()
+    for k in range(tensor_mod._TORCH_META_MAX + 5):
+        as_tensor(_Torchish(0x1000, (k + 1,), (1,)))
+        assert len(tensor_mod._TORCH_META) <= tensor_mod._TORCH_META_MAX

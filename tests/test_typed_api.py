@@ -540,3 +540,32 @@ def test_a_parameter_without_a_direct_form_uses_the_prototype() -> None:
     text = files[next(k for k in files if k.endswith("/api.py"))]
     body = text[text.index("def takes_solution("):].split("\n\n\n")[0]
     assert "= _raw.miopenTakesSolution(_solution, tag)" in body and "_direct." not in body
+
+
+def test_handle_subclasses_pass_their_own_address(fx: Built) -> None:
+    """A subclass instance (the runtime's cached descriptors) takes the isinstance path; one whose `_cp` is
+    not a c_void_p (replaced by a subclass) passes its checked address, never a Python int cut to 32 bits."""
+    m = fx.pkg
+
+    class Frozen(m.TensorDescriptor):  # type: ignore[misc,name-defined]
+        __slots__ = ()
+
+    class Sneaky(m.TensorDescriptor):  # type: ignore[misc,name-defined]
+        __slots__ = ()
+
+        @property
+        def _cp(self) -> object:
+            return 0x10
+
+        @_cp.setter
+        def _cp(self, value: object) -> None:
+            pass
+
+    high = 0x7F00_0000_1230
+    for cls in (Frozen, Sneaky):
+        m.set_4d_tensor_descriptor(cls.from_address(high), m.DataType.miopenFloat, 1, 1, 1, 1)
+    assert [c["tensorDesc"] for c in _calls(fx, "miopenSet4dTensorDescriptor")] == [str(high)] * 2
+    closed = Frozen.from_address(high)
+    closed.close()
+    with pytest.raises(ValueError, match="closed"):
+        m.set_4d_tensor_descriptor(closed, m.DataType.miopenFloat, 1, 1, 1, 1)

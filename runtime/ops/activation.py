@@ -25,7 +25,6 @@ Activations need no workspace. The private helpers at the bottom (`_enum_arg`, `
 
 from __future__ import annotations
 
-import ctypes
 import math
 from collections.abc import Mapping
 from enum import IntEnum
@@ -253,25 +252,20 @@ def _check_rank(fn: str, name: str, t: Tensor, allowed: tuple[int, ...], what: s
         raise ShapeError(f"{fn}: {name} must be {what}; got {t.ndim}-D dims {t.dims}")
 
 
-Scalar: TypeAlias = ctypes.c_float | ctypes.c_double
-
-
 def _scaling(dtype: api.DataType, scale: float, shift: float, fn: str, *, blend: bool = False
-             ) -> tuple[Scalar, Scalar]:
-    """The blending factors (MIOpen's alpha/beta) as the host scalars these ops read: always float.
+             ) -> tuple[float, float]:
+    """The blending factors (MIOpen's alpha/beta), checked; the wrappers pass them as the host scalars
+    MIOpen reads (1.0 and 0.0 from references made once).
 
     Activation, batch norm, pooling and LRN implement only y = f(x) (alpha=1, beta=0) and say so
     only from inside C; softmax (`blend=True`) implements any blend.
     """
     if scale.__class__ is float and shift.__class__ is float and scale == 1.0 and shift == 0.0:
-        return _ONE, _ZERO  # the usual case: shared constants (MIOpen only reads them)
+        return 1.0, 0.0  # the usual case (a -0.0 shift is 0.0 here: beta only tells MIOpen to blend or not)
     a, b = _float_arg(scale, "scale", fn), _float_arg(shift, "shift", fn)
     if not blend and (a, b) != (1.0, 0.0):
         raise ScalingRuleError(f"{fn}: MIOpen supports only scale=1 and shift=0 here; got scale={a}, shift={b}")
-    return ctypes.c_float(a), ctypes.c_float(b)
-
-
-_ONE, _ZERO = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    return a, b
 
 
 def _desc(t: Tensor, dims: tuple[int, ...] | None = None, strides: tuple[int, ...] | None = None
