@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 #: thresholds (generation 0, 1, 2) while in `batch()`
-BATCH_THRESHOLDS = (20_000, 20, 20)
+BATCH_THRESHOLDS = (100_000, 50, 50)
 
 
 @contextmanager

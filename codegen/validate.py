@@ -504,10 +504,10 @@ def check_model(obj: Any) -> None:
     """Apply the rules to an object built in memory (and everything in it); raises Violation.
 
     A frozen object found valid once is not walked again."""
-    if dataclasses.is_dataclass(obj) and not isinstance(obj, type):
-        if _VALID_MODELS.get(id(obj)) is obj:
-            return
-        cls = type(obj)
+    if _VALID_MODELS.get(id(obj)) is obj:
+        return
+    cls = type(obj)
+    if hasattr(cls, "__dataclass_fields__"):  # a dataclass instance (a dataclass itself has type `type`)
         fields = _FIELDS.get(cls) or _class_fields(cls)
         for name, literals, optional, check, nested in fields:
             value = getattr(obj, name)
@@ -559,15 +559,16 @@ def _plain_hint(tp: Any) -> bool:
 
 
 def _descend(value: Any) -> None:
-    if dataclasses.is_dataclass(value):
-        check_model(value)
-    elif isinstance(value, tuple):
+    if isinstance(value, tuple):
+        valid = _VALID_MODELS
         for i, x in enumerate(value):
-            if dataclasses.is_dataclass(x):
+            if valid.get(id(x)) is not x and hasattr(type(x), "__dataclass_fields__"):
                 try:
                     check_model(x)
                 except Violation as exc:
                     raise exc.within(f"[{i}]") from None
+    elif hasattr(type(value), "__dataclass_fields__"):
+        check_model(value)
     elif isinstance(value, dict):
         for k, x in value.items():
             if dataclasses.is_dataclass(x):
