@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import re
 import stat
 import types
 import typing
@@ -102,14 +103,39 @@ _SEQ_END = yaml.SequenceEndEvent()
 _MEMO_TYPES = (model.CType, model.Role, model.Param)
 
 
+class _Paste:
+    """Parameters written once: each distinct one (in block context) is emitted in a sequence of its own,
+    and the main document holds a placeholder item in its place, replaced by that text afterwards."""
+
+    def __init__(self) -> None:
+        self.slots: dict[int, yaml.ScalarEvent] = {}  # id(param) -> its placeholder
+        self.order: list[Any] = []
+        self.uses = 0
+
+
+#: placeholder items start with the C prefix reserved for miogen (codegen/reserved.py: C_PREFIX)
+_PASTE_PREFIX = "miogen_paste_"
+_PASTE_LINE = re.compile(r"^( *)- " + _PASTE_PREFIX + r"(\d+)\n", re.MULTILINE)
+_WIDTH = 4096
+
+
 def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False,
-            memo: dict[tuple[int, bool], list[yaml.Event]] | None = None) -> None:
+            memo: dict[tuple[int, bool], list[yaml.Event]] | None = None, paste: _Paste | None = None) -> None:
     if memo is not None and type(obj) in _MEMO_TYPES:
         memo_key = (id(obj), flow)  # by identity: the dumped object keeps every one alive, and hashing is deep
         done = memo.get(memo_key)
         if done is None:
             done = memo[memo_key] = []
             _events(obj, flow, done, item_flow, None)
+        if paste is not None and not flow and type(obj) is model.Param:
+            slot = paste.slots.get(id(obj))
+            if slot is None:
+                slot = paste.slots[id(obj)] = yaml.ScalarEvent(None, None, (True, False),
+                                                               f"{_PASTE_PREFIX}{len(paste.order)}")
+                paste.order.append(obj)
+            paste.uses += 1
+            out.append(slot)
+            return
         out += done
         return
     plan = _PLAN.get(type(obj)) or (_plan(type(obj)) if dataclasses.is_dataclass(obj) else None)
@@ -123,30 +149,87 @@ def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False
             if value is None or type(value) in (str, int, bool):
                 out.append(_scalar(value))
             else:
-                _events(value, flow or field_flow, out, items, memo)
+                _events(value, flow or field_flow, out, items, memo, paste)
         out.append(_MAP_END)
     elif isinstance(obj, tuple):
         out.append(yaml.SequenceStartEvent(None, None, True, flow_style=flow))
         for v in obj:
-            _events(v, flow or item_flow, out, False, memo)
+            _events(v, flow or item_flow, out, False, memo, paste)
         out.append(_SEQ_END)
     elif isinstance(obj, dict):
         out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
         for k, v in obj.items():
             out.append(_scalar(k))
-            _events(v, flow, out, False, memo)
+            _events(v, flow, out, False, memo, paste)
         out.append(_MAP_END)
     else:
         out.append(_scalar(obj))
 
 
-def dumps(spec: Any) -> str:
-    """YAML text of a model object (a spec, or any dataclass of the model)."""
-    events: list[yaml.Event] = [yaml.StreamStartEvent(), yaml.DocumentStartEvent(explicit=False)]
-    _events(spec, False, events, False, {})
-    events += [yaml.DocumentEndEvent(explicit=False), yaml.StreamEndEvent()]
-    text: str = yaml.emit(events, Dumper=_BaseDumper, width=4096, allow_unicode=True)
+def _emit(body: list[yaml.Event]) -> str:
+    events: list[yaml.Event] = [yaml.StreamStartEvent(), yaml.DocumentStartEvent(explicit=False), *body,
+                                yaml.DocumentEndEvent(explicit=False), yaml.StreamEndEvent()]
+    text: str = yaml.emit(events, Dumper=_BaseDumper, width=_WIDTH, allow_unicode=True)
     return text
+
+
+def dumps_events(spec: Any) -> str:
+    """`dumps` through libyaml's emitter alone, every event of the document emitted (the reference)."""
+    body: list[yaml.Event] = []
+    _events(spec, False, body, False, {})
+    return _emit(body)
+
+
+def dumps(spec: Any) -> str:
+    """YAML text of a model object (a spec, or any dataclass of the model).
+
+    Equal to `dumps_events` (a test checks it); faster for a spec: a parameter recurs in many functions
+    (`miopenHandle_t handle`), so each distinct one is emitted once, in a block sequence of its own, and
+    its text pasted (indented) where the document has its placeholder item. Where pasting could differ
+    (a line near the emitter's width, a placeholder spelt in the spec itself) the whole document is
+    emitted event by event."""
+    body: list[yaml.Event] = []
+    paste = _Paste()
+    memo: dict[tuple[int, bool], list[yaml.Event]] = {}
+    _events(spec, False, body, False, memo, paste)
+    if paste.uses < 2 * len(paste.order):  # few repeats (a spec read from YAML shares no objects): not worth it
+        slots = {id(slot): memo[(id(obj), False)] for obj, slot in zip(paste.order, paste.slots.values())}
+        whole: list[yaml.Event] = []
+        for event in body:
+            events = slots.get(id(event))
+            if events is None:
+                whole.append(event)
+            else:
+                whole += events
+        return _emit(whole)
+    listing = [yaml.SequenceStartEvent(None, None, True, flow_style=False)]
+    for obj in paste.order:
+        listing += memo[(id(obj), False)]
+    listing.append(_SEQ_END)
+    lines = _emit(listing).splitlines(keepends=True)
+    items: list[list[str]] = []
+    for line in lines:
+        if line.startswith("- ") or line == "-\n":
+            items.append([line])
+        elif items and line.startswith("  "):
+            items[-1].append(line)
+        else:
+            return dumps_events(spec)  # pragma: no cover - not the shape libyaml gives a block sequence
+    text = _emit(body)
+    if len(items) != len(paste.order) or max(map(len, lines)) > _WIDTH - 256:
+        return dumps_events(spec)  # a long line: at another indentation libyaml might break it elsewhere
+    pasted = 0
+
+    def item(m: re.Match[str]) -> str:
+        nonlocal pasted
+        pasted += 1
+        indent = m.group(1)
+        return "".join(indent + line for line in items[int(m.group(2))])
+
+    out = _PASTE_LINE.sub(item, text)
+    if pasted != paste.uses:
+        return dumps_events(spec)  # a scalar of the spec that looks like a placeholder
+    return out
 
 
 def dump(spec: model.Spec, path: Path) -> None:

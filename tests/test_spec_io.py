@@ -183,3 +183,30 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
     assert loads(text) == big
     for t in [text, *(p.read_text() for p in sorted(SPECS.glob("*.*.*.yaml")))]:
         assert nodes(t) / len(t.encode()) * spec_io.MAX_YAML_BYTES < spec_io.MAX_YAML_NODES / 2
+
+
+def test_pasted_parameters_give_the_emitters_own_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dumps pastes the text of each distinct parameter where a spec shares them (a parse of a header whose
+    functions repeat their parameters): byte for byte what libyaml emits event by event; so too for the
+    committed specs (read from YAML: nothing shared, no paste) and for a parameter with a line near the
+    emitter's width (the document goes through the emitter event by event)."""
+    from dataclasses import replace
+
+    from codegen import spec_io
+    from codegen.spec_io import dumps, dumps_events, load
+
+    from .helpers import SPECS, fixture_spec
+
+    fallbacks: list[object] = []
+    monkeypatch.setattr(spec_io, "dumps_events", lambda s: fallbacks.append(s) or dumps_events(s))
+    parsed = fixture_spec()
+    repeated = replace(parsed, functions=tuple(replace(f, name=f"{f.name}R{k}") for k in range(3)
+                                               for f in parsed.functions))
+    assert dumps(repeated) == dumps_events(repeated) and fallbacks == []
+    for spec in [parsed, *(load(p) for p in sorted(SPECS.glob("*.*.*.yaml")))]:
+        assert dumps(spec) == dumps_events(spec)
+    assert fallbacks == []
+    shared = next(f.params[0] for f in repeated.functions if f.params)
+    wide = replace(shared, c="const int " + "x" * 4000)  # past the width the paste is trusted with
+    spec = replace(repeated, functions=tuple(replace(f, params=(wide, *f.params)) for f in repeated.functions))
+    assert dumps(spec) == dumps_events(spec) and fallbacks == [spec]
