@@ -202,7 +202,7 @@ def dumps(spec: Any) -> str:
             else:
                 whole += events
         return _emit(whole)
-    listing = [yaml.SequenceStartEvent(None, None, True, flow_style=False)]
+    listing: list[yaml.Event] = [yaml.SequenceStartEvent(None, None, True, flow_style=False)]
     for obj in paste.order:
         listing += memo[(id(obj), False)]
     listing.append(_SEQ_END)
