@@ -398,10 +398,6 @@ def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     return cls(**kwargs)
 
 
-def _yaml_error(source: str, line: int | None, parts: list[str], message: str) -> SpecError:
-    return yamlread.error(source, line, parts, message)
-
-
 def loads(text: str, source: str = "<spec>") -> model.Spec:
     """Parse and validate spec text; errors name `source`, the line and the YAML path."""
     data = yamlread.read(text, source)
@@ -422,7 +418,7 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
         validate.mark_valid(spec)
         return spec
     except _Invalid as exc:
-        raise _yaml_error(source, yamlread.line_of(text, exc.parts), exc.parts, exc.message) from None
+        raise yamlread.error(source, yamlread.line_of(text, exc.parts), exc.parts, exc.message) from None
 
 
 def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
@@ -436,7 +432,7 @@ def loads_as(cls: type[T], text: str, source: str, skip: tuple[str, ...] = ()) -
     try:
         return _from_mapping(cls, data, skip)
     except _Invalid as exc:
-        raise _yaml_error(source, yamlread.line_of(text, exc.parts), exc.parts, exc.message) from None
+        raise yamlread.error(source, yamlread.line_of(text, exc.parts), exc.parts, exc.message) from None
 
 
 def _read(path: Path) -> str:

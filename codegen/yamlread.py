@@ -20,6 +20,7 @@ from typing import Any
 import yaml
 
 from . import validate
+from .validate import short
 from .errors import SpecError
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -44,10 +45,6 @@ _SCALARS: dict[tuple[str, str], Any] = {}
 _RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
 _CACHE_MAX = 100_000
 _MISSING = object()
-
-
-def short(value: object) -> str:
-    return validate.short(value)
 
 
 def message(exc: BaseException) -> str:
