@@ -16,6 +16,9 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 PIP    := PIP_ROOT_USER_ACTION=ignore $(PY) -m pip --disable-pip-version-check -qq
 STAMP  := $(VENV)/.installed
+# every package the venv holds, pinned with hashes (pip-compile format); `make lock` refreshes it
+LOCK   := requirements.lock
+PIP_TOOLS := pip-tools==7.6.2
 
 KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS BENCH_ARGS REAL_MIOPEN_ARGS SRC AUDIT_ARGS
 CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
@@ -43,7 +46,7 @@ MIOPEN_VERSION := $(PINNED)
 endif
 endif
 
-.PHONY: all venv specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen FORCE
+.PHONY: all venv versions lock specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen FORCE
 
 all: generate
 
@@ -54,6 +57,8 @@ help:
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<version>.yaml"
 	@echo "make audit SRC=...       compare the annotations with MIOpen's C++ implementation (docs/audit.md)"
 	@echo "make test                unit, golden and setup-error tests + mypy --strict"
+	@echo "make versions            the pinned versions the venv runs (python, libyaml, every package)"
+	@echo "make lock                refresh requirements.lock (newest allowed versions, hashed), rebuild the venv, run the suite"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
 	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
 
@@ -67,15 +72,34 @@ $(VENV)/.pkg-files: FORCE
 	@mkdir -p $(VENV)
 	@echo '$(PKG_FILES)' | cmp -s - $@ || echo '$(PKG_FILES)' > $@
 
-$(STAMP): pyproject.toml $(VENV)/.pkg-files
-	@echo "venv: $(VENV) (jinja2, pyyaml, libclang, pytest, mypy; miogen installed editable)"
+# The venv holds exactly the pins of requirements.lock (hashes checked; `make lock` refreshes them), then
+# miogen itself, editable and built with the pinned setuptools (no build isolation: nothing unpinned).
+$(STAMP): pyproject.toml $(LOCK) $(VENV)/.pkg-files
+	@echo "venv: $(VENV) (the pins of $(LOCK); miogen installed editable)"
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PIP) install --upgrade pip > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
-	@$(PIP) install -e '.[test]' --config-settings editable_mode=strict >> $(VENV)/install.log 2>&1 \
+	@$(PIP) install --require-hashes --no-deps -r $(LOCK) > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
+	@$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=strict >> $(VENV)/install.log 2>&1 \
 		|| { cat $(VENV)/install.log; exit 1; }
+	@$(PY) -m pip check >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; echo "venv: $(LOCK) is not consistent (make lock)"; exit 1; }
 	@touch $@
 
 venv: $(STAMP)
+
+# The versions the venv runs (CI prints them before the tests).
+versions: $(STAMP)
+	@$(PY) -c 'import sys, yaml; print("python", sys.version.split()[0], "| libyaml", yaml._yaml.get_version_string() if yaml.__with_libyaml__ else "none")'
+	@$(PY) -m pip list --format=freeze --exclude-editable | tr '\n' ' '; echo
+
+# Refresh the pins deliberately: resolve the newest versions pyproject.toml allows (plus pip) into
+# $(LOCK) with every file's hash, rebuild the venv from them and run the whole suite. Review the diff.
+lock:
+	@rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
+	@.lock-venv/bin/python -m pip --disable-pip-version-check -qq install $(PIP_TOOLS)
+	@echo pip | CUSTOM_COMPILE_COMMAND="make lock" .lock-venv/bin/pip-compile --quiet --upgrade --extra test --generate-hashes --allow-unsafe --strip-extras \
+		--no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml -
+	@rm -rf .lock-venv
+	@$(MAKE) --no-print-directory versions test
+
 
 specs: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make specs HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS=...]"; exit 2; }
@@ -140,7 +164,7 @@ typecheck: $(STAMP)
 	@rm -rf .typecheck
 
 # the whole suite with the runtime against MIOPEN_VERSION's stub, then the runtime suite against every other release
-test: $(STAMP) check-generated typecheck
+test: $(STAMP) versions check-generated typecheck
 	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) $(PY) -m pytest tests
 	@bash scripts/test_releases.sh $(PY) $(MIOPEN_VERSION)
 
@@ -156,4 +180,4 @@ real-miopen:
 	bash scripts/build_real_miopen.sh $(REAL_MIOPEN_ARGS)
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .check-generated .typecheck
+	rm -rf $(VENV) build .pytest_cache .mypy_cache .check-generated .typecheck .lock-venv
