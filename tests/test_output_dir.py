@@ -10,7 +10,8 @@ import pytest
 
 from codegen.cli import main
 from codegen.errors import CodegenError
-from codegen.render import OUTPUT_MARKER, write
+from codegen.files import OUTPUT_MARKER
+from codegen.files import write_tree as write
 
 from .helpers import SPECS
 
