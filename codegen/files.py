@@ -409,8 +409,6 @@ def write_tree(files: dict[str, str], out_dir: Path) -> list[Path]:
     if os.path.lexists(out_dir) and not out_dir.is_dir():
         raise CodegenError(f"{out_dir}: exists and is not a directory")
     real = Path(os.path.realpath(out_dir))
-    existed = real.is_dir()
-    rest = f"nothing was written: {out_dir} is as it was" if existed else f"{out_dir} was not created"
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -424,6 +422,8 @@ def write_tree(files: dict[str, str], out_dir: Path) -> list[Path]:
             raise _failed(exc, Path(exc.filename or real),
                           f"an earlier write of {out_dir} was cut short and cannot be undone; see what is in "
                           f"{real.parent} ({new.name}, {old.name})") from None
+        existed = real.is_dir()
+        rest = f"nothing was written: {out_dir} is as it was" if existed else f"{out_dir} was not created"
         builder = _Builder(real, new, rels, set(_owned(real, out_dir)))
         try:
             builder.build()
@@ -448,16 +448,21 @@ def _swap(new: Path, old: Path, real: Path, shown: Path, existed: bool) -> None:
                 _rename(real, old)
             try:
                 _rename(new, real)
-            except OSError:
+            except BaseException:
                 if existed:
                     _rename(old, real)
                 raise
-        except OSError as exc:
+        except BaseException as exc:
             shutil.rmtree(new, ignore_errors=True)
             if os.path.lexists(old) and not os.path.lexists(real):
-                raise _failed(exc, shown, f"its earlier content is in {old}; the next render puts it back") from None
-            raise _failed(exc, shown, f"nothing was written: {shown} is as it was" if existed
-                          else f"{shown} was not created") from None
+                raise CodegenError(f"{shown}: cannot be put back ({exc}); its earlier content is in {old}, and the "
+                                   f"next render puts it back") from None
+            if isinstance(exc, OSError):
+                raise _failed(exc, shown, f"nothing was written: {shown} is as it was" if existed
+                              else f"{shown} was not created") from None
+            if isinstance(exc, KeyboardInterrupt):
+                raise Interrupted(getattr(exc, "signum", signal.SIGINT), shown) from None
+            raise
         shutil.rmtree(old, ignore_errors=True)  # what is left of it (an I/O error): the next write removes it
         if cwd == str(real) or cwd.startswith(str(real) + os.sep):
             with contextlib.suppress(OSError):
