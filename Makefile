@@ -130,6 +130,7 @@ abi-check: $(STAMP)
 
 # mypy --strict on codegen/, and on runtime/ + generated/ assembled as the installed `miopen` package
 # (twice: everything with the .pyi stubs, and the generated implementation of every release without them).
+PY_FROM_SUBDIR = $(if $(filter /%,$(firstword $(VENV))),,../../)$(PY)
 typecheck: $(STAMP)
 	@"$(PY)" -m mypy --strict codegen
 	@rm -rf .typecheck && mkdir -p .typecheck/stubs/miopen .typecheck/impl/miopen
@@ -137,8 +138,8 @@ typecheck: $(STAMP)
 	@cp -r runtime/. .typecheck/impl/miopen/ && cp -r "$(GENERATED)" .typecheck/impl/miopen/_generated
 	@rm -f .typecheck/impl/miopen/_generated/*.pyi
 	@cp tests/fixtures/miopen_usage.py .typecheck/stubs/
-	@py="$$(cd "$(VENV)" && pwd)/bin/python" && cd .typecheck/stubs && MYPYPATH=. "$$py" -m mypy --strict --no-incremental miopen miopen_usage.py
-	@py="$$(cd "$(VENV)" && pwd)/bin/python" && cd .typecheck/impl && MYPYPATH=. "$$py" -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
+	@cd .typecheck/stubs && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --no-incremental miopen miopen_usage.py
+	@cd .typecheck/impl && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
 	@rm -rf .typecheck
 
 # the whole suite with the runtime against MIOPEN_VERSION's stub, then the runtime suite against every other release

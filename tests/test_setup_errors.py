@@ -170,7 +170,7 @@ def test_binary(tmp_path: Path) -> None:
 def test_not_utf8(tmp_path: Path) -> None:
     h = tmp_path / "miopen.h"
     h.write_bytes(b"/* ok */\nint x; /* \xff\xfe */\n")
-    with pytest.raises(HeaderError, match=r"miopen.h:2:10: not UTF-8 text"):
+    with pytest.raises(HeaderError, match=r"miopen.h:2:11: not UTF-8 text"):
         _parse(h)
 
 
