@@ -12,10 +12,12 @@
 #   SRC=DIR  AUDIT_ARGS=... a MIOpen source tree and extra options for `make audit` (docs/audit.md)
 #   PYTHON=python3.X       the interpreter that creates .venv;  VENV=DIR  where it lives
 PYTHON ?= python3
+# paths may hold spaces: recipes quote them; a make target or prerequisite escapes them (\ )
+space := $(subst ,, )
 VENV   ?= .venv
 PY     := $(VENV)/bin/python
-PIP    := PIP_ROOT_USER_ACTION=ignore $(PY) -m pip --disable-pip-version-check -qq
-STAMP  := $(VENV)/.installed
+PIP    := PIP_ROOT_USER_ACTION=ignore "$(PY)" -m pip --disable-pip-version-check -qq
+STAMP  := $(subst $(space),\ ,$(VENV))/.installed
 # every package the venv holds, pinned with hashes (pip-compile format); `make lock` refreshes it
 LOCK   := requirements.lock
 PIP_TOOLS := pip-tools==7.6.2
@@ -40,7 +42,7 @@ else
 VERSION_ARG :=
 ifneq ($(HEADER),)
 # the release HEADER declares (its version.h), read when a recipe needs it
-MIOPEN_VERSION = $(shell $(PY) -m codegen header-version $(HEADER) || echo "make: or pass MIOPEN_VERSION=X.Y.Z" >&2)
+MIOPEN_VERSION = $(shell "$(PY)" -m codegen header-version "$(HEADER)" || echo "make: or pass MIOPEN_VERSION=X.Y.Z" >&2)
 else
 MIOPEN_VERSION := $(PINNED)
 endif
@@ -68,27 +70,27 @@ PKG_FILES := $(sort $(wildcard codegen/*.py codegen/templates/*.j2 codegen/templ
 	$(GENERATED)/*.py $(GENERATED)/*.pyi $(GENERATED)/*/*.py $(GENERATED)/*/*.pyi \
 	specs/*/target.yaml specs/*/annotations.yaml specs/*/shims/*/*.h))
 
-$(VENV)/.pkg-files: FORCE
-	@mkdir -p $(VENV)
-	@echo '$(PKG_FILES)' | cmp -s - $@ || echo '$(PKG_FILES)' > $@
+$(subst $(space),\ ,$(VENV))/.pkg-files: FORCE
+	@mkdir -p "$(VENV)"
+	@echo '$(PKG_FILES)' | cmp -s - "$@" || echo '$(PKG_FILES)' > "$@"
 
 # The venv holds exactly the pins of requirements.lock (hashes checked; `make lock` refreshes them), then
 # miogen itself, editable and built with the pinned setuptools (no build isolation: nothing unpinned).
-$(STAMP): pyproject.toml $(LOCK) $(VENV)/.pkg-files
+$(STAMP): pyproject.toml $(LOCK) $(subst $(space),\ ,$(VENV))/.pkg-files
 	@echo "venv: $(VENV) (the pins of $(LOCK); miogen installed editable)"
-	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	@$(PIP) install --require-hashes --no-deps -r $(LOCK) > $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; exit 1; }
-	@$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=strict >> $(VENV)/install.log 2>&1 \
-		|| { cat $(VENV)/install.log; exit 1; }
-	@$(PY) -m pip check >> $(VENV)/install.log 2>&1 || { cat $(VENV)/install.log; echo "venv: $(LOCK) is not consistent (make lock)"; exit 1; }
-	@touch $@
+	@test -x "$(PY)" || $(PYTHON) -m venv "$(VENV)"
+	@$(PIP) install --require-hashes --no-deps -r $(LOCK) > "$(VENV)/install.log" 2>&1 || { cat "$(VENV)/install.log"; exit 1; }
+	@$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=strict >> "$(VENV)/install.log" 2>&1 \
+		|| { cat "$(VENV)/install.log"; exit 1; }
+	@"$(PY)" -m pip check >> "$(VENV)/install.log" 2>&1 || { cat "$(VENV)/install.log"; echo "venv: $(LOCK) is not consistent (make lock)"; exit 1; }
+	@touch "$@"
 
 venv: $(STAMP)
 
 # The versions the venv runs (CI prints them before the tests).
 versions: $(STAMP)
-	@$(PY) -c 'import sys, yaml; print("python", sys.version.split()[0], "| libyaml", yaml._yaml.get_version_string() if yaml.__with_libyaml__ else "none")'
-	@$(PY) -m pip list --format=freeze --exclude-editable | tr '\n' ' '; echo
+	@"$(PY)" -c 'import sys, yaml; print("python", sys.version.split()[0], "| libyaml", yaml._yaml.get_version_string() if yaml.__with_libyaml__ else "none")'
+	@"$(PY)" -m pip list --format=freeze --exclude-editable | tr '\n' ' '; echo
 
 # Refresh the pins deliberately: resolve the newest versions pyproject.toml allows (plus pip) into
 # $(LOCK) with every file's hash, rebuild the venv from them and run the whole suite. Review the diff.
@@ -103,19 +105,19 @@ lock:
 
 specs: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make specs HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS=...]"; exit 2; }
-	@$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)
+	@"$(PY)" -m codegen parse "$(HEADER)" --beta $(VERSION_ARG) $(PARSE_ARGS) -o "$(SPEC_DIR)/"
 
 generate: $(STAMP)
 ifneq ($(HEADER),)
-	@$(PY) -m codegen parse $(HEADER) --beta $(VERSION_ARG) $(PARSE_ARGS) -o $(SPEC_DIR)
+	@"$(PY)" -m codegen parse "$(HEADER)" --beta $(VERSION_ARG) $(PARSE_ARGS) -o "$(SPEC_DIR)/"
 endif
-	@$(PY) -m codegen check $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --summary
+	@"$(PY)" -m codegen check "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --summary
 	@test -f "$(SPEC_DIR)/$(MIOPEN_VERSION).yaml" || { echo "MIOPEN_VERSION=$(MIOPEN_VERSION): no committed spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml"; exit 2; }
-	@$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o $(GENERATED)
-	@$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+	@"$(PY)" -m codegen render "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --history "$(SPEC_DIR)" -o "$(GENERATED)"
+	@"$(PY)" -m codegen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
 
 docs: $(STAMP)
-	@$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o docs/api-changes.md
+	@"$(PY)" -m codegen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
 
 # `make audit SRC=/tmp/miopen-src [MIOPEN_VERSION=3.3.0] [AUDIT_ARGS="-o docs/semantics-audit.md"]`:
 # what MIOpen's implementation does with each pointer parameter vs the annotations (docs/audit.md).
@@ -123,7 +125,7 @@ SRC        ?=
 AUDIT_ARGS ?=
 audit: $(STAMP)
 	@test -n "$(SRC)" || { echo "usage: make audit SRC=path/to/MIOpen-source-root [MIOPEN_VERSION=X.Y.Z] [AUDIT_ARGS=...]"; exit 2; }
-	$(PY) -m codegen audit $(SRC) --spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml --annotations $(ANNOTATIONS) $(AUDIT_ARGS)
+	"$(PY)" -m codegen audit "$(SRC)" --spec "$(SPEC_DIR)/$(MIOPEN_VERSION).yaml" --annotations "$(ANNOTATIONS)" $(AUDIT_ARGS)
 
 # `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned (newest)
 # release -> annotation gate on every release -> add and pin the new spec -> generate -> test.
@@ -131,47 +133,48 @@ audit: $(STAMP)
 # (The verify commands are single-quoted: `$(cat pinned)` is read after the new release is pinned.)
 upgrade: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS='-I DIR']"; exit 2; }
-	@$(PY) -m codegen upgrade $(HEADER) $(VERSION_ARG) $(PARSE_ARGS) $(UPGRADE_ARGS) --specs $(SPEC_DIR) \
-		--restore $(GENERATED) --restore docs/api-changes.md \
-		--verify '$(MAKE) --no-print-directory generate HEADER= MIOPEN_VERSION=$$(cat $(SPEC_DIR)/pinned)' \
-		--verify '$(MAKE) --no-print-directory test HEADER= MIOPEN_VERSION=$$(cat $(SPEC_DIR)/pinned)'
+	@"$(PY)" -m codegen upgrade "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS) $(UPGRADE_ARGS) --specs "$(SPEC_DIR)" \
+		--restore "$(GENERATED)" --restore docs/api-changes.md \
+		--verify '$(MAKE) --no-print-directory generate HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")' \
+		--verify '$(MAKE) --no-print-directory test HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")'
 
 # CI: the committed generated/ must be exactly what `make generate` renders.
 check-generated: $(STAMP)
 	@rm -rf .check-generated
-	@$(PY) -m codegen render $(SPEC_DIR)/*.*.*.yaml --annotations $(ANNOTATIONS) --history $(SPEC_DIR) -o .check-generated 2>/dev/null
-	@diff -r -x __pycache__ -x .miogen-output $(GENERATED) .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
-	@$(PY) -m codegen changes $(SPEC_DIR)/*.*.*.yaml -o .check-generated/api-changes.md 2>/dev/null
+	@"$(PY)" -m codegen render "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --history "$(SPEC_DIR)" -o .check-generated 2>/dev/null
+	@diff -r -x __pycache__ -x .miogen-output "$(GENERATED)" .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
+	@"$(PY)" -m codegen changes "$(SPEC_DIR)"/*.*.*.yaml -o .check-generated/api-changes.md 2>/dev/null
 	@diff docs/api-changes.md .check-generated/api-changes.md || { echo "docs/api-changes.md is stale: run make generate and commit"; exit 1; }
 	@rm -rf .check-generated
 	@echo "check-generated: $(GENERATED)/ and docs/api-changes.md are what the specs render"
 
 abi-check: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make abi-check HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS=...]"; exit 2; }
-	@$(PY) -m codegen abi-check $(HEADER) $(VERSION_ARG) $(PARSE_ARGS)
+	@"$(PY)" -m codegen abi-check "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS)
 
 # mypy --strict on codegen/, and on runtime/ + generated/ assembled as the installed `miopen` package
 # (twice: everything with the .pyi stubs, and the generated implementation of every release without them).
+PY_FROM_SUBDIR = $(if $(filter /%,$(firstword $(VENV))),,../../)$(PY)
 typecheck: $(STAMP)
-	@$(PY) -m mypy --strict codegen
+	@"$(PY)" -m mypy --strict codegen
 	@rm -rf .typecheck && mkdir -p .typecheck/stubs/miopen .typecheck/impl/miopen
-	@cp -r runtime/. .typecheck/stubs/miopen/ && cp -r $(GENERATED) .typecheck/stubs/miopen/_generated
-	@cp -r runtime/. .typecheck/impl/miopen/ && cp -r $(GENERATED) .typecheck/impl/miopen/_generated
+	@cp -r runtime/. .typecheck/stubs/miopen/ && cp -r "$(GENERATED)" .typecheck/stubs/miopen/_generated
+	@cp -r runtime/. .typecheck/impl/miopen/ && cp -r "$(GENERATED)" .typecheck/impl/miopen/_generated
 	@rm -f .typecheck/impl/miopen/_generated/*.pyi
 	@cp tests/fixtures/miopen_usage.py .typecheck/stubs/
-	@cd .typecheck/stubs && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental miopen miopen_usage.py
-	@cd .typecheck/impl && MYPYPATH=. ../../$(PY) -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
+	@cd .typecheck/stubs && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --no-incremental miopen miopen_usage.py
+	@cd .typecheck/impl && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
 	@rm -rf .typecheck
 
 # the whole suite with the runtime against MIOPEN_VERSION's stub, then the runtime suite against every other release
 test: $(STAMP) versions check-generated typecheck
-	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) $(PY) -m pytest tests
-	@bash scripts/test_releases.sh $(PY) $(MIOPEN_VERSION)
+	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) "$(PY)" -m pytest tests
+	@bash scripts/test_releases.sh "$(PY)" $(MIOPEN_VERSION)
 
 # one interleaved run of every benchmark, printed as a table (goal, measured, PASS/MISS);
 # HEADER=/path/to/3.3.0/miopen.h adds the real-header parse ratio
 bench: $(STAMP)
-	@$(PY) benchmarks/run_all.py $(if $(HEADER),--header $(HEADER)) $(if $(filter command line,$(origin MIOPEN_VERSION)),--version $(MIOPEN_VERSION)) $(BENCH_ARGS)
+	@"$(PY)" benchmarks/run_all.py $(if $(HEADER),--header "$(HEADER)") $(if $(filter command line,$(origin MIOPEN_VERSION)),--version $(MIOPEN_VERSION)) $(BENCH_ARGS)
 
 # The real libMIOpen 2.17.0 (HIPNOGPU) of ../shared/real-miopen, rebuilt from source on Debian bookworm:
 # `make real-miopen REAL_MIOPEN_ARGS="--source ~/src/MIOpen --out /tmp/real-miopen --pack"` (see the script's --help).
@@ -180,4 +183,4 @@ real-miopen:
 	bash scripts/build_real_miopen.sh $(REAL_MIOPEN_ARGS)
 
 clean:
-	rm -rf $(VENV) build .pytest_cache .mypy_cache .check-generated .typecheck .lock-venv
+	rm -rf "$(VENV)" build .pytest_cache .mypy_cache .check-generated .typecheck .lock-venv

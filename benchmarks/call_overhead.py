@@ -20,7 +20,8 @@ sys.path.insert(0, str(REPO))
 from codegen import abi  # noqa: E402
 from codegen.annotate import load_annotations, resolve  # noqa: E402
 from codegen.parser import ParseOptions, parse_header  # noqa: E402
-from codegen.render import plan, render, write  # noqa: E402
+from codegen.files import write_tree  # noqa: E402
+from codegen.render import plan, render  # noqa: E402
 from codegen.target import load_target  # noqa: E402
 
 HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
@@ -31,7 +32,7 @@ def build(tmp: Path) -> tuple[object, ctypes.CDLL]:
     target = load_target()
     spec = parse_header(HEADER, target, ParseOptions(beta=True))
     ann = load_annotations(ANNOTATIONS)
-    write(render(plan(spec, ann, target, "# bench")), tmp / "bench_pkg")
+    write_tree(render(plan(spec, ann, target, "# bench")), tmp / "bench_pkg")
     stub = abi.compile_cpp(abi.stub_source(spec, resolve(spec, ann), HEADER, "bench", target.status_type,
                                            target.version_getter),
                            tmp / "libstub.so", target, shared=True)

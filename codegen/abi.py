@@ -952,13 +952,14 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     import sys
 
     from .annotate import load_annotations, resolve
-    from .render import plan, render, write
+    from .files import write_tree
+    from .render import plan, render
 
     ann = load_annotations(ann_path)
     sem = resolve(spec, ann, prefix=target.function_prefix)
     pl = plan(spec, ann, target, "# abi-check build")
     pkg_name = f"miogen_abi_{spec.miopen_version.replace('.', '_')}_{id(workdir) & 0xffff:x}"
-    write(render(pl), workdir / pkg_name)
+    write_tree(render(pl), workdir / pkg_name)
     banner = f"miogen abi-check of MIOpen {spec.miopen_version}"
     probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,
                         spec.parse.beta)

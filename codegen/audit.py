@@ -1515,8 +1515,9 @@ def run(args: Any) -> int:
                    target_name=target.display_name)
     text = to_json(report) if args.format == "json" else to_markdown(report)
     if args.output:
-        args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(text, encoding="utf-8")
+        from .files import into, write_file
+
+        write_file(into(args.output, f"semantics-audit.{args.format}"), text)
     else:
         sys.stdout.write(text)
     c = report.counts()

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
 from . import GENERATOR_VERSION, gcpolicy
 from .errors import CodegenError
+from .files import Interrupted, in_dir, in_file, in_path, interrupts, out_dir, out_file
 from .target import DEFAULT_TARGET, SPECS_DIR
 
 
@@ -28,9 +30,9 @@ def _parser() -> argparse.ArgumentParser:
         "miopen/export.h or hip/hip_runtime_api.h are supplied by miogen's shims; the compiler's builtin "
         "headers are found automatically. Any clang error fails the parse with its location and a fix.",
     )
-    p.add_argument("header", type=Path, metavar="HEADER", help="path of the miopen.h to parse")
+    p.add_argument("header", type=in_file, metavar="HEADER", help="path of the miopen.h to parse")
     p.add_argument(
-        "-I", dest="includes", action="append", type=Path, default=[], metavar="DIR",
+        "-I", dest="includes", action="append", type=in_dir, default=[], metavar="DIR",
         help="add DIR to the include path (e.g. /opt/rocm/include); repeatable; searched before miogen's shims",
     )
     p.add_argument(
@@ -56,24 +58,24 @@ def _parser() -> argparse.ArgumentParser:
         help="do not fall back to miogen's minimal config.h/export.h/hip_runtime_api.h shims",
     )
     p.add_argument(
-        "--builtin-include", type=Path, metavar="DIR",
+        "--builtin-include", type=in_dir, metavar="DIR",
         help="directory with the compiler's stddef.h/stdbool.h/stdint.h (default: ask clang, gcc or cc)",
     )
     p.add_argument(
-        "--target", type=Path, default=DEFAULT_TARGET, metavar="YAML",
+        "--target", type=in_file, default=DEFAULT_TARGET, metavar="YAML",
         help=f"target facts file (default: {DEFAULT_TARGET.relative_to(DEFAULT_TARGET.parents[2])})",
     )
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="SPEC.yaml",
-                   help="where to write the spec (a directory: <version>.yaml in it)")
+    p.add_argument("-o", "--output", type=out_file, required=True, metavar="SPEC.yaml",
+                   help="where to write the spec (an existing directory, or a path ending in /: <version>.yaml in it)")
 
     c = sub.add_parser(
         "check",
         help="validate spec files",
         description="Load and validate spec files; a malformed spec is reported with the YAML path of the bad key.",
     )
-    c.add_argument("specs", type=Path, nargs="+", metavar="SPEC.yaml")
+    c.add_argument("specs", type=in_file, nargs="+", metavar="SPEC.yaml")
     c.add_argument(
-        "--annotations", type=Path, metavar="YAML",
+        "--annotations", type=in_file, metavar="YAML",
         help="also run the annotation gate with this annotations file (e.g. specs/miopen/annotations.yaml)",
     )
     c.add_argument("--summary", action="store_true", help="one line for all specs instead of one per spec")
@@ -84,8 +86,8 @@ def _parser() -> argparse.ArgumentParser:
         description="Print X.Y.Z as the version header installed beside HEADER declares it (for MIOpen: "
         "miopen/version.h); exits 2 with the reason when there is none or it was never configured by CMake.",
     )
-    hv.add_argument("header", type=Path, metavar="HEADER")
-    hv.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
+    hv.add_argument("header", type=in_file, metavar="HEADER")
+    hv.add_argument("--target", type=in_file, default=DEFAULT_TARGET, metavar="YAML")
 
     r = sub.add_parser(
         "render",
@@ -93,15 +95,16 @@ def _parser() -> argparse.ArgumentParser:
         description="Render a spec plus annotations into a bindings package (raw ctypes layer, typed API, .pyi). "
         "Fails at the annotation gate when a pointer parameter is unclassified or an annotation is stale.",
     )
-    r.add_argument("spec", type=Path, nargs="+", metavar="SPEC.yaml",
+    r.add_argument("spec", type=in_file, nargs="+", metavar="SPEC.yaml",
                    help="specs of one target, one per release (each gets a sub-package; the newest gives the .pyi)")
-    r.add_argument("--annotations", type=Path, metavar="YAML",
+    r.add_argument("--annotations", type=in_file, metavar="YAML",
                    help="annotations file (default: specs/<the spec's target>/annotations.yaml)")
-    r.add_argument("--history", type=Path, metavar="DIR",
+    r.add_argument("--history", type=in_dir, metavar="DIR",
                    help="directory of committed specs, to record the release that introduced each function")
-    r.add_argument("--target", type=Path, metavar="YAML",
+    r.add_argument("--target", type=in_file, metavar="YAML",
                    help="target facts file (default: specs/<the spec's target>/target.yaml)")
-    r.add_argument("-o", "--output", type=Path, required=True, metavar="DIR", help="package directory to write")
+    r.add_argument("-o", "--output", type=out_dir, required=True, metavar="DIR",
+                   help="package directory to write (all or nothing: built beside it, then swapped in)")
 
     a = sub.add_parser(
         "abi-check",
@@ -111,16 +114,16 @@ def _parser() -> argparse.ArgumentParser:
         "its arguments and writes known outputs; compare the probe with the ctypes layer and drive every typed "
         "wrapper through the stub. Exits 1 on any mismatch.",
     )
-    a.add_argument("header", type=Path, metavar="HEADER")
+    a.add_argument("header", type=in_file, metavar="HEADER")
     a.add_argument("--miopen-version", metavar="X.Y.Z", help="MIOpen version (default: from version.h)")
-    a.add_argument("-I", dest="includes", action="append", type=Path, default=[], metavar="DIR",
+    a.add_argument("-I", dest="includes", action="append", type=in_dir, default=[], metavar="DIR",
                    help="include directory for the parse and the compiles; repeatable")
     a.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]",
                    help="define a preprocessor macro for the parse; repeatable")
     a.add_argument("--no-shims", action="store_true", help="do not fall back to miogen's shims")
-    a.add_argument("--annotations", type=Path, default=DEFAULT_TARGET.parent / "annotations.yaml", metavar="YAML")
-    a.add_argument("--target", type=Path, default=DEFAULT_TARGET, metavar="YAML")
-    a.add_argument("--keep", type=Path, metavar="DIR",
+    a.add_argument("--annotations", type=in_file, default=DEFAULT_TARGET.parent / "annotations.yaml", metavar="YAML")
+    a.add_argument("--target", type=in_file, default=DEFAULT_TARGET, metavar="YAML")
+    a.add_argument("--keep", type=out_dir, metavar="DIR",
                    help="build in DIR and keep it (default: a temp dir, removed afterwards)")
 
     d = sub.add_parser(
@@ -130,16 +133,17 @@ def _parser() -> argparse.ArgumentParser:
         "return types, default arguments, enums and constants (renumbered constants stand out), struct layouts, "
         "beta/stable moves, handle types. With --check, exit 1 when anything breaks existing callers.",
     )
-    d.add_argument("old", type=Path, metavar="OLD.yaml")
-    d.add_argument("new", type=Path, metavar="NEW.yaml")
+    d.add_argument("old", type=in_file, metavar="OLD.yaml")
+    d.add_argument("new", type=in_file, metavar="NEW.yaml")
     d.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
     d.add_argument("--check", action="store_true", help="exit 1 if any change is breaking (additions alone: 0)")
 
     c2 = sub.add_parser("changes", help="write docs/api-changes.md from the committed specs",
                         description="One section per consecutive pair of releases, and a coverage table "
                         "(functions per group per release).")
-    c2.add_argument("specs", type=Path, nargs="+", metavar="SPEC.yaml")
-    c2.add_argument("-o", "--output", type=Path, required=True, metavar="FILE.md")
+    c2.add_argument("specs", type=in_file, nargs="+", metavar="SPEC.yaml")
+    c2.add_argument("-o", "--output", type=out_file, required=True, metavar="FILE.md",
+                    help="where to write it (an existing directory, or a path ending in /: api-changes.md in it)")
 
     u = sub.add_parser(
         "upgrade",
@@ -151,18 +155,18 @@ def _parser() -> argparse.ArgumentParser:
         "spec, the pin and every --restore path are put back as they were. Nothing is replaced: a release "
         "already committed is refused.",
     )
-    u.add_argument("header", type=Path, metavar="HEADER")
+    u.add_argument("header", type=in_file, metavar="HEADER")
     u.add_argument("--miopen-version", metavar="X.Y.Z", help="version of HEADER (default: from version.h)")
-    u.add_argument("-I", dest="includes", action="append", type=Path, default=[], metavar="DIR")
+    u.add_argument("-I", dest="includes", action="append", type=in_dir, default=[], metavar="DIR")
     u.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
     u.add_argument("--no-shims", action="store_true", help="do not fall back to miogen's shims")
-    u.add_argument("--specs", type=Path, default=SPECS_DIR, metavar="DIR",
+    u.add_argument("--specs", type=in_dir, default=SPECS_DIR, metavar="DIR",
                    help="spec directory holding the committed specs, annotations.yaml and the pin file `pinned` "
                    "(default: specs/miopen of this checkout)")
-    u.add_argument("--target", type=Path, metavar="YAML", help="target facts file (default: the pinned spec's)")
+    u.add_argument("--target", type=in_file, metavar="YAML", help="target facts file (default: the pinned spec's)")
     u.add_argument("--verify", action="append", default=[], metavar="COMMAND",
                    help="a shell command to run once the spec is in place; repeatable; any failure rolls back")
-    u.add_argument("--restore", action="append", type=Path, default=[], metavar="PATH",
+    u.add_argument("--restore", action="append", type=in_path, default=[], metavar="PATH",
                    help="a file or directory the --verify commands may rewrite (generated/, docs/...): restored "
                    "on failure; repeatable")
 
@@ -180,20 +184,21 @@ def _audit_parser(sub: Any) -> None:
         "compare what the code does (written, read as a type, device memory, NULL handled or rejected, read in "
         "groups of k, ...) with the resolved annotations. Method and limits: docs/audit.md.",
     )
-    a.add_argument("source", type=Path, metavar="SRC", help="root of the implementation's source tree")
-    a.add_argument("--spec", type=Path, required=True, metavar="SPEC.yaml", help="the release's spec")
-    a.add_argument("--annotations", type=Path, metavar="YAML",
+    a.add_argument("source", type=in_dir, metavar="SRC", help="root of the implementation's source tree")
+    a.add_argument("--spec", type=in_file, required=True, metavar="SPEC.yaml", help="the release's spec")
+    a.add_argument("--annotations", type=in_file, metavar="YAML",
                    help="annotations file (default: specs/<target>/annotations.yaml)")
-    a.add_argument("--notes", type=Path, metavar="YAML",
+    a.add_argument("--notes", type=in_file, metavar="YAML",
                    help="audit notes: explanations and manual findings (default: audit-notes.yaml beside the "
                    "annotations; absent means none)")
-    a.add_argument("--idioms", type=Path, metavar="YAML",
+    a.add_argument("--idioms", type=in_file, metavar="YAML",
                    help="the target's source idioms (default: audit-idioms.yaml beside the annotations)")
     a.add_argument("--depth", type=int, default=3, metavar="N", help="calls followed below the C function (default 3)")
     a.add_argument("--source-label", metavar="TEXT", help="how the report names the sources (default: SRC's name)")
     a.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
     a.add_argument("--check", action="store_true", help="exit 1 when a disagreement is unexplained")
-    a.add_argument("-o", "--output", type=Path, metavar="FILE", help="write the report here (default: stdout)")
+    a.add_argument("-o", "--output", type=out_file, metavar="FILE",
+                   help="write the report here (an existing directory, or a path ending in /: semantics-audit.md or .json in it; default: stdout)")
 
 
 def _peek(path: Path, key: str) -> str | None:
@@ -245,12 +250,12 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _changes(args: argparse.Namespace) -> int:
     from .diff import changes_document
+    from .files import into, write_file
 
     text = changes_document(list(args.specs))
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    if not args.output.exists() or args.output.read_text(encoding="utf-8") != text:
-        args.output.write_text(text, encoding="utf-8")
-    print(f"{args.output}: {len(args.specs)} releases", file=sys.stderr)
+    output = into(args.output, "api-changes.md")
+    write_file(output, text)
+    print(f"{output}: {len(args.specs)} releases", file=sys.stderr)
     return 0
 
 
@@ -486,6 +491,7 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
+    from .files import into
     from .parser import ParseOptions, parse_header
     from .spec_io import dump
     from .target import load_target
@@ -506,12 +512,11 @@ def _parse(args: argparse.Namespace) -> int:
         builtin_include=args.builtin_include or True,
     )
     spec = parse_header(args.header, target, opts, args.miopen_version, args.rocm_release)
-    if args.output.is_dir():  # a spec directory: the file is named after the version the header declares
-        args.output = args.output / f"{spec.miopen_version}.yaml"
-    dump(spec, args.output)
+    output = into(args.output, f"{spec.miopen_version}.yaml")  # a spec directory: named after the version
+    dump(spec, output)
     beta = sum(f.beta for f in spec.functions)
     print(
-        f"{args.output}: {target.display_name} {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
+        f"{output}: {target.display_name} {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
         f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles",
         file=sys.stderr,
     )
@@ -519,7 +524,9 @@ def _parse(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    with gcpolicy.batch():  # fewer collector passes over the objects a command keeps (codegen/gcpolicy.py)
+    # fewer collector passes over the objects a command keeps (codegen/gcpolicy.py); SIGTERM and SIGHUP
+    # interrupt like SIGINT, so an output being written rolls back (codegen/files.py)
+    with gcpolicy.batch(), interrupts():
         return _main(argv)
 
 
@@ -553,4 +560,10 @@ def _main(argv: list[str] | None) -> int:
         where = f"{exc.filename}: " if exc.filename else ""
         print(f"miogen: error: {where}{exc.strerror or exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt as exc:  # SIGINT, SIGTERM, SIGHUP (files.interrupts)
+        signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+        output = exc.output if isinstance(exc, Interrupted) else None
+        print(f"miogen: interrupted ({signal.Signals(signum).name})"
+              + (f": {output} is as it was" if output is not None else ""), file=sys.stderr)
+        return 128 + signum
     return 1  # pragma: no cover - argparse enforces a command

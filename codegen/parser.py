@@ -74,22 +74,25 @@ class ParseOptions:
     builtin_include: Path | None | bool = True  # True: find it; None/False: none; Path: this one
 
 
-def check_header_file(path: Path) -> bytes:
-    """The header's bytes, or a clear error for something that is not a header."""
+def check_header_file(path: Path, target: Target) -> bytes:
+    """The header's bytes, or a clear error for something that is not a header (checked before it is opened:
+    a FIFO or a device would block the read)."""
+    expected = f"expected {target.display_name}'s {target.header}"
     if not path.exists():
-        raise HeaderError(f"{path}: no such file")
+        raise HeaderError(f"{path}: no such file; {expected}")
     if not path.is_file():
-        raise HeaderError(f"{path}: not a regular file (pass the path of miopen.h itself)")
+        raise HeaderError(f"{path}: not a regular file; {expected} (pass the path of the file itself)")
     data = path.read_bytes()
     if not data.strip():
-        raise HeaderError(f"{path}: the file is empty; expected MIOpen's miopen.h")
+        raise HeaderError(f"{path}: the file is empty; {expected}")
     if b"\0" in data[:65536]:
-        raise HeaderError(f"{path}: this is a binary file, not a C header; expected MIOpen's miopen.h")
+        raise HeaderError(f"{path}: this is a binary file, not a C header; {expected}")
     try:
         data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
-        raise HeaderError(f"{path}:{line}: not UTF-8 text ({exc.reason}); expected MIOpen's miopen.h") from None
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise HeaderError(f"{path}:{line}:{col}: not UTF-8 text ({exc.reason}); {expected}") from None
     return data
 
 
@@ -665,7 +668,7 @@ def parse_header(
 ) -> Spec:
     """Parse `header` into a spec (see module doc)."""
     header = header.resolve() if header.exists() else header
-    data = check_header_file(header)
+    data = check_header_file(header, target)
     text = data.decode("utf-8")
     if miopen_version is None:
         miopen_version = header_version(header, target)
@@ -716,10 +719,14 @@ def _check_is_target(header: Path, items: dict[str, list[Any]], target: Target) 
     has_status = any(e.name == target.status_type for e in items["enums"])
     fns = [f for f in items["functions"] if f.name.startswith(target.function_prefix)]
     if not has_status or not fns:
+        others = sorted({f.name for f in items["functions"]})[:3]
         raise HeaderError(
-            f"{header}: this does not look like {target.header}: "
+            f"{header}: this does not look like {target.display_name}'s {target.header}: it declares "
             + (f"no enum {target.status_type}" if not has_status else "")
             + (" and " if not has_status and not fns else "")
-            + (f"no function named {target.function_prefix}*" if not fns else "")
-            + f" (found {len(items['functions'])} function(s), {len(items['enums'])} enum(s))"
+            + (f"none of the target's functions (prefix {target.function_prefix}*)" if not fns else "")
+            + f" (found {len(items['functions'])} function(s)"
+            + (f", e.g. {', '.join(others)}" if others else "") + f", {len(items['enums'])} enum(s)). "
+            f"Pass the path of {target.display_name}'s {target.header}, or, for another library, its target facts "
+            f"with --target (these are {target.path})"
         )

@@ -233,8 +233,10 @@ def dumps(spec: Any) -> str:
 
 
 def dump(spec: model.Spec, path: Path) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps(spec), encoding="utf-8")
+    """Write `spec` to `path` in one step (files.write_file: never half a spec)."""
+    from .files import write_file
+
+    write_file(path, dumps(spec))
 
 
 # --------------------------------------------------------------------------- load

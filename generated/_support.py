@@ -121,14 +121,16 @@ def _open(path: str | os.PathLike[str] | ctypes.CDLL | None) -> tuple[ctypes.CDL
     if isinstance(path, ctypes.CDLL):
         return path, str(getattr(path, "_name", "<injected>"))
     if path is not None:
+        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO or a device would block the loader
+            raise LibraryNotFoundError(f"cannot load MIOpen from {os.fspath(path)}: not a regular file")
         try:
             return ctypes.CDLL(os.fspath(path)), os.fspath(path)
         except OSError as exc:
             raise LibraryNotFoundError(f"cannot load MIOpen from {os.fspath(path)}: {exc}") from None
     tried: list[str] = []
     for origin, candidate in _candidates():
-        if os.sep in candidate and not os.path.exists(candidate):
-            tried.append(f"{candidate} ({origin}): no such file")
+        if os.sep in candidate and not os.path.isfile(candidate):
+            tried.append(f"{candidate} ({origin}): " + ("not a regular file" if os.path.exists(candidate) else "no such file"))
             continue
         try:
             return ctypes.CDLL(candidate), candidate

@@ -17,6 +17,7 @@ import argparse
 import ctypes
 import json
 import os
+import stat
 import sys
 import warnings
 from collections.abc import Sequence
@@ -42,8 +43,9 @@ def _probe(library: str | None) -> tuple[list[dict[str, str]], str | None]:
         if found is not None:
             tried.append({**entry, "result": "not tried", "detail": "a library was found before it"})
             continue
-        if os.sep in candidate and not os.path.exists(candidate):
-            tried.append({**entry, "result": "failed", "detail": "no such file"})
+        if os.sep in candidate and not os.path.isfile(candidate):  # a FIFO or a device would block the loader
+            tried.append({**entry, "result": "failed",
+                          "detail": "not a regular file" if os.path.exists(candidate) else "no such file"})
             continue
         try:
             ctypes.CDLL(candidate)
@@ -196,16 +198,34 @@ def _text(info: dict[str, Any], status: int) -> str:
     return "\n".join(lines)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _library(text: str) -> str:
+    """argparse type of --library: a FIFO, device or directory is refused before the loader opens it
+    (a bare name, or a path that does not exist, is left to the search, which reports it)."""
+    try:
+        mode = os.stat(text).st_mode
+    except (OSError, ValueError):
+        return text
+    if not stat.S_ISREG(mode):
+        raise argparse.ArgumentTypeError(f"{text}: not a regular file (a directory, FIFO or device); pass the path "
+                                         f"of the library")
+    return text
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line of `python -m miopen`."""
     ap = argparse.ArgumentParser(
         prog="python -m miopen",
         description="Show the MIOpen releases this package has bindings for, the library it finds (and where it "
                     "looked), the release it binds, and the features the library offers.",
         epilog="Exit status: 0 a library was found and bound; 1 none was found, or its version was refused; "
                "2 a usage error.")
-    ap.add_argument("--library", metavar="PATH", help="use this library instead of searching")
+    ap.add_argument("--library", metavar="PATH", type=_library, help="use this library instead of searching")
     ap.add_argument("--json", action="store_true", help="print the report as JSON")
-    args = ap.parse_args(argv)
+    return ap
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parser().parse_args(argv)
     try:
         info, status = report(args.library)
     except Exception as exc:  # never a traceback: say what failed

@@ -313,8 +313,8 @@ def _candidates() -> list[tuple[str, str]]:
 def _search() -> _Hip:
     tried: list[str] = []
     for origin, candidate in _candidates():
-        if os.sep in candidate and not os.path.exists(candidate):
-            tried.append(f"{candidate} ({origin}): no such file")
+        if os.sep in candidate and not os.path.isfile(candidate):  # a FIFO or a device would block the loader
+            tried.append(f"{candidate} ({origin}): " + ("not a regular file" if os.path.exists(candidate) else "no such file"))
             continue
         try:
             return _Hip(ctypes.CDLL(candidate), candidate)
@@ -330,6 +330,8 @@ def _bind(lib: ctypes.CDLL | str | os.PathLike[str]) -> _Hip:
         return _Hip(lib, _where(lib))
     if isinstance(lib, (str, os.PathLike)):
         path = os.fspath(lib)
+        if os.path.exists(path) and not os.path.isfile(path):
+            raise HipLibraryNotFoundError(f"cannot load the HIP runtime from {path}: not a regular file", (path,))
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:

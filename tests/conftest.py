@@ -16,7 +16,8 @@ import pytest
 from codegen import abi
 from codegen.annotate import Semantics, load_annotations, resolve
 from codegen.model import Spec
-from codegen.render import Plan, banner, plan, render, sha256_text, write
+from codegen.files import write_tree as write
+from codegen.render import Plan, banner, plan, render, sha256_text
 from codegen.spec_io import dumps
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target

@@ -139,3 +139,81 @@ def test_abi_check_removes_its_temp_dir(tmp_path: Path) -> None:
     keep = tmp_path / "keep"
     r = subprocess.run([*args, "--keep", str(keep)], capture_output=True, text=True, cwd=REPO, env=env)
     assert r.returncode == 0 and any(keep.iterdir()) and list(tmp.iterdir()) == []
+
+
+def _path_options() -> list[tuple[str, str, object]]:
+    """(command, option, its argparse type) for every option of every miogen command that takes a path."""
+    import argparse
+
+    from codegen import files
+    from codegen.cli import _parser
+
+    found = []
+    top = _parser()
+    subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+    for command, sub in subs.choices.items():
+        for action in sub._actions:
+            if action.type in files.PATH_TYPES:
+                found.append((command, action.option_strings[0] if action.option_strings else action.dest, action.type))
+            elif action.metavar and any(w in str(action.metavar) for w in ("DIR", "YAML", "FILE", "HEADER", "SRC",
+                                                                           ".yaml", ".md", "PATH")):
+                raise AssertionError(f"{command} {action.dest}: a path option without a path type of codegen.files")
+    return found
+
+
+def test_every_path_option_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
+    """A FIFO (or a device) given for any path option is refused before anything opens it."""
+    import os
+
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    options = _path_options()
+    assert len(options) >= 25
+    for command, option, _ in options:
+        for bad in (str(fifo), "/dev/zero"):
+            argv = [command, option, bad] if option.startswith("-") else [command, bad]
+            try:
+                r = subprocess.run([sys.executable, "-m", "codegen", *argv], capture_output=True, text=True, cwd=REPO,
+                                   timeout=30, stdin=subprocess.DEVNULL)
+            except subprocess.TimeoutExpired:
+                raise AssertionError(f"miogen {' '.join(argv)} hangs") from None
+            assert r.returncode == 2 and "Traceback" not in r.stderr, (argv, r.stderr)
+            assert f"{bad}: " in r.stderr and ("FIFO" in r.stderr or "device" in r.stderr), (argv, r.stderr)
+
+
+def test_o_into_a_directory_means_the_same_for_every_command(tmp_path: Path) -> None:
+    """An existing directory, or a path ending in /, means "write into it" (parse, changes)."""
+    specs = [str(REPO / "specs/miopen/3.3.0.yaml"), str(REPO / "specs/miopen/3.5.2.yaml")]
+    for into in (f"{tmp_path}/new/", str(tmp_path / "new")):  # made by the first, existing for the second
+        r = _run("parse", str(FIXTURE_HEADER), "-o", into)
+        assert r.returncode == 0, r.stderr
+        assert (tmp_path / "new" / "3.4.1.yaml").is_file() and not (tmp_path / "new.yaml").exists()
+        r = _run("changes", *specs, "-o", into)
+        assert r.returncode == 0 and (tmp_path / "new" / "api-changes.md").is_file(), r.stderr
+    assert sorted(p.name for p in (tmp_path / "new").iterdir()) == ["3.4.1.yaml", "api-changes.md"]
+    r = _run("changes", *specs, "-o", str(tmp_path / "plain.md"))
+    assert r.returncode == 0 and (tmp_path / "plain.md").read_text() == (tmp_path / "new/api-changes.md").read_text()
+
+
+def test_a_header_of_another_library_is_named_as_such(tmp_path: Path) -> None:
+    """Not the target's header: the message says what was expected (from the target's facts) and how to fix it."""
+    cudnn = tmp_path / "cudnn.h"
+    cudnn.write_text("typedef enum { CUDNN_STATUS_SUCCESS = 0 } cudnnStatus_t;\n"
+                     "typedef struct cudnnContext *cudnnHandle_t;\ncudnnStatus_t cudnnCreate(cudnnHandle_t *handle);\n")
+    r = _run("parse", str(cudnn), "--miopen-version", "3.3.0", "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    assert f"{cudnn}: this does not look like MIOpen's miopen.h" in r.stderr
+    assert "none of the target's functions (prefix miopen*)" in r.stderr and "e.g. cudnnCreate" in r.stderr
+    assert "--target" in r.stderr and not (tmp_path / "x.yaml").exists()
+    # the other way round: the facts come from the target file, not from the code
+    mio = tmp_path / "miopen.h"
+    mio.write_text("typedef enum { miopenStatusSuccess = 0 } miopenStatus_t;\nmiopenStatus_t miopenCreate(void **h);\n")
+    r = _run("parse", str(mio), "--target", str(REPO / "specs/cudnn/target.yaml"), "--miopen-version",
+             "9.19.0", "-o", str(tmp_path / "x.yaml"))
+    assert r.returncode == 2 and "does not look like cuDNN's cudnn_ops.h" in r.stderr, r.stderr
+    assert "prefix cudnn*" in r.stderr and "Traceback" not in r.stderr
+    for content, said in ((b"", "the file is empty"), (b"\x7fELF\x02\0\0", "binary file"),
+                          (b"int x;\n/* \xff */\n", ":2:4: not UTF-8")):
+        (tmp_path / "h.h").write_bytes(content)
+        r = _run("parse", str(tmp_path / "h.h"), "-o", str(tmp_path / "x.yaml"))
+        assert r.returncode == 2 and said in r.stderr and "expected MIOpen's miopen.h" in r.stderr, r.stderr

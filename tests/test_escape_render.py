@@ -18,7 +18,8 @@ from codegen import abi, validate
 from codegen.annotate import load_annotations, resolve
 from codegen.errors import CodegenError
 from codegen.model import Spec
-from codegen.render import banner, plan, render, write
+from codegen.files import write_tree as write
+from codegen.render import banner, plan, render
 from codegen.target import Target
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target

@@ -387,7 +387,8 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
     import sys
 
     from codegen import abi
-    from codegen.render import banner, write
+    from codegen.files import write_tree as write
+    from codegen.render import banner
     from codegen.target import load_target
 
     rng = random.Random(SEED + 3)

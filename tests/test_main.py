@@ -175,3 +175,28 @@ def test_with_the_real_miopen_2_17_0() -> None:
     r = _run([], _env(MIOPEN_LIBRARY=path))
     assert r.returncode == 0 and f"[loaded] {path} ($MIOPEN_LIBRARY)" in r.stdout
     assert "Selected release: 2.17.0 (policy compatible)" in r.stdout
+
+
+def test_no_path_option_or_library_variable_blocks_on_a_fifo(tmp_path: Path) -> None:
+    """Every path option of `python -m miopen` (read from its parser), and $MIOPEN_LIBRARY / $ROCM_PATH, given a
+    FIFO or a device: refused or skipped before the loader opens it, never a hang."""
+    from miopen.__main__ import parser
+
+    fifo = tmp_path / "libMIOpen.so.1"
+    os.mkfifo(fifo)
+    options = [a.option_strings[0] for a in parser()._actions if a.metavar == "PATH"]
+    assert options == ["--library"]
+    for option in options:
+        for bad in (str(fifo), "/dev/zero", str(tmp_path)):
+            r = _run([option, bad])
+            assert r.returncode == 2 and f"{bad}: not a regular file" in r.stderr, r.stderr
+    r = _run(["--json"], _env(MIOPEN_LIBRARY=str(fifo), ROCM_PATH=str(tmp_path)))
+    info = json.loads(r.stdout)
+    assert info["search"][0] == {"origin": "$MIOPEN_LIBRARY", "path": str(fifo), "result": "failed",
+                                 "detail": "not a regular file"}
+    # the library search of the bindings themselves (miopen.load_library) skips it the same way
+    code = ("import miopen, sys\ntry:\n    miopen.load_library(sys.argv[1])\nexcept miopen.LibraryNotFoundError as e:\n"
+            "    print(e)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(fifo)], capture_output=True, text=True, cwd=REPO,
+                       env=_env(), timeout=60)
+    assert f"from {fifo}: not a regular file" in r.stdout, r.stdout + r.stderr

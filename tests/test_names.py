@@ -19,7 +19,8 @@ from codegen import naming, reserved
 from codegen.annotate import Annotations, Rules, load_annotations, resolve
 from codegen.errors import CodegenError, HeaderError, NamingError
 from codegen.parser import ParseOptions, parse_header
-from codegen.render import plan, render, write
+from codegen.files import write_tree as write
+from codegen.render import plan, render
 
 from .conftest import fixture_files
 from .helpers import REPO, target

@@ -10,7 +10,8 @@ import pytest
 
 from codegen.cli import main
 from codegen.errors import CodegenError
-from codegen.render import OUTPUT_MARKER, write
+from codegen.files import OUTPUT_MARKER
+from codegen.files import write_tree as write
 
 from .helpers import SPECS
 
@@ -101,3 +102,204 @@ def test_spec_file_names_cannot_inject_into_the_banner(tmp_path: Path, capsys: p
     assert main(["render", str(evil), "-o", str(tmp_path / "out")]) == 2
     assert "must be printable" in capsys.readouterr().err
     assert not (tmp_path / "out").exists() and not marker.exists()
+
+
+# --------------------------------------------------------------------------- all or nothing
+
+import errno  # noqa: E402
+import signal  # noqa: E402
+import subprocess  # noqa: E402
+import sys  # noqa: E402
+import threading  # noqa: E402
+from collections.abc import Callable  # noqa: E402
+
+from codegen import files as files_mod  # noqa: E402
+from codegen.files import Interrupted, recover  # noqa: E402
+
+from .helpers import REPO  # noqa: E402
+
+_STEPS = ("_put", "_link", "_mkdir", "_rename")
+
+
+def _rendered(version: str) -> dict[str, str]:
+    from codegen.annotate import load_annotations
+    from codegen.render import banner, plan, render
+    from codegen.spec_io import load
+    from codegen.target import load_target
+
+    spec = load(SPECS / f"{version}.yaml")
+    return render(plan(spec, load_annotations(SPECS / "annotations.yaml"), load_target(), banner(version, "0", "0")))
+
+
+def _state(parent: Path) -> dict[str, dict[str, bytes] | str]:
+    """Every entry of `parent` (the output directory and anything beside it), files by content."""
+    return {p.name: (_tree(p) if p.is_dir() else p.read_bytes().decode()) for p in sorted(parent.iterdir())}
+
+
+def _earlier(tmp_path: Path) -> Path:
+    """An output directory of an earlier render, with a file of the user's and a __pycache__ in it."""
+    out = tmp_path / "parent" / "gen"
+    write(_rendered("2.15.0"), out)
+    (out / "mine.txt").write_text("the user's\n")
+    (out / "__pycache__").mkdir()
+    (out / "__pycache__" / "x.pyc").write_bytes(b"\0pyc")
+    (tmp_path / "parent" / "neighbour.txt").write_text("beside it\n")
+    return out
+
+
+def _failing(monkeypatch: pytest.MonkeyPatch, at: int, fail: Callable[[], BaseException]) -> list[str]:
+    """Make the `at`-th filesystem step of a write (any of files._STEPS) raise `fail()`; returns the step log."""
+    log: list[str] = []
+    for name in _STEPS:
+        real = getattr(files_mod, name)
+
+        def step(*args: object, _real: Callable[..., None] = real, _name: str = name) -> None:
+            log.append(f"{_name}{args}")
+            if len(log) == at:
+                raise fail()
+            _real(*args)
+
+        monkeypatch.setattr(files_mod, name, step)
+    return log
+
+
+_FAILURES: dict[str, Callable[[], BaseException]] = {
+    "ENOSPC": lambda: OSError(errno.ENOSPC, os.strerror(errno.ENOSPC)),
+    "EACCES": lambda: OSError(errno.EACCES, os.strerror(errno.EACCES)),
+    "EIO": lambda: OSError(errno.EIO, os.strerror(errno.EIO)),
+    "SIGINT": KeyboardInterrupt,
+    "SIGTERM": lambda: Interrupted(signal.SIGTERM),
+}
+
+
+@pytest.mark.parametrize("fresh", [False, True], ids=["over-an-earlier-render", "new-directory"])
+@pytest.mark.parametrize("failure", list(_FAILURES))
+def test_a_failure_at_any_step_of_a_real_render_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                failure: str, fresh: bool) -> None:
+    new = _rendered("3.5.2")
+    if fresh:
+        out = tmp_path / "parent" / "gen"
+        out.parent.mkdir()
+    else:
+        out = _earlier(tmp_path)
+    before = _state(out.parent)
+    with monkeypatch.context() as m:  # how many steps a whole write takes
+        steps = _failing(m, 0, KeyboardInterrupt)
+        write(new, tmp_path / "count" / "gen")
+    assert len(steps) > len(new)
+    for at in range(1, len(steps) + 1):
+        with monkeypatch.context() as m:
+            _failing(m, at, _FAILURES[failure])
+            with pytest.raises((CodegenError, KeyboardInterrupt)) as exc:
+                write(new, out)
+        assert _state(out.parent) == before, f"step {at}: {steps[at - 1]}"
+        if failure.startswith("E"):
+            msg = str(exc.value)
+            assert exc.type is CodegenError and "\n" not in msg and msg.startswith(f"{out}")
+            assert os.strerror(getattr(errno, failure)) in msg
+            assert (f"{out} is as it was" if not fresh else f"{out} was not created") in msg
+        else:
+            assert isinstance(exc.value, Interrupted) and exc.value.output == out
+            assert exc.value.signum == getattr(signal, failure)
+    write(new, out)  # and then it works
+    assert {k: v.decode() for k, v in _tree(out).items() if "/" not in k and k.endswith(".py")} == \
+        {k: v for k, v in new.items() if "/" not in k and k.endswith(".py")}
+    assert sorted(p.name for p in out.parent.iterdir()) == ["gen", "neighbour.txt"] if not fresh else ["gen"]
+
+
+def _crash_at_rename(n: int, out: Path, version: str) -> None:
+    """A render of `version` into `out` whose process dies (os._exit) at its `n`-th rename."""
+    code = (f"import os, sys\nfrom pathlib import Path\nfrom codegen import files\nfrom tests.test_output_dir import _rendered\n"
+            f"seen = []\n"
+            f"def rename(src, dst):\n    seen.append(src)\n    if len(seen) == {n}: os._exit(9)\n    os.rename(src, dst)\n"
+            f"files._rename = rename\nfiles.write_tree(_rendered({version!r}), Path({str(out)!r}))\n")
+    r = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert r.returncode == 9, r.stderr
+
+
+def test_a_crash_between_the_two_renames_is_undone_by_the_next_run(tmp_path: Path) -> None:
+    out = _earlier(tmp_path)
+    before = _state(out.parent)
+    new = _rendered("3.5.2")
+    _crash_at_rename(2, out, "3.5.2")  # the earlier tree is aside, the new one not yet in place
+    assert not out.exists() and {".gen.miogen-old", ".gen.miogen-new"} <= set(os.listdir(out.parent))
+    recover(out)
+    assert _state(out.parent) == before
+    # the same crash, then a render: it puts the old tree back first, then writes the new one
+    _crash_at_rename(2, out, "3.5.2")
+    write(new, out)
+    assert sorted(os.listdir(out.parent)) == ["gen", "neighbour.txt"]
+    assert (out / "mine.txt").read_text() == "the user's\n" and (out / "api.py").read_text() == new["api.py"]
+    # a crash while the replaced tree was being removed: the next run removes the rest
+    (out.parent / ".gen.miogen-old").mkdir()
+    (out.parent / ".gen.miogen-old" / "left.py").write_text("x")
+    write(new, out)
+    assert sorted(os.listdir(out.parent)) == ["gen", "neighbour.txt"]
+
+
+def test_unchanged_files_keep_their_times(tmp_path: Path) -> None:
+    out = tmp_path / "gen"
+    write({"a.py": "# Generated by miogen a\n", "b.py": "# Generated by miogen b\n"}, out)
+    os.utime(out / "a.py", (1, 1))
+    write({"a.py": "# Generated by miogen a\n", "b.py": "# Generated by miogen b2\n"}, out)
+    assert (out / "a.py").stat().st_mtime == 1 and (out / "b.py").read_text().endswith("b2\n")
+
+
+def test_a_failed_render_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    out = _earlier(tmp_path)
+    before = _state(out.parent)
+    _failing(monkeypatch, 7, _FAILURES["ENOSPC"])
+    assert main(["render", str(SPECS / "3.5.2.yaml"), "-o", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"miogen: error: {out}/") and "Traceback" not in err
+    assert "No space left on device; nothing was written" in err
+    assert _state(out.parent) == before
+
+
+def _interrupt(cmd: list[str], sig: int, at: int, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """Run `python -m codegen CMD` until its `at`-th output file (the MIOGEN_TEST_PAUSE hook), then send `sig`."""
+    fifo = tmp_path / "paused"
+    fifo.unlink(missing_ok=True)
+    os.mkfifo(fifo)
+    env = {**os.environ, "MIOGEN_TEST_PAUSE": f"{at}:{fifo}"}
+    proc = subprocess.Popen([sys.executable, "-m", "codegen", *cmd], cwd=REPO, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.append(fifo.read_text()), daemon=True)
+    reader.start()
+    while reader.is_alive():
+        reader.join(0.05)
+        if proc.poll() is not None and reader.is_alive():  # it ended without pausing: free the reader
+            with open(fifo, "w"):
+                pass
+            reader.join()
+            out, err = proc.communicate()
+            pytest.fail(f"{cmd} ended ({proc.returncode}) before its file {at}: {err}")
+    assert said and said[0].strip()
+    proc.send_signal(sig)
+    out, err = proc.communicate(timeout=60)
+    return subprocess.CompletedProcess(cmd, proc.returncode, out, err)
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM, signal.SIGHUP], ids=lambda s: signal.Signals(s).name)
+@pytest.mark.parametrize("what", ["render-first", "render-middle", "render-last", "changes", "parse"])
+def test_a_signal_mid_write_leaves_the_output_as_it_was(tmp_path: Path, sig: int, what: str) -> None:
+    parent = tmp_path / "parent"
+    if what.startswith("render"):
+        out = _earlier(tmp_path)
+        count = len(_rendered("3.5.2"))
+        at = {"render-first": 1, "render-middle": count // 2, "render-last": count}[what]
+        cmd = ["render", str(SPECS / "3.5.2.yaml"), "-o", str(out)]
+    else:
+        parent.mkdir()
+        out = parent / ("api-changes.md" if what == "changes" else "spec.yaml")
+        out.write_text("earlier\n")
+        at = 1
+        cmd = (["changes", str(SPECS / "3.3.0.yaml"), str(SPECS / "3.5.2.yaml"), "-o", str(out)] if what == "changes"
+               else ["parse", str(REPO / "tests/fixtures/include/miopen/miopen.h"), "-o", str(out)])
+    before = _state(parent)
+    r = _interrupt(cmd, sig, at, tmp_path)
+    assert r.returncode == 128 + sig, r.stderr
+    assert r.stderr == f"miogen: interrupted ({signal.Signals(sig).name}): {out} is as it was\n"
+    assert _state(parent) == before
