@@ -21,6 +21,7 @@ STAMP  := $(subst $(space),\ ,$(VENV))/.installed
 # every package the venv holds, pinned with hashes (pip-compile format); `make lock` refreshes it
 LOCK   := requirements.lock
 PIP_TOOLS := pip-tools==7.6.2
+LOCK_ARGS := --quiet --extra test --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
 KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS BENCH_ARGS REAL_MIOPEN_ARGS SRC AUDIT_ARGS
 CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
@@ -80,8 +81,7 @@ $(STAMP): pyproject.toml $(LOCK) $(subst $(space),\ ,$(VENV))/.pkg-files
 	@echo "venv: $(VENV) (the pins of $(LOCK); miogen installed editable)"
 	@test -x "$(PY)" || $(PYTHON) -m venv "$(VENV)"
 	@$(PIP) install --require-hashes --no-deps -r $(LOCK) > "$(VENV)/install.log" 2>&1 || { cat "$(VENV)/install.log"; exit 1; }
-	@$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=strict >> "$(VENV)/install.log" 2>&1 \
-		|| { cat "$(VENV)/install.log"; exit 1; }
+	@$(PIP) install --no-deps --no-build-isolation -e . --config-settings editable_mode=strict >> "$(VENV)/install.log" 2>&1 || { cat "$(VENV)/install.log"; exit 1; }
 	@"$(PY)" -m pip check >> "$(VENV)/install.log" 2>&1 || { cat "$(VENV)/install.log"; echo "venv: $(LOCK) is not consistent (make lock)"; exit 1; }
 	@touch "$@"
 
@@ -97,8 +97,7 @@ versions: $(STAMP)
 lock:
 	@rm -rf .lock-venv && $(PYTHON) -m venv .lock-venv
 	@.lock-venv/bin/python -m pip --disable-pip-version-check -qq install $(PIP_TOOLS)
-	@echo pip | CUSTOM_COMPILE_COMMAND="make lock" .lock-venv/bin/pip-compile --quiet --upgrade --extra test --generate-hashes --allow-unsafe --strip-extras \
-		--no-emit-index-url --no-emit-find-links --output-file $(LOCK) pyproject.toml -
+	@echo pip | CUSTOM_COMPILE_COMMAND="make lock" .lock-venv/bin/pip-compile $(LOCK_ARGS) --upgrade --output-file $(LOCK) pyproject.toml -
 	@rm -rf .lock-venv
 	@$(MAKE) --no-print-directory versions test
 
