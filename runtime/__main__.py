@@ -48,7 +48,7 @@ def _probe(library: str | None) -> tuple[list[dict[str, str]], str | None]:
         try:
             ctypes.CDLL(candidate)
         except OSError as exc:
-            tried.append({**entry, "result": "failed", "detail": str(exc)})
+            tried.append({**entry, "result": "failed", "detail": s.load_failure(candidate, exc)})
             continue
         tried.append({**entry, "result": "loaded", "detail": ""})
         found = candidate
@@ -108,9 +108,12 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
     tried, found = _probe(library)
     info["search"] = tried
     if found is None:
-        where = f"{library} does not load" if library is not None else "no MIOpen library found"
-        hint = (f"set ${s.LIBRARY_ENV} to the library's path or ${ROOT_ENV} to its install root, or pass --library PATH"
-                if library is None else "check the path, and that the library's own dependencies are installed")
+        env = os.environ.get(s.LIBRARY_ENV) if library is None else None
+        where = (f"{library} does not load" if library is not None else
+                 f"${s.LIBRARY_ENV} is set to {env!r}, which does not load" if env else "no MIOpen library found")
+        hint = ("check the path, and that the library's own dependencies are installed" if library is not None else
+                f"fix it, or unset ${s.LIBRARY_ENV} to search the install roots and the loader path" if env else
+                f"set ${s.LIBRARY_ENV} to the library's path or ${ROOT_ENV} to its install root, or pass --library PATH")
         info["error"] = f"{where}; {hint}"
         return info, EXIT_NOT_USABLE
     lib = ctypes.CDLL(found)
