@@ -439,6 +439,8 @@ def _unbind() -> None:
 def facade_attr(ns: dict[str, Any], kind: str, name: str) -> Any:
     """A name of the bound release. With none bound, the name as the newest committed release that has it
     defines it (a function: one that binds the library's release when called), opening no library."""
+    if name == "__all__":
+        return facade_all(kind)
     if name.startswith("__"):
         raise AttributeError(name)
     modules = _bound_modules
