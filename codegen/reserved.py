@@ -45,7 +45,7 @@ DIRECT_ALIASES: frozenset[str] = frozenset({
 })
 
 #: module-level names of the facade modules (`api.py`, `raw.py` beside the releases' sub-packages)
-FACADE_MODULE: frozenset[str] = frozenset({"Any", "_support", "__getattr__"})
+FACADE_MODULE: frozenset[str] = frozenset({"Any", "_support", "__getattr__", "__dir__"})
 
 BODY_LOCALS: frozenset[str] = frozenset({
     # locals of a wrapper body
@@ -84,7 +84,8 @@ PARAM_NAMES: frozenset[str] = frozenset(
 PACKAGE: frozenset[str] = frozenset({
     # generated __init__.py
     "MIOPEN_VERSION", "LibraryNotFoundError", "MissingSymbolError", "load_library", "unload_library",
-    "raw", "errors", "api", "_support", "__all__", "RELEASES", "bound_release", "__getattr__", "_releases", "_handles",
+    "raw", "errors", "api", "_support", "__all__", "RELEASES", "bound_release", "__getattr__", "__dir__", "_releases",
+    "_handles",
     "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",

@@ -27,4 +27,8 @@ def __getattr__(name: str) -> Any:
     return _support.facade_attr(globals(), "package", name)
 
 
+def __dir__() -> list[str]:
+    return _support.facade_dir(globals(), "package")
+
+
 _support.register_facade(globals(), "package")

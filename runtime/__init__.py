@@ -1,9 +1,11 @@
 """miopen: MIOpen for Python — generated bindings of miopen.h plus a handwritten runtime.
 
-`import miopen` works without MIOpen installed and loads nothing. The first use of a generated
-name (`miopen.create`, `miopen.DataType`, ...) or `miopen.load_library(path)` opens the library
-(`MIOPEN_LIBRARY`, `ROCM_PATH`, /opt/rocm/lib, then the loader path), reads its version and binds
-the generated layer of that release (`miopen.RELEASES` lists them). The runtime modules
+`import miopen` works without MIOpen installed and loads nothing; neither do `dir()`, `hasattr`, `help()`,
+`inspect` or `from miopen import *`: until a library is loaded the generated names are those of the newest
+release that has them (`MIOPEN_VERSION` is None). The first call of a generated function (or
+`miopen.load_library(path)`) opens the library (`MIOPEN_LIBRARY` when set, else `ROCM_PATH`, /opt/rocm/lib,
+then the loader path), reads its version and binds the generated layer of that release (`miopen.RELEASES`
+lists them). The runtime modules
 (`miopen.hip`, `miopen.handles`, `miopen.state`, `miopen.workspace`, `miopen.descriptors`,
 `miopen.algo`, `miopen.ops`, `miopen.scopes`, ...) load on first use, so importing stays fast.
 """
@@ -38,7 +40,7 @@ if TYPE_CHECKING:
     from .version import check_miopen_versions, has_feature
     from .workspace import set_workspace_limit, workspace_limit
 
-    MIOPEN_VERSION: str
+    MIOPEN_VERSION: str | None
 
 __version__ = "0.1.0"
 
@@ -61,13 +63,16 @@ if not TYPE_CHECKING:  # for type checkers the names below are the static ones, 
             return getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
         if name in _SUBMODULES:
             return importlib.import_module(f".{name}", __name__)
-        if name == "__all__":  # the bound release's names: `from miopen import *` binds the library
+        if name == "__all__":  # the bound release's names (the newest release's while none is): loads no library
             from ._generated import errors as _errors
 
-            return [*_FIXED, *_gs.bound_all(), *_errors.__all__, *_LAZY]
+            return [*_FIXED, *_gs.facade_all("package"), *_errors.__all__, *_LAZY]
         if name.startswith("__"):
             raise AttributeError(f"module 'miopen' has no attribute {name!r}")
         return _gs.facade_attr(globals(), "package", name)
+
+    def __dir__() -> list[str]:
+        return sorted({*_gs.facade_dir(globals(), "package"), *_LAZY, *_SUBMODULES})
 
 
 _gs.register_facade(globals(), "package")

@@ -44,13 +44,12 @@ def _probe(library: str | None) -> tuple[list[dict[str, str]], str | None]:
             tried.append({**entry, "result": "not tried", "detail": "a library was found before it"})
             continue
         if os.sep in candidate and not os.path.isfile(candidate):  # a FIFO or a device would block the loader
-            tried.append({**entry, "result": "failed",
-                          "detail": "not a regular file" if os.path.exists(candidate) else "no such file"})
+            tried.append({**entry, "result": "failed", "detail": s.load_failure(candidate)})
             continue
         try:
             ctypes.CDLL(candidate)
         except OSError as exc:
-            tried.append({**entry, "result": "failed", "detail": str(exc)})
+            tried.append({**entry, "result": "failed", "detail": s.load_failure(candidate, exc)})
             continue
         tried.append({**entry, "result": "loaded", "detail": ""})
         found = candidate
@@ -110,9 +109,12 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
     tried, found = _probe(library)
     info["search"] = tried
     if found is None:
-        where = f"{library} does not load" if library is not None else "no MIOpen library found"
-        hint = (f"set ${s.LIBRARY_ENV} to the library's path or ${ROOT_ENV} to its install root, or pass --library PATH"
-                if library is None else "check the path, and that the library's own dependencies are installed")
+        env = os.environ.get(s.LIBRARY_ENV) if library is None else None
+        where = (f"{library} does not load" if library is not None else
+                 f"${s.LIBRARY_ENV} is set to {env!r}, which does not load" if env else "no MIOpen library found")
+        hint = ("check the path, and that the library's own dependencies are installed" if library is not None else
+                f"fix it, or unset ${s.LIBRARY_ENV} to search the install roots and the loader path" if env else
+                f"set ${s.LIBRARY_ENV} to the library's path or ${ROOT_ENV} to its install root, or pass --library PATH")
         info["error"] = f"{where}; {hint}"
         return info, EXIT_NOT_USABLE
     lib = ctypes.CDLL(found)

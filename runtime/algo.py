@@ -298,12 +298,16 @@ def _miopen_version_text() -> str:
     return text
 
 
-def _forget_version() -> None:
+def _library_changed() -> None:
+    """load_library/unload_library: ask the version again, and forget every cache's plans (their solutions
+    belong to the library that found them)."""
     with _version_lock:
         _version_memo.clear()
+    for cache in list(_CACHES):
+        cache.clear()
 
 
-_s._on_reset.append(_forget_version)  # load_library/unload_library: ask again
+_s._on_reset.append(_library_changed)
 
 
 def make_key(direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor, y: FrozenTensorDescriptor,

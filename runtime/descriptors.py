@@ -311,8 +311,12 @@ def clear_descriptor_caches() -> None:
 
 
 def _library_changed() -> None:
-    """Another library (or none) is bound: members and descriptors of the previous one are forgotten."""
+    """Another library (or none) is bound: members and descriptors of the previous one are forgotten, by every
+    descriptor cache."""
     _BY_NAME.clear()
+    for cache in list(_DESCRIPTOR_CACHES):
+        if cache is not _cache:
+            cache.clear()
     clear_descriptor_caches()
 
 

@@ -3,7 +3,9 @@
 PyTorch's `getMiopenHandle` calls `miopenSetStream` on every call; `miopenSetStream` is neither
 free nor thread-safe, so here a handle remembers its stream and is re-bound only on a change.
 The pool has no limit (a limit can deadlock threads waiting on each other); a thread's handles go
-back to the pool when the thread ends; nothing is destroyed during interpreter shutdown.
+back to the pool when the thread ends; nothing is destroyed during interpreter shutdown. Unloading the
+library retires its handles (`_support.unload_library`): the pools forget them, and a thread's next
+`inline_miopen_handle` creates a handle of the library loaded then.
 """
 
 from __future__ import annotations
@@ -96,6 +98,8 @@ class HandlePool:
         with self._lock:
             free = self._free.get(device)
             ph = free.pop() if free else None
+            while ph is not None and ph.handle.closed:  # retired with its library
+                ph = free.pop() if free else None
         if ph is None:
             check_miopen_versions(_policy[0])
             with hip.device_guard(device):
@@ -116,6 +120,16 @@ class HandlePool:
         window = getattr(self._local, "window", None)
         if window is not None:
             window.clear()
+
+    def _forget_closed(self) -> None:
+        """Drop the handles that are closed (retired when their library was unloaded); never destroys one."""
+        with self._lock:
+            self._all = [ph for ph in self._all if not ph.handle.closed]
+            self._free = {d: [ph for ph in phs if not ph.handle.closed] for d, phs in self._free.items()}
+        window = getattr(self._local, "window", None)
+        if window is not None:
+            for device in [d for d, ph in window.items() if ph.handle.closed]:
+                del window[device]
 
     @property
     def size(self) -> int:
@@ -151,6 +165,14 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _library_changed() -> None:
+    for pool in list(_POOLS):
+        pool._forget_closed()
+
+
+_gs._on_reset.append(_library_changed)
 
 
 def handle_pool() -> HandlePool:

@@ -1,8 +1,9 @@
 """HIP for the runtime: a small ctypes layer over libamdhip64, loaded on first use.
 
-Nothing is loaded at import. The first call (or `load_hip()`) searches `$MIOGEN_HIP_LIBRARY`
-(a file, or a directory holding one of `LIBRARY_NAMES`), `$ROCM_PATH/lib`, `/opt/rocm/lib`, then
-the dynamic loader's path; `set_hip_library()` injects a library (a `ctypes.CDLL` or a path), which
+Nothing is loaded at import. The first call (or `load_hip()`) loads `$MIOGEN_HIP_LIBRARY` when it is
+set (a file, or a directory holding one of `LIBRARY_NAMES`; one that does not load is an error naming
+it and why, never a fall-through), else searches `$ROCM_PATH/lib`, `/opt/rocm/lib`, then the dynamic
+loader's path; `set_hip_library()` injects a library (a `ctypes.CDLL` or a path), which
 is how the tests drive this module through a stub, and forgets it with `None`.
 
 What it offers:
@@ -293,13 +294,13 @@ def _where(cdll: ctypes.CDLL) -> str:
 
 
 def _candidates() -> list[tuple[str, str]]:
+    """Where the search looks, in order; only `$MIOGEN_HIP_LIBRARY` (a file, or a directory's library names) when set."""
     found: list[tuple[str, str]] = []
     env = os.environ.get(LIBRARY_ENV)
     if env:
         if os.path.isdir(env):
-            found += [(f"${LIBRARY_ENV}", os.path.join(env, name)) for name in LIBRARY_NAMES]
-        else:
-            found.append((f"${LIBRARY_ENV}", env))
+            return [(f"${LIBRARY_ENV}", os.path.join(env, name)) for name in LIBRARY_NAMES]
+        return [(f"${LIBRARY_ENV}", env)]
     roots = []
     if os.environ.get("ROCM_PATH"):
         roots.append(("$ROCM_PATH/lib", os.path.join(os.environ["ROCM_PATH"], "lib")))
@@ -310,16 +311,31 @@ def _candidates() -> list[tuple[str, str]]:
     return found
 
 
+def _why(path: str, exc: OSError | None) -> str:
+    """Why `path` is no usable HIP runtime: loaded but lacking functions (our message), else why it does not load."""
+    if isinstance(exc, HipLibraryNotFoundError):
+        return str(exc)
+    from ._generated._support import load_failure
+
+    return load_failure(path, exc)
+
+
 def _search() -> _Hip:
     tried: list[str] = []
     for origin, candidate in _candidates():
-        if os.sep in candidate and not os.path.isfile(candidate):  # a FIFO or a device would block the loader
-            tried.append(f"{candidate} ({origin}): " + ("not a regular file" if os.path.exists(candidate) else "no such file"))
+        if os.sep in candidate and not os.path.isfile(candidate):  # missing; a FIFO or a device would block the loader
+            tried.append(f"{candidate} ({origin}): {_why(candidate, None)}")
             continue
         try:
             return _Hip(ctypes.CDLL(candidate), candidate)
         except OSError as exc:  # HipLibraryNotFoundError too: loaded, but not a HIP runtime
-            tried.append(f"{candidate} ({origin}): {exc}")
+            tried.append(f"{candidate} ({origin}): {_why(candidate, exc)}")
+    env = os.environ.get(LIBRARY_ENV)
+    if env:  # set explicitly: never a fall-through to another library
+        what = "a directory holding no loadable HIP runtime" if os.path.isdir(env) else "which cannot be loaded"
+        raise HipLibraryNotFoundError(
+            f"${LIBRARY_ENV} is set to {env!r}, {what}: " + "; ".join(tried) +
+            f"; fix it, or unset ${LIBRARY_ENV} to search $ROCM_PATH, /opt/rocm/lib and the loader path", tuple(tried))
     raise HipLibraryNotFoundError(
         f"cannot find the HIP runtime (libamdhip64); set ${LIBRARY_ENV} to its path or $ROCM_PATH to your ROCm "
         "install. Searched:\n  " + "\n  ".join(tried), tuple(tried))
@@ -330,12 +346,12 @@ def _bind(lib: ctypes.CDLL | str | os.PathLike[str]) -> _Hip:
         return _Hip(lib, _where(lib))
     if isinstance(lib, (str, os.PathLike)):
         path = os.fspath(lib)
-        if os.path.exists(path) and not os.path.isfile(path):
-            raise HipLibraryNotFoundError(f"cannot load the HIP runtime from {path}: not a regular file", (path,))
+        if os.sep in path and not os.path.isfile(path):  # missing; a FIFO or a device would block the loader
+            raise HipLibraryNotFoundError(f"cannot load the HIP runtime from {path}: {_why(path, None)}", (path,))
         try:
             cdll = ctypes.CDLL(path)
         except OSError as exc:
-            raise HipLibraryNotFoundError(f"cannot load the HIP runtime from {path}: {exc}", (path,)) from None
+            raise HipLibraryNotFoundError(f"cannot load the HIP runtime from {path}: {_why(path, exc)}", (path,)) from None
         return _Hip(cdll, path)
     raise TypeError(f"set_hip_library: lib must be a ctypes.CDLL, a path or None; got {type(lib).__name__}")
 

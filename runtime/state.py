@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from . import hip
+from ._generated import _support as _gs
 from ._generated import api
 from .handles import _policy, disown
 from .version import check_miopen_versions
@@ -78,10 +79,14 @@ class SyncedMIOpenState:
         return self.lock
 
     def get(self) -> MIOpenState:
-        """The state (create it if needed); call with `lock` held."""
-        if self.state is None or self.state.closed:
-            self.state = MIOpenState(self.device)
-        return self.state
+        """The state (create it if needed, or if its handle was retired with its library); call with `lock` held."""
+        old = self.state
+        if old is not None and not old.closed and not old.handle.closed:
+            return old
+        self.state = fresh = MIOpenState(self.device)
+        if old is not None:
+            old.close()  # its stream, events and workspace (the retired handle is never destroyed)
+        return fresh
 
     def reset(self, state: MIOpenState | None = None) -> None:
         """Replace the held state, closing the old one (Caffe2's `state.reset(...)`): with no
@@ -164,6 +169,21 @@ class PerGPUMIOpenStates:
         for s in synced:
             s.reset()
 
+    def _forget_retired(self) -> None:
+        """Drop the states whose handle was retired with its library (those not held by a block right now;
+        a held one is replaced at its next use)."""
+        with self._lock:
+            synced = list(self._states.values())
+        for s in synced:
+            if s.lock.acquire(blocking=False):
+                try:
+                    old = s.state
+                    if old is not None and old.handle.closed:
+                        s.state = None
+                        old.close()
+                finally:
+                    s.lock.release()
+
     def close(self) -> None:
         with self._lock:
             states, self._states = list(self._states.values()), {}
@@ -183,6 +203,14 @@ def _after_fork_in_child() -> None:
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _library_changed() -> None:
+    for states in list(_STATES):
+        states._forget_retired()
+
+
+_gs._on_reset.append(_library_changed)
 
 
 def miopen_states() -> PerGPUMIOpenStates:

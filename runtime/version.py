@@ -84,6 +84,9 @@ def reset_version_cache() -> None:
         _checked.clear()
 
 
+_s._on_reset.append(reset_version_cache)  # another library (or the same path holding another file): check again
+
+
 # name -> (symbols that must be exported, minimum runtime version)
 FEATURES: dict[str, tuple[tuple[str, ...], Version]] = {
     "get_version": (("miopenGetVersion",), Version(2, 3, 0)),

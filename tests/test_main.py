@@ -76,13 +76,20 @@ def test_with_the_stub_library(stub: str) -> None:
 
 
 def test_search_lists_every_candidate_until_the_library(stub: str, tmp_path: Path) -> None:
-    """$MIOPEN_LIBRARY first: a missing file is named with why; the library found there ends the search."""
+    """$MIOPEN_LIBRARY, when set, is the only candidate: a missing file is named with why (no fall-through to
+    $ROCM_PATH, even where a library lies there); the library found there ends the search."""
     missing = tmp_path / "nowhere" / "libMIOpen.so.1"
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "libMIOpen.so.1").symlink_to(stub)
     r = _run([], _env(MIOPEN_LIBRARY=str(missing), ROCM_PATH=str(tmp_path)))
     out = r.stdout
+    assert r.returncode == 1, out
     assert f"[failed] {missing} ($MIOPEN_LIBRARY): no such file" in out
-    assert f"[failed] {tmp_path}/lib/libMIOpen.so.1 ({tmp_path}/lib): no such file" in out
+    assert f"{tmp_path}/lib/libMIOpen.so.1" not in out
+    assert f"$MIOPEN_LIBRARY is set to '{missing}', which does not load; fix it, or unset $MIOPEN_LIBRARY" in out
     assert f"$MIOPEN_LIBRARY='{missing}'" in out and f"$ROCM_PATH='{tmp_path}'" in out
+    r = _run([], _env(ROCM_PATH=str(tmp_path)))  # unset: the install root's library
+    assert r.returncode == 0 and f"[loaded] {tmp_path}/lib/libMIOpen.so.1 ({tmp_path}/lib)" in r.stdout, r.stdout
     r = _run(["--json"], _env(MIOPEN_LIBRARY=stub))
     info = json.loads(r.stdout)
     assert r.returncode == 0
@@ -193,7 +200,7 @@ def test_no_path_option_or_library_variable_blocks_on_a_fifo(tmp_path: Path) -> 
     r = _run(["--json"], _env(MIOPEN_LIBRARY=str(fifo), ROCM_PATH=str(tmp_path)))
     info = json.loads(r.stdout)
     assert info["search"][0] == {"origin": "$MIOPEN_LIBRARY", "path": str(fifo), "result": "failed",
-                                 "detail": "not a regular file"}
+                                 "detail": "not a regular file (a FIFO, socket or device), not a shared library"}
     # the library search of the bindings themselves (miopen.load_library) skips it the same way
     code = ("import miopen, sys\ntry:\n    miopen.load_library(sys.argv[1])\nexcept miopen.LibraryNotFoundError as e:\n"
             "    print(e)\n")

@@ -127,7 +127,8 @@ def test_installed_import_miopen(installed: Path, tmp_path: Path) -> None:
     from .conftest import build_stub
 
     pinned = (REPO / "specs" / "miopen" / "pinned").read_text().strip()
-    # importing needs no library; the facade's names bind the loaded library's release (a stub of the pinned one)
+    # importing needs no library, nor do names; the first call binds the loaded library's release (a stub of the
+    # pinned one)
     r = _run([str(installed / "python"), "-c",
               "import miopen; from miopen.ops import activation, conv; assert miopen.RELEASES and miopen.raw; "
               "from miopen._generated import _handles; print(miopen.RELEASES[-1], _handles.Handle.__name__)"],
@@ -136,7 +137,8 @@ def test_installed_import_miopen(installed: Path, tmp_path: Path) -> None:
     assert r.stdout.split() == [pinned, "Handle"]
     stub = build_stub(pinned, tmp_path)
     r = _run([str(installed / "python"), "-c",
-              "import miopen; assert miopen.raw.miopenStatus_t; print(miopen.MIOPEN_VERSION, miopen.Handle.__name__)"],
+              "import miopen; assert miopen.raw.miopenStatus_t and miopen.MIOPEN_VERSION is None; "
+              "miopen.create_tensor_descriptor(); print(miopen.MIOPEN_VERSION, miopen.Handle.__name__)"],
              tmp_path, MIOPEN_LIBRARY=str(stub))
     assert r.returncode == 0, r.stderr
     assert r.stdout.split() == [pinned, "Handle"]

@@ -17,4 +17,4 @@ from ._support import unload_library as unload_library
 from .api import *
 from .errors import *
 
-MIOPEN_VERSION: str
+MIOPEN_VERSION: str | None  # the bound release; None until a library is loaded

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ctypes
 import enum
+import functools
 import importlib
 import math
 import os
@@ -14,6 +15,7 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn, TypeVar
 
@@ -61,16 +63,16 @@ _policy = "compatible"
 _bound: str | None = None  # the release whose layer is bound
 _bound_modules: tuple[Any, Any] | None = None  # its (raw, api) modules
 _runtime: tuple[int, int, int] | None = None  # the loaded library's version
-_generation = 0  # changes whenever a different library is loaded; handles of an older one are never destroyed
+_generation = 0  # bumped by unload_library(): objects made under an older library are retired, never destroyed
 
 
 def _candidates() -> list[tuple[str, str]]:
     import ctypes.util  # only when searching: it costs milliseconds at import
 
-    found: list[tuple[str, str]] = []
     env = os.environ.get(LIBRARY_ENV)
-    if env:
-        found.append((f"${LIBRARY_ENV}", env))
+    if env:  # set explicitly: that library or an error, never another one
+        return [(f"${LIBRARY_ENV}", env)]
+    found: list[tuple[str, str]] = []
     roots = [os.environ["ROCM_PATH"]] if os.environ.get("ROCM_PATH") else []
     roots += ["/opt/rocm"]
     for root in roots:
@@ -88,13 +90,14 @@ def _candidates() -> list[tuple[str, str]]:
 def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ctypes.CDLL:
     """Load (or inject) the library and bind the layer of its release.
 
-    Without `path`, search $MIOPEN_LIBRARY, the install roots, then the loader path. The library's
+    Without `path`: $MIOPEN_LIBRARY when set (a library that does not load there is an error, never a
+    fall-through), else the install roots, then the loader path. The library's
     version selects the release: the same major.minor (nearest patch; another patch warns), else the
     newest older release (warns: what the library added is unbound). An older library, one without
     a readable version, or one whose exports contradict its version raises MIOpenVersionError; so does
     loading a different library while one is loaded (call `unload_library()` first).
     """
-    global _lib, _lib_path, _generation
+    global _lib, _lib_path
     with _lock:
         lib, where = _open(path)
         if _lib is not None:
@@ -108,7 +111,6 @@ def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ct
         if _env_policy(_policy) != "off":
             _check_exports(lib, where, release, version, modules[0])
         _lib, _lib_path = lib, where
-        _generation += 1
         _bind(release, version, modules)
     for note in notes:
         warnings.warn(note, MIOpenVersionWarning, stacklevel=2)
@@ -121,16 +123,24 @@ def _open(path: str | os.PathLike[str] | ctypes.CDLL | None) -> tuple[ctypes.CDL
     if isinstance(path, ctypes.CDLL):
         return path, str(getattr(path, "_name", "<injected>"))
     if path is not None:
-        if os.path.exists(path) and not os.path.isfile(path):  # a FIFO or a device would block the loader
-            raise LibraryNotFoundError(f"cannot load MIOpen from {os.fspath(path)}: not a regular file")
+        where = os.fspath(path)
         try:
-            return ctypes.CDLL(os.fspath(path)), os.fspath(path)
+            return _dlopen(where), where
         except OSError as exc:
-            raise LibraryNotFoundError(f"cannot load MIOpen from {os.fspath(path)}: {exc}") from None
+            raise LibraryNotFoundError(f"cannot load MIOpen from {where}: "
+                                       f"{load_failure(where, exc)}") from None
+    env = os.environ.get(LIBRARY_ENV)
+    if env:
+        try:
+            return _dlopen(env), env
+        except OSError as exc:
+            raise LibraryNotFoundError(
+                f"${LIBRARY_ENV} is set to {env!r}, which cannot be loaded: {load_failure(env, exc)}; "
+                f"fix it, or unset ${LIBRARY_ENV} to search the install roots and the loader path") from None
     tried: list[str] = []
     for origin, candidate in _candidates():
         if os.sep in candidate and not os.path.isfile(candidate):
-            tried.append(f"{candidate} ({origin}): " + ("not a regular file" if os.path.exists(candidate) else "no such file"))
+            tried.append(f"{candidate} ({origin}): {load_failure(candidate)}")
             continue
         try:
             return ctypes.CDLL(candidate), candidate
@@ -143,12 +153,87 @@ def _open(path: str | os.PathLike[str] | ctypes.CDLL | None) -> tuple[ctypes.CDL
     )
 
 
+def _dlopen(path: str) -> ctypes.CDLL:
+    """ctypes.CDLL(path), refusing first (OSError) what is no regular file: a FIFO or a device would block the loader."""
+    if os.sep in path and not os.path.isfile(path):
+        raise OSError(f"{path}: not a regular file")
+    return ctypes.CDLL(path)
+
+
+#: ELF e_machine values -> names, for "built for another architecture"
+ELF_MACHINES: dict[int, str] = {2: "SPARC", 3: "x86 (i386)", 8: "MIPS", 20: "PowerPC", 21: "PowerPC64", 22: "s390",
+                                40: "ARM", 43: "SPARC V9", 50: "IA-64", 62: "x86-64", 183: "AArch64", 243: "RISC-V",
+                                258: "LoongArch"}
+_ELF_TYPES = {1: "an ELF relocatable object (.o)", 2: "an ELF executable", 4: "an ELF core dump"}
+
+
+def elf_header(head: bytes) -> tuple[int, str, int, int] | None:
+    """(bits, byte order, e_type, e_machine) of an ELF header, or None when `head` is not one."""
+    if len(head) < 20 or head[:4] != b"\x7fELF" or head[4] not in (1, 2) or head[5] not in (1, 2):
+        return None
+    order = "<" if head[5] == 1 else ">"
+    e_type, e_machine = struct.unpack(order + "HH", head[16:20])
+    return (32 if head[4] == 1 else 64), ("little" if order == "<" else "big"), e_type, e_machine
+
+
+def _elf_name(header: tuple[int, str, int, int]) -> str:
+    bits, order, _, machine = header
+    return f"{ELF_MACHINES.get(machine, f'ELF machine {machine}')} ({bits}-bit, {order}-endian)"
+
+
+def load_failure(path: str, error: OSError | None = None) -> str:
+    """Why the library at `path` does not load, in our words: no such file, a directory, unreadable, not a shared
+    library (not ELF, or an ELF object/executable), built for another architecture than this interpreter's (ELF
+    class, byte order, e_machine), else the dynamic loader's own message (e.g. a missing dependency)."""
+    loader = f"the dynamic loader refused it ({error})" if error is not None else "the dynamic loader refused it"
+    if os.sep not in path:  # a bare name: the loader searches its path, not the current directory
+        return f"not found on the dynamic loader's path ({error})" if error is not None else "not found"
+    if not os.path.lexists(path):
+        return "no such file"
+    if not os.path.exists(path):
+        return "a broken symbolic link"
+    if os.path.isdir(path):
+        return "a directory, not a shared library"
+    if not os.path.isfile(path):  # reading a FIFO or a device would block
+        return "not a regular file (a FIFO, socket or device), not a shared library"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+    except OSError as exc:
+        return f"cannot be read ({exc.strerror or exc})"
+    mine = _host_elf()
+    if mine is None:  # not an ELF platform: no header to compare with
+        return loader
+    theirs = elf_header(head)
+    if theirs is None:
+        return "not a shared library (a truncated ELF header)" if head[:4] == b"\x7fELF" else \
+            "not a shared library (not an ELF file)"
+    if (theirs[0], theirs[1], theirs[3]) != (mine[0], mine[1], mine[3]):
+        return f"built for another architecture: {_elf_name(theirs)}, but this Python runs on {_elf_name(mine)}"
+    if theirs[2] in _ELF_TYPES:
+        return f"not a shared library ({_ELF_TYPES[theirs[2]]})"
+    return loader
+
+
+@functools.cache
+def _host_elf() -> tuple[int, str, int, int] | None:
+    """The ELF header of this interpreter's executable (None off ELF platforms)."""
+    try:
+        with open(sys.executable or "/proc/self/exe", "rb") as f:
+            return elf_header(f.read(64))
+    except OSError:
+        return None
+
+
 def unload_library() -> None:
-    """Forget the loaded library and unbind its release (the next use loads and binds again)."""
+    """Forget the loaded library and unbind its release (the next use loads and binds again). Every handle
+    object made under it is retired: closed for every later call (refused as a closed one), never destroyed."""
     global _lib, _lib_path, _generation
     with _lock:
+        if _lib is not None:
+            _generation += 1
+            _retire_live()
         _lib, _lib_path = None, ""
-        _generation += 1
         _unbind()
     for reset in _on_reset:
         reset()
@@ -362,28 +447,115 @@ def _unbind() -> None:
 
 
 def facade_attr(ns: dict[str, Any], kind: str, name: str) -> Any:
-    """A name of the bound release, binding it first (which loads the library); a clear error when it lacks it."""
+    """A name of the bound release. With none bound, the name as the newest committed release that has it
+    defines it (a function: one that binds the library's release when called), opening no library."""
+    if name == "__all__":
+        return facade_all(kind)
     if name.startswith("__"):
         raise AttributeError(name)
-    if _bound_modules is None:
-        with _lock:
-            if _bound_modules is None:
-                load_library()
+    modules = _bound_modules
+    if modules is None:
+        return _unbound_attr(kind, name)
     if name in ns:
         return ns[name]
-    if kind == "raw" or name in _names(kind, _bound_modules or (None, None)):
-        return getattr(_bound_modules[0] if kind == "raw" else _bound_modules[1], name)  # type: ignore[index]
+    if kind == "raw" or name in _names(kind, modules):
+        return getattr(modules[0] if kind == "raw" else modules[1], name)
     raise AttributeError(missing_name(name))
 
 
+def facade_dir(ns: dict[str, Any], kind: str) -> list[str]:
+    """dir() of a facade: its own names and the bound release's (with none bound: every committed release's),
+    opening no library."""
+    modules = _bound_modules
+    extra = _unbound_names(kind) if modules is None else _names(kind, modules)
+    return sorted({*ns, *extra})
+
+
+def facade_all(kind: str) -> list[str]:
+    """The public names of the bound release's layer of `kind`; with none bound, the newest release's."""
+    modules = _bound_modules or _import_release(RELEASES[-1])
+    return list(modules[0].__all__ if kind == "raw" else modules[1].__all__)
+
+
+# kind -> name -> the newest release that has it, for the facades while no release is bound
+_unbound: dict[str, dict[str, str]] = {}
+_dispatchers: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def _layer_names(kind: str, release: str) -> list[str]:
+    raw, api = _import_release(release)
+    return [*(raw.__all__ if kind == "raw" else api.__all__), *(["MIOPEN_VERSION"] if kind == "package" else [])]
+
+
+def _unbound_names(kind: str) -> dict[str, str]:
+    """Every name the facade of `kind` has in some committed release, with the newest release that has it
+    (from the release table: only the releases that are the newest to have some name are imported)."""
+    names = _unbound.get(kind)
+    if names is None:
+        from ._releases import HAVE
+
+        names = dict.fromkeys(_layer_names(kind, RELEASES[-1]), RELEASES[-1])
+        layers: dict[str, set[str]] = {}
+        for name, have in HAVE.items():
+            release = have.rpartition(", ")[2]
+            if "." in name or name in names or release not in _MODULES:
+                continue
+            if release not in layers:
+                layers[release] = set(_layer_names(kind, release))
+            if name in layers[release]:
+                names[name] = release
+        _unbound[kind] = names
+    return names
+
+
+def _unbound_attr(kind: str, name: str) -> Any:
+    if kind == "package" and name == "MIOPEN_VERSION":
+        return None  # no release is bound yet
+    release = _unbound_names(kind).get(name)
+    if release is None:
+        raise AttributeError(missing_name(name))
+    raw, api = _import_release(release)
+    value = getattr(raw if kind == "raw" else api, name)
+    if callable(value) and not isinstance(value, type):
+        return _dispatcher(kind, name, value)
+    return value
+
+
+def _dispatcher(kind: str, name: str, template: Callable[..., Any]) -> Callable[..., Any]:
+    """A function with `template`'s name, docstring and signature that calls `name` of the release bound when it
+    is called (binding one first, which opens the library)."""
+    fn = _dispatchers.get((kind, name))
+    if fn is None:
+        def call(*args: Any, **kwargs: Any) -> Any:
+            if _bound_modules is None:
+                with _lock:
+                    if _bound_modules is None:
+                        load_library()
+            modules = _bound_modules
+            assert modules is not None
+            target = getattr(modules[0] if kind == "raw" else modules[1], name, None)
+            if target is None:
+                raise AttributeError(missing_name(name))
+            return target(*args, **kwargs)
+
+        fn = _dispatchers.setdefault((kind, name), functools.update_wrapper(call, template))
+    return fn
+
+
 def missing_name(name: str) -> str:
-    """Why the bound release lacks `name`, naming the releases that have it."""
+    """Why the bound release (or, with none bound, every release) lacks `name`, naming the releases that have it."""
     from ._releases import HAVE
 
     have = HAVE.get(name)
-    bound = f"the bound MIOpen release {_bound} ({_lib_path})"
     if have is None:
         return f"{name} is in no MIOpen release these bindings have ({', '.join(RELEASES)})"
+    if _bound is None and "." in name:
+        return (f"{name} is not in MIOpen {RELEASES[-1]}, whose names serve while no library is loaded; "
+                f"releases that have it: {have} (load_library() binds the loaded library's release)")
+    if _bound is None:
+        return (f"{name} is not a name of this module in any release (no MIOpen library is loaded yet); "
+                f"releases with a {name} elsewhere: {have}")
+    bound = f"the bound MIOpen release {_bound} ({_lib_path})"
     return f"{name} is not in {bound}; releases that have it: {have}"
 
 
@@ -562,7 +734,7 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
         raise TypeError(f"{fn}: {name} must be a {cls.__name__}; got {_what(value)}")
     ptr = value._ptr
     if ptr is None:
-        raise ValueError(f"{fn}: {name} is a closed {cls.__name__}")
+        raise ValueError(f"{fn}: {name} is a closed {cls.__name__}{_retired_note(value)}")
     return ptr
 
 
@@ -1136,6 +1308,9 @@ class HandleBase:
         obj._keep = None
         obj._children = None
         obj._gen = _generation
+        _live.append(_ref(obj))
+        if len(_live) > _live_limit:
+            _prune_live()
         return obj
 
     @classmethod
@@ -1167,7 +1342,7 @@ class HandleBase:
     def address(self) -> int:
         """The raw handle value (raises once closed)."""
         if self._ptr is None:
-            raise ValueError(f"this {type(self).__name__} is closed")
+            raise ValueError(f"this {type(self).__name__} is closed{_retired_note(self)}")
         return self._ptr
 
     @property
@@ -1204,7 +1379,7 @@ class HandleBase:
         another thread, and return the raw handle (for a destroy function); raises if already closed."""
         ptr, group = self._retire()
         if ptr is None:
-            raise ValueError(f"this {type(self).__name__} is already closed")
+            raise ValueError(f"this {type(self).__name__} is already closed{_retired_note(self)}")
         wait_idle(group, sys._getframe(1))  # the caller: the destroy wrapper, which holds this object itself
         return ptr
 
@@ -1258,6 +1433,41 @@ class HandleBase:
 
     def __hash__(self) -> int:
         return hash((type(self), self._ptr))
+
+
+# every handle object made (weakly): unload_library() retires those of the library it unloads
+_live: list[weakref.ref[HandleBase]] = []
+_live_limit = 1024  # prune dead references when the list grows past this (then twice the survivors)
+_ref = weakref.ref
+
+
+def _prune_live() -> None:
+    global _live_limit
+    with _close_lock:
+        n = len(_live)
+        if n > _live_limit:  # only the first n: references appended meanwhile stay
+            _live[:n] = [r for r in _live[:n] if r() is not None]
+            _live_limit = max(1024, 2 * len(_live))
+
+
+def _retire_live() -> None:
+    """Mark every live handle object closed without destroying it: its library is being unloaded (and may be
+    gone), so no call, and no destroy function of a library loaded later, may ever receive it."""
+    global _live_limit
+    with _close_lock:
+        n = len(_live)
+        refs = _live[:n]
+        del _live[:n]
+        _live_limit = 1024
+        for r in refs:
+            obj = r()
+            if obj is not None and obj._gen < _generation:
+                obj._ptr = obj._cp = None
+                obj._children = None
+
+
+def _retired_note(obj: HandleBase) -> str:
+    return " (made under a library that has since been unloaded)" if obj._gen != _generation else ""
 
 
 # --------------------------------------------------------------------------- calls in flight

@@ -11,4 +11,8 @@ def __getattr__(name: str) -> Any:
     return _support.facade_attr(globals(), "api", name)
 
 
+def __dir__() -> list[str]:
+    return _support.facade_dir(globals(), "api")
+
+
 _support.register_facade(globals(), "api")
