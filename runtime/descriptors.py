@@ -8,6 +8,7 @@ descriptor. Cached descriptors are frozen: the set_* functions must not be calle
 from __future__ import annotations
 
 import ctypes
+import enum
 import os
 import threading
 import weakref
@@ -16,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, TypeAlias
 
 from . import layout
+from ._args import enum_arg
 from ._generated import _support as _gs
 from ._generated import api
 from ._generated._handles import TensorDescriptor
@@ -31,11 +33,8 @@ def data_type(dtype: DataTypeLike) -> api.DataType:
     """A MIOpen data type from a member, its value, or a numpy/torch dtype or its name."""
     if isinstance(dtype, api.DataType):
         return dtype
-    if isinstance(dtype, int) and not isinstance(dtype, bool):
-        try:
-            return api.DataType(dtype)
-        except ValueError:
-            raise ValueError(f"dtype: {dtype} is not a miopenDataType_t value of this release") from None
+    if isinstance(dtype, (int, enum.Enum)):  # its value; never a bool or a member of another enum
+        return enum_arg(dtype, api.DataType, "dtype", "data_type")
     if type(dtype) is str:
         known = _BY_NAME.get(dtype)
         if known is not None:
