@@ -486,16 +486,18 @@ def _what(value: object) -> str:
     return f"{type(value).__name__} {quoted(value)}" if not isinstance(value, (bytes, bytearray)) else type(value).__name__
 
 
-def enum_py_name(cls: type[enum.Enum]) -> str:
+def enum_py_name(cls: type) -> str:
     """The typed API's name of an enum class (DataType for miopenDataType_t)."""
     return _ENUM_PY.get(cls.__name__, cls.__name__)
 
 
-def enum_expected(cls: type[enum.Enum], spellings: str = "") -> str:
-    """What an argument of enum `cls` may be, for an error message: a few members and how to list them all."""
+def enum_expected(cls: type[enum.Enum], ints: bool = True, spellings: str = "") -> str:
+    """What an argument of enum `cls` may be, for an error message: a few members and how to list them all,
+    then (`ints`) its int value and `spellings` (what else the caller takes, e.g. "a name (relu, ...)")."""
     py = enum_py_name(cls)
-    members = name_list((m.name for m in cls), see=f"list({_TOP}.{py})")
-    return f"a member of {py} ({members}){spellings}"
+    parts = [f"a member of {py} ({name_list((m.name for m in cls), see=f'list({_TOP}.{py})')})"]
+    parts += ["its int value"] * ints + [spellings] * bool(spellings)
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} or {parts[-1]}"
 
 
 #: the top package, where the typed API's enums are (miopen.DataType)
@@ -578,8 +580,7 @@ def as_enum(value: object, cls: type[E], name: str, fn: str, *, ints: bool = Tru
             raise ValueError(f"{fn}: {name}: {missing_name(f'{enum_py_name(cls)}.{value.name}')}")
         return member  # type: ignore[return-value]
     if isinstance(value, enum.Enum) or isinstance(value, bool) or not isinstance(value, int) or not ints:
-        also = f"{', its int value' if ints else ''}{spellings}"
-        raise TypeError(f"{fn}: {name} must be {enum_expected(cls, also)}; got {_what(value)}")
+        raise TypeError(f"{fn}: {name} must be {enum_expected(cls, ints, spellings)}; got {_what(value)}")
     try:
         return cls(value)
     except ValueError:

@@ -39,7 +39,7 @@ def enum_arg(value: object, cls: type[E], name: str, fn: str, aliases: Mapping[s
         if len(_NAMED) < 1024:
             _NAMED[key] = member
         return member
-    return _s.as_enum(value, cls, name, fn, ints=ints, spellings=_spellings(cls, aliases))
+    return _s.as_enum(value, cls, name, fn, ints=ints, spellings=_spellings(aliases))
 
 
 def _by_name(text: str, cls: type[E], name: str, fn: str, aliases: Mapping[str, E] | None) -> E:
@@ -50,13 +50,11 @@ def _by_name(text: str, cls: type[E], name: str, fn: str, aliases: Mapping[str, 
     if aliases is not None and short in aliases:
         return aliases[short]
     raise ValueError(f"{fn}: {name}={_s.quoted(text)} is not a {cls.__name__}; expected "
-                     f"{_s.enum_expected(cls, _spellings(cls, aliases))}")
+                     f"{_s.enum_expected(cls, False, _spellings(aliases))}")
 
 
-def _spellings(cls: type[enum.Enum], aliases: Mapping[str, object] | None) -> str:
-    if not aliases:
-        return " or its name"
-    return f" or a name ({_s.name_list(aliases)})"
+def _spellings(aliases: Mapping[str, object] | None) -> str:
+    return "its name" if not aliases else f"a name ({_s.name_list(aliases)})"
 
 
 _BOOLS = ("bool_", "bool")  # numpy's bool scalars (not bool subclasses; some have __index__)

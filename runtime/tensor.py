@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from . import layout
 from ._args import INT64_MAX, int_seq
@@ -31,15 +32,16 @@ class Tensor:
         if ptr >= 1 << 64:  # ctypes would pass it modulo 2**64 (2**64 + 0x1000 as 0x1000), without a word
             raise ValueError(f"Tensor: ptr {ptr:#x} does not fit a 64-bit address")
         d = dims if _plain(dims) else int_seq(dims, "dims", "Tensor")
-        if d and min(d) < 1:
-            raise ShapeError(f"Tensor: every dim must be >= 1 (MIOpen has no empty tensors); got dims {d}")
-        if max(d, default=0) > INT64_MAX:
-            raise ShapeError(f"Tensor: dims must be <= {INT64_MAX}; got {d}")
+        if d and (min(d) < 1 or max(d) > INT64_MAX):
+            i = next(i for i, v in enumerate(d) if not 1 <= v <= INT64_MAX)
+            raise ShapeError(f"Tensor: every dim must be >= 1 (MIOpen has no empty tensors) and <= {INT64_MAX}; "
+                             f"got dims[{i}] = {d[i]} in {d}")
         if ptr == 0:
             raise ValueError(f"Tensor: a null device address for a tensor of dims {d}")
         s = _packed(d) if strides is None else (strides if _plain(strides) else int_seq(strides, "strides", "Tensor"))
         if s and (min(s) < 0 or max(s) > INT64_MAX):
-            raise ShapeError(f"Tensor: strides must be in [0, {INT64_MAX}]; got {s}")
+            i = next(i for i, v in enumerate(s) if not 0 <= v <= INT64_MAX)
+            raise ShapeError(f"Tensor: every stride must be in [0, {INT64_MAX}]; got strides[{i}] = {s[i]} in {s}")
         if len(s) != len(d):
             raise ShapeError(f"Tensor: {len(d)} dims but {len(s)} strides")
         return cls(ptr, d, s, data_type(dtype))
@@ -60,7 +62,7 @@ class Tensor:
         return self.ptr
 
 
-def _plain(v: object) -> bool:
+def _plain(v: object) -> TypeGuard[tuple[int, ...]]:
     """A tuple of exact ints (checked only for range)."""
     return type(v) is tuple and all(type(e) is int for e in v)
 

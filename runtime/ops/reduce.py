@@ -62,7 +62,7 @@ def reduce_tensor(a: object, c: object, op: api.ReduceTensorOp | int | str, *, i
     if math.prod(ta.dims) == 0:
         raise ShapeError(f"{name}: a is empty ({ta.dims})")
     dt = _same_dtype(name, a=ta, c=tc)
-    comp = dt if compute_type is None else data_type(compute_type)
+    comp = dt if compute_type is None else data_type(compute_type, "compute_type", name)
     ti = None
     if indices is not None:
         if rop.name not in _WITH_INDICES:

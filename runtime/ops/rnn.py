@@ -87,7 +87,8 @@ def _input_mode(value: InputModeLike) -> api.RNNInputMode:
 
 
 def _algo(value: AlgoLike) -> api.RNNAlgo:
-    names = {k: getattr(api.RNNAlgo, v) for k, v in _ALGO_NAMES.items() if hasattr(api.RNNAlgo, v)}
+    names: dict[str, api.RNNAlgo] = {k: getattr(api.RNNAlgo, v) for k, v in _ALGO_NAMES.items()
+                                     if hasattr(api.RNNAlgo, v)}
     return enum_arg(value, api.RNNAlgo, "algo", "RNN", names, ints=False)
 
 
@@ -289,7 +290,7 @@ class RNN:
         else:
             raise TypeError(f"RNN: bias must be a bool or an RNNBiasMode; got {bias!r}")
         self.algo = _algo(algo)
-        self.dtype = data_type(dtype)
+        self.dtype = data_type(dtype, "dtype", "RNN")
         if self.input_mode == api.RNNInputMode.miopenRNNskip and self.input_size != self.hidden_size:
             raise ShapeError(f"RNN: skip input mode adds the input to the first layer's gates, so input_size must "
                              f"equal hidden_size; got input_size={self.input_size}, hidden_size={self.hidden_size}")
