@@ -8,6 +8,7 @@ descriptor. Cached descriptors are frozen: the set_* functions must not be calle
 from __future__ import annotations
 
 import ctypes
+import enum
 import os
 import threading
 import weakref
@@ -16,6 +17,7 @@ from collections.abc import Callable, Sequence
 from typing import Literal, TypeAlias
 
 from . import layout
+from ._args import enum_arg, int_seq
 from ._generated import _support as _gs
 from ._generated import api
 from ._generated._handles import TensorDescriptor
@@ -27,15 +29,13 @@ DataTypeLike: TypeAlias = "api.DataType | int | str"
 _BY_NAME: dict[str, api.DataType] = {}  # dtype names seen (torch's 'torch.float32', 'float16', ...) -> member
 
 
-def data_type(dtype: DataTypeLike) -> api.DataType:
-    """A MIOpen data type from a member, its value, or a numpy/torch dtype or its name."""
+def data_type(dtype: DataTypeLike, name: str = "dtype", fn: str = "data_type") -> api.DataType:
+    """A MIOpen data type from a member, its value, or a numpy/torch dtype or its name (errors name `fn` and
+    the parameter `name`)."""
     if isinstance(dtype, api.DataType):
         return dtype
-    if isinstance(dtype, int) and not isinstance(dtype, bool):
-        try:
-            return api.DataType(dtype)
-        except ValueError:
-            raise ValueError(f"dtype: {dtype} is not a miopenDataType_t value of this release") from None
+    if isinstance(dtype, (int, enum.Enum)):  # its value; never a bool or a member of another enum
+        return enum_arg(dtype, api.DataType, name, fn)
     if type(dtype) is str:
         known = _BY_NAME.get(dtype)
         if known is not None:
@@ -222,13 +222,61 @@ def descriptor_from_order_and_dims(order: layout.StorageOrder | str, dims: Seque
 
 
 class TensorDescriptors:
-    """`n` descriptors of one shape, as the RNN calls take them (`.descs`)."""
+    """`n` descriptors of one shape, as the RNN calls take them (`.descs`).
 
-    def __init__(self, n: int, dims: Sequence[int], strides: Sequence[int] | None, dtype: DataTypeLike) -> None:
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"TensorDescriptors: n must be a positive int; got {n!r}")
-        one = tensor_descriptor(dtype, dims, strides)
-        self.descs: list[api.TensorDescriptor] = [one] * n
+    Shared (the default): the n entries are one cached, frozen descriptor. ``owned=True``: n descriptors
+    of their own, each created and set (Caffe2's `TensorDescriptors<T>`) and destroyed once each by
+    `close()` (or `with`); a shared one's `close()` only lets go of the cached descriptor."""
+
+    def __init__(self, n: int, dims: Sequence[int], strides: Sequence[int] | None, dtype: DataTypeLike, *,
+                 owned: bool = False, fn: str = "TensorDescriptors") -> None:
+        if isinstance(n, bool) or not isinstance(n, int) or isinstance(n, enum.Enum) or n < 1:
+            raise ValueError(f"{fn}: n must be a positive int; got {n!r}")
+        self.owned = owned
+        self._closed = False
+        if not owned:
+            one = tensor_descriptor(dtype, dims, strides)
+            self.dtype, self.dims, self.strides = one.dtype, one.dims, one.strides
+            self.descs: list[api.TensorDescriptor] = [one] * n
+            return
+        dt = data_type(dtype)
+        d = int_seq(dims, "dims", fn, lo=1)
+        if not d:
+            raise ShapeError(f"{fn}: dims must not be empty")
+        s = layout.packed_strides(d) if strides is None else int_seq(strides, "strides", fn, lo=1)
+        if len(s) != len(d):
+            raise ShapeError(f"{fn}: dims and strides must have the same length; got {len(d)} dims {d} and "
+                             f"{len(s)} strides {s}")
+        self.dtype, self.dims, self.strides = dt, d, s
+        self.descs = []
+        try:
+            for _ in range(n):
+                desc = api.create_tensor_descriptor()
+                self.descs.append(desc)
+                api.set_tensor_descriptor(desc, dt, list(d), list(s))
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Destroy the owned descriptors, each once (idempotent); a shared set only drops its reference."""
+        if self._closed:
+            return
+        self._closed = True
+        descs, self.descs = self.descs, []
+        if self.owned:
+            for desc in descs:
+                desc.close()
+
+    def __enter__(self) -> TensorDescriptors:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def __len__(self) -> int:
         return len(self.descs)

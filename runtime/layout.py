@@ -25,6 +25,8 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ._generated._support import name_list, quoted
+
 __all__ = [
     "INT64_MAX",
     "DATA_TYPES",
@@ -523,8 +525,8 @@ def dtype_name_for(dtype: object, available: Container[str] | None = None) -> st
             key = key[len("torch."):]
         found = _BY_DTYPE.get(key)
         if found is None:
-            known = ", ".join(sorted(_BY_DTYPE))
-            raise ValueError(f"dtype: no MIOpen data type for {text!r}; supported: {known}")
+            known = name_list(sorted(_BY_DTYPE))
+            raise ValueError(f"dtype: no MIOpen data type for {quoted(text)}; supported: {known}")
         info = found
     if available is None:
         return info.name

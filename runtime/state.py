@@ -5,6 +5,12 @@ stream, two events and workspace, forking from and joining back to the caller's 
 state's stream wait on it, yields the state (queue work on `st.stream` with `st.handle` and
 `st.workspace`), then records `after` on the state's stream and makes the caller's stream wait.
 The lock is held for the whole block: two threads must not interleave event records on one state.
+
+Re-entering a state the calling thread already holds (nested ``with with_miopen_state(0):``, also
+through `miopen.caffe2`) is a RuntimeError naming the device and state index, never a deadlock: the
+inner block would fork the state's stream again while the outer block's work is queued on it and share
+its workspace (a grow would free memory the outer block's kernels still use), so it is not made
+re-entrant. Use another state_idx for a nested block. Other threads wait for the holder as before.
 """
 
 from __future__ import annotations
@@ -66,16 +72,61 @@ class MIOpenState:
         self.stream.close()
 
 
-class SyncedMIOpenState:
-    """A lock plus a lazily created state (`mutex` is Caffe2's name for `lock`)."""
+class StateLock:
+    """The lock of one state: other threads wait for it; the holding thread acquiring it again gets a
+    RuntimeError (naming the device and state index) instead of a deadlock."""
 
-    def __init__(self, device: int) -> None:
+    __slots__ = ("_lock", "_owner", "device", "state_idx")
+
+    def __init__(self, device: int, state_idx: int | None = None) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
         self.device = device
-        self.lock = threading.Lock()
+        self.state_idx = state_idx
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if self._owner == threading.get_ident():
+            which = "a state" if self.state_idx is None else f"state {self.state_idx}"
+            raise RuntimeError(f"{which} of device {self.device} is already held by this thread (a nested "
+                               f"with_miopen_state, or reset() inside one): states are not re-entrant and this "
+                               f"would wait for itself; use another state_idx for the inner block")
+        if not self._lock.acquire(blocking, timeout):
+            return False
+        self._owner = threading.get_ident()
+        return True
+
+    def release(self) -> None:
+        if self._owner != threading.get_ident():
+            raise RuntimeError(f"state lock of device {self.device}: released by a thread that does not hold it")
+        self._owner = None
+        self._lock.release()
+
+    def locked(self) -> bool:
+        return self._lock.locked()
+
+    def held_by_me(self) -> bool:
+        """Whether the calling thread holds the lock."""
+        return self._owner == threading.get_ident()
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+
+class SyncedMIOpenState:
+    """A lock plus a lazily created state (`mutex` is Caffe2's name for `lock`); the lock refuses
+    re-entry from its holder (`StateLock`)."""
+
+    def __init__(self, device: int, state_idx: int | None = None) -> None:
+        self.device = device
+        self.state_idx = state_idx
+        self.lock = StateLock(device, state_idx)
         self.state: MIOpenState | None = None
 
     @property
-    def mutex(self) -> threading.Lock:
+    def mutex(self) -> StateLock:
         return self.lock
 
     def get(self) -> MIOpenState:
@@ -90,8 +141,8 @@ class SyncedMIOpenState:
 
     def reset(self, state: MIOpenState | None = None) -> None:
         """Replace the held state, closing the old one (Caffe2's `state.reset(...)`): with no
-        argument the next use creates a fresh state. Takes the lock, so never call it from inside
-        a block that holds this state."""
+        argument the next use creates a fresh state. Takes the lock: from inside a block that holds
+        this state it raises RuntimeError."""
         if state is not None and (not isinstance(state, MIOpenState) or state.device != self.device):
             raise ValueError(f"SyncedMIOpenState.reset: state must be an MIOpenState of device {self.device} or "
                              f"None; got {state!r}")
@@ -153,7 +204,7 @@ class PerGPUMIOpenStates:
         with self._lock:
             key = (device, state_idx)
             if key not in self._states:
-                self._states[key] = SyncedMIOpenState(device)
+                self._states[key] = SyncedMIOpenState(device, state_idx)
             return self._states[key]
 
     def __getitem__(self, device: int) -> DeviceStates:
@@ -219,7 +270,10 @@ def miopen_states() -> PerGPUMIOpenStates:
 
 @contextmanager
 def with_miopen_state(state_idx: int = 0, stream: object = None, device: int | None = None) -> Iterator[MIOpenState]:
-    """Hold state `state_idx` of `device` (default: current) for the block, forked from `stream`."""
+    """Hold state `state_idx` of `device` (default: current) for the block, forked from `stream`.
+
+    Other threads wait for the block to end; the same thread entering the same state again inside
+    it gets a RuntimeError (states are not re-entrant: see the module docstring)."""
     dev = hip.current_device() if device is None else device
     synced = _states.synced(dev, state_idx)
     with synced.lock:

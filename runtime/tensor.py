@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 from . import layout
+from ._args import INT64_MAX, int_seq
 from ._generated import api
 from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor_of
 from .errors import ShapeError
@@ -29,12 +31,17 @@ class Tensor:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
         if ptr >= 1 << 64:  # ctypes would pass it modulo 2**64 (2**64 + 0x1000 as 0x1000), without a word
             raise ValueError(f"Tensor: ptr {ptr:#x} does not fit a 64-bit address")
-        d = tuple(map(int, dims))
-        if d and min(d) < 1:
-            raise ShapeError(f"Tensor: every dim must be >= 1 (MIOpen has no empty tensors); got {d}")
+        d = dims if _plain(dims) else int_seq(dims, "dims", "Tensor")
+        if d and (min(d) < 1 or max(d) > INT64_MAX):
+            i = next(i for i, v in enumerate(d) if not 1 <= v <= INT64_MAX)
+            raise ShapeError(f"Tensor: every dim must be >= 1 (MIOpen has no empty tensors) and <= {INT64_MAX}; "
+                             f"got dims[{i}] = {d[i]} in {d}")
         if ptr == 0:
             raise ValueError(f"Tensor: a null device address for a tensor of dims {d}")
-        s = _packed(d) if strides is None else tuple(map(int, strides))
+        s = _packed(d) if strides is None else (strides if _plain(strides) else int_seq(strides, "strides", "Tensor"))
+        if s and (min(s) < 0 or max(s) > INT64_MAX):
+            i = next(i for i, v in enumerate(s) if not 0 <= v <= INT64_MAX)
+            raise ShapeError(f"Tensor: every stride must be in [0, {INT64_MAX}]; got strides[{i}] = {s[i]} in {s}")
         if len(s) != len(d):
             raise ShapeError(f"Tensor: {len(d)} dims but {len(s)} strides")
         return cls(ptr, d, s, data_type(dtype))
@@ -53,6 +60,11 @@ class Tensor:
 
     def data_ptr(self) -> int:
         return self.ptr
+
+
+def _plain(v: object) -> TypeGuard[tuple[int, ...]]:
+    """A tuple of exact ints (checked only for range)."""
+    return type(v) is tuple and all(type(e) is int for e in v)
 
 
 _PACKED: dict[tuple[int, ...], tuple[int, ...]] = {}
@@ -130,7 +142,8 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
             raise ValueError(f"{name}: a host (CPU) tensor; the ops take GPU tensors")
         dtype = getattr(obj, "dtype", "")
         strides = stride()
-        t = Tensor.make(_address(data_ptr(), name, "data_ptr()"), tuple(shape_attr), str(dtype), tuple(strides))
+        t = Tensor.make(_address(data_ptr(), name, "data_ptr()"), int_seq(shape_attr, "shape", name),
+                        str(dtype), int_seq(strides, "stride()", name))
         try:
             key = (shape_attr, strides, dtype)
             if len(_TORCH_META) >= _TORCH_META_MAX:
@@ -144,14 +157,18 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
     except Exception as exc:  # some producers raise for tensors they cannot describe
         raise TypeError(f"{name}: its __cuda_array_interface__ is unavailable: {exc}") from None
     if isinstance(iface, Mapping):
-        shape = tuple(int(x) for x in iface["shape"])
-        typestr = str(iface["typestr"])
+        where = f"{name}: __cuda_array_interface__"
+        shape = int_seq(iface.get("shape"), "shape", where, lo=1)
+        typestr = iface.get("typestr")
+        if not isinstance(typestr, str):
+            raise TypeError(f"{where}: typestr must be a str; got {type(typestr).__name__}")
         dt = data_type(_TYPESTR.get(typestr, typestr))
         size = itemsize(dt)
-        raw_strides = iface.get("strides")
-        if raw_strides is not None and any(int(x) % size for x in raw_strides):
-            raise ShapeError(f"{name}: byte strides {tuple(raw_strides)} are not multiples of the item size {size}")
-        strides = layout.packed_strides(shape) if raw_strides is None else tuple(int(x) // size for x in raw_strides)
+        raw = iface.get("strides")
+        byte_strides = None if raw is None else int_seq(raw, "strides", where, lo=0)
+        if byte_strides is not None and any(x % size for x in byte_strides):
+            raise ShapeError(f"{name}: byte strides {byte_strides} are not multiples of the item size {size}")
+        strides = layout.packed_strides(shape) if byte_strides is None else tuple(x // size for x in byte_strides)
         data = iface.get("data")
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise TypeError(f"{name}: __cuda_array_interface__['data'] must be (address, read_only); got {data!r:.60}")

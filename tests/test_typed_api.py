@@ -221,7 +221,7 @@ def test_gpu_operations_skipped_is_a_warning(fx: Built) -> None:
         (lambda m, d: m.set_4d_tensor_descriptor(d, 4, 1, 2, 3, 4), ValueError,
          r"data_type=4 is not a miopenDataType_t value; valid: miopenHalf=0"),
         (lambda m, d: m.set_4d_tensor_descriptor(d, m.TensorLayout.miopenTensorNCHW, 1, 2, 3, 4), TypeError,
-         r"data_type must be a miopenDataType_t"),
+         r"data_type must be a member of DataType \(miopenHalf, .*\) or its int value; got miopenTensorLayout_t"),
         (lambda m, d: m.set_4d_tensor_descriptor(None, 1, 1, 2, 3, 4), TypeError,
          r"tensor_desc must be a TensorDescriptor; got None"),
         (lambda m, d: m.set_4d_tensor_descriptor(m.Handle.from_address(8), 1, 1, 2, 3, 4), TypeError,

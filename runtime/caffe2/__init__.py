@@ -14,6 +14,7 @@ Caffe2 (C++)                        here
                                     `miopen_get_error_string`, `check_miopen_versions`,
                                     `MIOPEN_ENFORCE`
 ``MIOPENActivationOp<mode>`` ...    `MIOPENActivationOp(mode, ...)`, `MIOPENActivationGradientOp`
+``detail::TensorDescriptors<T>``    `TensorDescriptors(n, dim, stride, T)` (``.descs()``, ``.close()``)
 ``RecurrentOp<T>`` ...              `RecurrentOp`, `RecurrentGradientOp`,
                                     `RecurrentParamAccessOp(RecurrentParamOpMode...)`
 ``RunOnDevice`` / ``DoRunWithType``  ``run_on_device()`` / ``do_run_with_type(T)``
@@ -43,7 +44,7 @@ from .common import CAFFE2_COMPILE_TIME_MAX_MIOPEN_STATES, MIOPEN_ENFORCE, TypeW
     miopenTypeWrapperF64, miopenTypeWrapperHalf
 from .operator import DeviceTensor, MIOPENOperator, Workspace
 from .recurrent_op import GET_PARAM, PARAM_TYPES, SET_PARAM, RecurrentBaseOp, RecurrentGradientOp, RecurrentOp, \
-    RecurrentParamAccessOp, RecurrentParamOpMode
+    RecurrentParamAccessOp, RecurrentParamOpMode, TensorDescriptors
 from .wrapper import MIOPENState, MIOPENWorkspace, MIOPENWrapper, PerGPUMIOPENStates, SyncedMIOPENState, \
     miopen_states
 
@@ -51,7 +52,7 @@ __all__ = [
     "CAFFE2_COMPILE_TIME_MAX_MIOPEN_STATES", "MIOPEN_ENFORCE", "Version", "check_miopen_versions",
     "miopen_compiled_version", "miopen_runtime_version", "miopen_get_error_string", "TypeWrapper", "miopenTypeWrapper",
     "miopenTypeWrapperF32", "miopenTypeWrapperHalf", "miopenTypeWrapperBFloat16", "miopenTypeWrapperF64",
-    "miopenTensorDescWrapper", "MIOPENWrapper", "MIOPENState", "MIOPENWorkspace", "SyncedMIOPENState",
+    "miopenTensorDescWrapper", "TensorDescriptors", "MIOPENWrapper", "MIOPENState", "MIOPENWorkspace", "SyncedMIOPENState",
     "PerGPUMIOPENStates", "miopen_states", "Workspace", "DeviceTensor", "MIOPENOperator", "MIOPENActivationOpBase",
     "MIOPENActivationOp", "MIOPENActivationGradientOp", "GRADIENT_FROM_OUTPUT", "RecurrentBaseOp", "RecurrentOp",
     "RecurrentGradientOp", "RecurrentParamAccessOp", "RecurrentParamOpMode", "SET_PARAM", "GET_PARAM", "PARAM_TYPES",

@@ -20,6 +20,7 @@ import math
 from collections.abc import Sequence
 
 from .. import layout
+from .._args import enum_arg
 from .._generated import api
 from ..ops import activation as _activation
 from ..scopes import BlobScope
@@ -74,7 +75,7 @@ class MIOPENActivationOpBase(MIOPENOperator):
 
 
 def _mode(mode: _activation.ActivationModeLike, op: str) -> api.ActivationMode:
-    return _activation._enum_arg(mode, api.ActivationMode, "mode", op, _activation._ACTIVATION_ALIASES)
+    return enum_arg(mode, api.ActivationMode, "mode", op, _activation._ACTIVATION_ALIASES)
 
 
 class MIOPENActivationOp(MIOPENActivationOpBase):

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from typing import ClassVar, TypeAlias
 
 from .. import layout
+from .._args import int_seq
 from .. import version as _version
 from .._generated import _support as _s
 from .._generated import api, raw
@@ -190,14 +191,7 @@ def miopenTypeWrapper(dtype: DataTypeLike) -> type[TypeWrapper]:  # noqa: N802
 
 
 def _dims_arg(value: object, name: str, fn: str) -> tuple[int, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{fn}: {name} must be a sequence of ints; got {type(value).__name__}")
-    out: list[int] = []
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{fn}: {name} must hold ints; got {v!r}")
-        out.append(v)
-    return tuple(out)
+    return int_seq(value, name, fn)
 
 
 class miopenTensorDescWrapper:  # noqa: N801 - Caffe2's name

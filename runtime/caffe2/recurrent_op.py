@@ -34,18 +34,21 @@ import math
 from collections.abc import Sequence
 from typing import Literal
 
+from .. import descriptors as _descriptors
+from .._args import int_seq
 from .. import hip
 from .._generated import api
+from ..descriptors import DataTypeLike
 from ..errors import ShapeError
 from ..layout import is_packed
 from ..ops.rnn import RNN, RNNReserve, ReserveMismatchError
 from ..scopes import BlobScope
 from ..tensor import Tensor
-from .common import TypeWrapper
+from .common import TypeWrapper, miopenTypeWrapper
 from .operator import MIOPENOperator
 from .wrapper import MIOPENState
 
-__all__ = ["RecurrentBaseOp", "RecurrentOp", "RecurrentGradientOp", "RecurrentParamAccessOp", "RecurrentParamOpMode",
+__all__ = ["TensorDescriptors", "RecurrentBaseOp", "RecurrentOp", "RecurrentGradientOp", "RecurrentParamAccessOp", "RecurrentParamOpMode",
            "SET_PARAM", "GET_PARAM", "PARAM_TYPES"]
 
 RNN_MODES = ("lstm", "gru", "relu", "tanh")
@@ -84,6 +87,61 @@ def _choice(value: object, name: str, op: str, choices: tuple[str, ...]) -> str:
     if not isinstance(value, str) or value.strip().lower() not in choices:
         raise ValueError(f"{op}: {name} must be one of {', '.join(repr(c) for c in choices)}; got {value!r}")
     return value.strip().lower()
+
+
+class TensorDescriptors:
+    """Caffe2's ``detail::TensorDescriptors<T>`` (recurrent_op_miopen.h): `n` tensor descriptors of their
+    own, one per time step, each created and set (`miopenSetTensorDescriptor`) to `dim` and `stride` with
+    T's data type (`miopenTypeWrapper<T>::type`). `descs()` is the array the RNN calls take (per-step x or
+    y descriptors); `close()` (or `with`; Caffe2's destructor) destroys each once.
+
+    `T` is a type wrapper (`miopenTypeWrapperF32`, ...) or anything `miopenTypeWrapper` takes ("float32").
+    A layer over `miopen.descriptors.TensorDescriptors(..., owned=True)`. Differences from Caffe2:
+    ``stride=None`` means packed strides; dims and strides are checked (ints, >= 1) before any call.
+    """
+
+    def __init__(self, n: int, dim: Sequence[int], stride: Sequence[int] | None,
+                 T: type[TypeWrapper] | DataTypeLike) -> None:  # noqa: N803 - Caffe2's name
+        fn = "TensorDescriptors"
+        self.T = T if isinstance(T, type) and issubclass(T, TypeWrapper) else miopenTypeWrapper(T)
+        d = int_seq(dim, "dim", fn, lo=1)
+        s = None if stride is None else int_seq(stride, "stride", fn, lo=1)
+        self._descs = _descriptors.TensorDescriptors(n, d, s, self.T.type, owned=True, fn=fn)
+
+    def descs(self) -> list[api.TensorDescriptor]:
+        """The n descriptors (Caffe2's `descs()`: the `const miopenTensorDescriptor_t*` the RNN calls take)."""
+        if self._descs.closed:
+            raise ValueError("TensorDescriptors: closed (its descriptors were destroyed)")
+        return self._descs.descs
+
+    @property
+    def dims(self) -> tuple[int, ...]:
+        return self._descs.dims
+
+    @property
+    def strides(self) -> tuple[int, ...]:
+        return self._descs.strides
+
+    @property
+    def closed(self) -> bool:
+        return self._descs.closed
+
+    def close(self) -> None:
+        """Destroy each descriptor once (idempotent)."""
+        self._descs.close()
+
+    def __len__(self) -> int:
+        return len(self._descs)
+
+    def __enter__(self) -> TensorDescriptors:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"<TensorDescriptors n={len(self._descs)} {self.T.type.name} dims={self.dims} strides={self.strides}"
+                f"{' closed' if self.closed else ''}>")
 
 
 class RecurrentBaseOp(MIOPENOperator):

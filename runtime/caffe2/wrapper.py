@@ -101,7 +101,8 @@ class MIOPENWrapper:
     def with_miopen_state(self, state_idx: int, fn: Callable[[MIOPENState], R]) -> R:
         """Run `fn(state)` holding state `state_idx` (0..3) of the device: the lock is held for the
         whole call and the state's stream is forked from and joined back to the context's stream.
-        Returns what `fn` returns."""
+        Returns what `fn` returns. Other threads wait for the state; a nested call for the same state
+        from `fn` raises RuntimeError (Caffe2's std::mutex would deadlock): use another state_idx."""
         if not callable(fn):
             raise TypeError(f"MIOPENWrapper.with_miopen_state: fn must be callable; got {type(fn).__name__}")
         with _state.with_miopen_state(state_idx, self.stream, self.device) as st:

@@ -19,18 +19,17 @@ ELU        x if x > 0 else alpha * (e^x - 1)    alpha = 1
 CLAMP      min(beta, max(alpha, x))             alpha and beta required
 ========== ===================================  =========================================
 
-Activations need no workspace. The private helpers at the bottom (`_enum_arg`, `_float_arg`,
+Activations need no workspace. The private helpers at the bottom (`_float_arg`,
 `_tensors`, ...) are shared by the other ops modules.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
-from enum import IntEnum
-from typing import TypeAlias, TypeVar
+from typing import TypeAlias
 
 from .. import hip
+from .._args import enum_arg, int_per_dim
 from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import (cache_generation, cached_activation_descriptor, on_clear, scaling_params,
@@ -63,7 +62,7 @@ _DEFAULTS: dict[str, tuple[float | None, float | None, float | None]] = {
 
 def activation_mode(mode: ActivationModeLike) -> api.ActivationMode:
     """The `miopenActivationMode_t` of a member, its value, or a name ("relu", "miopenActivationRELU")."""
-    return _enum_arg(mode, api.ActivationMode, "mode", "activation", _ACTIVATION_ALIASES)
+    return enum_arg(mode, api.ActivationMode, "mode", "activation", _ACTIVATION_ALIASES)
 
 
 def activation_params(mode: ActivationModeLike, alpha: float | None = None, beta: float | None = None,
@@ -163,46 +162,6 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
 
 # --------------------------------------------------------------------------- helpers shared by the ops modules
 
-E = TypeVar("E", bound=IntEnum)
-
-
-_NAMED: dict[tuple[type, int, str], IntEnum] = {}  # (enum, id of its aliases, name or alias) -> member
-
-
-def _enum_arg(value: object, cls: type[E], name: str, fn: str, aliases: Mapping[str, E]) -> E:
-    """A member of `cls` from a member, its int value, its name, or a short alias (case-insensitive)."""
-    if isinstance(value, cls):
-        return value
-    if type(value) is str:
-        known = _NAMED.get((cls, id(aliases), value))
-        if known is not None:
-            return known  # type: ignore[return-value]
-        member = _enum_name(value, cls, name, fn, aliases)
-        if len(_NAMED) < 1024:
-            _NAMED[(cls, id(aliases), value)] = member
-        return member
-    if isinstance(value, bool):
-        raise TypeError(f"{fn}: {name} must be a {cls.__name__} member, int or name; got a bool")
-    if isinstance(value, int):
-        try:
-            return cls(value)
-        except ValueError:
-            raise ValueError(f"{fn}: {name}={value} is not a {cls.__name__} value; expected one of "
-                             f"{[int(m) for m in cls]}") from None
-    if isinstance(value, str):
-        return _enum_name(value, cls, name, fn, aliases)
-    raise TypeError(f"{fn}: {name} must be a {cls.__name__} member, int or name; got {type(value).__name__}")
-
-
-def _enum_name(value: str, cls: type[E], name: str, fn: str, aliases: Mapping[str, E]) -> E:
-    if value in cls.__members__:
-        return cls[value]
-    key = value.strip().lower().replace("-", "_")
-    if key in aliases:
-        return aliases[key]
-    raise ValueError(f"{fn}: {name}={value!r} is not a {cls.__name__}; expected one of {sorted(aliases)}")
-
-
 def _float_arg(value: object, name: str, fn: str, lo: float | None = None, hi: float | None = None,
                lo_open: bool = False, hi_open: bool = False) -> float:
     """A finite float (ints accepted, bools not) inside the given bounds."""
@@ -286,19 +245,4 @@ def _persistent(nbytes: int, device: int, kind: str, stream: object) -> Persiste
 
 def _int_tuple(value: object, name: str, fn: str, length: int, lo: int) -> tuple[int, ...]:
     """`length` ints >= lo from a sequence (or one int, repeated)."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        items: list[object] = [value] * length
-    elif isinstance(value, (list, tuple)):
-        items = list(value)
-    else:
-        raise TypeError(f"{fn}: {name} must be an int or a sequence of {length} ints; got {type(value).__name__}")
-    if len(items) != length:
-        raise ShapeError(f"{fn}: {name} needs {length} values (one per spatial dim); got {len(items)}")
-    out: list[int] = []
-    for v in items:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{fn}: {name} must hold ints; got {type(v).__name__}")
-        if v < lo:
-            raise ValueError(f"{fn}: {name} values must be >= {lo}; got {tuple(items)}")
-        out.append(v)
-    return tuple(out)
+    return int_per_dim(value, name, fn, length, lo)

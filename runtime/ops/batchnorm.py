@@ -20,13 +20,14 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from .. import layout
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import tensor_descriptor_of
 from ..errors import ShapeError
 from ..tensor import Tensor, same_dtype
 from ._common import resolve_handle
-from .activation import _alike, _as, _desc, _enum_arg, _float_arg, _scaling, _tensors
+from .activation import _alike, _as, _desc, _float_arg, _scaling, _tensors
 
 __all__ = ["BatchNormModeLike", "batch_norm_mode", "bn_param_shape", "batch_norm_forward_training",
            "batch_norm_forward_inference", "batch_norm_backward"]
@@ -40,7 +41,7 @@ _MIXED = ("miopenHalf", "miopenBFloat16")  # data types whose scale/bias/mean/va
 
 def batch_norm_mode(mode: BatchNormModeLike, fn: str = "batch_norm") -> api.BatchNormMode:
     """A `miopenBatchNormMode_t` from a member, its value, or "spatial" / "per_activation"."""
-    return _enum_arg(mode, api.BatchNormMode, "mode", fn, _MODES)
+    return enum_arg(mode, api.BatchNormMode, "mode", fn, _MODES)
 
 
 def _x_view(fn: str, name: str, t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from .. import descriptors, hip
+from .._args import int_arg, int_per_dim
 from .._generated import _support, api
 from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_key
 from ..descriptors import FrozenTensorDescriptor, check_conv_scaling, convolution_descriptor
@@ -56,20 +57,7 @@ def set_default_planner(planner: ConvPlanner) -> None:
 
 def _ints(value: object, name: str, n: int | None, op: str) -> tuple[int, ...]:
     """A tuple of ints from an int (repeated n times) or a sequence; TypeError/ShapeError naming `name`."""
-    if isinstance(value, int) and not isinstance(value, bool):
-        if n is None:
-            raise TypeError(f"{op}: {name} must be a sequence of ints; got {value!r}")
-        return (value,) * n
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise TypeError(f"{op}: {name} must be an int or a sequence of ints; got {type(value).__name__}")
-    out = []
-    for v in value:
-        if isinstance(v, bool) or not isinstance(v, int):
-            raise TypeError(f"{op}: {name} must hold ints; got {v!r} in {tuple(value)!r}")
-        out.append(int(v))
-    if n is not None and len(out) != n:
-        raise ShapeError(f"{op}: {name} needs {n} values (one per spatial dim); got {len(out)}: {tuple(out)}")
-    return tuple(out)
+    return int_per_dim(value, name, op, n)
 
 
 def _conv_params(ndim: int, pads: object, strides: object, dilations: object, groups: object, transpose: object,
@@ -86,8 +74,7 @@ def _conv_params(ndim: int, pads: object, strides: object, dilations: object, gr
         raise ShapeError(f"{op}: strides must be >= 1; got {s}")
     if any(v < 1 for v in d):
         raise ShapeError(f"{op}: dilations must be >= 1; got {d}")
-    if isinstance(groups, bool) or not isinstance(groups, int):
-        raise TypeError(f"{op}: groups must be an int; got {groups!r}")
+    groups = int_arg(groups, "groups", op)
     if groups < 1:
         raise ShapeError(f"{op}: groups must be >= 1; got {groups}")
     if not isinstance(transpose, bool):

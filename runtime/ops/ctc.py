@@ -13,12 +13,12 @@ The workspace size is queried first (`miopenGetCTCLossWorkspaceSize`) and taken 
 from __future__ import annotations
 
 import contextlib
-import operator
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
 
 from .. import hip
+from .._args import enum_arg, int_seq
 from .._bound import member
 from .._generated import api
 from ..errors import ShapeError
@@ -34,17 +34,7 @@ _DEFAULT_ALGO = "MIOPEN_CTC_LOSS_ALGO_DETERMINISTIC"  # the member of the bound 
 
 
 def _ints(op: str, name: str, values: Sequence[int]) -> list[int]:
-    if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-        raise TypeError(f"{op}: {name} must be a sequence of ints; got {type(values).__name__}")
-    out: list[int] = []
-    for i, v in enumerate(values):
-        try:
-            if isinstance(v, bool):
-                raise TypeError
-            out.append(operator.index(v))  # ints and numpy integers
-        except TypeError:
-            raise TypeError(f"{op}: {name}[{i}] must be an int; got {type(v).__name__}") from None
-    return out
+    return list(int_seq(values, name, op))
 
 
 @dataclass(frozen=True)
@@ -120,13 +110,8 @@ class CTCProblem:
             raise TypeError(f"{op}: apply_softmax must be a bool; got {apply_softmax!r}")
         if algo is None:
             alg = member("CTCLossAlgo", _DEFAULT_ALGO)
-        elif isinstance(algo, api.CTCLossAlgo):
-            alg = algo
         else:
-            try:
-                alg = api.CTCLossAlgo(algo)
-            except ValueError:
-                raise ValueError(f"{op}: algo must be an api.CTCLossAlgo; got {algo!r}") from None
+            alg = enum_arg(algo, api.CTCLossAlgo, "algo", op)
         return cls(pt, gt, lab, lab_len, in_len, blank_label_id, apply_softmax, alg)
 
 

@@ -13,6 +13,7 @@ to `forward` instead of drawing a new one.
 
 from __future__ import annotations
 
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import tensor_descriptor
@@ -20,7 +21,7 @@ from ..errors import ShapeError
 from ..tensor import Tensor, same_dims, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import resolve_handle
-from .activation import _bool_arg, _check_rank, _desc, _device, _enum_arg, _float_arg, _persistent, _tensors
+from .activation import _bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _tensors
 
 __all__ = ["Dropout", "DropoutReserve"]
 
@@ -77,7 +78,7 @@ class Dropout:
         self.seed = seed
         self.use_mask = _bool_arg(use_mask, "use_mask", fn)
         self.state_evo = _bool_arg(state_evo, "state_evo", fn)
-        self.rng_mode = _enum_arg(rng_mode, api.RNGType, "rng_mode", fn, _RNG)
+        self.rng_mode = enum_arg(rng_mode, api.RNGType, "rng_mode", fn, _RNG)
         self.device = _device(device)
         self._closed = True  # until fully built
         h = resolve_handle(handle, stream, device)

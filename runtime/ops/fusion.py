@@ -70,7 +70,7 @@ class FusionPlan:
             raise ShapeError(f"FusionPlan: x_dims must be >= 1; got {dims}")
         strides = layout.packed_strides(dims) if x_strides is None else _ints(x_strides, "x_strides", len(dims),
                                                                                 "FusionPlan")
-        self.dtype = data_type(dtype)
+        self.dtype = data_type(dtype, "dtype", "FusionPlan")
         self.device = device
         self.x_dims = dims
         self.x_strides = layout.canonical_strides(dims, strides)

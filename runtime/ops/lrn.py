@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from .._generated._handles import LRNDescriptor
@@ -21,7 +22,7 @@ from ..errors import ShapeError
 from ..tensor import same_dims, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import OpState, resolve_handle
-from .activation import _bool_arg, _check_rank, _desc, _device, _enum_arg, _float_arg, _persistent, _scaling, _tensors
+from .activation import _bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _scaling, _tensors
 
 __all__ = ["LRNModeLike", "LRNState", "lrn_mode", "lrn_forward", "lrn_backward"]
 
@@ -34,7 +35,7 @@ _MODES: EnumMap[api.LRNMode] = EnumMap("LRNMode", {
 
 def lrn_mode(mode: LRNModeLike, fn: str = "lrn") -> api.LRNMode:
     """A `miopenLRNMode_t` from a member, its value, or "cross_channel" / "within_channel"."""
-    return _enum_arg(mode, api.LRNMode, "mode", fn, _MODES)
+    return enum_arg(mode, api.LRNMode, "mode", fn, _MODES)
 
 
 class LRNState(OpState[LRNDescriptor]):

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeAlias
 
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from .._generated._handles import PoolingDescriptor
@@ -21,7 +22,7 @@ from ..errors import ShapeError
 from ..tensor import Tensor, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import OpState, resolve_handle
-from .activation import _alike, _as, _bool_arg, _desc, _device, _enum_arg, _int_tuple, _persistent, _scaling, _tensors
+from .activation import _alike, _as, _bool_arg, _desc, _device, _int_tuple, _persistent, _scaling, _tensors
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
 
@@ -34,7 +35,7 @@ _MODES: EnumMap[api.PoolingMode] = EnumMap("PoolingMode", {
 
 def pooling_mode(mode: PoolingModeLike, fn: str = "pooling") -> api.PoolingMode:
     """A `miopenPoolingMode_t` from a member, its value, or "max" / "average" / "average_inclusive"."""
-    return _enum_arg(mode, api.PoolingMode, "mode", fn, _MODES)
+    return enum_arg(mode, api.PoolingMode, "mode", fn, _MODES)
 
 
 class PoolingState(OpState[PoolingDescriptor]):

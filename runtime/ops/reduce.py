@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import DataTypeLike, data_type, scaling_params
@@ -27,25 +28,8 @@ REDUCE_OPS: EnumMap[api.ReduceTensorOp] = EnumMap("ReduceTensorOp", {
 _WITH_INDICES = ("MIOPEN_REDUCE_TENSOR_MIN", "MIOPEN_REDUCE_TENSOR_MAX", "MIOPEN_REDUCE_TENSOR_AMAX")
 
 
-def _enum_arg(value: object, enum: type[api.ReduceTensorOp] | type[api.NanPropagation] | type[api.IndicesType],
-              name: str) -> int:
-    if isinstance(value, str) and value in enum.__members__:
-        return int(enum.__members__[value])
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"reduce_tensor: {name} must be an api.{enum.__name__}; got {value!r}")
-    try:
-        return int(enum(value))
-    except ValueError:
-        raise ValueError(f"reduce_tensor: {value} is not a valid {name}") from None
-
-
 def _reduce_op(op: api.ReduceTensorOp | int | str) -> api.ReduceTensorOp:
-    if isinstance(op, str):
-        if op.lower() not in REDUCE_OPS:
-            raise ValueError(f"reduce_tensor: op must be one of {', '.join(REDUCE_OPS)} or an api.ReduceTensorOp; "
-                             f"got {op!r}")
-        return REDUCE_OPS[op.lower()]
-    return api.ReduceTensorOp(_enum_arg(op, api.ReduceTensorOp, "op"))
+    return enum_arg(op, api.ReduceTensorOp, "op", "reduce_tensor", REDUCE_OPS)
 
 
 def reduce_tensor(a: object, c: object, op: api.ReduceTensorOp | int | str, *, indices: object = None,
@@ -62,8 +46,8 @@ def reduce_tensor(a: object, c: object, op: api.ReduceTensorOp | int | str, *, i
     name = "reduce_tensor"
     rop = _reduce_op(op)
     ta, tc = _tensor(a, "a", name), _tensor(c, "c", name)
-    nan = api.NanPropagation(_enum_arg(nan_propagation, api.NanPropagation, "nan_propagation"))
-    itype = api.IndicesType(_enum_arg(indices_type, api.IndicesType, "indices_type"))
+    nan = enum_arg(nan_propagation, api.NanPropagation, "nan_propagation", name)
+    itype = enum_arg(indices_type, api.IndicesType, "indices_type", name)
     al, be = _scalar(alpha, "alpha", name), _scalar(beta, "beta", name)
     if not 1 <= ta.ndim <= MAX_DIMS:
         raise ShapeError(f"{name}: a must have 1 to {MAX_DIMS} dims; got {ta.ndim} ({ta.dims})")
@@ -78,7 +62,7 @@ def reduce_tensor(a: object, c: object, op: api.ReduceTensorOp | int | str, *, i
     if math.prod(ta.dims) == 0:
         raise ShapeError(f"{name}: a is empty ({ta.dims})")
     dt = _same_dtype(name, a=ta, c=tc)
-    comp = dt if compute_type is None else data_type(compute_type)
+    comp = dt if compute_type is None else data_type(compute_type, "compute_type", name)
     ti = None
     if indices is not None:
         if rop.name not in _WITH_INDICES:

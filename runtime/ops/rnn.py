@@ -31,10 +31,12 @@ import logging
 import sys
 import threading
 import weakref
+from enum import Enum
 from collections.abc import Iterator, Sequence
 from typing import Literal, TypeAlias
 
 from .. import hip
+from .._args import enum_arg, int_arg
 from .._bound import EnumMap
 from .._generated import api
 from ..descriptors import DataTypeLike, FrozenTensorDescriptor, TensorDescriptors, data_type, itemsize, \
@@ -76,46 +78,28 @@ class ReserveMismatchError(ValueError):
     """A backward pass got a reserve that is not the one its forward pass produced, or a closed one."""
 
 
-def _enum(value: object, names: dict[str, object], cls: type[object], what: str) -> object:
-    if isinstance(value, cls):
-        return value
-    if isinstance(value, str) and value.lower() in names:
-        return names[value.lower()]
-    known = ", ".join(repr(n) for n in names)
-    raise ValueError(f"RNN: {what} must be one of {known} or a {getattr(cls, '__name__', cls)} member; "
-                     f"got {value!r}")
-
-
 def _mode(value: ModeLike) -> api.RNNMode:
-    out = _enum(value, dict(_MODE_NAMES), api.RNNMode, "mode")
-    assert isinstance(out, api.RNNMode)
-    return out
+    return enum_arg(value, api.RNNMode, "mode", "RNN", _MODE_NAMES, ints=False)
 
 
 def _input_mode(value: InputModeLike) -> api.RNNInputMode:
-    out = _enum(value, dict(_INPUT_MODE_NAMES), api.RNNInputMode, "input_mode")
-    assert isinstance(out, api.RNNInputMode)
-    return out
+    return enum_arg(value, api.RNNInputMode, "input_mode", "RNN", _INPUT_MODE_NAMES, ints=False)
 
 
 def _algo(value: AlgoLike) -> api.RNNAlgo:
-    names: dict[str, object] = {k: getattr(api.RNNAlgo, v) for k, v in _ALGO_NAMES.items()
-                                if hasattr(api.RNNAlgo, v)}
-    out = _enum(value, names, api.RNNAlgo, "algo")
-    assert isinstance(out, api.RNNAlgo)
-    return out
+    names: dict[str, api.RNNAlgo] = {k: getattr(api.RNNAlgo, v) for k, v in _ALGO_NAMES.items()
+                                     if hasattr(api.RNNAlgo, v)}
+    return enum_arg(value, api.RNNAlgo, "algo", "RNN", names, ints=False)
 
 
 def _positive_int(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+    if isinstance(value, bool) or not isinstance(value, int) or isinstance(value, Enum) or value < 1:
         raise ValueError(f"RNN: {what} must be a positive int; got {value!r}")
     return value
 
 
 def _index(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"RNN: {what} must be an int; got {type(value).__name__}")
-    return value
+    return int_arg(value, what, "RNN")
 
 
 def _device_scope(device: int | None) -> contextlib.AbstractContextManager[object]:
@@ -306,7 +290,7 @@ class RNN:
         else:
             raise TypeError(f"RNN: bias must be a bool or an RNNBiasMode; got {bias!r}")
         self.algo = _algo(algo)
-        self.dtype = data_type(dtype)
+        self.dtype = data_type(dtype, "dtype", "RNN")
         if self.input_mode == api.RNNInputMode.miopenRNNskip and self.input_size != self.hidden_size:
             raise ShapeError(f"RNN: skip input mode adds the input to the first layer's gates, so input_size must "
                              f"equal hidden_size; got input_size={self.input_size}, hidden_size={self.hidden_size}")

@@ -12,12 +12,13 @@ from __future__ import annotations
 
 from typing import TypeAlias
 
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from ..errors import ShapeError
 from ..tensor import Tensor
 from ._common import resolve_handle
-from .activation import _alike, _as, _desc, _enum_arg, _scaling, _tensors
+from .activation import _alike, _as, _desc, _scaling, _tensors
 
 __all__ = ["SoftmaxAlgorithmLike", "SoftmaxModeLike", "softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "softmax_algorithm", "softmax_mode"]
@@ -30,11 +31,11 @@ _MODES: EnumMap[api.SoftmaxMode] = EnumMap("SoftmaxMode", prefix="MIOPEN_SOFTMAX
 
 
 def softmax_algorithm(algorithm: SoftmaxAlgorithmLike, fn: str = "softmax") -> api.SoftmaxAlgorithm:
-    return _enum_arg(algorithm, api.SoftmaxAlgorithm, "algorithm", fn, _ALGORITHMS)
+    return enum_arg(algorithm, api.SoftmaxAlgorithm, "algorithm", fn, _ALGORITHMS)
 
 
 def softmax_mode(mode: SoftmaxModeLike, fn: str = "softmax") -> api.SoftmaxMode:
-    return _enum_arg(mode, api.SoftmaxMode, "mode", fn, _MODES)
+    return enum_arg(mode, api.SoftmaxMode, "mode", fn, _MODES)
 
 
 def _as_4d(fn: str, name: str, t: Tensor) -> tuple[tuple[int, ...], tuple[int, ...]]:

@@ -19,6 +19,7 @@ import numbers
 from collections.abc import Iterator, Sequence
 
 from .. import hip, layout
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from ..errors import ShapeError
@@ -85,17 +86,7 @@ def _on_device(device: int | None) -> Iterator[None]:
 
 
 def _tensor_op(op: api.TensorOp | int | str) -> api.TensorOp:
-    if isinstance(op, str):
-        key = op.lower()
-        if key not in TENSOR_OPS:
-            raise ValueError(f"op_tensor: op must be one of {', '.join(TENSOR_OPS)} or an api.TensorOp; got {op!r}")
-        return TENSOR_OPS[key]
-    if isinstance(op, bool) or not isinstance(op, int):
-        raise TypeError(f"op_tensor: op must be a str or an api.TensorOp; got {type(op).__name__}")
-    try:
-        return api.TensorOp(op)
-    except ValueError:
-        raise ValueError(f"op_tensor: op {op} is not a miopenTensorOp_t value") from None
+    return enum_arg(op, api.TensorOp, "op", "op_tensor", TENSOR_OPS)
 
 
 def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alpha1: float = 1.0,

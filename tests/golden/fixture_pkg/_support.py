@@ -16,7 +16,7 @@ import threading
 import time
 import warnings
 import weakref
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn, TypeVar
 
 LIBRARY_ENV = "MIOPEN_LIBRARY"
@@ -548,15 +548,16 @@ def missing_name(name: str) -> str:
 
     have = HAVE.get(name)
     if have is None:
-        return f"{name} is in no MIOpen release these bindings have ({', '.join(RELEASES)})"
+        return f"{name} is in no MIOpen release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
+    releases = name_list(have.split(', '), limit=RELEASES_MAX)
     if _bound is None and "." in name:
         return (f"{name} is not in MIOpen {RELEASES[-1]}, whose names serve while no library is loaded; "
-                f"releases that have it: {have} (load_library() binds the loaded library's release)")
+                f"releases that have it: {releases} (load_library() binds the loaded library's release)")
     if _bound is None:
         return (f"{name} is not a name of this module in any release (no MIOpen library is loaded yet); "
-                f"releases with a {name} elsewhere: {have}")
+                f"releases with a {name} elsewhere: {releases}")
     bound = f"the bound MIOpen release {_bound} ({_lib_path})"
-    return f"{name} is not in {bound}; releases that have it: {have}"
+    return f"{name} is not in {bound}; releases that have it: {releases}"
 
 
 def bound_raw_prototypes() -> Mapping[str, Any]:
@@ -619,7 +620,7 @@ class EnumMeta(enum.EnumType):
         try:
             return cls._member_map_[name]
         except KeyError:
-            raise AttributeError(missing_name(f"{_ENUM_PY.get(cls.__name__, cls.__name__)}.{name}")) from None
+            raise AttributeError(missing_name(f"{enum_py_name(cls)}.{cut(name)}")) from None
 
 
 #: C enum name -> the typed API's name, filled in by the releases' api modules
@@ -629,8 +630,53 @@ _ENUM_PY: dict[str, str] = {}
 # --------------------------------------------------------------------------- argument conversion
 
 
+#: the most names an error message lists (then how many there are, and where to see them all)
+LIST_MAX = 6
+#: the most releases a message lists
+RELEASES_MAX = 12
+#: the most characters of a caller's value an error message quotes
+QUOTE_MAX = 60
+
+
+def name_list(names: Iterable[object], see: str = "", limit: int = LIST_MAX) -> str:
+    """`names` joined by commas, cut after `limit` with how many there are in all and `see` (where to find
+    them all): every message that lists names goes through here, so none grows with an enum or the releases."""
+    items = [str(n) for n in names]
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f", ... ({len(items)} in all{f'; see {see}' if see else ''})"
+
+
+def cut(text: str) -> str:
+    """`text` cut to QUOTE_MAX characters: a caller's 10 KB string never becomes a 10 KB message."""
+    return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX - 3] + "..."
+
+
+def quoted(value: object) -> str:
+    """repr(value), `cut`."""
+    return cut(repr(value))
+
+
 def _what(value: object) -> str:
-    return f"{type(value).__name__} {value!r}" if not isinstance(value, (bytes, bytearray)) else type(value).__name__
+    return f"{type(value).__name__} {quoted(value)}" if not isinstance(value, (bytes, bytearray)) else type(value).__name__
+
+
+def enum_py_name(cls: type) -> str:
+    """The typed API's name of an enum class (DataType for miopenDataType_t)."""
+    return _ENUM_PY.get(cls.__name__, cls.__name__)
+
+
+def enum_expected(cls: type[enum.Enum], ints: bool = True, spellings: str = "") -> str:
+    """What an argument of enum `cls` may be, for an error message: a few members and how to list them all,
+    then (`ints`) its int value and `spellings` (what else the caller takes, e.g. "a name (relu, ...)")."""
+    py = enum_py_name(cls)
+    parts = [f"a member of {py} ({name_list((m.name for m in cls), see=f'list({_TOP}.{py})')})"]
+    parts += ["its int value"] * ints + [spellings] * bool(spellings)
+    return parts[0] if len(parts) == 1 else f"{', '.join(parts[:-1])} or {parts[-1]}"
+
+
+#: the top package, where the typed API's enums are (miopen.DataType)
+_TOP = __name__.split(".")[0]
 
 
 def as_int(value: object, lo: int, hi: int, name: str, fn: str) -> int:
@@ -696,21 +742,24 @@ def as_bool(value: object, name: str, fn: str) -> bool:
     raise TypeError(f"{fn}: {name} must be a bool; got {_what(value)}")
 
 
-def as_enum(value: object, cls: type[E], name: str, fn: str) -> E:
+def as_enum(value: object, cls: type[E], name: str, fn: str, *, ints: bool = True, spellings: str = "") -> E:
+    """A member of `cls` from a member (or the same-named member of another release's `cls`) or, with `ints`,
+    its int value; a member of any other enum, a bool or anything else is refused. `spellings` tells the
+    error what else the caller accepts (the runtime's names)."""
     if isinstance(value, cls):
         return value
     if type(value).__name__ == cls.__name__ and isinstance(value, enum.IntEnum):
         # the same enum of another release's bindings (kept from before a rebind): same name, same meaning
         member = cls._member_map_.get(value.name)
         if member is None:
-            raise ValueError(f"{fn}: {name}: {missing_name(f'{_ENUM_PY.get(cls.__name__, cls.__name__)}.{value.name}')}")
+            raise ValueError(f"{fn}: {name}: {missing_name(f'{enum_py_name(cls)}.{value.name}')}")
         return member  # type: ignore[return-value]
-    if isinstance(value, enum.Enum) or isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{fn}: {name} must be a {cls.__name__} (or its int value); got {_what(value)}")
+    if isinstance(value, enum.Enum) or isinstance(value, bool) or not isinstance(value, int) or not ints:
+        raise TypeError(f"{fn}: {name} must be {enum_expected(cls, ints, spellings)}; got {_what(value)}")
     try:
         return cls(value)
     except ValueError:
-        valid = ", ".join(f"{m.name}={m.value}" for m in cls)
+        valid = name_list((f"{m.name}={m.value}" for m in cls), see=f"list({_TOP}.{enum_py_name(cls)})")
         raise ValueError(f"{fn}: {name}={value} is not a {cls.__name__} value; valid: {valid}") from None
 
 
@@ -1006,7 +1055,7 @@ def element_encoding(table: Mapping[int, str], names: Mapping[int, str], type_va
     if enc is None:
         raise ValueError(f"{fn}: {name} is read in the type {source} names, {names.get(type_value, type_value)}, "
                          f"which has no host form (types with one: "
-                         f"{', '.join(names.get(v, str(v)) for v in table)})")
+                         f"{name_list(names.get(v, str(v)) for v in table)})")
     return enc
 
 
