@@ -25,7 +25,8 @@ _NEW = "MIOPEN_EXPORT miopenStatus_t miopenNewCount(miopenHandle_t handle, int* 
 
 def _env(tmp: Path, **extra: str) -> dict[str, str]:
     """This environment without what an enclosing make or pytest run set; temp files under `tmp`."""
-    drop = ("PYTHONPATH", "PYTHONHOME", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MIOGEN_TEST_RELEASE", "VIRTUAL_ENV")
+    drop = ("PYTHONPATH", "PYTHONHOME", "MAKEFLAGS", "MFLAGS", "MAKELEVEL", "MIOGEN_TEST_RELEASE", "VIRTUAL_ENV",
+            "PIP_FIND_LINKS")
     return {**{k: v for k, v in os.environ.items() if k not in drop}, "TMPDIR": str(tmp), **extra}
 
 
