@@ -7,6 +7,8 @@
 #                          committed release is always rendered; default: the pinned, newest one)
 #   PARSE_ARGS="-I DIR -D NAME --no-shims"   extra parse options, passed to every parse
 #   UPGRADE_ARGS=...       extra options for `miogen upgrade` (older spelling of PARSE_ARGS for upgrade)
+#   UPGRADE_TEST='CMD'     the test step of `make upgrade` (default: make test); e.g. a focused subset:
+#                          UPGRADE_TEST='$$(PY) -m pytest tests/test_releases.py'
 #   BENCH_ARGS=...         extra options for benchmarks/run_all.py
 #   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
 #   SRC=DIR  AUDIT_ARGS=... a MIOpen source tree and extra options for `make audit` (docs/audit.md)
@@ -23,7 +25,7 @@ LOCK   := requirements.lock
 PIP_TOOLS := pip-tools==7.6.2
 LOCK_ARGS := --quiet --extra test --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
-KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS BENCH_ARGS REAL_MIOPEN_ARGS SRC AUDIT_ARGS
+KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS UPGRADE_TEST BENCH_ARGS REAL_MIOPEN_ARGS SRC AUDIT_ARGS
 CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 UNKNOWN_VARS := $(filter-out $(KNOWN_VARS),$(CMDLINE_VARS))
 ifneq ($(UNKNOWN_VARS),)
@@ -85,6 +87,9 @@ $(STAMP): pyproject.toml $(LOCK) $(subst $(space),\ ,$(VENV))/.pkg-files
 	@"$(PY)" -m pip check >> "$(VENV)/install.log" 2>&1 || { cat "$(VENV)/install.log"; echo "venv: $(LOCK) is not consistent (make lock)"; exit 1; }
 	@touch "$@"
 
+# setup.py lists the packages (one per release directory of generated/)
+$(STAMP): setup.py
+
 venv: $(STAMP)
 
 # The versions the venv runs (CI prints them before the tests).
@@ -127,15 +132,20 @@ audit: $(STAMP)
 	"$(PY)" -m codegen audit "$(SRC)" --spec "$(SPEC_DIR)/$(MIOPEN_VERSION).yaml" --annotations "$(ANNOTATIONS)" $(AUDIT_ARGS)
 
 # `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned (newest)
-# release -> annotation gate on every release -> add and pin the new spec -> generate -> test.
-# Transactional: if generate or test fails, the new spec, the pin, generated/ and the docs are put back.
-# (The verify commands are single-quoted: `$(cat pinned)` is read after the new release is pinned.)
+# release -> annotation gate on every release -> add and pin the new spec -> generate -> bring the
+# editable install up to date (the new release's sub-package) -> test (UPGRADE_TEST, default make test).
+# Transactional: if a step fails or the run is interrupted (SIGINT, SIGTERM, SIGHUP), the new spec, the
+# pin, generated/ and the docs are put back as they were. (`$$(cat pinned)` is read by the shell once the
+# new release is pinned; the test command reaches miogen through the environment, unquoted by make.)
+UPGRADE_TEST ?= $(MAKE) --no-print-directory test HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")
+upgrade: export MIOGEN_UPGRADE_TEST = $(UPGRADE_TEST)
 upgrade: $(STAMP)
-	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS='-I DIR']"; exit 2; }
+	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS='-I DIR'] [UPGRADE_TEST='CMD']"; exit 2; }
 	@"$(PY)" -m codegen upgrade "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS) $(UPGRADE_ARGS) --specs "$(SPEC_DIR)" \
 		--restore "$(GENERATED)" --restore docs/api-changes.md \
 		--verify '$(MAKE) --no-print-directory generate HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")' \
-		--verify '$(MAKE) --no-print-directory test HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")'
+		--verify '$(MAKE) --no-print-directory venv HEADER=' \
+		--verify "$$MIOGEN_UPGRADE_TEST"
 
 # CI: the committed generated/ must be exactly what `make generate` renders.
 check-generated: $(STAMP)

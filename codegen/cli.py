@@ -6,12 +6,15 @@ import argparse
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import GENERATOR_VERSION, gcpolicy
 from .errors import CodegenError
 from .files import Interrupted, in_dir, in_file, in_path, interrupts, out_dir, out_file
 from .target import DEFAULT_TARGET, SPECS_DIR
+
+if TYPE_CHECKING:
+    from .transaction import SignalGuard
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -151,9 +154,10 @@ def _parser() -> argparse.ArgumentParser:
         description="Parse HEADER, print the API diff against the pinned (newest) release and run the annotation "
         "gate on the new spec and every committed one; unclassified parameters are listed with the annotations "
         "to add, valid for every release. Only then is specs/<target>/<version>.yaml added and pinned. With "
-        "--verify, each command runs afterwards (make upgrade: make generate, make test); if one fails, the new "
-        "spec, the pin and every --restore path are put back as they were. Nothing is replaced: a release "
-        "already committed is refused.",
+        "--verify, each command runs afterwards, in a process group of its own (make upgrade: make generate, "
+        "make venv, make test); if one fails, or SIGINT, SIGTERM or SIGHUP ends the run (the running command's "
+        "group is ended first; exit status 128 + the signal's number), the new spec, the pin and every --restore "
+        "path are put back as they were. Nothing is replaced: a release already committed is refused.",
     )
     u.add_argument("header", type=in_file, metavar="HEADER")
     u.add_argument("--miopen-version", metavar="X.Y.Z", help="version of HEADER (default: from version.h)")
@@ -263,55 +267,26 @@ def _version_key(v: str) -> tuple[int, ...]:
     return tuple(int(x) for x in v.split("."))
 
 
-class _Snapshot:
-    """Copies of files and directories, to put back exactly as they were (absent ones removed again)."""
-
-    def __init__(self, paths: list[Path]) -> None:
-        import shutil
-        import tempfile
-
-        self._dir = Path(tempfile.mkdtemp(prefix="miogen-upgrade-"))
-        self._saved: list[tuple[Path, Path | None]] = []
-        for i, path in enumerate(paths):
-            if not path.exists():
-                self._saved.append((path, None))
-                continue
-            copy = self._dir / str(i)
-            if path.is_dir():
-                shutil.copytree(path, copy, symlinks=True)
-            else:
-                shutil.copy2(path, copy)
-            self._saved.append((path, copy))
-
-    def restore(self) -> None:
-        import shutil
-
-        for path, copy in self._saved:
-            if path.is_dir() and not path.is_symlink():
-                shutil.rmtree(path)
-            elif path.exists() or path.is_symlink():
-                path.unlink()
-            if copy is not None:
-                if copy.is_dir():
-                    shutil.copytree(copy, path, symlinks=True)
-                else:
-                    shutil.copy2(copy, path)
-
-    def discard(self) -> None:
-        import shutil
-
-        shutil.rmtree(self._dir, ignore_errors=True)
-
-
 def _upgrade(args: argparse.Namespace) -> int:
+    from .transaction import Interrupted, SignalGuard
+
+    with SignalGuard() as guard:
+        try:
+            return _upgrade_guarded(args, guard)
+        except Interrupted as exc:  # before anything was written (afterwards the rollback answers)
+            print(f"miogen: interrupted by {exc} before anything was written", file=sys.stderr)
+            return 128 + exc.signum
+
+
+def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     import os
-    import subprocess
 
     from .annotate import AnnotationGateError, OpenParam, load_annotations, resolve, suggestion
     from .diff import diff, to_markdown
     from .parser import ParseOptions, parse_header
     from .spec_io import dumps, load
     from .target import load_target, target_for
+    from .transaction import Interrupted, Snapshot, run_in_group
 
     if args.specs is None:
         raise CodegenError("no spec directory: this miogen is installed, not a checkout; pass --specs DIR (the "
@@ -367,39 +342,47 @@ def _upgrade(args: argparse.Namespace) -> int:
 
     out = args.specs / f"{version}.yaml"
     staged = out.with_name(f".{out.name}.tmp")  # written beside its place, then moved there in one step
-    snapshot = _Snapshot([pin_file, *args.restore])
+    restored = ", ".join(str(p) for p in args.restore)
+    snapshot: Snapshot | None = None
     try:
+        snapshot = Snapshot([pin_file, *args.restore])
         staged.write_text(dumps(spec), encoding="utf-8")
         os.replace(staged, out)
         pin_file.write_text(version + "\n", encoding="utf-8")
         print(f"wrote {out}; pinned {target.display_name} {version} (newest release)")
-        failure: str | None = None
-        try:
-            for cmd in args.verify:
-                print(f"upgrade: {cmd}", flush=True)
-                rc = subprocess.run(cmd, shell=True, check=False).returncode
-                if rc != 0:
-                    failure = f"`{cmd}` failed (exit {rc})"
-                    break
-        except KeyboardInterrupt:
-            failure = "interrupted"
-        if failure is not None:
-            out.unlink(missing_ok=True)
-            snapshot.restore()
-            restored = ", ".join(str(p) for p in args.restore)
-            print(f"miogen: {failure}: rolled back: removed {out}, pinned {pinned_version} again"
-                  + (f", restored {restored}" if restored else "") + "; nothing of the upgrade is left", file=sys.stderr)
-            return 1
-    except BaseException:
+        for cmd in args.verify:
+            print(f"upgrade: {cmd}", flush=True)
+            rc = run_in_group(cmd, guard)
+            if rc != 0:
+                raise _VerifyFailed(f"`{cmd}` failed (exit {rc})")
+        guard.close()
+    except BaseException as exc:
+        guard.close()  # a signal now does not cut the rollback short
+        if snapshot is None:  # nothing written yet (the snapshot removed its own copies)
+            raise
+        removed = f"removed {out}, " if out.exists() else ""
         out.unlink(missing_ok=True)
         snapshot.restore()
+        why = f"interrupted by {exc}" if isinstance(exc, Interrupted) else str(exc) or type(exc).__name__
+        print(f"miogen: {why}: rolled back: {removed}pinned {pinned_version} again"
+              + (f", restored {restored}" if restored else ""), file=sys.stderr)
+        if isinstance(exc, Interrupted):
+            return 128 + exc.signum
+        if isinstance(exc, _VerifyFailed):
+            return 1
         raise
     finally:
-        snapshot.discard()
-        staged.unlink(missing_ok=True)
+        if snapshot is not None:
+            snapshot.discard()
+        if not staged.is_dir():
+            staged.unlink(missing_ok=True)
     if not args.verify:
         print("next: make generate && make test (make upgrade does both, and rolls back on failure)")
     return 0
+
+
+class _VerifyFailed(Exception):
+    """A --verify command of `miogen upgrade` exited non-zero."""
 
 
 def _abi_check(args: argparse.Namespace) -> int:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import functools
 import os
+import shutil
 from pathlib import Path
 
 import pytest
 
 from codegen import model
 from codegen.parser import ParseOptions, parse_header
+from codegen.spec_io import dumps
 from codegen.target import Target, load_target
 
 REPO = Path(__file__).resolve().parent.parent
@@ -46,3 +48,65 @@ def check_golden(name: str, text: str) -> None:
             list(difflib.unified_diff(expected.splitlines(True), text.splitlines(True), str(path), "rendered"))[:80]
         )
         pytest.fail(f"{path} differs (MIOGEN_UPDATE_GOLDEN=1 rewrites it; review the diff):\n{diff}")
+
+
+def upgrade_specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
+    """A spec directory for `miogen upgrade`: `pinned` committed and pinned, the fixture annotations."""
+    d = tmp_path / "specs"
+    d.mkdir()
+    (d / f"{pinned.miopen_version}.yaml").write_text(dumps(pinned))
+    (d / "pinned").write_text(pinned.miopen_version + "\n")
+    shutil.copy(REPO / "tests" / "fixtures" / "annotations.yaml", d / "annotations.yaml")
+    return d
+
+
+def release_header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> Path:
+    """The fixture header with `extra` declarations, as release `version` (its version.h beside it)."""
+    inc = tmp_path / "include" / "miopen"
+    assert not inc.exists()
+    inc.mkdir(parents=True)
+    text = FIXTURE_HEADER.read_text().replace("#ifdef __cplusplus\n}\n#endif", extra + "\n#ifdef __cplusplus\n}\n#endif")
+    (inc / "miopen.h").write_text(text)
+    major, minor, patch = version.split(".")
+    (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
+                                   f"#define MIOPEN_VERSION_PATCH {patch}\n")
+    return inc / "miopen.h"
+
+
+def next_release_header(spec: model.Spec, directory: Path, version: str, extra: str) -> Path:
+    """A miopen.h of release `version` (version.h beside it) declaring `spec`'s API plus the declarations
+    `extra`: the spec's header re-synthesised (codegen.abi.header_source) with what the parser reads from
+    doc comments (group, direction tags, deprecation), default arguments, beta functions under the
+    beta macro and HIP's types from <hip/hip_runtime_api.h>."""
+    import re
+
+    from codegen.abi import header_source
+
+    functions = {f.name: f for f in spec.functions}
+    beta_macro = target().beta_macro
+
+    def documented(m: re.Match[str]) -> str:
+        f = functions[m.group(1)]
+        tags = [f"@ingroup {f.group}"] if f.group else []
+        tags += [f"@param[{'in,out' if p.doc_tag == 'inout' else p.doc_tag}] {p.name}"
+                 + (" (optional)" if p.doc_optional else "") for p in f.params if p.doc_tag and p.name]
+        tags += ["@deprecated"] if f.deprecated else []
+        line = m.group(0)
+        for p in f.params:
+            if p.default is not None and p.name:
+                line = re.sub(rf"\b{p.name}(?=[,)])", f"{p.name} = {p.default}", line)
+        line = (f"/*! {' '.join(tags)} */\n" if tags else "") + line
+        return f"#ifdef {beta_macro}\n{line}\n#endif" if f.beta else line
+
+    text = header_source(spec, f"MIOpen {version} (synthetic: {spec.miopen_version} and more)")
+    text = re.sub(r"^typedef struct (\w+)__opaque\* \1;$", "", text, flags=re.M)  # the real ones come from HIP
+    text = text.replace("#pragma once\n", "#pragma once\n#include <hip/hip_runtime_api.h>\n", 1)
+    text = re.sub(r"^.*\b(\w+)\(.*\);$", documented, text, flags=re.M)
+    text = text.replace('extern "C" {\n', f'extern "C" {{\n{extra}\n', 1)
+    inc = directory / "miopen"
+    inc.mkdir(parents=True)
+    (inc / "miopen.h").write_text(text)
+    major, minor, patch = version.split(".")
+    (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
+                                   f"#define MIOPEN_VERSION_PATCH {patch}\n")
+    return inc / "miopen.h"

@@ -15,7 +15,7 @@ from codegen import model
 from codegen.diff import changes_document, diff
 from codegen.spec_io import dumps, load
 
-from .helpers import FIXTURE_HEADER, REPO, SPECS, fixture_spec
+from .helpers import FIXTURE_HEADER, REPO, SPECS, fixture_spec, release_header, upgrade_specs_dir
 
 
 def _run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -132,7 +132,9 @@ def test_bad_inputs(tmp_path: Path) -> None:
 def test_api_changes_document_is_current() -> None:
     text = changes_document(sorted(SPECS.glob("*.*.*.yaml")))
     assert (REPO / "docs" / "api-changes.md").read_text() == text
-    assert text.count("\n## MIOpen ") == 7 and "## MIOpen 3.3.0 → 3.5.2" in text
+    # one section per consecutive pair of the committed releases (a release `make upgrade` adds is one more)
+    assert text.count("\n## MIOpen ") == len(list(SPECS.glob("*.*.*.yaml"))) - 1
+    assert "## MIOpen 3.3.0 → 3.5.2" in text
     assert "| **total** | **168** | **169** | **192** | **205** | **213** | **236** | **256** | **274** |" in text
 
 
@@ -157,27 +159,6 @@ def test_diff_refuses_specs_of_different_targets(tmp_path: Path) -> None:
 # ------------------------------------------------------------------ the upgrade flow
 
 
-def _specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
-    d = tmp_path / "specs"
-    d.mkdir()
-    (d / f"{pinned.miopen_version}.yaml").write_text(dumps(pinned))
-    (d / "pinned").write_text(pinned.miopen_version + "\n")
-    shutil.copy(REPO / "tests" / "fixtures" / "annotations.yaml", d / "annotations.yaml")
-    return d
-
-
-def _header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> Path:
-    inc = tmp_path / "include" / "miopen"
-    assert not inc.exists()
-    inc.mkdir(parents=True)
-    text = FIXTURE_HEADER.read_text().replace("#ifdef __cplusplus\n}\n#endif", extra + "\n#ifdef __cplusplus\n}\n#endif")
-    (inc / "miopen.h").write_text(text)
-    major, minor, patch = version.split(".")
-    (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
-                                   f"#define MIOPEN_VERSION_PATCH {patch}\n")
-    return inc / "miopen.h"
-
-
 _NEW_SCRATCH = "MIOPEN_EXPORT miopenStatus_t miopenNewScratch(miopenHandle_t handle, void* scratchPad);"
 
 
@@ -199,8 +180,8 @@ def _paste_suggestion(specs: Path, stderr: str, **values: str) -> None:
 
 
 def test_upgrade_lists_the_annotation_to_add(tmp_path: Path) -> None:
-    specs = _specs_dir(tmp_path, fixture_spec())
-    header = _header(tmp_path, _NEW_SCRATCH, "3.5.0")
+    specs = upgrade_specs_dir(tmp_path, fixture_spec())
+    header = release_header(tmp_path, _NEW_SCRATCH, "3.5.0")
     r = _run("upgrade", str(header), "--specs", str(specs))
     assert r.returncode == 1, r.stdout + r.stderr
     assert "## MIOpen 3.4.1 → 3.5.0" in r.stdout and "`miopenNewScratch`" in r.stdout
@@ -223,18 +204,18 @@ def test_upgrade_lists_the_annotation_to_add(tmp_path: Path) -> None:
 def test_upgrade_without_since_fails_on_the_older_release(tmp_path: Path) -> None:
     """What the issue hit: an annotation for a new function without `since:` breaks the older specs; the
     upgrade gates every committed release, so it says so before writing anything."""
-    specs = _specs_dir(tmp_path, fixture_spec())
+    specs = upgrade_specs_dir(tmp_path, fixture_spec())
     with (specs / "annotations.yaml").open("a") as f:
         f.write("  miopenNewScratch:\n    params:\n      scratchPad: {direction: inout}\n")
-    r = _run("upgrade", str(_header(tmp_path, _NEW_SCRATCH, "3.5.0")), "--specs", str(specs))
+    r = _run("upgrade", str(release_header(tmp_path, _NEW_SCRATCH, "3.5.0")), "--specs", str(specs))
     assert r.returncode == 1
     assert "annotation for miopenNewScratch: no such function in miopen 3.4.1" in r.stderr
     assert not (specs / "3.5.0.yaml").exists() and (specs / "pinned").read_text().strip() == "3.4.1"
 
 
 def test_upgrade_is_transactional(tmp_path: Path) -> None:
-    specs = _specs_dir(tmp_path, fixture_spec())
-    header = _header(tmp_path, "MIOPEN_EXPORT miopenStatus_t miopenNewCount(miopenHandle_t handle, int* count);",
+    specs = upgrade_specs_dir(tmp_path, fixture_spec())
+    header = release_header(tmp_path, "MIOPEN_EXPORT miopenStatus_t miopenNewCount(miopenHandle_t handle, int* count);",
                      "3.5.0")
     out = tmp_path / "generated"
     out.mkdir()
@@ -254,7 +235,7 @@ def test_upgrade_is_transactional(tmp_path: Path) -> None:
     assert r.returncode == 0, r.stderr
     assert (specs / "3.5.0.yaml").is_file() and (specs / "pinned").read_text().strip() == "3.5.0"
     # an upgrade adds a release and replaces none
-    other = _header(tmp_path / "other", "MIOPEN_EXPORT miopenStatus_t miopenOther(miopenHandle_t handle);", "3.5.0")
+    other = release_header(tmp_path / "other", "MIOPEN_EXPORT miopenStatus_t miopenOther(miopenHandle_t handle);", "3.5.0")
     r = _run("upgrade", str(other), "--specs", str(specs))
     assert r.returncode == 2 and "already holds MIOpen 3.5.0" in r.stderr and "replaces none" in r.stderr
 
@@ -264,9 +245,9 @@ def test_upgrade_needs_a_spec_dir_when_installed(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no pinned release" in r.stderr
 
 
-def test_upgrade_refuses_an_older_header(tmp_path: Path) -> None:
-    specs = _specs_dir(tmp_path, fixture_spec())
-    r = _run("upgrade", str(_header(tmp_path, version="3.2.0")), "--specs", str(specs))
+def test_upgrade_refuses_an_olderrelease_header(tmp_path: Path) -> None:
+    specs = upgrade_specs_dir(tmp_path, fixture_spec())
+    r = _run("upgrade", str(release_header(tmp_path, version="3.2.0")), "--specs", str(specs))
     assert r.returncode == 2
     assert "is MIOpen 3.2.0, older than the pinned 3.4.1: an upgrade only moves forward" in r.stderr
     assert "make generate MIOPEN_VERSION=3.2.0" in r.stderr

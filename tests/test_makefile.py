@@ -33,7 +33,7 @@ def spaced(tmp_path: Path) -> tuple[Path, Path]:
     with a space (`make -o` keeps make from rebuilding it)."""
     root = tmp_path / "a repo"
     root.mkdir()
-    for name in ("Makefile", "pyproject.toml", "requirements.lock"):
+    for name in ("Makefile", "pyproject.toml", "requirements.lock", "setup.py"):
         shutil.copy2(REPO / name, root / name)
     shutil.copytree(REPO / "specs", root / "specs")
     shutil.copytree(REPO / "generated", root / "generated", ignore=shutil.ignore_patterns("__pycache__"))
@@ -110,3 +110,13 @@ def test_check_generated_recovers_with_the_command_it_suggests(spaced: tuple[Pat
     after = {p.relative_to(root / "generated"): p.read_bytes() for p in (root / "generated").rglob("*")
              if p.is_file() and "__pycache__" not in p.parts}
     assert after == before
+def test_every_variable_is_documented() -> None:
+    """Each variable the Makefile accepts is described in its header comment and in README's table."""
+    makefile = (REPO / "Makefile").read_text()
+    known = re.search(r"^KNOWN_VARS := (.*)$", makefile, re.M)
+    assert known is not None
+    header = makefile[: makefile.index("\nPYTHON ")]
+    table = [line for line in (REPO / "README.md").read_text().splitlines() if line.startswith("| `")]
+    for var in known.group(1).split():
+        assert re.search(rf"^#\s.*\b{var}=", header, re.M), var
+        assert any(f"`{var}=" in line for line in table), var

@@ -24,7 +24,7 @@ from codegen.spec_io import dumps
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, REPO, fixture_spec
 
 # what the wheel is built from (specs/ is the source of truth for the packaged target files)
-_SOURCES = ("codegen", "runtime", "generated", "specs", "pyproject.toml", "README.md")
+_SOURCES = ("codegen", "runtime", "generated", "specs", "pyproject.toml", "setup.py", "README.md")
 
 
 def _run(cmd: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -63,6 +63,17 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
                      root).stdout.strip())
     (site / "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     yield venv / "bin"
+
+
+def test_wheel_has_every_committed_release(installed: Path) -> None:
+    """One sub-package per committed spec (setup.py finds the release directories of generated/)."""
+    r = _run([str(installed / "python"), "-c", "import miopen._generated as g; print(g.__file__)"], installed)
+    assert r.returncode == 0, r.stderr
+    generated = Path(r.stdout.strip()).parent
+    wanted = {"v" + p.name[: -len(".yaml")].replace(".", "_") for p in (REPO / "specs" / "miopen").glob("*.*.*.yaml")}
+    assert {d.name for d in generated.iterdir() if (d / "__init__.py").is_file()} == wanted
+    for name in wanted:
+        assert {p.name for p in (generated / name).glob("*.py")} == {p.name for p in (REPO / "generated" / name).glob("*.py")}
 
 
 def test_wheel_carries_the_target_files(installed: Path) -> None:

@@ -5,7 +5,9 @@ release reaching C (the renumbered miopenTensorArgumentId_t constants are the ca
 from __future__ import annotations
 
 import ctypes
+import os
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -21,10 +23,14 @@ RELEASES = sorted((p.name[:-5] for p in SPECS.glob("*.*.*.yaml")), key=lambda v:
 
 @pytest.fixture(scope="module")
 def stubs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, ctypes.CDLL]:
+    from concurrent.futures import ThreadPoolExecutor
+
     root = tmp_path_factory.mktemp("release_stubs")
+    with ThreadPoolExecutor(os.cpu_count() or 1) as pool:  # the compiles (g++ processes) side by side
+        paths = dict(zip(RELEASES, pool.map(lambda v: build_stub(v, root), RELEASES)))
     out = {}
     for v in RELEASES:
-        lib = ctypes.CDLL(str(build_stub(v, root)))
+        lib = ctypes.CDLL(str(paths[v]))
         _configure_stub(lib)
         out[v] = lib
     return out
@@ -131,12 +137,15 @@ def test_members_of_a_release_bound_before_are_translated_by_name(stubs: dict[st
     assert f"\tid={CANARY[new]}" in line
 
 
-def test_the_wheel_lists_every_release_sub_package() -> None:
-    import tomllib
+def test_the_install_has_every_release_sub_package() -> None:
+    """The installed package (here the editable one; the wheel: tests/test_packaging.py) holds the
+    sub-package of every committed release: setup.py finds them, nothing lists them by hand."""
+    import importlib.util
 
     from .helpers import REPO
 
-    packages = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
-    wanted = {f"miopen._generated.v{v.replace('.', '_')}" for v in RELEASES}
-    assert wanted <= set(packages), sorted(wanted - set(packages))
-    assert {p for p in packages if p.startswith("miopen._generated.v")} == wanted
+    for v in RELEASES:
+        name = f"miopen._generated.v{v.replace('.', '_')}"
+        found = importlib.util.find_spec(name)
+        assert found is not None and found.origin is not None, name
+        assert Path(found.origin).read_bytes() == (REPO / "generated" / name.rsplit(".", 1)[1] / "__init__.py").read_bytes()
