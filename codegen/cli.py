@@ -268,7 +268,7 @@ def _version_key(v: str) -> tuple[int, ...]:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from .transaction import Interrupted, SignalGuard
+    from .transaction import SignalGuard
 
     with SignalGuard() as guard:
         try:
@@ -286,7 +286,7 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     from .parser import ParseOptions, parse_header
     from .spec_io import dumps, load
     from .target import load_target, target_for
-    from .transaction import Interrupted, Snapshot, run_in_group
+    from .transaction import Snapshot, run_in_group
 
     if args.specs is None:
         raise CodegenError("no spec directory: this miogen is installed, not a checkout; pass --specs DIR (the "
@@ -303,22 +303,28 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
                                                           beta=True, shims=not args.no_shims), args.miopen_version)
     version = spec.miopen_version
-    if _version_key(version) < _version_key(pinned_version):
+    oldest = min(committed, key=_version_key)
+    if _version_key(version) < _version_key(oldest):
         raise CodegenError(
-            f"{args.header} is {target.display_name} {version}, older than the pinned {pinned_version}: an upgrade "
-            f"only moves forward. To render an older release, use its committed spec: "
-            f"make generate MIOPEN_VERSION={version}" +
-            ("" if version in committed
-             else f" (parse it first: make specs HEADER={args.header} MIOPEN_VERSION={version})"))
-    if spec == pinned:
-        print(f"{args.header}: same API as the pinned {target.display_name} {pinned_version}; nothing to upgrade")
+            f"{args.header} is {target.display_name} {version}, older than every committed release (the oldest is "
+            f"{oldest}): an upgrade adds a newer release or one between two committed ones. To support an older "
+            f"one on purpose: make specs HEADER={args.header} MIOPEN_VERSION={version}, then make generate")
+    # the committed release it is compared with: the newest older one (the pinned one for a newer release)
+    base_version = max((v for v in committed if _version_key(v) < _version_key(version)), key=_version_key,
+                       default=pinned_version)
+    if version in committed:
+        base_version = version
+    base = pinned if base_version == pinned_version else load(committed[base_version])
+    if spec == base:
+        print(f"{args.header}: same API as the committed {target.display_name} {base_version}; nothing to upgrade")
         return 0
     if version in committed:
         raise CodegenError(
             f"{committed[version]} already holds {target.display_name} {version} (from a header with another API): an "
             f"upgrade adds a release and replaces none. To re-parse a committed release on purpose: "
             f"make specs HEADER={args.header} MIOPEN_VERSION={version}")
-    print(to_markdown(diff(pinned, spec)))
+    newest = _version_key(version) > _version_key(pinned_version)  # the pin moves only forward
+    print(to_markdown(diff(base, spec)))
 
     # the gate, on the new spec and on every committed one: the annotations must hold for all releases
     ann_path = args.specs / "annotations.yaml"
@@ -348,8 +354,10 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
         snapshot = Snapshot([pin_file, *args.restore])
         staged.write_text(dumps(spec), encoding="utf-8")
         os.replace(staged, out)
-        pin_file.write_text(version + "\n", encoding="utf-8")
-        print(f"wrote {out}; pinned {target.display_name} {version} (newest release)")
+        if newest:
+            pin_file.write_text(version + "\n", encoding="utf-8")
+        print(f"wrote {out}; " + (f"pinned {target.display_name} {version} (newest release)" if newest
+                                  else f"the pinned newest release stays {pinned_version}"))
         for cmd in args.verify:
             print(f"upgrade: {cmd}", flush=True)
             rc = run_in_group(cmd, guard)

@@ -111,7 +111,8 @@ class Interrupted(KeyboardInterrupt):
         self.output = output
 
 
-_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+#: the signals that end a command early; each one rolls back what it was writing (exit status 128 + its number)
+SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def _raise(signum: int, frame: FrameType | None) -> None:
@@ -124,7 +125,7 @@ def interrupts() -> Iterator[None]:
     every `finally` and rollback runs; the earlier handlers come back afterwards. Only the main thread
     can install handlers: elsewhere the block runs as is."""
     try:
-        saved = {sig: signal.signal(sig, _raise) for sig in _SIGNALS}
+        saved = {sig: signal.signal(sig, _raise) for sig in SIGNALS}
     except ValueError:  # not the main thread
         yield
         return
@@ -138,7 +139,7 @@ def interrupts() -> Iterator[None]:
 @contextlib.contextmanager
 def _held() -> Iterator[None]:
     """SIGINT, SIGTERM and SIGHUP wait until the block is over (it is never cut in half)."""
-    old = signal.pthread_sigmask(signal.SIG_BLOCK, _SIGNALS)
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, SIGNALS)
     try:
         yield
     finally:

@@ -1016,6 +1016,18 @@ def _history(plans: tuple[Plan, ...]) -> list[tuple[str, str]]:
     return sorted((n, ", ".join(vs)) for n, vs in have.items())
 
 
+def _function_releases(plans: tuple[Plan, ...]) -> list[tuple[str, str, str]]:
+    """C function -> the releases declaring it, and those declaring it outside the beta API."""
+    declared: dict[str, list[str]] = {}
+    stable: dict[str, list[str]] = {}
+    for p in plans:
+        for f in p.functions:
+            declared.setdefault(f.c_name, []).append(p.spec.miopen_version)
+            if not f.beta:
+                stable.setdefault(f.c_name, []).append(p.spec.miopen_version)
+    return [(n, ", ".join(vs), ", ".join(stable.get(n, []))) for n, vs in sorted(declared.items())]
+
+
 def render(*plans: Plan) -> dict[str, str]:
     """Relative path -> text of every generated file, for one release or several.
 
@@ -1052,7 +1064,8 @@ def render(*plans: Plan) -> dict[str, str]:
     shared = {"handles": sorted(handles.values(), key=lambda h: h.py_name), **base, "p": newest, "banner": _shared_banner(ordered), "miopen_version": newest.spec.miopen_version,
               "history": _history(ordered),
               "rocm": [(v, escape.py_str(t.releases.get(v, ""))) for v in versions],
-              "added_in": sorted({f.c_name: f.added_in for p in ordered for f in p.functions if f.added_in}.items())}
+              "added_in": sorted({f.c_name: f.added_in for p in ordered for f in p.functions if f.added_in}.items()),
+              "functions": _function_releases(ordered)}
     for name in SHARED_OUTPUTS:
         out[name] = "" if name == "py.typed" else env.get_template(name + ".j2").render(shared)
     for p in ordered:

@@ -15,19 +15,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
 
-#: the signals that end a run early; each one rolls back, and the exit status is 128 + its number
-ABORT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+from .files import SIGNALS as ABORT_SIGNALS
+from .files import Interrupted
 
 #: how long a verify command's process group has to end after SIGTERM before it gets SIGKILL
 _GRACE_S = 10.0
-
-
-class Interrupted(BaseException):
-    """One of ABORT_SIGNALS arrived (raised in the main thread, wherever it was)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signal.Signals(signum).name)
-        self.signum = signum
 
 
 class SignalGuard:

@@ -3,9 +3,10 @@ which features that library offers.
 
     python -m miopen [--library PATH] [--json]
 
-Sections: the committed releases (with the ROCm release each shipped in); every place searched for the library, in
-order, with why each failed; the library found (path, version); the selected release, with any warning the selection
-gave, or the refusal (the MIOpenVersionError message); the `has_feature` table.
+Sections: the committed releases (with the ROCm release each shipped in) and what each is proven against (`PROVEN`:
+its real header, its real library); every place searched for the library, in order, with why each failed; the
+library found (path, version); the selected release, with any warning the selection gave, or the refusal (the
+MIOpenVersionError message); the `has_feature` table.
 
 Exit status: 0 when a library was found and a release bound; 1 when no library was found, or its version was refused
 (or the environment's version switch is malformed); 2 for a usage error. Nothing ends in a traceback.
@@ -26,6 +27,27 @@ from typing import Any
 EXIT_OK = 0
 EXIT_NOT_USABLE = 1  # no library found, or its version refused
 ROOT_ENV = "ROCM_PATH"
+
+#: What each committed release is proven against, and how (README: "Proven against real MIOpen releases").
+#: Extend a release's row when a test against its real library is added.
+#:   header:  where its real miopen.h came from; it re-parses to the committed spec byte for byte
+#:            (tests/test_real_specs.py) and passes `make abi-check` (layout probe, call-through stub)
+#:   library: the real libMIOpen that the generated API and the runtime run against, and which tests do it
+#: Every release also runs the runtime suite against a stub library generated from its spec
+#: (scripts/test_releases.sh).
+PROVEN: dict[str, dict[str, str]] = {
+    "2.15.0": {"header": "ROCm/MIOpen tag rocm-5.0.0"},
+    "2.17.0": {"header": "ROCm/MIOpen tag rocm-5.2.3",
+               "library": "HIPNOGPU build of ROCm 5.2.3's MIOpen, no GPU (tests/test_real_miopen.py)"},
+    "2.20.0": {"header": "ROCm/MIOpen tag rocm-5.7.0"},
+    "3.0.0": {"header": "ROCm/MIOpen tag rocm-6.0.0"},
+    "3.1.0": {"header": "ROCm/MIOpen tag rocm-6.1.0"},
+    "3.2.0": {"header": "ROCm/MIOpen tag rocm-6.2.0"},
+    "3.3.0": {"header": "ROCm/MIOpen develop 2d1fd997 (Oct 2024; ROCm 6.3 ships 3.3.0)"},
+    "3.4.0": {"header": "Debian libmiopen-dev 6.4.3+dfsg-1+b1 (ROCm 6.4.3)"},
+    "3.5.1": {"header": "Debian libmiopen-dev 7.2.4+dfsg-1 (ROCm 7.2.4)"},
+    "3.5.2": {"header": "ROCm/rocm-libraries develop 01d724c5 (ROCm 7.14.0 ships 3.5.2)"},
+}
 
 
 def _probe(library: str | None) -> tuple[list[dict[str, str]], str | None]:
@@ -94,7 +116,8 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
 
     info: dict[str, Any] = {
         "package": {"name": "miopen", "version": __version__},
-        "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": s._MODULES[r]} for r in s.RELEASES],
+        "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": s._MODULES[r], "proven": PROVEN.get(r, {})}
+                     for r in s.RELEASES],
         "environment": {name: os.environ.get(name) for name in
                         dict.fromkeys((s.LIBRARY_ENV, ROOT_ENV, s.SKIP_VERSION_CHECK_ENV or "")) if name},
         "search": [],
@@ -155,6 +178,14 @@ def _text(info: dict[str, Any], status: int) -> str:
     out(f"  {'MIOpen':<8} {'ROCm':<24} sub-package")
     for r in info["releases"]:
         out(f"  {r['miopen']:<8} {r['rocm'] or '-':<24} {r['module']}")
+    out("")
+    out("Proven against real MIOpen (header: the real miopen.h re-parses to the committed spec byte for byte and")
+    out("passes make abi-check; library: the API and runtime run against that real libMIOpen; every release also")
+    out("runs the runtime suite against a stub library generated from its spec):")
+    for r in info["releases"]:
+        proof = r["proven"]
+        kinds = [f"{kind}: {proof[kind]}" for kind in ("header", "library") if proof.get(kind)]
+        out(f"  {r['miopen']:<8} {'; '.join(kinds) or 'stub library only'}")
     out("")
     env = ", ".join(f"${k}={v!r}" if v is not None else f"${k} unset" for k, v in info["environment"].items())
     out(f"Library search ({env}):")

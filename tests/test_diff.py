@@ -132,10 +132,12 @@ def test_bad_inputs(tmp_path: Path) -> None:
 def test_api_changes_document_is_current() -> None:
     text = changes_document(sorted(SPECS.glob("*.*.*.yaml")))
     assert (REPO / "docs" / "api-changes.md").read_text() == text
-    # one section per consecutive pair of the committed releases (a release `make upgrade` adds is one more)
-    assert text.count("\n## MIOpen ") == len(list(SPECS.glob("*.*.*.yaml"))) - 1
-    assert "## MIOpen 3.3.0 → 3.5.2" in text
-    assert "| **total** | **168** | **169** | **192** | **205** | **213** | **236** | **256** | **274** |" in text
+    specs = sorted((load(p) for p in SPECS.glob("*.*.*.yaml")), key=lambda s: tuple(int(x) for x in s.miopen_version.split(".")))
+    pairs = list(zip(specs, specs[1:]))
+    assert text.count("\n## MIOpen ") == len(pairs)
+    for old, new in pairs:  # one section per consecutive pair of committed releases
+        assert f"## MIOpen {old.miopen_version} → {new.miopen_version}" in text
+    assert "| **total** | " + " | ".join(f"**{len(s.functions)}**" for s in specs) + " |" in text
 
 
 def test_added_in_is_recorded_from_history() -> None:
@@ -245,9 +247,29 @@ def test_upgrade_needs_a_spec_dir_when_installed(tmp_path: Path) -> None:
     assert r.returncode == 2 and "no pinned release" in r.stderr
 
 
-def test_upgrade_refuses_an_olderrelease_header(tmp_path: Path) -> None:
+def test_upgrade_refuses_a_header_older_than_every_committed_release(tmp_path: Path) -> None:
     specs = upgrade_specs_dir(tmp_path, fixture_spec())
     r = _run("upgrade", str(release_header(tmp_path, version="3.2.0")), "--specs", str(specs))
     assert r.returncode == 2
-    assert "is MIOpen 3.2.0, older than the pinned 3.4.1: an upgrade only moves forward" in r.stderr
-    assert "make generate MIOPEN_VERSION=3.2.0" in r.stderr
+    assert "is MIOpen 3.2.0, older than every committed release (the oldest is 3.4.1)" in r.stderr
+    assert "make specs HEADER=" in r.stderr and "MIOPEN_VERSION=3.2.0" in r.stderr
+
+
+@pytest.mark.parametrize("between", ["3.4.2", "3.4.9", "3.5.0"])
+def test_upgrade_adds_a_release_between_two_committed_ones(tmp_path: Path, between: str) -> None:
+    """A missing patch or minor release between the oldest and the pinned one is added; the pin stays the
+    newest, and the diff is taken against the newest older committed release."""
+    specs = upgrade_specs_dir(tmp_path, fixture_spec())
+    r = _run("upgrade", str(release_header(tmp_path / "new", version="3.6.0")), "--specs", str(specs), "--verify", "true")
+    assert r.returncode == 0, r.stderr
+    extra = "MIOPEN_EXPORT miopenStatus_t miopenNewCount(miopenHandle_t handle, int* count);"
+    r = _run("upgrade", str(release_header(tmp_path / "mid", extra, between)), "--specs", str(specs), "--verify", "true")
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert f"## MIOpen 3.4.1 → {between}" in r.stdout and "`miopenNewCount`" in r.stdout
+    assert "the pinned newest release stays 3.6.0" in r.stdout
+    assert (specs / "pinned").read_text().strip() == "3.6.0"
+    assert load(specs / f"{between}.yaml").miopen_version == between
+    assert sorted(p.name for p in specs.glob("*.*.*.yaml")) == sorted(["3.4.1.yaml", f"{between}.yaml", "3.6.0.yaml"])
+    # the same header again: committed now, nothing to do
+    r = _run("upgrade", str(release_header(tmp_path / "again", extra, between)), "--specs", str(specs))
+    assert r.returncode == 0 and f"same API as the committed MIOpen {between}" in r.stdout, r.stderr

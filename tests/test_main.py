@@ -75,6 +75,28 @@ def test_with_the_stub_library(stub: str) -> None:
     assert out.rstrip().endswith("exit status 0: a library was found and bound")
 
 
+def test_every_release_says_what_it_is_proven_against(stub: str) -> None:
+    """Each committed release names the real header it was parsed from; a real-library row names its tests."""
+    import re
+
+    from miopen.__main__ import PROVEN
+
+    from .helpers import REPO
+
+    assert sorted(PROVEN) == sorted(RELEASES)
+    for version, proof in PROVEN.items():
+        assert set(proof) <= {"header", "library"} and proof["header"], version
+        for test_file in re.findall(r"tests/\w+\.py", proof.get("library", "")):
+            assert (REPO / test_file).is_file(), (version, test_file)
+    assert any("library" in proof for proof in PROVEN.values())
+    out = _run(["--library", stub]).stdout
+    for version, proof in PROVEN.items():
+        line = next(x for x in out.splitlines() if x.startswith(f"  {version} ") and "header: " in x)
+        assert proof["header"] in line and (proof.get("library", "") in line)
+    info = json.loads(_run(["--library", stub, "--json"]).stdout)
+    assert {r["miopen"]: r["proven"] for r in info["releases"]} == PROVEN
+
+
 def test_search_lists_every_candidate_until_the_library(stub: str, tmp_path: Path) -> None:
     """$MIOPEN_LIBRARY, when set, is the only candidate: a missing file is named with why (no fall-through to
     $ROCM_PATH, even where a library lies there); the library found there ends the search."""

@@ -21,6 +21,8 @@ COUNTS = {
     "3.1.0": (213, 203),
     "3.2.0": (236, 210),
     "3.3.0": (256, 214),
+    "3.4.0": (258, 216),
+    "3.5.1": (266, 222),
     "3.5.2": (274, 234),
 }
 
@@ -68,7 +70,7 @@ def test_invariants(version: str) -> None:
 
 def test_tensor_argument_struct_and_renumbering() -> None:
     assert "miopenTensorArgument_t" not in {r.name for r in spec("2.15.0").records}
-    for v in ("2.20.0", "3.3.0", "3.5.2"):
+    for v in ("2.20.0", "3.3.0", "3.4.0", "3.5.1", "3.5.2"):
         arg = spec(v).record("miopenTensorArgument_t")
         assert (arg.typedef, arg.size) == (None, 24)
     ids = {c.name: c.value for c in spec("3.3.0").enum("miopenTensorArgumentId_t").constants}
@@ -78,8 +80,10 @@ def test_tensor_argument_struct_and_renumbering() -> None:
 
 def test_alias_and_moves_in_352() -> None:
     s = spec("3.5.2")
-    find = {c.name: c for c in s.enum("miopenConvolutionFindMode_t").constants}
-    assert find["miopenConvolutionFindModeDefault"].alias_of == "miopenConvolutionFindModeDynamicHybrid"
+    for v in ("3.4.0", "3.5.1", "3.5.2"):  # the find-mode enum (and its alias) is declared from 3.4.0 on
+        find = {c.name: c for c in spec(v).enum("miopenConvolutionFindMode_t").constants}
+        assert find["miopenConvolutionFindModeDefault"].alias_of == "miopenConvolutionFindModeDynamicHybrid"
+    assert "miopenConvolutionFindMode_t" not in {e.name for e in spec("3.3.0").enums}
     assert not s.enum("miopenAlphaBetaCase_t").beta
     assert spec("3.3.0").enum("miopenAlphaBetaCase_t").beta
     assert "miopenBackendDescriptor_t" not in {h.name for h in s.handles}
@@ -87,7 +91,7 @@ def test_alias_and_moves_in_352() -> None:
 
 
 def test_handles_per_release() -> None:
-    assert [len(spec(v).handles) for v in sorted(COUNTS)] == [14, 14, 17, 18, 18, 21, 21, 20]
+    assert [len(spec(v).handles) for v in sorted(COUNTS)] == [14, 14, 17, 18, 18, 21, 21, 21, 21, 20]
 
 
 def test_beta_constants_inside_stable_enums() -> None:

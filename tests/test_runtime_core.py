@@ -69,8 +69,9 @@ def _selection_cases() -> list[tuple[str, str, str, str | None]]:
     cases: list[tuple[str, str, str, str | None]] = []
     for r in RELEASES:
         t = _vt(r)
-        cases += [(r, "compatible", "ok", r), (r, "strict", "ok", r), (_v((t[0], t[1], t[2] + 1)), "compatible", "warn", r),
-                  (_v((t[0], t[1], t[2] + 1)), "strict", "warn", r)]
+        cases += [(r, "compatible", "ok", r), (r, "strict", "ok", r)]
+        if _v((t[0], t[1], t[2] + 1)) not in RELEASES:
+            cases += [(_v((t[0], t[1], t[2] + 1)), "compatible", "warn", r), (_v((t[0], t[1], t[2] + 1)), "strict", "warn", r)]
     for older, newer in zip(RELEASES, RELEASES[1:]):
         between = (_vt(older)[0], _vt(older)[1] + 1, 0)
         if between < _vt(newer) and between[:2] != _vt(newer)[:2]:
@@ -148,8 +149,10 @@ def test_exports_that_contradict_the_version(libs: Libs) -> None:
 
     own = miopen.bound_release()
     newest, oldest = miopen.RELEASES[-1], miopen.RELEASES[0]
-    # the newest release claims the oldest (it exports far more); any other claims the newest (it lacks much)
-    claimed, expected = (oldest, "introduced after") if own == newest else (newest, "it lacks")
+    # a release of the newest minor claims the oldest release (it exports far more); any other claims the
+    # newest (it lacks much); another patch of its own minor is no contradiction (tests/test_releases.py)
+    claimed, expected = ((oldest, "introduced after") if _vt(own)[:2] == _vt(newest)[:2]
+                         else (newest, "it lacks"))
     with _reloaded(libs, claimed):
         with pytest.raises(errors.MIOpenVersionError, match=expected) as e:
             miopen.load_library(libs.miopen)

@@ -316,15 +316,47 @@ def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
 
 
 def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, int, int] | None, list[str]]:
-    """(release to bind, the library's version, warnings) under `policy`."""
+    """(release to bind, the library's version, warnings) under `policy`, judged by its version and exports."""
     version = read_version(lib, where)
-    release, notes = select_release(version, policy, where)
+    release, notes = select_release(version, policy, where, exports=lambda name: hasattr(lib, name))
     return release, version, notes
 
 
-def select_release(version: tuple[int, int, int] | None, policy: str = "compatible",
-                   where: str = "the library") -> tuple[str, list[str]]:
-    """The committed release whose bindings serve a library of `version`, and the warnings to give."""
+def _stable() -> dict[str, frozenset[str]]:
+    """Committed release -> its functions outside the beta API."""
+    from ._releases import FUNCTIONS
+
+    out: dict[str, set[str]] = {r: set() for r in RELEASES}
+    for name, (_, stable) in FUNCTIONS.items():
+        for r in filter(None, stable.split(", ")):
+            out[r].add(name)
+    return {r: frozenset(names) for r, names in out.items()}
+
+
+def _functions(release: str) -> frozenset[str]:
+    """Every function (beta included) that committed `release` declares."""
+    from ._releases import FUNCTIONS
+
+    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in declared.split(", "))
+
+
+def _first(name: str) -> tuple[int, int, int]:
+    """The first committed release declaring function `name`."""
+    from ._releases import FUNCTIONS
+
+    return _vt(FUNCTIONS[name][0].split(", ")[0])
+
+
+def select_release(version: tuple[int, int, int] | None, policy: str = "compatible", where: str = "the library",
+                   exports: Callable[[str], bool] | None = None) -> tuple[str, list[str]]:
+    """The committed release whose bindings serve a library of `version`, and the warnings to give.
+
+    `exports(name)` tells whether the library exports a function; with it (and a policy other than "off"),
+    a library of a committed major.minor gets its own patch when it exports that patch's functions outside
+    the beta API, else the nearest patch whose functions it exports, else the nearest patch with a warning
+    naming what it lacks. It is refused only when it lacks a function that every committed patch of its
+    major.minor declares and that was declared by its version already.
+    """
     policy = _env_policy(policy)
     supported = ", ".join(RELEASES)
     if version is None:
@@ -334,12 +366,14 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
             f"{where} has no {VERSION_GETTER}, so its release is unknown (older than every supported one?); "
             f"these bindings support MIOpen {supported}")
     v = _vstr(version)
-    same = [r for r in RELEASES if _vt(r)[:2] == version[:2]]
-    if same:
-        release = min(same, key=lambda r: (abs(_vt(r)[2] - version[2]), -_vt(r)[2]))
-        notes = [] if _vt(release) == version or policy == "off" else [
-            f"{where} is MIOpen {v}; bound to the bindings of {release} (another patch release)"]
-        return release, notes
+    same = sorted((r for r in RELEASES if _vt(r)[:2] == version[:2]),
+                  key=lambda r: (_vt(r) != version, abs(_vt(r)[2] - version[2]), -_vt(r)[2]))
+    if same and (exports is None or policy == "off"):
+        notes = [] if _vt(same[0]) == version or policy == "off" else [
+            f"{where} is MIOpen {v}; bound to the bindings of {same[0]} (another patch release)"]
+        return same[0], notes
+    if same and exports is not None:
+        return _select_patch(version, same, exports, where)
     older = [r for r in RELEASES if _vt(r) < version]
     if policy == "strict" or not older:
         if policy == "off":
@@ -356,44 +390,68 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
     return release, notes
 
 
+def _select_patch(version: tuple[int, int, int], same: list[str], exports: Callable[[str], bool],
+                  where: str) -> tuple[str, list[str]]:
+    """Among the committed patches of the library's major.minor (nearest first), the one to bind."""
+    v = _vstr(version)
+    stable = _stable()
+    common = frozenset.intersection(*(stable[r] for r in same))
+    lacking = sorted(n for n in common if _first(n) <= version and not exports(n))
+    if lacking:
+        minor = ".".join(v.split(".")[:2])
+        raise MIOpenVersionError(
+            f"{where} reports MIOpen {v}, but it lacks {len(lacking)} function(s) that every committed "
+            f"MIOpen {minor} release ({', '.join(same)}) has (e.g. {', '.join(lacking[:4])}): is the "
+            f"version or the library wrong? Nothing was bound")
+    release = next((r for r in same if all(exports(n) for n in stable[r])), same[0])
+    missing = sorted(n for n in stable[release] if not exports(n))
+    if _vt(release) == version and not missing:
+        return release, []
+    unbound = sorted(n for r in same if r != release for n in _functions(r) - _functions(release) if exports(n))
+    note = f"{where} is MIOpen {v}; bound to the bindings of {release}"
+    note += " (another patch release)" if _vt(release) != version else ""
+    if missing:
+        note += (f"; it lacks {len(missing)} function(s) of {release}, which raise MissingSymbolError "
+                 f"(e.g. {', '.join(missing[:4])})")
+    if unbound:
+        note += f"; {len(unbound)} function(s) it exports are unbound (e.g. {', '.join(unbound[:4])})"
+    return release, [note]
+
+
 def _import_release(release: str) -> tuple[Any, Any]:
     api = importlib.import_module(f"{_PACKAGE}.{_MODULES[release]}.api")
     return importlib.import_module(f"{_PACKAGE}.{_MODULES[release]}.raw"), api
 
 
 def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[int, int, int] | None, raw: Any) -> None:
-    """A library must export what its version promises, and nothing introduced by a later minor release."""
+    """A library must not export most of what a later minor release introduced (what it must export is
+    judged when its release is selected)."""
     if version is None:
         return
-    from ._releases import ADDED_IN
+    from ._releases import FUNCTIONS
 
-    # functions first declared by a later committed release (its previous one already of this minor or
-    # newer): a library may export a few before its header declares them (2.17.0 exports the find-mode
-    # functions 3.5 declares), so only most of a release's additions contradict the version
+    # functions first declared by a committed release of a later minor whose previous release is this version
+    # or newer (after an older previous one they may have come in an uncommitted patch of this minor, up to
+    # this version): a library may export a few before its header declares them (2.17.0 exports the two
+    # find-mode functions 3.4.0 declares), so only most of a release's additions, three at least, contradict
+    # its version (a release adding fewer cannot be told apart by its exports)
     introduced: dict[str, list[str]] = {}
-    for name, added in ADDED_IN.items():
-        first = added.split()[0]
-        i = RELEASES.index(first) if first in RELEASES else 0
-        if i > 0 and _vt(RELEASES[i - 1])[:2] >= version[:2]:
+    for name, (declared, _) in FUNCTIONS.items():
+        first = declared.split(", ")[0]
+        i = RELEASES.index(first)
+        if i > 0 and _vt(first)[:2] > version[:2] and _vt(RELEASES[i - 1]) >= version:
             introduced.setdefault(first, []).append(name)
     later: list[str] = []
     for names in introduced.values():
         exported = sorted(n for n in names if hasattr(lib, n))
-        if len(exported) >= 2 and 2 * len(exported) > len(names):
+        if len(exported) >= 3 and 2 * len(exported) > len(names):
             later += exported
-    later.sort(key=lambda n: (_vt(ADDED_IN[n].split()[0]), n))
-    missing: list[str] = []
-    if _vt(release)[:2] == version[:2]:
-        missing = sorted(n for n in raw.PROTOTYPES if n not in raw.BETA and not hasattr(lib, n))
-    if later or missing:
-        parts = []
-        if later:
-            parts.append(f"it exports {len(later)} function(s) introduced after {_vstr(version)} "
-                         f"(e.g. {', '.join(later[:4])} from {ADDED_IN[later[0]]})")
-        if missing:
-            parts.append(f"it lacks {len(missing)} function(s) of MIOpen {release} (e.g. {', '.join(missing[:4])})")
-        raise MIOpenVersionError(f"{where} reports MIOpen {_vstr(version)}, but {'; '.join(parts)}: "
-                           f"is the version or the library wrong? Nothing was bound")
+    later.sort(key=lambda n: (_first(n), n))
+    if later:
+        raise MIOpenVersionError(
+            f"{where} reports MIOpen {_vstr(version)}, but it exports {len(later)} function(s) "
+            f"introduced after {_vstr(version)} (e.g. {', '.join(later[:4])} from {_vstr(_first(later[0]))}): is the "
+            f"version or the library wrong? Nothing was bound")
 
 
 # facade namespaces (the package, `api`, `raw`, and the runtime's) -> the names bound into each
