@@ -1,6 +1,13 @@
-"""Where the tests find a real libMIOpen: $MIOGEN_REAL_MIOPEN, else ../shared/real-miopen (unpacked into a cache
-outside the repository), else /opt/rocm. `MIOGEN_REQUIRE_REAL_MIOPEN=1` (set by .ci/run) turns a missing or
-unloadable library into a failure instead of a skip."""
+"""Where the tests find a real libMIOpen. Two builds of 2.17.0 live in ../shared (each unpacked into a cache
+outside the repository, checked by its README's sha256):
+
+- `HIPNOGPU` (../shared/real-miopen): the HIP backend without a GPU, host side only; or $MIOGEN_REAL_MIOPEN, or
+  /opt/rocm. `MIOGEN_REQUIRE_REAL_MIOPEN=1` (set by .ci/run) turns a missing or unloadable library into a
+  failure instead of a skip.
+- `OPENCL` (../shared/real-miopen-ocl): MIOpen's OpenCL backend, whose kernels compute on PoCL (an OpenCL driver
+  for the CPU); or $MIOGEN_REAL_MIOPEN_OCL. `MIOGEN_REQUIRE_REAL_MIOPEN_OCL=1` (also set by .ci/run) makes it
+  required, with an OpenCL device to run on.
+"""
 
 from __future__ import annotations
 
@@ -10,23 +17,17 @@ import lzma
 import os
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from .helpers import REPO
 
-# ../shared/real-miopen beside the checkout (one level further up for a git worktree in a subfolder)
-SHARED = next((d for d in (REPO.parent / "shared" / "real-miopen", REPO.parent.parent / "shared" / "real-miopen")
-               if d.is_dir()), REPO.parent / "shared" / "real-miopen")
-#: sha256 of the unpacked libMIOpen.so.1 in ../shared/real-miopen (its README gives it)
-SHARED_SHA256 = "71a26ecfa455d0ff0704701eee75d2fabaef2c5c087621cc7cf9a76cbb7bd1ac"
-REQUIRED = os.environ.get("MIOGEN_REQUIRE_REAL_MIOPEN") == "1"
 
-
-def _cache_dir() -> Path:
+def _cache_root() -> Path:
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "miogen" / "real-miopen" / SHARED_SHA256[:16]
+    return Path(base) / "miogen"
 
 
 def _sha256(path: Path) -> str:
@@ -37,83 +38,127 @@ def _sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-def _verified(path: Path) -> bool:
-    """Whether `path` is the library the README describes; the sha256 of a file already checked is remembered
-    (size and mtime) in a stamp beside it, so a session does not hash 280 MB again."""
-    if not path.is_file():
-        return False
-    st = path.stat()
-    stamp = path.with_suffix(".verified")
-    key = f"{st.st_size} {st.st_mtime_ns} {SHARED_SHA256}"
-    try:
-        if stamp.read_text() == key:
-            return True
-    except OSError:
-        pass
-    if _sha256(path) != SHARED_SHA256:
-        return False
-    stamp.write_text(key)
-    return True
+@dataclass(frozen=True)
+class SharedLibrary:
+    """One real libMIOpen build of ../shared: where it is, its sha256, how a user points at another, and the
+    variable that makes it required."""
 
+    folder: str
+    sha256: str
+    env: str
+    require_env: str
+    #: a Python snippet a throwaway process runs after loading the library (argv[1]); non-zero exit: unusable
+    probe: str = ""
 
-def _unpack_shared() -> Path | None:
-    packed = SHARED / "libMIOpen.so.1.xz"
-    if not packed.is_file():
-        return None
-    out = _cache_dir() / "libMIOpen.so.1"
-    if _verified(out):
+    @property
+    def shared(self) -> Path:
+        """../shared/<folder> beside the checkout (one level further up for a git worktree in a subfolder)."""
+        return next((d for d in (REPO.parent / "shared" / self.folder, REPO.parent.parent / "shared" / self.folder)
+                     if d.is_dir()), REPO.parent / "shared" / self.folder)
+
+    @property
+    def required(self) -> bool:
+        return os.environ.get(self.require_env) == "1"
+
+    def cache_dir(self) -> Path:
+        """A per-machine folder of this build, outside the repository, reused across runs."""
+        return _cache_root() / self.folder / self.sha256[:16]
+
+    def _verified(self, path: Path) -> bool:
+        """Whether `path` is the library the README describes; the sha256 of a file already checked is remembered
+        (size and mtime) in a stamp beside it, so a session does not hash 280 MB again."""
+        if not path.is_file():
+            return False
+        st = path.stat()
+        stamp = path.with_suffix(".verified")
+        key = f"{st.st_size} {st.st_mtime_ns} {self.sha256}"
+        try:
+            if stamp.read_text() == key:
+                return True
+        except OSError:
+            pass
+        if _sha256(path) != self.sha256:
+            return False
+        stamp.write_text(key)
+        return True
+
+    def _unpack_shared(self) -> Path | None:
+        packed = self.shared / "libMIOpen.so.1.xz"
+        if not packed.is_file():
+            return None
+        out = self.cache_dir() / "libMIOpen.so.1"
+        if self._verified(out):
+            return out
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_suffix(f".tmp{os.getpid()}")
+        with lzma.open(packed) as src, tmp.open("wb") as dst:
+            while chunk := src.read(1 << 20):
+                dst.write(chunk)
+        if _sha256(tmp) != self.sha256:
+            tmp.unlink()
+            raise RuntimeError(f"{packed} does not unpack to the library its README describes (sha256 differs)")
+        tmp.replace(out)
+        st = out.stat()
+        out.with_suffix(".verified").write_text(f"{st.st_size} {st.st_mtime_ns} {self.sha256}")
         return out
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_suffix(f".tmp{os.getpid()}")
-    with lzma.open(packed) as src, tmp.open("wb") as dst:
-        while chunk := src.read(1 << 20):
-            dst.write(chunk)
-    if _sha256(tmp) != SHARED_SHA256:
-        tmp.unlink()
-        raise RuntimeError(f"{packed} does not unpack to the library its README describes (sha256 differs)")
-    tmp.replace(out)
-    st = out.stat()
-    out.with_suffix(".verified").write_text(f"{st.st_size} {st.st_mtime_ns} {SHARED_SHA256}")
-    return out
+
+    def find(self) -> tuple[Path | None, str]:
+        """(path of the library, where it came from) or (None, why not)."""
+        env = os.environ.get(self.env)
+        if env:
+            p = Path(env)
+            if p.is_dir():
+                p = next((c for c in (p / "libMIOpen.so.1", p / "lib" / "libMIOpen.so.1") if c.exists()),
+                         p / "libMIOpen.so.1")
+            return (p, f"${self.env}") if p.exists() else (None, f"${self.env}={env} does not exist")
+        shared = self._unpack_shared()
+        if shared is not None:
+            return shared, str(self.shared)
+        if self is HIPNOGPU:
+            rocm = Path(os.environ.get("ROCM_PATH", "/opt/rocm")) / "lib" / "libMIOpen.so.1"
+            if rocm.exists():
+                return rocm, str(rocm.parent)
+        return None, f"no real MIOpen: set {self.env}, or provide {self.shared}"
+
+    def library_path(self) -> Path:
+        """The library's path; skips the test (or fails it when required) when none loads."""
+        return _library_path(self)
+
+    def headers_dir(self) -> Path | None:
+        """The include dir that belongs to the library, when it is the shared one."""
+        inc = self.shared / "include"
+        return inc if inc.is_dir() else None
 
 
 @functools.cache
-def find() -> tuple[Path | None, str]:
-    """(path of a real libMIOpen, where it came from) or (None, why not)."""
-    env = os.environ.get("MIOGEN_REAL_MIOPEN")
-    if env:
-        p = Path(env)
-        if p.is_dir():
-            p = next((c for c in (p / "libMIOpen.so.1", p / "lib" / "libMIOpen.so.1") if c.exists()), p / "libMIOpen.so.1")
-        return (p, "$MIOGEN_REAL_MIOPEN") if p.exists() else (None, f"$MIOGEN_REAL_MIOPEN={env} does not exist")
-    shared = _unpack_shared()
-    if shared is not None:
-        return shared, str(SHARED)
-    rocm = Path(os.environ.get("ROCM_PATH", "/opt/rocm")) / "lib" / "libMIOpen.so.1"
-    if rocm.exists():
-        return rocm, str(rocm.parent)
-    return None, "no real MIOpen: set MIOGEN_REAL_MIOPEN, or provide ../shared/real-miopen or /opt/rocm"
-
-
-@functools.cache
-def library_path() -> Path:
-    """The real library's path; skips the test (or fails it under MIOGEN_REQUIRE_REAL_MIOPEN=1) when none loads."""
-    path, why = find()
+def _library_path(lib: SharedLibrary) -> Path:
+    path, why = lib.find()
     if path is not None:
         # loaded in a throwaway process: this session keeps the stub library only
-        probe = subprocess.run([sys.executable, "-c", "import ctypes, sys; ctypes.CDLL(sys.argv[1])", str(path)],
-                               capture_output=True, text=True, timeout=120)
+        code = "import ctypes, sys; ctypes.CDLL(sys.argv[1])\n" + lib.probe
+        probe = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True, timeout=120)
         if probe.returncode != 0:
             detail = (probe.stderr.strip().splitlines() or [f"exit status {probe.returncode}"])[-1]
-            path, why = None, f"{path} does not load ({detail}); install its runtime dependencies (see .ci/run)"
+            path, why = None, f"{path} is not usable here ({detail}); install its runtime dependencies (see .ci/run)"
     if path is None:
-        if REQUIRED:
-            pytest.fail(f"MIOGEN_REQUIRE_REAL_MIOPEN=1 but {why}")
+        if lib.required:
+            pytest.fail(f"{lib.require_env}=1 but {why}")
         pytest.skip(why)
     return path
 
 
-def headers_dir() -> Path | None:
-    """The include dir that belongs to the real library, when it is the shared one."""
-    inc = SHARED / "include"
-    return inc if inc.is_dir() else None
+HIPNOGPU = SharedLibrary("real-miopen", "71a26ecfa455d0ff0704701eee75d2fabaef2c5c087621cc7cf9a76cbb7bd1ac",
+                         "MIOGEN_REAL_MIOPEN", "MIOGEN_REQUIRE_REAL_MIOPEN")
+#: the OpenCL build needs an OpenCL device too (PoCL's CPU device, Debian's pocl-opencl-icd) and pyopencl
+OPENCL = SharedLibrary("real-miopen-ocl", "a9f4306d11a7f3442bec7aaf03c6aa92ef8dc700cc1ee6e8e43f2ba23089cc3f",
+                       "MIOGEN_REAL_MIOPEN_OCL", "MIOGEN_REQUIRE_REAL_MIOPEN_OCL",
+                       probe="import pyopencl as cl\n"
+                             "sys.exit(0 if any(p.get_devices() for p in cl.get_platforms()) else 'no OpenCL device')\n")
+
+# the HIPNOGPU build under its historical names
+SHARED = HIPNOGPU.shared
+SHARED_SHA256 = HIPNOGPU.sha256
+REQUIRED = HIPNOGPU.required
+find = HIPNOGPU.find
+library_path = HIPNOGPU.library_path
+headers_dir = HIPNOGPU.headers_dir

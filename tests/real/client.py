@@ -65,6 +65,10 @@ class Worker:
 
     library: Path
     hip: Path | None = None
+    #: a folder for MIOpen's databases and kernel caches kept across runs (None: the worker's own folder)
+    cache: Path | None = None
+    #: more environment for the worker (MIOpen reads most of its variables once per process)
+    extra_env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     #: every check run so far: name -> (Result | WorkerError | Died)
@@ -85,12 +89,16 @@ class Worker:
             "MIOGEN_REAL_LIB": str(self.library), "MIOGEN_REAL_TRACE": str(self.trace),
             "MIOGEN_REAL_STDERR": str(self.stderr_path), "TMPDIR": str(self._dir / "tmp"),
             "MIOPEN_LOG_LEVEL": "1", "MIOPEN_ENABLE_LOGGING": "0",
-            # MIOpen's user perf-db, find-db and kernel cache go to this worker's folder, never $HOME
-            "MIOPEN_USER_DB_PATH": str(self._dir / "db"), "MIOPEN_CUSTOM_CACHE_DIR": str(self._dir / "cache"),
+            # MIOpen's user perf-db, find-db and kernel cache (and PoCL's) go to this worker's folder or the
+            # cache folder it was given, never $HOME
+            "MIOPEN_USER_DB_PATH": str((self.cache or self._dir) / "db"),
+            "MIOPEN_CUSTOM_CACHE_DIR": str((self.cache or self._dir) / "cache"),
+            "POCL_CACHE_DIR": str((self.cache or self._dir) / "pocl"),
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
         })
         if self.hip is not None:
             env["MIOGEN_REAL_HIP"] = str(self.hip)
+        env.update(self.extra_env)
         return env
 
     def start(self) -> None:
@@ -225,7 +233,7 @@ class Worker:
 
     def isolated(self, target: str, *args: Any, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> Result | Died:
         """Run one check in a fresh worker of its own (for calls that may abort the process)."""
-        other = Worker(self.library, self.hip)
+        other = Worker(self.library, self.hip, self.cache, self.extra_env)
         try:
             try:
                 result = other.call(target, *args, timeout=timeout, **kwargs)

@@ -1,0 +1,109 @@
+"""What MIOpen 2.17.0 refuses or cannot build here, pinned: fp16, reduce, dropout, and the Find pitfalls."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import miopen
+
+from .common import NOT_BUILDABLE, REFUSED, desc, dev, handle, numeric, status, zeros
+
+NO_FP16 = "PoCL's CPU device has no cl_khr_fp16: no half kernel compiles (status 7)"
+
+
+@numeric(*[(op, "float16", "every path", NOT_BUILDABLE, NO_FP16)
+           for op in ("SetTensor", "OpTensor", "Activation", "Softmax", "Pooling", "BatchNorm inference")])
+def half() -> dict[tuple[str, str, str], str]:
+    h = handle()
+    d = desc([1, 2, 4, 4], dtype="miopenHalf")
+    a, b = dev(np.zeros(32, np.float16), np.float16), dev(np.zeros(32, np.float16), np.float16)
+    ad = miopen.create_activation_descriptor()
+    miopen.set_activation_descriptor(ad, miopen.ActivationMode.miopenActivationRELU, 0.0, 0.0, 0.0)
+    pd = miopen.create_pooling_descriptor()
+    miopen.set_2d_pooling_descriptor(pd, miopen.PoolingMode.miopenPoolingAverage, 2, 2, 0, 0, 2, 2)
+    yd = desc([1, 2, 2, 2], dtype="miopenHalf")
+    bn = desc([1, 2, 1, 1])
+    s = dev(np.ones(2))
+    calls = {
+        "SetTensor": lambda: miopen.set_tensor(h, d, a.ptr, 1.0),
+        "OpTensor": lambda: miopen.op_tensor(h, miopen.TensorOp.miopenTensorOpAdd, 1.0, d, a.ptr, 1.0, d, a.ptr, 0.0,
+                                             d, b.ptr),
+        "Activation": lambda: miopen.activation_forward(h, ad, 1.0, d, a.ptr, 0.0, d, b.ptr),
+        "Softmax": lambda: miopen.softmax_forward(h, 1.0, d, a.ptr, 0.0, d, b.ptr),
+        "Pooling": lambda: miopen.pooling_forward(h, pd, 1.0, d, a.ptr, 0.0, yd, b.ptr, False, None, 0),
+        "BatchNorm inference": lambda: miopen.batch_normalization_forward_inference(
+            h, miopen.BatchNormMode.miopenBNSpatial, 1.0, 0.0, d, a.ptr, d, b.ptr, bn, s.ptr, s.ptr, s.ptr, s.ptr,
+            1e-5),
+    }
+    got = {op: status(call) for op, call in calls.items()}
+    assert got == {op: 7 for op in calls}, got
+    return {(op, "float16", "every path"): NOT_BUILDABLE for op in calls}
+
+
+@numeric(("ReduceTensor", "float32", "-", NOT_BUILDABLE,
+          "the workspace query already fails: it asks the OpenCL device an AMD-only question (status 7)"))
+def reduce() -> dict[tuple[str, str, str], str]:
+    h = handle()
+    a, c = desc([2, 3, 4]), desc([2, 1, 4])
+    rd = miopen.create_reduce_tensor_descriptor()
+    miopen.set_reduce_tensor_descriptor(rd, miopen.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_ADD, miopen.DataType.miopenFloat,
+                                        miopen.NanPropagation.MIOPEN_NOT_PROPAGATE_NAN,
+                                        miopen.ReduceTensorIndices.MIOPEN_REDUCE_TENSOR_NO_INDICES,
+                                        miopen.IndicesType.MIOPEN_32BIT_INDICES)
+    assert status(lambda: miopen.get_reduction_workspace_size(h, rd, a, c)) == 7
+    return {("ReduceTensor", "float32", "-"): NOT_BUILDABLE}
+
+
+@numeric(("Dropout", "float32", "forward (PRNG states, reserve space)"), ("Dropout", "float32", "backward"))
+def dropout() -> dict[tuple[str, str, str], str]:
+    """y is x/(1-p) where kept and 0 where dropped, about a fraction p dropped; dx is dy/(1-p) where kept."""
+    h = handle()
+    rate, n = 0.3, 4096
+    dd = miopen.create_dropout_descriptor()
+    ns = miopen.dropout_get_states_size(h)
+    st = zeros(ns, np.uint8)
+    miopen.set_dropout_descriptor(dd, h, rate, st.ptr, ns, 7, False, False, miopen.RNGType.MIOPEN_RNG_PSEUDO_XORWOW)
+    d = desc([4, 4, 16, 16])
+    rs = miopen.dropout_get_reserve_space_size(d)
+    rsd = zeros(rs, np.uint8)
+    x = np.random.default_rng(30).uniform(0.5, 2, n).astype(np.float32)
+    y = zeros(n)
+    miopen.dropout_forward(h, dd, d, d, dev(x).ptr, d, y.ptr, rsd.ptr, rs)
+    got = y.read()
+    kept = got != 0
+    assert np.allclose(got[kept], x[kept] / (1 - rate), rtol=1e-6), "kept elements are not x/(1-p)"
+    assert abs((~kept).mean() - rate) < 0.05, f"dropped fraction {(~kept).mean()} for p={rate}"
+    dy = np.random.default_rng(31).standard_normal(n).astype(np.float32)
+    dx = zeros(n)
+    miopen.dropout_backward(h, dd, d, d, dev(dy).ptr, d, dx.ptr, rsd.ptr, rs)
+    assert np.allclose(dx.read(), np.where(kept, dy / (1 - rate), 0), rtol=1e-6, atol=1e-7)
+    return {("Dropout", "float32", "forward (PRNG states, reserve space)"): "checked",
+            ("Dropout", "float32", "backward"): "checked"}
+
+
+def _problem() -> tuple[object, ...]:
+    h = handle()
+    cd = miopen.create_convolution_descriptor()
+    miopen.init_convolution_descriptor(cd, miopen.ConvolutionMode.miopenConvolution, 1, 1, 1, 1, 1, 1)
+    return h, desc([1, 2, 5, 5]), desc([2, 2, 3, 3]), cd, desc([1, 2, 5, 5])
+
+
+@numeric(("Convolution", "float32", "GetSolutionCount before any Find", REFUSED,
+          "status 6 (NotImplemented): its fallback considers only dynamic solvers"))
+def solution_count_before_find() -> dict[tuple[str, str, str], str]:
+    """Run in a worker with a fresh find-db (a Find of an earlier run would answer)."""
+    h, x, w, cd, y = _problem()
+    assert status(lambda: miopen.convolution_forward_get_solution_count(h, w, x, cd, y)) == 6
+    return {("Convolution", "float32", "GetSolutionCount before any Find"): REFUSED}
+
+
+@numeric(("Convolution", "float32", "Find in the default mode (DYNAMIC_HYBRID)", REFUSED,
+          "status 7: the mode skips every OpenCL solver; set MIOPEN_FIND_MODE=NORMAL"))
+def find_default_mode() -> dict[tuple[str, str, str], str]:
+    """Run in a worker without MIOPEN_FIND_MODE (MIOpen reads it once per process)."""
+    h, x, w, cd, y = _problem()
+    xb, wb, yb = zeros(50), zeros(36), zeros(50)
+    got = status(lambda: miopen.find_convolution_forward_algorithm(h, x, xb.ptr, w, wb.ptr, cd, y, yb.ptr, 4, None, 0,
+                                                                   False))
+    assert got == 7, got
+    return {("Convolution", "float32", "Find in the default mode (DYNAMIC_HYBRID)"): REFUSED}

@@ -1,0 +1,143 @@
+"""Set/Scale/Transform/OpTensor against numpy, and the host-scalar encodings proven by numbers.
+
+MIOpen 2.17.0 reads Set/Scale/Transform's alpha (and beta) in the tensor's element type (annotations:
+`element_of`), OpTensor's alpha1/alpha2/beta as float whatever the type (`scalar: float`: a Python float, a
+c_float, or a c_double whose value the typed API sends as a float).
+"""
+
+from __future__ import annotations
+
+import ctypes
+
+import numpy as np
+
+import miopen
+
+from .common import (CHECKED, NOT_BUILDABLE, close, desc, dev, handle, numeric, packed, rng, space, status,
+                     strided_view)
+
+F32 = "float32"
+NO_INT32 = "MIOpen's int32 kernel fails to compile under PoCL (status 7)"
+NO_FP64 = "MIOpen's double kernel fails to compile under PoCL (status 7)"
+
+
+def _strided_cases(seed: int, n: int) -> list[tuple[list[int], list[int]]]:
+    """Random small shapes (1-5 dims) with packed, padded or permuted strides."""
+    r = rng(seed)
+    out = []
+    for i in range(n):
+        dims = [int(d) for d in r.integers(1, 6, size=int(r.integers(1, 6)))]
+        strides = packed(dims)
+        if i % 3 == 1:  # padded: every stride doubled plus one
+            strides = [s * 2 + 1 for s in strides]
+        elif i % 3 == 2:  # permuted: a reversed order of the packed strides of the reversed dims
+            strides = packed(dims[::-1])[::-1]
+        out.append((dims, strides))
+    return out
+
+
+@numeric(("SetTensor", F32, "packed and strided; alpha float"), ("ScaleTensor", F32, "packed and strided; alpha float"),
+         ("SetTensor", "int32", "-", NOT_BUILDABLE, NO_INT32), ("ScaleTensor", "int32", "-", NOT_BUILDABLE, NO_INT32),
+         ("SetTensor", "float64", "-", NOT_BUILDABLE, NO_FP64), ("ScaleTensor", "float64", "-", NOT_BUILDABLE, NO_FP64))
+def set_scale() -> dict[tuple[str, str, str], str]:
+    h = handle()
+    out = {}
+    for dims, strides in _strided_cases(1, 6):
+        n = space(dims, strides)
+        base = rng(2).standard_normal(n).astype(np.float32)
+        d, b = desc(dims, strides), dev(base)
+        miopen.set_tensor(h, d, b.ptr, -1.75)
+        got = b.read()
+        want = base.astype(np.float64).copy()
+        np.lib.stride_tricks.as_strided(want, shape=dims, strides=[s * 8 for s in strides])[...] = -1.75
+        close(got, want, f"SetTensor {dims} {strides}", 0)  # elements outside the tensor untouched
+        b2 = dev(base)
+        miopen.scale_tensor(h, d, b2.ptr, 2.5)
+        want = base.astype(np.float64).copy()
+        view = np.lib.stride_tricks.as_strided(want, shape=dims, strides=[s * 8 for s in strides])
+        view[...] = np.lib.stride_tricks.as_strided(base.astype(np.float64), shape=dims,
+                                                    strides=[s * 8 for s in strides]) * 2.5
+        close(b2.read(), want, f"ScaleTensor {dims} {strides}", 1e-6)
+    out[("SetTensor", F32, "packed and strided; alpha float")] = CHECKED
+    out[("ScaleTensor", F32, "packed and strided; alpha float")] = CHECKED
+    # int32 and double tensors: MIOpen's kernels for them do not compile under PoCL (status 7, UnknownError)
+    di, bi = desc([3, 4], dtype="miopenInt32"), dev(np.arange(12), np.int32)
+    assert status(lambda: miopen.set_tensor(h, di, bi.ptr, 7)) == 7
+    assert status(lambda: miopen.scale_tensor(h, di, bi.ptr, -3)) == 7
+    out[("SetTensor", "int32", "-")] = NOT_BUILDABLE
+    out[("ScaleTensor", "int32", "-")] = NOT_BUILDABLE
+    dd, db = desc([4], dtype="miopenDouble"), dev(np.zeros(4), np.float64)
+    assert status(lambda: miopen.set_tensor(h, dd, db.ptr, 1.5)) == 7
+    assert status(lambda: miopen.scale_tensor(h, dd, db.ptr, 1.5)) == 7
+    out[("SetTensor", "float64", "-")] = NOT_BUILDABLE
+    out[("ScaleTensor", "float64", "-")] = NOT_BUILDABLE
+    return out
+
+
+def _op_ref(op: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, a1: float, a2: float, beta: float) -> np.ndarray:
+    fa, fb = a1 * a, a2 * b
+    r = {"add": fa + fb, "mul": fa * fb, "min": np.minimum(fa, fb), "max": np.maximum(fa, fb)}[op]
+    return r + beta * c
+
+
+@numeric(*[("OpTensor " + op, F32, "alpha1, alpha2, beta; broadcast B") for op in ("add", "mul", "min", "max")],
+         ("host scalar `scalar: float`", F32, "float, c_float, c_double (sent as float)"))
+def op_tensor() -> dict[tuple[str, str, str], str]:
+    h = handle()
+    r = rng(3)
+    ops = {"add": miopen.TensorOp.miopenTensorOpAdd, "mul": miopen.TensorOp.miopenTensorOpMul,
+           "min": miopen.TensorOp.miopenTensorOpMin, "max": miopen.TensorOp.miopenTensorOpMax}
+    encodings = [float, ctypes.c_float, ctypes.c_double]
+    for i in range(4):
+        rank = int(r.integers(2, 6))
+        dims = [int(d) for d in r.integers(1, 5, size=rank)]
+        bdims = [d if r.random() < 0.5 else 1 for d in dims]
+        a, b, c = (r.standard_normal(int(np.prod(x))).astype(np.float32) for x in (dims, bdims, dims))
+        a1, a2, beta = (float(v) for v in r.choice([-2.0, -0.5, 0.0, 1.0, 1.5, 3.0], 3))
+        enc = encodings[i % 3]
+        for name, op in ops.items():
+            cd = dev(c)
+            miopen.op_tensor(h, op, enc(a1), desc(dims), dev(a).ptr, enc(a2), desc(bdims), dev(b).ptr, enc(beta),
+                             desc(dims), cd.ptr)
+            want = _op_ref(name, a.reshape(dims).astype(np.float64), b.reshape(bdims).astype(np.float64),
+                           c.reshape(dims).astype(np.float64), a1, a2, beta)
+            close(cd.read().reshape(dims), want, f"OpTensor {name} {dims} B {bdims} ({a1}, {a2}, {beta}) {enc}")
+    out = {("OpTensor " + op, F32, "alpha1, alpha2, beta; broadcast B"): CHECKED for op in ops}
+    out[("host scalar `scalar: float`", F32, "float, c_float, c_double (sent as float)")] = CHECKED
+    return out
+
+
+WRONG = "wrong result"
+
+
+@numeric(("TransformTensor", F32, "packed to padded strides; alpha, beta"),
+         ("host scalar `element_of` (element-typed)", F32, "Set/Scale/Transform alpha, beta as float32"),
+         ("TransformTensor", F32, "y n-stride not a multiple of its c-stride", WRONG,
+          "upstream bug: GetConsistentFlattenedTensorDescriptors merges n and c with an integer division, so y "
+          "is written at the wrong offsets (no error)"),
+         ("TransformTensor", F32, "y channels-last (NHWC strides)", WRONG,
+          "found here: y's elements land at the wrong offsets (no error); the same flattening is the suspect"))
+def transform() -> dict[tuple[str, str, str], str]:
+    h = handle()
+    r = rng(4)
+
+    def run(dims: list[int], ystrides: list[int], alpha: float, beta: float) -> float:
+        x = r.standard_normal(int(np.prod(dims))).astype(np.float32)
+        y0 = r.standard_normal(space(dims, ystrides)).astype(np.float32)
+        yd = dev(y0)
+        miopen.transform_tensor(h, alpha, desc(dims), dev(x).ptr, beta, desc(dims, ystrides), yd.ptr)
+        got = strided_view(yd.read(), dims, ystrides)
+        want = alpha * x.reshape(dims).astype(np.float64) + beta * strided_view(y0, dims, ystrides)
+        return float(np.max(np.abs(got - want)))
+
+    for dims, ystrides, alpha, beta in (([2, 3, 4, 5], [60, 20, 5, 1], 2.0, 0.5), ([2, 3, 4, 5], [90, 30, 6, 1], 1.0, 0.0),
+                                        ([2, 3, 4, 5], [90, 30, 6, 1], -1.5, 1.0), ([2, 3, 5, 6], [120, 30, 6, 1], 0.5, 0.0)):
+        assert run(dims, ystrides, alpha, beta) <= 1e-6, (dims, ystrides, alpha, beta)
+    # the upstream bug: n-stride 100 (or 12) is not a multiple of the c-stride 30 (or 5)
+    assert run([2, 3, 5, 6], [100, 30, 6, 1], 1.0, 0.0) > 0.1, "the n/c merge bug is fixed: update the table"
+    assert run([3, 2, 5], [12, 5, 1], 1.0, 0.0) > 0.1, "the n/c merge bug is fixed: update the table"
+    assert run([2, 3, 4, 5], [60, 1, 15, 3], 1.0, 0.0) > 0.1, "channels-last transforms are right: update the table"
+    return {("TransformTensor", F32, "packed to padded strides; alpha, beta"): CHECKED,
+            ("host scalar `element_of` (element-typed)", F32, "Set/Scale/Transform alpha, beta as float32"): CHECKED,
+            ("TransformTensor", F32, "y n-stride not a multiple of its c-stride"): WRONG,
+            ("TransformTensor", F32, "y channels-last (NHWC strides)"): WRONG}

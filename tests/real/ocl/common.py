@@ -1,0 +1,133 @@
+"""OpenCL set-up and helpers for the numeric checks (inside the worker, `miopen` bound to the OpenCL build)."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+
+import miopen
+
+#: a table row: (op, dtype, path) -> what happened: "checked", "refused by MIOpen", "not buildable here"
+Row = tuple[str, str, str]
+CHECKED, REFUSED, NOT_BUILDABLE = "checked", "refused by MIOpen", "not buildable here"
+#: check name ("module:function") -> the rows it claims: row -> (outcome, reason); the check returns
+#: {row: outcome} for the rows it proved
+CLAIMS: dict[str, dict[Row, tuple[str, str]]] = {}
+
+
+def numeric(*rows: tuple[str, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Register a numeric check and the table rows it proves: (op, dtype, path[, outcome, reason]); the outcome
+    is "checked" unless given (then with its reason)."""
+
+    def register(fn: Callable[..., Any]) -> Callable[..., Any]:
+        name = f"ocl.{fn.__module__.rsplit('.', 1)[-1]}:{fn.__name__}"
+        claims = CLAIMS.setdefault(name, {})
+        for row in rows:
+            op, dt, path, *rest = row
+            claims[(op, dt, path)] = (rest[0], rest[1]) if rest else (CHECKED, "")
+        return fn
+
+    return register
+
+
+@functools.cache
+def cl() -> Any:
+    import pyopencl
+
+    return pyopencl
+
+
+@functools.cache
+def queue() -> Any:
+    """An in-order queue on the first OpenCL device (PoCL's CPU device here)."""
+    pcl = cl()
+    dev = next(d for p in pcl.get_platforms() for d in p.get_devices())
+    return pcl.CommandQueue(pcl.Context([dev]))
+
+
+@functools.cache
+def handle() -> miopen.Handle:
+    """The checks' handle: MIOpen enqueues on `queue()`."""
+    return miopen.create_with_stream(queue().int_ptr)
+
+
+_keep: list[object] = []
+
+
+class Dev:
+    """A device buffer holding a numpy array's bytes; `.ptr` is the cl_mem MIOpen takes."""
+
+    def __init__(self, host: np.ndarray) -> None:
+        pcl = cl()
+        self.host = np.ascontiguousarray(host)
+        self.buf = pcl.Buffer(queue().context, pcl.mem_flags.READ_WRITE | pcl.mem_flags.COPY_HOST_PTR,
+                              hostbuf=self.host if self.host.nbytes else np.zeros(1, np.uint8))
+        self.ptr: int = self.buf.int_ptr
+        _keep.append(self)
+
+    def read(self) -> np.ndarray:
+        out = np.empty_like(self.host)
+        cl().enqueue_copy(queue(), out, self.buf)
+        queue().finish()
+        return out
+
+
+def dev(host: np.ndarray | Sequence[float], dtype: Any = np.float32) -> Dev:
+    return Dev(np.asarray(host, dtype))
+
+
+def zeros(n: int, dtype: Any = np.float32) -> Dev:
+    return Dev(np.zeros(max(n, 1), dtype))
+
+
+def desc(dims: Sequence[int], strides: Sequence[int] | None = None, dtype: str = "miopenFloat"
+         ) -> miopen.TensorDescriptor:
+    d = miopen.create_tensor_descriptor()
+    miopen.set_tensor_descriptor(d, getattr(miopen.DataType, dtype), list(dims),
+                                 list(packed(dims) if strides is None else strides))
+    return d
+
+
+def packed(dims: Sequence[int]) -> list[int]:
+    out, acc = [], 1
+    for d in reversed(dims):
+        out.append(acc)
+        acc *= d
+    return out[::-1]
+
+
+def strided_view(flat: np.ndarray, dims: Sequence[int], strides: Sequence[int]) -> np.ndarray:
+    """The tensor (dims, strides in elements) inside a flat array, as a float64 copy."""
+    item = flat.itemsize
+    return np.lib.stride_tricks.as_strided(flat, shape=tuple(dims), strides=tuple(s * item for s in strides)
+                                           ).astype(np.float64)
+
+
+def space(dims: Sequence[int], strides: Sequence[int]) -> int:
+    return 1 + sum((d - 1) * s for d, s in zip(dims, strides, strict=True))
+
+
+def rng(seed: int) -> np.random.Generator:
+    return np.random.default_rng(seed)
+
+
+def close(got: np.ndarray, want: np.ndarray, what: str, tol: float = 2e-5) -> float:
+    """Assert `got` matches the float64 reference `want` (relative to its scale); the max abs error."""
+    got64, want64 = np.asarray(got, np.float64), np.asarray(want, np.float64)
+    assert got64.shape == want64.shape, f"{what}: shape {got64.shape} != {want64.shape}"
+    err = float(np.max(np.abs(got64 - want64))) if got64.size else 0.0
+    scale = max(1.0, float(np.max(np.abs(want64))) if want64.size else 1.0)
+    assert err <= tol * scale, f"{what}: max abs error {err:.3g} (scale {scale:.3g})"
+    return err
+
+
+def status(call: Callable[[], object]) -> int:
+    """0 when the typed call succeeds, else the status of the MIOpenError it raised."""
+    try:
+        call()
+    except miopen.MIOpenError as exc:
+        return int(exc.status)
+    return 0

@@ -1,0 +1,36 @@
+"""The numeric coverage table: op × dtype × path -> checked / refused by MIOpen / not buildable here / a wrong
+result MIOpen gives (with the reason), from the claims of the checks (`common.numeric`)."""
+
+from __future__ import annotations
+
+from . import checks_conv, checks_layers, checks_misc, checks_tensor  # noqa: F401 - they register their claims
+from .common import CLAIMS, Row
+
+MODULES = (checks_tensor, checks_layers, checks_conv, checks_misc)
+
+
+def rows() -> dict[Row, tuple[str, str, str]]:
+    """row -> (outcome, reason, check)."""
+    out = {}
+    for check, claims in CLAIMS.items():
+        for row, (outcome, reason) in claims.items():
+            assert row not in out, f"{row} claimed twice"
+            out[row] = (outcome, reason, check)
+    return out
+
+
+def _cell(text: str) -> str:
+    """Text for a markdown table cell (a bare | would end the cell)."""
+    return text.replace("|", "\\|")
+
+
+def markdown() -> str:
+    table = rows()
+    lines = ["| op | dtype | path | result | reason | check |", "|---|---|---|---|---|---|"]
+    lines += [f"| {op} | {dt} | {path} | {outcome} | {_cell(reason)} | `{check}` |"
+              for (op, dt, path), (outcome, reason, check) in table.items()]
+    counts: dict[str, int] = {}
+    for outcome, _, _ in table.values():
+        counts[outcome] = counts.get(outcome, 0) + 1
+    summary = ", ".join(f"{n} {k}" for k, n in counts.items())
+    return f"{len(table)} rows: {summary}.\n\n" + "\n".join(lines) + "\n"
