@@ -65,6 +65,10 @@ class Worker:
 
     library: Path
     hip: Path | None = None
+    #: the interpreter command line (default: this Python); a Debian root's own loader and Python, for instance
+    python: tuple[str, ...] = ()
+    #: added to the worker's environment (PYTHONPATH entries go before the checkout's)
+    extra_env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     info: dict[str, Any] = field(default_factory=dict)
     #: every check run so far: name -> (Result | WorkerError | Died)
@@ -89,6 +93,8 @@ class Worker:
             "MIOPEN_USER_DB_PATH": str(self._dir / "db"), "MIOPEN_CUSTOM_CACHE_DIR": str(self._dir / "cache"),
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
         })
+        for var, value in self.extra_env.items():
+            env[var] = os.pathsep.join([value, env[var]]) if var == "PYTHONPATH" else value
         if self.hip is not None:
             env["MIOGEN_REAL_HIP"] = str(self.hip)
         return env
@@ -99,7 +105,8 @@ class Worker:
         with self.stderr_path.open("ab") as err:
             # a session of its own: on a timeout the worker, its forked children and any compiler MIOpen started
             # are killed together (by the worker's process group)
-            self.proc = subprocess.Popen([sys.executable, "-m", "tests.real.worker"], cwd=REPO, env=self.env(),
+            self.proc = subprocess.Popen([*(self.python or (sys.executable,)), "-m", "tests.real.worker"], cwd=REPO,
+                                         env=self.env(),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                                          start_new_session=True)
         hello = self._read(DEFAULT_TIMEOUT)
@@ -225,7 +232,7 @@ class Worker:
 
     def isolated(self, target: str, *args: Any, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> Result | Died:
         """Run one check in a fresh worker of its own (for calls that may abort the process)."""
-        other = Worker(self.library, self.hip)
+        other = Worker(self.library, self.hip, self.python, self.extra_env)
         try:
             try:
                 result = other.call(target, *args, timeout=timeout, **kwargs)
