@@ -71,7 +71,7 @@ if [ "$REBUILD" = 0 ] && [ -f "$CURRENT/complete" ]; then
         exit 0
     fi
     if now=$(candidates "$CURRENT/root"); then
-        rm -rf "${CURRENT:?}/root/var/lib/apt/lists/"*
+        rm -rf "${CURRENT:?}/root/var/lib/apt/lists/"* "${CURRENT:?}/root/var/cache/apt/"*.bin
         if [ "$now" = "$(cat "$CURRENT/versions")" ]; then
             finish "$CURRENT/root" "reused ($now)"
             exit 0
