@@ -51,7 +51,7 @@ MIOPEN_VERSION := $(PINNED)
 endif
 endif
 
-.PHONY: all venv versions lock specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen FORCE
+.PHONY: all venv versions lock specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen real-miopen-debian FORCE
 
 all: generate
 
@@ -66,6 +66,7 @@ help:
 	@echo "make lock                refresh requirements.lock (newest allowed versions, hashed), rebuild the venv, run the suite"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
 	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
+	@echo "make real-miopen-debian  build (or reuse) the cached Debian sid root with the real MIOpen 3.4.0 and 3.5.1 (~5 min)"
 
 # The editable install is strict (a link tree of the package files, which mypy follows; the default
 # import hook hides `miopen` from mypy), so a package file added or removed means reinstalling.
@@ -190,6 +191,10 @@ bench: $(STAMP)
 REAL_MIOPEN_ARGS ?=
 real-miopen:
 	bash scripts/build_real_miopen.sh $(REAL_MIOPEN_ARGS)
+
+# The real Debian-built MIOpen 3.4.0 and 3.5.1 in a cached sid root (docs/real-miopen.md; needs root)
+real-miopen-debian:
+	bash scripts/real_miopen_debian.sh $(REAL_MIOPEN_DEBIAN_ARGS)
 
 clean:
 	rm -rf "$(VENV)" build .pytest_cache .mypy_cache .check-generated .typecheck .lock-venv

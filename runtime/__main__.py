@@ -38,14 +38,17 @@ ROOT_ENV = "ROCM_PATH"
 PROVEN: dict[str, dict[str, str]] = {
     "2.15.0": {"header": "ROCm/MIOpen tag rocm-5.0.0"},
     "2.17.0": {"header": "ROCm/MIOpen tag rocm-5.2.3",
-               "library": "HIPNOGPU build of ROCm 5.2.3's MIOpen, no GPU (tests/test_real_miopen.py)"},
+               "library": "HIPNOGPU build of ROCm 5.2.3's MIOpen, no GPU (tests/test_real_miopen.py); its OpenCL "
+                          "build computing on PoCL, numerics against numpy (tests/test_real_miopen_ocl.py)"},
     "2.20.0": {"header": "ROCm/MIOpen tag rocm-5.7.0"},
     "3.0.0": {"header": "ROCm/MIOpen tag rocm-6.0.0"},
     "3.1.0": {"header": "ROCm/MIOpen tag rocm-6.1.0"},
     "3.2.0": {"header": "ROCm/MIOpen tag rocm-6.2.0"},
     "3.3.0": {"header": "ROCm/MIOpen develop 2d1fd997 (Oct 2024; ROCm 6.3 ships 3.3.0)"},
-    "3.4.0": {"header": "Debian libmiopen-dev 6.4.3+dfsg-1+b1 (ROCm 6.4.3)"},
-    "3.5.1": {"header": "Debian libmiopen-dev 7.2.4+dfsg-1 (ROCm 7.2.4)"},
+    "3.4.0": {"header": "Debian libmiopen-dev 6.4.3+dfsg-1+b1 (ROCm 6.4.3)",
+              "library": "Debian libmiopen1 6.4.3+dfsg-1+b1 in a sid root, a stand-in GPU (tests/test_real_debian.py)"},
+    "3.5.1": {"header": "Debian libmiopen-dev 7.2.4+dfsg-1 (ROCm 7.2.4)",
+              "library": "Debian libmiopen1 7.2.4+dfsg-1 in a sid root, a stand-in GPU (tests/test_real_debian.py)"},
     "3.5.2": {"header": "ROCm/rocm-libraries develop 01d724c5 (ROCm 7.14.0 ships 3.5.2)"},
 }
 

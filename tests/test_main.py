@@ -95,6 +95,14 @@ def test_every_release_says_what_it_is_proven_against(stub: str) -> None:
         assert proof["header"] in line and (proof.get("library", "") in line)
     info = json.loads(_run(["--library", stub, "--json"]).stdout)
     assert {r["miopen"]: r["proven"] for r in info["releases"]} == PROVEN
+    # README's table says the same (its test files in backquotes)
+    readme = (REPO / "README.md").read_text()
+    for version, proof in PROVEN.items():
+        row = next(x for x in readme.splitlines() if x.startswith(f"| {version} | ") and x.count("|") == 4)
+        header, library = (cell.strip().replace("`", "") for cell in row.split("|")[2:4])
+        assert header == proof["header"], (version, row)
+        assert library.startswith(proof.get("library", "—").split(" (tests/")[0]), (version, row)
+        assert re.findall(r"tests/\w+\.py", library) == re.findall(r"tests/\w+\.py", proof.get("library", "")), row
 
 
 def test_search_lists_every_candidate_until_the_library(stub: str, tmp_path: Path) -> None:

@@ -36,7 +36,7 @@ def kernel_cache() -> Path:
 def _start(fresh: bool, env: dict[str, str]) -> Worker:
     path = LIB.library_path()  # skips (or fails when required) without a usable library
     try:
-        return Worker(path, None, None if fresh else kernel_cache(), env)
+        return Worker(path, None, cache=None if fresh else kernel_cache(), extra_env=env)
     except RuntimeError as exc:
         if LIB.required:
             pytest.fail(str(exc))

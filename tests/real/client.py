@@ -67,7 +67,10 @@ class Worker:
     hip: Path | None = None
     #: a folder for MIOpen's databases and kernel caches kept across runs (None: the worker's own folder)
     cache: Path | None = None
-    #: more environment for the worker (MIOpen reads most of its variables once per process)
+    #: the interpreter command line (default: this Python); a Debian root's own loader and Python, for instance
+    python: tuple[str, ...] = ()
+    #: added to the worker's environment (PYTHONPATH entries go before the checkout's; MIOpen reads most of its
+    #: variables once per process)
     extra_env: dict[str, str] = field(default_factory=dict)
     proc: subprocess.Popen[bytes] | None = None
     info: dict[str, Any] = field(default_factory=dict)
@@ -96,9 +99,10 @@ class Worker:
             "POCL_CACHE_DIR": str((self.cache or self._dir) / "pocl"),
             "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": os.pathsep.join([str(REPO), env.get("PYTHONPATH", "")]),
         })
+        for var, value in self.extra_env.items():
+            env[var] = os.pathsep.join([value, env[var]]) if var == "PYTHONPATH" else value
         if self.hip is not None:
             env["MIOGEN_REAL_HIP"] = str(self.hip)
-        env.update(self.extra_env)
         return env
 
     def start(self) -> None:
@@ -107,7 +111,8 @@ class Worker:
         with self.stderr_path.open("ab") as err:
             # a session of its own: on a timeout the worker, its forked children and any compiler MIOpen started
             # are killed together (by the worker's process group)
-            self.proc = subprocess.Popen([sys.executable, "-m", "tests.real.worker"], cwd=REPO, env=self.env(),
+            self.proc = subprocess.Popen([*(self.python or (sys.executable,)), "-m", "tests.real.worker"], cwd=REPO,
+                                         env=self.env(),
                                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err,
                                          start_new_session=True)
         hello = self._read(DEFAULT_TIMEOUT)
@@ -233,7 +238,7 @@ class Worker:
 
     def isolated(self, target: str, *args: Any, timeout: float = DEFAULT_TIMEOUT, **kwargs: Any) -> Result | Died:
         """Run one check in a fresh worker of its own (for calls that may abort the process)."""
-        other = Worker(self.library, self.hip, self.cache, self.extra_env)
+        other = Worker(self.library, self.hip, self.cache, self.python, self.extra_env)
         try:
             try:
                 result = other.call(target, *args, timeout=timeout, **kwargs)

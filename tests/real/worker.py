@@ -128,14 +128,25 @@ def _setup() -> dict[str, object]:
     import miopen
     from miopen import hip
 
-    miopen.load_library(lib)
+    refused = None
+    try:
+        miopen.load_library(lib)
+    except miopen.MIOpenVersionError as exc:
+        # MIOGEN_REAL_BIND_ANYWAY=1: a library no committed release fits exactly is bound to the nearest one
+        # (the version policy off); the refusal goes back to the parent, which decides whether it was expected
+        if os.environ.get("MIOGEN_REAL_BIND_ANYWAY") != "1":
+            raise
+        refused = str(exc)
+        os.environ["MIOPEN_SKIP_VERSION_CHECK"] = "1"
+        miopen.load_library(lib)
     hip_path = os.environ.get("MIOGEN_REAL_HIP")
     if hip_path:
         hip.set_hip_library(hip_path)
     v = miopen.get_version()
     CALLS.clear()
     return {"version": f"{v.major}.{v.minor}.{v.patch}", "load_s": time.perf_counter() - started,
-            "compiled": miopen.MIOPEN_VERSION, "pid": os.getpid()}
+            "compiled": miopen.MIOPEN_VERSION, "pid": os.getpid(), "bound": miopen.bound_release(),
+            "refused": refused, "python": sys.version.split()[0]}
 
 
 def main() -> None:
