@@ -12,7 +12,6 @@
 #   BENCH_ARGS=...         extra options for benchmarks/run_all.py
 #   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
 #   REAL_MIOPEN_OCL_ARGS=... options for scripts/build_real_miopen_ocl.sh (make real-miopen-ocl)
-#   REAL_MIOPEN_OCL_ARGS=... options for scripts/build_real_miopen_ocl.sh (make real-miopen-ocl)
 #   SRC=DIR  AUDIT_ARGS=... a MIOpen source tree and extra options for `make audit` (docs/audit.md)
 #   PYTHON=python3.X       the interpreter that creates .venv;  VENV=DIR  where it lives
 PYTHON ?= python3
