@@ -11,6 +11,7 @@
 #                          UPGRADE_TEST='$$(PY) -m pytest tests/test_releases.py'
 #   BENCH_ARGS=...         extra options for benchmarks/run_all.py
 #   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
+#   REAL_MIOPEN_OCL_ARGS=... options for scripts/build_real_miopen_ocl.sh (make real-miopen-ocl)
 #   SRC=DIR  AUDIT_ARGS=... a MIOpen source tree and extra options for `make audit` (docs/audit.md)
 #   PYTHON=python3.X       the interpreter that creates .venv;  VENV=DIR  where it lives
 PYTHON ?= python3
@@ -25,7 +26,7 @@ LOCK   := requirements.lock
 PIP_TOOLS := pip-tools==7.6.2
 LOCK_ARGS := --quiet --extra test --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
-KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS UPGRADE_TEST BENCH_ARGS REAL_MIOPEN_ARGS SRC AUDIT_ARGS
+KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS UPGRADE_TEST BENCH_ARGS REAL_MIOPEN_ARGS REAL_MIOPEN_OCL_ARGS SRC AUDIT_ARGS
 CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 UNKNOWN_VARS := $(filter-out $(KNOWN_VARS),$(CMDLINE_VARS))
 ifneq ($(UNKNOWN_VARS),)
@@ -51,7 +52,7 @@ MIOPEN_VERSION := $(PINNED)
 endif
 endif
 
-.PHONY: all venv versions lock specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen real-miopen-debian FORCE
+.PHONY: all venv versions lock specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen real-miopen-ocl real-miopen-debian FORCE
 
 all: generate
 
@@ -66,6 +67,7 @@ help:
 	@echo "make lock                refresh requirements.lock (newest allowed versions, hashed), rebuild the venv, run the suite"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
 	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
+	@echo "make real-miopen-ocl     rebuild the real libMIOpen 2.17.0 with its OpenCL backend (the PoCL numerics; ~25 min, root)"
 	@echo "make real-miopen-debian  build (or reuse) the cached Debian sid root with the real MIOpen 3.4.0 and 3.5.1 (~5 min)"
 
 # The editable install is strict (a link tree of the package files, which mypy follows; the default
@@ -191,6 +193,12 @@ bench: $(STAMP)
 REAL_MIOPEN_ARGS ?=
 real-miopen:
 	bash scripts/build_real_miopen.sh $(REAL_MIOPEN_ARGS)
+
+# The real libMIOpen 2.17.0 with MIOpen's OpenCL backend (../shared/real-miopen-ocl), from that folder's recipe:
+# `make real-miopen-ocl REAL_MIOPEN_OCL_ARGS="--source ~/src/MIOpen.git --half ~/src/half.git --pack"` (--help).
+REAL_MIOPEN_OCL_ARGS ?=
+real-miopen-ocl:
+	bash scripts/build_real_miopen_ocl.sh $(REAL_MIOPEN_OCL_ARGS)
 
 # The real Debian-built MIOpen 3.4.0 and 3.5.1 in a cached sid root (docs/real-miopen.md; needs root)
 real-miopen-debian:

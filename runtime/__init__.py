@@ -6,7 +6,7 @@ release that has them (`MIOPEN_VERSION` is None). The first call of a generated 
 `miopen.load_library(path)`) opens the library (`MIOPEN_LIBRARY` when set, else `ROCM_PATH`, /opt/rocm/lib,
 then the loader path), reads its version and binds the generated layer of that release (`miopen.RELEASES`
 lists them). The runtime modules
-(`miopen.hip`, `miopen.handles`, `miopen.state`, `miopen.workspace`, `miopen.descriptors`,
+(`miopen.hip`, `miopen.backend`, `miopen.handles`, `miopen.state`, `miopen.workspace`, `miopen.descriptors`,
 `miopen.algo`, `miopen.ops`, `miopen.scopes`, ...) load on first use, so importing stays fast.
 """
 
@@ -30,7 +30,8 @@ from ._generated._support import (
 from ._generated.errors import *  # noqa: F403
 
 if TYPE_CHECKING:
-    from . import algo, caffe2, descriptors, errors, handles, hip, layout, ops, scopes, state, tensor, version, workspace
+    from . import (algo, backend, caffe2, descriptors, errors, handles, hip, layout, ops, quirks, scopes, state, tensor,
+                   version, workspace)
     from ._generated.api import *  # noqa: F403
     from .descriptors import k_one, k_zero, tensor_descriptor
     from .handles import inline_miopen_handle
@@ -50,7 +51,7 @@ _LAZY = {
     "tensor_descriptor": "descriptors", "k_one": "descriptors", "k_zero": "descriptors", "Tensor": "tensor",
     "as_tensor": "tensor", "create_scope": "scopes", "has_scope": "scopes",
 }
-_SUBMODULES = {"hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
+_SUBMODULES = {"hip", "backend", "quirks", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
                "tensor", "errors"}
 _FIXED = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
           "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library"]

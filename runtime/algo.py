@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, TypeVar
 
-from . import hip
+from . import backend as _backend
 from ._generated import _support as _s
 from ._generated import api
 from .descriptors import FrozenTensorDescriptor
@@ -315,9 +315,9 @@ def make_key(direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDes
              workspace_cap: int | None = None, benchmark: bool = False, handle_id: int = 0) -> ConvKey:
     if direction not in DIRECTIONS:
         raise ValueError(f"direction must be one of {', '.join(DIRECTIONS)}; got {direction!r}")
-    dev = hip.current_device() if device is None else device
+    dev = _backend.current().current_device() if device is None else device
     return ConvKey(direction=direction, dtype=int(x.dtype), x=_layout(x), w=_layout(w), y=_layout(y), conv=conv,
-                   deterministic=deterministic, device=dev, arch=hip.device_arch(dev) or "",
+                   deterministic=deterministic, device=dev, arch=_backend.current().device_arch(dev) or "",
                    miopen_version=_miopen_version_text(), mode=mode, workspace_cap=workspace_cap,
                    benchmark=benchmark, handle_id=handle_id)
 
@@ -383,8 +383,10 @@ class ConvPlanner:
             loaded = self.cache.load(self.cache_dir, key)
             if loaded is not None:
                 return loaded
+        if self.mode != "find2":
+            _backend.current().check_find(f"ConvPlanner({self.mode!r})")
         if self.mode == "immediate":
-            plan = self._immediate(handle, key, x, w, y, conv_desc, workspace)
+            plan = self._immediate(handle, key, x, w, y, conv_desc, workspace, ptrs)
         elif self.mode == "find":
             if ptrs is None:
                 raise ValueError("ConvPlanner(mode='find').plan needs ptrs=(x, w, y): Find runs the candidates")
@@ -399,17 +401,21 @@ class ConvPlanner:
     # ---------------------------------------------------------------- immediate
     def _immediate(self, handle: api.Handle, key: ConvKey, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
                    y: FrozenTensorDescriptor, conv: api.ConvolutionDescriptor,
-                   workspace: MIOpenWorkspace | None) -> ConvPlan:
+                   workspace: MIOpenWorkspace | None, ptrs: tuple[int, int, int] | None = None) -> ConvPlan:
         d = key.direction
-        if d == "forward":
-            n = api.convolution_forward_get_solution_count(handle, w, x, conv, y)
-            sols = api.convolution_forward_get_solution(handle, w, x, conv, y, min(max(n, 1), MAX_SOLUTIONS))
-        elif d == "backward_data":
-            n = api.convolution_backward_data_get_solution_count(handle, y, w, conv, x)
-            sols = api.convolution_backward_data_get_solution(handle, y, w, conv, x, min(max(n, 1), MAX_SOLUTIONS))
-        else:
-            n = api.convolution_backward_weights_get_solution_count(handle, y, x, conv, w)
-            sols = api.convolution_backward_weights_get_solution(handle, y, x, conv, w, min(max(n, 1), MAX_SOLUTIONS))
+        try:
+            sols = _solutions(handle, d, x, w, y, conv)
+        except MIOpenError as exc:
+            # MIOpen's OpenCL backend lists solutions only after a Find of the problem (its fallback without
+            # the find-db considers only dynamic solvers, none of them OpenCL): run one, then ask again
+            if int(exc.status) != 6 or _backend.current().name != "OpenCL":
+                raise
+            if ptrs is None:
+                raise ValueError(f"ConvPlanner(mode='immediate').plan on MIOpen's OpenCL backend needs "
+                                 f"ptrs=(x, w, y): MIOpen lists the solutions of a problem only after a Find, "
+                                 f"which runs the candidates") from exc
+            self._find(handle, key, x, w, y, conv, ptrs, workspace)
+            sols = _solutions(handle, d, x, w, y, conv)
         if not sols:
             raise _no_solution(f"immediate mode ({d})", {"solutions": 0})
         cap = self.cap(workspace)
@@ -560,6 +566,7 @@ class ConvPlanner:
         d = plan.key.direction
         if plan.mode == "immediate":
             assert plan.solution_id is not None
+            _check_solution(handle, plan, x, w, y, conv)
             if d == "forward":
                 api.convolution_forward_immediate(handle, w, wp, x, xp, conv, y, yp, ws, size, plan.solution_id)
             elif d == "backward_data":
@@ -583,6 +590,50 @@ class ConvPlanner:
             api.run_solution(handle, plan.solution, [(ids.miopenTensorConvolutionX, x, xp),
                                                      (ids.miopenTensorConvolutionW, w, wp),
                                                      (ids.miopenTensorConvolutionY, y, yp)], ws, size)
+
+
+def _solutions(handle: api.Handle, d: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
+               y: FrozenTensorDescriptor, conv: api.ConvolutionDescriptor) -> list[api.ConvSolution]:
+    """The solutions MIOpen lists for the problem (GetSolutionCount, then GetSolution)."""
+    if d == "forward":
+        n = api.convolution_forward_get_solution_count(handle, w, x, conv, y)
+        return list(api.convolution_forward_get_solution(handle, w, x, conv, y, min(max(n, 1), MAX_SOLUTIONS)))
+    if d == "backward_data":
+        n = api.convolution_backward_data_get_solution_count(handle, y, w, conv, x)
+        return list(api.convolution_backward_data_get_solution(handle, y, w, conv, x, min(max(n, 1), MAX_SOLUTIONS)))
+    n = api.convolution_backward_weights_get_solution_count(handle, y, x, conv, w)
+    return list(api.convolution_backward_weights_get_solution(handle, y, x, conv, w, min(max(n, 1), MAX_SOLUTIONS)))
+
+
+#: (direction, x, w, y layouts, conv descriptor address, solution id) already checked against MIOpen's list
+_CHECKED: set[tuple[object, ...]] = set()
+_CHECKED_MAX = 4096
+
+
+def _check_solution(handle: api.Handle, plan: ConvPlan, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
+                    y: FrozenTensorDescriptor, conv: api.ConvolutionDescriptor) -> None:
+    """Refuse an Immediate call with a solution id MIOpen does not list for this problem: MIOpen does not check it
+    (a wrong id computes garbage or crashes the process). A plan run on the problem it was made for passes at once;
+    any other problem is checked against GetSolution (remembered per problem and id)."""
+    d = plan.key.direction
+    layouts = (_layout(x), _layout(w), _layout(y))
+    if (plan.key.x, plan.key.w, plan.key.y) == layouts and plan.key.dtype == int(x.dtype):
+        return
+    key = (d, int(x.dtype), layouts, conv.address, plan.solution_id)
+    if key in _CHECKED:
+        return
+    try:
+        listed = {int(s.solution_id) for s in _solutions(handle, d, x, w, y, conv)}
+    except MIOpenError:
+        listed = set()
+    if plan.solution_id not in listed:
+        raise ValueError(f"ConvPlanner.run: solution {plan.solution_id} (planned for x {plan.key.x}, w {plan.key.w}, "
+                         f"y {plan.key.y}) is not among the solutions MIOpen lists for this {d} problem "
+                         f"(x {layouts[0]}, w {layouts[1]}, y {layouts[2]}: {sorted(listed) or 'none'}); MIOpen "
+                         f"does not check it and would compute garbage or crash: plan this problem")
+    if len(_CHECKED) >= _CHECKED_MAX:
+        _CHECKED.clear()
+    _CHECKED.add(key)
 
 
 def _no_solution(where: str, args: dict[str, object]) -> MIOpenError:

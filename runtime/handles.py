@@ -16,7 +16,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from . import hip
+from . import backend as _backend
 from ._generated import _support as _gs
 from ._generated import api
 from .version import Policy, check_miopen_versions
@@ -35,17 +35,18 @@ def set_version_policy(policy: Policy) -> None:
 class PooledHandle:
     """A pooled `miopen.Handle` with the stream it is bound to."""
 
-    __slots__ = ("handle", "device", "stream")
+    __slots__ = ("handle", "device", "stream", "key")
 
-    def __init__(self, handle: api.Handle, device: int) -> None:
+    def __init__(self, handle: api.Handle, device: int, key: object = None) -> None:
         self.handle = handle
         self.device = device
+        self.key = device if key is None else key
         self.stream: int | None = None
 
     def bind(self, stream: int | None) -> api.Handle:
         """Point the handle at `stream` (skipping `miopenSetStream` when it already is)."""
         if stream != self.stream:
-            api.set_stream(self.handle, stream)
+            api.set_stream(self.handle, stream)  # OpenCL: only among queues of the handle's context (the pool's key)
             self.stream = stream
         return self.handle
 
@@ -55,7 +56,7 @@ class HandlePool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._free: dict[int, list[PooledHandle]] = {}
+        self._free: dict[object, list[PooledHandle]] = {}
         self._all: list[PooledHandle] = []
         self._local = threading.local()
         self.created = 0
@@ -71,8 +72,8 @@ class HandlePool:
         self._free, self._all, self._local = {}, [], threading.local()
         self.created = 0
 
-    def _window(self) -> dict[int, PooledHandle]:
-        window: dict[int, PooledHandle] | None = getattr(self._local, "window", None)
+    def _window(self) -> dict[object, PooledHandle]:
+        window: dict[object, PooledHandle] | None = getattr(self._local, "window", None)
         if window is None:
             window = {}
             self._local.window = window
@@ -82,33 +83,37 @@ class HandlePool:
             weakref.finalize(marker, self._release, window)
         return window
 
-    def _release(self, window: dict[int, PooledHandle]) -> None:
+    def _release(self, window: dict[object, PooledHandle]) -> None:
         with self._lock:
-            for device, ph in window.items():
+            for key, ph in window.items():
                 if not ph.handle.closed:  # handles closed by close() are not handed out again
-                    self._free.setdefault(device, []).append(ph)
+                    self._free.setdefault(key, []).append(ph)
         window.clear()
 
-    def acquire(self, device: int) -> PooledHandle:
-        """This thread's handle for `device` (created on first use, under a device guard)."""
+    def acquire(self, device: int, stream: int | None = None) -> PooledHandle:
+        """This thread's handle for `device` (created on first use, under a device guard). The backend decides
+        which handles a stream may share: HIP one per device; OpenCL one per (device, queue context)."""
+        b = _backend.current()
+        key = b.handle_key(device, stream)
         window = self._window()
-        ph = window.get(device)
+        ph = window.get(key)
         if ph is not None and not ph.handle.closed:
             return ph
         with self._lock:
-            free = self._free.get(device)
+            free = self._free.get(key)
             ph = free.pop() if free else None
             while ph is not None and ph.handle.closed:  # retired with its library
                 ph = free.pop() if free else None
         if ph is None:
             check_miopen_versions(_policy[0])
-            with hip.device_guard(device):
-                handle = api.create()
-            ph = PooledHandle(handle, device)
+            handle = b.create_handle(device, stream)
+            ph = PooledHandle(handle, device, key)
+            if b.name != "HIP":  # created on its queue
+                ph.stream = stream
             with self._lock:
                 self._all.append(ph)
                 self.created += 1
-        window[device] = ph
+        window[key] = ph
         return ph
 
     def close(self) -> None:
@@ -182,15 +187,19 @@ def handle_pool() -> HandlePool:
 def inline_miopen_handle(stream: object = None, device: int | None = None) -> api.Handle:
     """The calling thread's handle for `device` (default: current), bound to `stream`.
 
-    `stream` may be None (the default stream), an int handle, or a torch/CuPy/hip-python stream.
+    `stream` may be None (the default stream; OpenCL: the backend's default queue of the device), an int
+    handle, a torch/CuPy/hip-python stream, or a pyopencl CommandQueue on the OpenCL backend.
     """
-    dev = hip.current_device() if device is None else device
-    return _pool.acquire(dev).bind(hip.as_stream_handle(stream))
+    b = _backend.current()
+    dev = b.current_device() if device is None else device
+    s = b.bound_stream(stream, dev)
+    return _pool.acquire(dev, s).bind(s)
 
 
 @contextmanager
 def miopen_handle(stream: object = None, device: int | None = None) -> Iterator[api.Handle]:
     """`with miopen_handle(stream) as h:` — the inline handle, under a device guard."""
-    dev = hip.current_device() if device is None else device
-    with hip.device_guard(dev):
+    b = _backend.current()
+    dev = b.current_device() if device is None else device
+    with b.device_guard(dev):
         yield inline_miopen_handle(stream, dev)

@@ -21,6 +21,7 @@ import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from . import backend as _backend
 from . import hip
 from ._generated import _support as _gs
 from ._generated import api
@@ -37,11 +38,12 @@ class MIOpenState:
     def __init__(self, device: int, allocator: hip.Allocator | None = None) -> None:
         self.device = device
         check_miopen_versions(_policy[0])
-        with hip.device_guard(device):
-            self.stream = hip.Stream.create()
+        self.backend = b = _backend.current()
+        with b.device_guard(device):
+            self.stream: _backend.StreamLike = b.new_stream(device)
             self.handle = api.create_with_stream(self.stream.handle)
-            self.before = hip.Event.create()
-            self.after = hip.Event.create()
+            self.before = b.new_event(device)
+            self.after = b.new_event(device)
         self.workspace = MIOpenWorkspace(device, allocator)
         self.closed = False
 
@@ -50,15 +52,14 @@ class MIOpenState:
         """Fork from `caller_stream` onto the private stream, run the block, join back."""
         if self.closed:
             raise ValueError(f"this MIOpenState (device {self.device}) is closed")
-        caller = hip.as_stream_handle(caller_stream)
-        with hip.device_guard(self.device):
-            self.before.record(caller)
-            self.stream.wait_event(self.before)
+        b = self.backend
+        caller = b.as_stream_handle(caller_stream)
+        with b.device_guard(self.device):
+            b.fork(caller, self.stream, self.before)
             try:
                 yield self
             finally:  # join even when the block raised: queued work must stay ordered before the caller's
-                self.after.record(self.stream.handle)
-                hip.Stream.from_handle(caller).wait_event(self.after)
+                b.join(self.stream, caller, self.after)
 
     def close(self) -> None:
         """Destroy the handle, stream, events and workspace now (explicit only)."""
@@ -274,7 +275,7 @@ def with_miopen_state(state_idx: int = 0, stream: object = None, device: int | N
 
     Other threads wait for the block to end; the same thread entering the same state again inside
     it gets a RuntimeError (states are not re-entrant: see the module docstring)."""
-    dev = hip.current_device() if device is None else device
+    dev = _backend.current().current_device() if device is None else device
     synced = _states.synced(dev, state_idx)
     with synced.lock:
         state = synced.get()

@@ -1,5 +1,7 @@
 """`Tensor`: what the ops need of a device tensor (address, dims, strides, dtype), from a PyTorch
-tensor, anything with `__cuda_array_interface__`, or given explicitly.
+tensor, anything with `__cuda_array_interface__`, a pyopencl `Array` (MIOpen's OpenCL backend: the address is
+the `cl_mem`), or given explicitly (`Tensor.make` takes an int address or a pyopencl `Buffer`). A Tensor does
+not keep the memory alive: keep the array or buffer referenced while MIOpen uses it.
 """
 
 from __future__ import annotations
@@ -26,7 +28,13 @@ class Tensor:
     dtype: api.DataType
 
     @classmethod
-    def make(cls, ptr: int, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None) -> Tensor:
+    def make(cls, ptr: object, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None
+             ) -> Tensor:
+        """`ptr`: an int device address, or an object with an int `int_ptr` (a pyopencl Buffer: its cl_mem)."""
+        if not isinstance(ptr, int):
+            inner = getattr(ptr, "int_ptr", None)
+            if isinstance(inner, int) and not isinstance(inner, bool):
+                ptr = inner
         if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
         if ptr >= 1 << 64:  # ctypes would pass it modulo 2**64 (2**64 + 0x1000 as 0x1000), without a word
@@ -173,8 +181,29 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise TypeError(f"{name}: __cuda_array_interface__['data'] must be (address, read_only); got {data!r:.60}")
         return Tensor.make(_address(data[0], name, "__cuda_array_interface__"), shape, dt, strides)
-    raise TypeError(f"{name} must be a miopen Tensor, a PyTorch tensor or an object with __cuda_array_interface__; "
-                    f"got {type(obj).__name__}")
+    cl_array = _opencl_array(obj, name)
+    if cl_array is not None:
+        return cl_array
+    raise TypeError(f"{name} must be a miopen Tensor, a PyTorch tensor, a pyopencl Array or an object with "
+                    f"__cuda_array_interface__; got {type(obj).__name__}")
+
+
+def _opencl_array(obj: object, name: str) -> Tensor | None:
+    """A pyopencl Array's Tensor (its buffer's cl_mem, shape, strides, dtype); None for anything else."""
+    base = getattr(obj, "base_data", None)
+    if not isinstance(getattr(base, "int_ptr", None), int) or not hasattr(obj, "offset"):
+        return None
+    offset = getattr(obj, "offset")
+    if offset:
+        raise ValueError(f"{name}: a pyopencl Array at byte offset {offset} of its buffer; MIOpen's OpenCL backend "
+                         f"takes whole cl_mem buffers (no offsets): copy it into an Array of its own")
+    shape = int_seq(getattr(obj, "shape", None), "shape", name, lo=1)
+    size = int(getattr(getattr(obj, "dtype", None), "itemsize", 0) or 0)
+    dt = data_type(str(getattr(obj, "dtype", "")))
+    byte_strides = int_seq(getattr(obj, "strides", None), "strides", name, lo=0)
+    if size == 0 or any(x % size for x in byte_strides):
+        raise ShapeError(f"{name}: byte strides {byte_strides} are not multiples of the item size {size}")
+    return Tensor.make(int(getattr(base, "int_ptr")), shape, dt, tuple(x // size for x in byte_strides))
 
 
 def same_dtype(op: str, **tensors: Tensor) -> api.DataType:

@@ -12,6 +12,7 @@ import sys
 import threading
 import weakref
 
+from . import backend as _backend
 from . import hip
 from .errors import HipOutOfMemoryError, WorkspaceLimitError, WorkspaceOOM
 
@@ -62,15 +63,18 @@ def _allocate(allocator: hip.Allocator, nbytes: int, stream: int | None, what: s
 class MIOpenWorkspace:
     """Grow-only scratch memory for one device (and one stream at a time)."""
 
-    def __init__(self, device: int, allocator: hip.Allocator | None = None, max_bytes: int | None = None) -> None:
+    def __init__(self, device: int, allocator: hip.Allocator | None = None, max_bytes: int | None = None,
+                 stream: int | None = None) -> None:
         if isinstance(device, bool) or not isinstance(device, int) or device < 0:
             raise ValueError(f"MIOpenWorkspace: device must be a non-negative int; got {device!r}")
         self.device = device
-        self.allocator = allocator if allocator is not None else hip.get_allocator()
+        self.allocator = allocator if allocator is not None else _backend.current().allocator()
         self.max_bytes = _check_nbytes(max_bytes, "MIOpenWorkspace: max_bytes", none_ok=True)
         self._ptr: int | None = None
         self._nbytes = 0
         self._stream: int | None = None
+        #: the stream its memory is used on when `get` names none (OpenCL: its queue's context holds the buffer)
+        self.stream = stream
         self._lock = threading.Lock()
         self.allocations = 0
         _WORKSPACES.add(self)
@@ -95,6 +99,8 @@ class MIOpenWorkspace:
         cap = self.cap()
         if cap is not None and nbytes > cap:
             raise WorkspaceLimitError(f"a workspace of {nbytes} bytes exceeds the cap of {cap} bytes")
+        if stream is None:
+            stream = self.stream
         with self._lock:
             if nbytes <= self._nbytes and self._ptr is not None:
                 return self._ptr
@@ -132,7 +138,7 @@ class PersistentBuffer:
         self.kind = kind
         self.device = device
         self.nbytes = nbytes
-        self.allocator = allocator if allocator is not None else hip.get_allocator()
+        self.allocator = allocator if allocator is not None else _backend.current().allocator()
         self._stream = stream
         self._ptr: int | None = _allocate(self.allocator, nbytes, stream, kind, device) if nbytes else None
         self._closed = False
@@ -191,12 +197,12 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def scratch(device: int, stream: object = None) -> MIOpenWorkspace:
     """The calling thread's scratch workspace for (`device`, `stream`): work queued on two streams
     never shares scratch. Ops use it when given no workspace."""
-    key = (device, hip.as_stream_handle(stream))
+    key = (device, _backend.current().as_stream_handle(stream))
     table: dict[tuple[int, int | None], MIOpenWorkspace] | None = getattr(_scratch, "table", None)
     if table is None:
         table = {}
         _scratch.table = table
     ws = table.get(key)
     if ws is None:
-        ws = table[key] = MIOpenWorkspace(device)
+        ws = table[key] = MIOpenWorkspace(device, stream=key[1])
     return ws

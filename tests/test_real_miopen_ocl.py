@@ -96,16 +96,34 @@ def test_docs_numeric_table_is_current() -> None:
     assert text == want, "docs/real-miopen.md: the numeric table is stale; run with MIOGEN_UPDATE_GOLDEN=1"
 
 
-@pytest.mark.parametrize("example", ["ocl_tensor_ops.py", "ocl_cnn.py"])
-def test_example_runs(example: str, tmp_path: Path) -> None:
-    """examples/<example> runs as a user would run it (MIOPEN_LIBRARY names the OpenCL build) and checks itself
-    against numpy."""
+def _run_program(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """A user's process on the OpenCL build (MIOPEN_LIBRARY names it; the per-machine kernel caches)."""
     path = LIB.library_path()
     cache = kernel_cache()
     env = {**os.environ, **FIND_ENV, "MIOPEN_LIBRARY": str(path), "MIOPEN_USER_DB_PATH": str(cache / "db"),
            "MIOPEN_CUSTOM_CACHE_DIR": str(cache / "cache"), "POCL_CACHE_DIR": str(cache / "pocl"),
            "TMPDIR": str(tmp_path)}
-    r = subprocess.run([sys.executable, str(REPO / "examples" / example)], env=env, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
+    return r
+
+
+@pytest.mark.parametrize("example", ["ocl_tensor_ops.py", "ocl_cnn.py", "ocl_runtime.py"])
+def test_example_runs(example: str, tmp_path: Path) -> None:
+    """examples/<example> runs as a user would run it (MIOPEN_LIBRARY names the OpenCL build) and checks itself
+    against numpy (ocl_runtime.py through the runtime ops, the others through the typed API)."""
+    r = _run_program([str(REPO / "examples" / example)], tmp_path)
     assert "ok" in r.stdout.splitlines()[-1]
+
+
+def _readme_snippet(section: str) -> str:
+    text = (REPO / "README.md").read_text()
+    body = text.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0]
+    return body.split("```python\n", 1)[1].split("```", 1)[0]
+
+
+@pytest.mark.parametrize("section", ["Using it", "The runtime (handwritten"])
+def test_readme_snippet_runs(section: str, tmp_path: Path) -> None:
+    """README's usage snippets are whole programs: they run as written on the OpenCL build."""
+    r = _run_program(["-c", _readme_snippet(section)], tmp_path)
+    assert r.stdout.strip(), r.stderr

@@ -18,7 +18,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from .. import hip, layout
+from .. import backend as _backend
+from .. import layout
 from ..descriptors import DataTypeLike, data_type, itemsize
 from ..errors import ShapeError
 from ..scopes import BlobScope
@@ -48,10 +49,10 @@ class DeviceTensor(Tensor):
         if not d or any(isinstance(x, bool) or not isinstance(x, int) or x < 1 for x in d):
             raise ShapeError(f"DeviceTensor.empty: dims must be ints >= 1 (MIOpen has no empty tensors); got {d}")
         dt = data_type(dtype)
-        dev = hip.current_device() if device is None else device
+        dev = _backend.current().current_device() if device is None else device
         nbytes = math.prod(d) * itemsize(dt)
-        with hip.device_guard(dev):
-            buf = PersistentBuffer(nbytes, dev, "caffe2 blob", stream=hip.as_stream_handle(stream))
+        with _backend.current().device_guard(dev):
+            buf = PersistentBuffer(nbytes, dev, "caffe2 blob", stream=_backend.current().as_stream_handle(stream))
         assert buf.ptr is not None
         return cls(buf.ptr, d, layout.packed_strides(d), dt, buf)
 

@@ -36,7 +36,7 @@ from typing import Literal
 
 from .. import descriptors as _descriptors
 from .._args import int_seq
-from .. import hip
+from .. import backend as _backend
 from .._generated import api
 from ..descriptors import DataTypeLike
 from ..errors import ShapeError
@@ -223,7 +223,7 @@ class RecurrentBaseOp(MIOPENOperator):
             self.rnn = None
 
     def _zero(self, t: Tensor, stream: object) -> None:
-        hip.memset_async(t.ptr, 0, t.nbytes, stream)
+        _backend.current().memset_async(t.ptr, 0, t.nbytes, stream)
 
 
 # by name: the enums are looked up when used, in the bindings of the loaded release
@@ -421,7 +421,7 @@ class RecurrentParamAccessOp(RecurrentBaseOp):
             raise RuntimeError(f"{self.type_name}: MIOpen places {what} at element {offset}, past the weights")
         if self.mode is GET_PARAM:
             out = self.output(0, dims, T)
-            hip.memcpy_async(out.ptr, at, nbytes, hip.MemcpyKind.DEVICE_TO_DEVICE, self.stream)
+            _backend.current().memcpy_dtod_async(out.ptr, at, nbytes, self.stream)
         else:
             data = self.input(2)
             self.check_dtype(2, data, T)
@@ -429,5 +429,5 @@ class RecurrentParamAccessOp(RecurrentBaseOp):
                 raise ShapeError(f"{self.type_name}: input 2 ({self.inputs[2]!r}) must hold {what} packed: "
                                  f"{math.prod(dims)} {T.dtype_name} (dims {dims}); got dims {data.dims} strides "
                                  f"{data.strides}")
-            hip.memcpy_async(at, data.ptr, nbytes, hip.MemcpyKind.DEVICE_TO_DEVICE, self.stream)
+            _backend.current().memcpy_dtod_async(at, data.ptr, nbytes, self.stream)
         return True

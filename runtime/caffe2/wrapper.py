@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
+from .. import backend as _backend
 from .. import hip
 from .. import state as _state
 from .._generated import api
@@ -57,7 +58,7 @@ class MIOPENState:
         """The state's grow-only scratch (`.get(nbytes)` -> device pointer)."""
         return self.state.workspace
 
-    def stream(self) -> hip.Stream:
+    def stream(self) -> _backend.StreamLike:
         """The state's private stream (work queued on it is ordered before the caller's later work)."""
         return self.state.stream
 
@@ -76,7 +77,7 @@ class MIOPENState:
 
 def _device_arg(device: object, fn: str) -> int:
     if device is None:
-        return hip.current_device()
+        return _backend.current().current_device()
     if isinstance(device, bool) or not isinstance(device, int) or device < 0:
         raise ValueError(f"{fn}: device must be None (the current device) or an int >= 0; got {device!r}")
     return device
@@ -89,7 +90,7 @@ class MIOPENWrapper:
 
     def __init__(self, device: int | None = None, stream: object = None) -> None:
         self.device = _device_arg(device, "MIOPENWrapper")
-        hip.as_stream_handle(stream, "MIOPENWrapper")  # reject a bad stream now, not at the first call
+        _backend.current().as_stream_handle(stream, "MIOPENWrapper")  # reject a bad stream now, not at the first call
         self.stream = stream
 
     def inline_miopen_handle(self) -> api.Handle:
@@ -114,4 +115,4 @@ class MIOPENWrapper:
         return miopen_states()
 
     def __repr__(self) -> str:
-        return f"<MIOPENWrapper device={self.device} stream={hip.as_stream_handle(self.stream)}>"
+        return f"<MIOPENWrapper device={self.device} stream={_backend.current().as_stream_handle(self.stream)}>"

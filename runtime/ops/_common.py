@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Generic, TypeVar
 
-from .. import hip
+from .. import backend as _backend
 from .._generated import api
 from .._generated._support import HandleBase
 from ..handles import inline_miopen_handle
@@ -21,7 +21,7 @@ def resolve_handle(handle: api.Handle | None, stream: object, device: int | None
 
 def resolve_workspace(workspace: MIOpenWorkspace | None, device: int | None, stream: object = None) -> MIOpenWorkspace:
     """The given workspace, or the thread's scratch for (device, stream)."""
-    return workspace if workspace is not None else scratch(hip.current_device() if device is None else device, stream)
+    return workspace if workspace is not None else scratch(_backend.current().current_device() if device is None else device, stream)
 
 
 _D = TypeVar("_D", bound=HandleBase)

@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from typing import TypeAlias
 
-from .. import hip
+from .. import backend as _backend
 from .._args import enum_arg, int_per_dim
 from .._bound import EnumMap
 from .._generated import api
@@ -234,13 +234,13 @@ def _desc(t: Tensor, dims: tuple[int, ...] | None = None, strides: tuple[int, ..
 
 
 def _device(device: int | None) -> int:
-    return hip.current_device() if device is None else device
+    return _backend.current().current_device() if device is None else device
 
 
 def _persistent(nbytes: int, device: int, kind: str, stream: object) -> PersistentBuffer:
     """A persistent buffer of `nbytes` on `device` (allocated under a device guard, ordered on `stream`)."""
-    with hip.device_guard(device):
-        return PersistentBuffer(nbytes, device, kind, stream=hip.as_stream_handle(stream))
+    with _backend.current().device_guard(device):
+        return PersistentBuffer(nbytes, device, kind, stream=_backend.current().as_stream_handle(stream))
 
 
 def _int_tuple(value: object, name: str, fn: str, length: int, lo: int) -> tuple[int, ...]:

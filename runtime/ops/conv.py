@@ -22,7 +22,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .. import descriptors, hip
+from .. import backend as _backend
+from .. import descriptors
 from .._args import int_arg, int_per_dim
 from .._generated import _support, api
 from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_key
@@ -237,16 +238,18 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
 def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: object, device: int | None,
             workspace: MIOpenWorkspace | None) -> ConvPlan:
     cp = pb.params
-    find_mode = (api.ConvolutionFindMode.miopenConvolutionFindModeNormal
-                 if pl.mode == "find" and pl.benchmark else None)
+    b = _backend.current()
+    find_mode: api.ConvolutionFindMode | int | None = (
+        b.conv_find_mode if b.conv_find_mode is not None else
+        api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
     scaled = (pb.alpha, pb.beta) != (1.0, 0.0)
-    dev = hip.current_device() if device is None else device
+    dev = _backend.current().current_device() if device is None else device
     h = resolve_handle(handle, stream, dev)
     ws = resolve_workspace(workspace, dev, stream)
     x, w, y = pb.x, pb.w, pb.y
     memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, pb.direction, x.dtype, x.dims, x.strides, w.dims,
                 w.strides, y.dims, y.strides, cp, dev, h.address if pl.mode == "find" else 0, pl.cap(ws),
-                id(_support.library()), id(hip.loaded_hip_library()))
+                id(_support.library()), _backend.current().library_id())
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
     if (known is not None and known[5] == descriptors.cache_generation() and not known[1].closed
@@ -266,11 +269,13 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
         scratch: PersistentBuffer | None = None
         try:
             ptrs = (pb.x.ptr, pb.w.ptr, pb.y.ptr)
-            if pl.mode == "find" and pb.beta != 0.0:
-                # Find runs the candidates into the output buffer: keep the values beta scales
+            if (pl.mode == "find" or b.name == "OpenCL") and pb.beta != 0.0:
+                # Find runs the candidates into the output buffer (on OpenCL immediate mode too, whose solution
+                # list comes from a Find): keep the values beta scales
                 key: ConvKey = pl.key(h, pb.direction, xd, wd, yd, cp, ws, device)
                 if pl.cache.get(key) is None:
-                    scratch = PersistentBuffer(pb.out.nbytes, ws.device, "Find output scratch", ws.allocator)
+                    scratch = PersistentBuffer(pb.out.nbytes, ws.device, "Find output scratch", ws.allocator,
+                                               stream=ws.stream)
                     ptrs = _with_out(pb, ptrs, scratch.data_ptr())
             plan = pl.plan(h, pb.direction, xd, wd, yd, conv, cp, ptrs=ptrs, workspace=ws, device=device)
         finally:
@@ -285,7 +290,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
     # immediate mode / Find 2.0 take no alpha, beta: convolve into a temporary of the output's layout
     # (so the planned solution still applies), then blend
     out = pb.out
-    with PersistentBuffer(out.nbytes, ws.device, "scaled convolution output", ws.allocator) as tmp:
+    with PersistentBuffer(out.nbytes, ws.device, "scaled convolution output", ws.allocator, stream=ws.stream) as tmp:
         tmp_t = Tensor.make(tmp.data_ptr(), out.dims, out.dtype, out.strides)
         xp, wp, yp = _with_out(pb, (pb.x.ptr, pb.w.ptr, pb.y.ptr), tmp_t.ptr)
         td = tmp_t.desc

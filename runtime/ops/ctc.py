@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import prod
 
-from .. import hip
+from .. import backend as _backend
 from .._args import enum_arg, int_seq
 from .._bound import member
 from .._generated import api
@@ -126,7 +126,7 @@ def _ctc_descriptor(problem: CTCProblem) -> Iterator[api.CTCLossDescriptor]:
 
 
 def _device_scope(device: int | None) -> contextlib.AbstractContextManager[object]:
-    return hip.device_guard(device) if device is not None else contextlib.nullcontext()
+    return _backend.current().device_guard(device) if device is not None else contextlib.nullcontext()
 
 
 def _workspace_size(h: api.Handle, p: CTCProblem, desc: api.CTCLossDescriptor) -> int:
@@ -168,11 +168,11 @@ def ctc_loss(probs: TensorLike, gradients: TensorLike, labels: Sequence[int], la
         raise ShapeError(f"{op}: losses is {lt.dtype.name} but probs is {p.probs.dtype.name}")
     if not is_packed(lt.dims, lt.strides):
         raise ShapeError(f"{op}: losses must be packed (contiguous); got dims {lt.dims} strides {lt.strides}")
-    dev = hip.current_device() if device is None else device
+    dev = _backend.current().current_device() if device is None else device
     with _device_scope(device):
         h = resolve_handle(handle, stream, dev)
         with _ctc_descriptor(p) as desc:
             ws_bytes = _workspace_size(h, p, desc)
-            ws_ptr = resolve_workspace(workspace, dev, stream).get(ws_bytes, hip.as_stream_handle(stream))
+            ws_ptr = resolve_workspace(workspace, dev, stream).get(ws_bytes, _backend.current().as_stream_handle(stream))
             api.ctc_loss(h, p.probs.desc, p.probs.ptr, p.labels, p.label_lengths, p.input_lengths, lt.ptr,
                          p.gradients.desc, p.gradients.ptr, p.algo, desc, ws_ptr, ws_bytes)

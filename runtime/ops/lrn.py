@@ -18,11 +18,15 @@ from .._bound import EnumMap
 from .._generated import api
 from .._generated._handles import LRNDescriptor
 from ..descriptors import lrn_descriptor
+from .. import quirks
 from ..errors import ShapeError
-from ..tensor import same_dims, same_dtype
+from ..layout import is_packed
+from ..tensor import Tensor, same_dims, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import OpState, resolve_handle
-from .activation import _bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _scaling, _tensors
+from .activation import (_bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _scaling, _tensors,
+                         activation_forward)
+from .tensor_ops import op_tensor
 
 __all__ = ["LRNModeLike", "LRNState", "lrn_mode", "lrn_forward", "lrn_backward"]
 
@@ -90,18 +94,33 @@ def lrn_forward(x: object, y: object, mode: LRNModeLike = "cross_channel", n: in
     h = resolve_handle(handle, stream, device)
     xt, yt = t["x"], t["y"]
     x_desc, y_desc = _desc(xt), _desc(yt)
+    # MIOpen's cross-channel kernel returns |x|·s^-beta for negative x where the probe finds that bug: compute
+    # y = x · s^-beta from the scale s it stores in its workspace instead (runtime/quirks.py)
+    fix = m == api.LRNMode.miopenLRNCrossChannel and quirks.lrn_sign_bug(h)
+    if fix and not (is_packed(xt.dims, xt.strides) and is_packed(yt.dims, yt.strides)):
+        raise ShapeError(f"{fn}: the loaded MIOpen's cross-channel LRN gives wrong signs for negative x; the runtime "
+                         f"corrects it for packed x and y only; got x strides {xt.strides}, y strides {yt.strides}")
     fresh = state is None
     desc = lrn_descriptor(*params) if state is None else state.desc
     new_ws: PersistentBuffer | None = None
     ws: PersistentBuffer | None = None
     try:
-        if backward:
+        if backward or fix:
             nbytes = api.lrn_get_work_space_size(y_desc)
             ws = None if state is None else state.workspace
             if ws is None or ws.nbytes < nbytes:
                 ws = new_ws = _persistent(nbytes, dev, "LRN workspace", stream)
-        api.lrn_forward(h, desc, s_alpha, x_desc, xt.ptr, s_beta, y_desc, yt.ptr, backward,
-                        None if ws is None else ws.ptr)
+        if fix:
+            assert ws is not None and ws.ptr is not None
+            with PersistentBuffer(yt.nbytes, dev, "LRN scale power", ws.allocator, stream=ws._stream) as tmp:
+                api.lrn_forward(h, desc, 1.0, x_desc, xt.ptr, 0.0, y_desc, tmp.data_ptr(), True, ws.ptr)
+                scale_t = Tensor.make(ws.ptr, yt.dims, dtype)
+                pow_t = Tensor.make(tmp.data_ptr(), yt.dims, dtype)
+                activation_forward(scale_t, pow_t, "power", 0.0, 1.0, -params[3], handle=h)  # s^-beta
+                op_tensor("mul", xt, pow_t, yt, s_alpha, 1.0, s_beta, handle=h)
+        else:
+            api.lrn_forward(h, desc, s_alpha, x_desc, xt.ptr, s_beta, y_desc, yt.ptr, backward,
+                            None if ws is None else ws.ptr)
     except BaseException:
         if new_ws is not None:
             new_ws.close()

@@ -35,7 +35,7 @@ from enum import Enum
 from collections.abc import Iterator, Sequence
 from typing import Literal, TypeAlias
 
-from .. import hip
+from .. import backend as _backend
 from .._args import enum_arg, int_arg
 from .._bound import EnumMap
 from .._generated import api
@@ -103,7 +103,7 @@ def _index(value: object, what: str) -> int:
 
 
 def _device_scope(device: int | None) -> contextlib.AbstractContextManager[object]:
-    return hip.device_guard(device) if device is not None else contextlib.nullcontext()
+    return _backend.current().device_guard(device) if device is not None else contextlib.nullcontext()
 
 
 def _ptr(t: Tensor | None) -> int | None:
@@ -311,13 +311,13 @@ class RNN:
         self.desc = api.create_rnn_descriptor()
         try:
             if self.dropout:
-                dev = hip.current_device() if device is None else device
+                dev = _backend.current().current_device() if device is None else device
                 with _device_scope(device):
                     h = resolve_handle(handle, stream, dev)
                     self._own_dropout = api.create_dropout_descriptor()
                     nbytes = api.dropout_get_states_size(h)
                     self._dropout_states = PersistentBuffer(nbytes, dev, "dropout states",
-                                                            stream=hip.as_stream_handle(stream))
+                                                            stream=_backend.current().as_stream_handle(stream))
                     api.set_dropout_descriptor(self._own_dropout, h, self.dropout, self._dropout_states.data_ptr(),
                                                nbytes, dropout_seed, False, False,
                                                api.RNGType.MIOPEN_RNG_PSEUDO_XORWOW)
@@ -626,10 +626,10 @@ class RNN:
         `backward_weights`. The workspace comes from scratch (or `workspace`)."""
         op = "RNN.forward_training"
         xt, hxt, cxt, wt, yt, hyt, cyt, bs = self._forward_checks(op, x, hx, cx, w, y, hy, cy, batch_sizes)
-        dev = hip.current_device() if device is None else device
+        dev = _backend.current().current_device() if device is None else device
         with _device_scope(device):
             h = resolve_handle(handle, stream, dev)
-            sh = hip.as_stream_handle(stream)
+            sh = _backend.current().as_stream_handle(stream)
             self._check_weights(op, "w", wt, self.params_size(handle=h))
             x_descs = self._step_descs(bs, self.input_size)
             y_descs = self._step_descs(bs, self.output_size)
@@ -657,10 +657,10 @@ class RNN:
         """y = RNN(x) without a reserve (no backward pass possible); workspace from scratch."""
         op = "RNN.forward_inference"
         xt, hxt, cxt, wt, yt, hyt, cyt, bs = self._forward_checks(op, x, hx, cx, w, y, hy, cy, batch_sizes)
-        dev = hip.current_device() if device is None else device
+        dev = _backend.current().current_device() if device is None else device
         with _device_scope(device):
             h = resolve_handle(handle, stream, dev)
-            sh = hip.as_stream_handle(stream)
+            sh = _backend.current().as_stream_handle(stream)
             self._check_weights(op, "w", wt, self.params_size(handle=h))
             x_descs = self._step_descs(bs, self.input_size)
             y_descs = self._step_descs(bs, self.output_size)
@@ -697,7 +697,7 @@ class RNN:
         self._same_sequence(op, "y", bs, "dy", dyt, batch_sizes, self.output_size, yt)
         self._same_sequence(op, "y", bs, "dx", dxt, batch_sizes, self.input_size, yt)
         self._hidden(op, bs[0], **states)
-        dev = hip.current_device() if device is None else device
+        dev = _backend.current().current_device() if device is None else device
         res = self._check_reserve(op, reserve, bs, dev)
         with _device_scope(device):
             h = resolve_handle(handle, stream, dev)
@@ -733,7 +733,7 @@ class RNN:
         bs = self._sequence(op, "x", xt, batch_sizes, self.input_size)
         self._same_sequence(op, "x", bs, "y", yt, batch_sizes, self.output_size, xt)
         self._hidden(op, bs[0], hx=hxt)
-        dev = hip.current_device() if device is None else device
+        dev = _backend.current().current_device() if device is None else device
         res = self._check_reserve(op, reserve, bs, dev)
         if not res.backward_data_done:
             raise ReserveMismatchError(f"{op}: call backward_data with this reserve first: MIOpen's backward-weights "

@@ -18,7 +18,9 @@ import math
 import numbers
 from collections.abc import Iterator, Sequence
 
-from .. import hip, layout
+from .. import backend as _backend
+from .. import quirks
+from .. import layout
 from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
@@ -78,7 +80,7 @@ def _on_device(device: int | None) -> Iterator[None]:
     if device is None:
         yield
     else:
-        with hip.device_guard(device):
+        with _backend.current().device_guard(device):
             yield
 
 
@@ -161,6 +163,11 @@ def transform_tensor(x: object, y: object, alpha: float = 1.0, beta: float = 0.0
         raise ShapeError(f"{name}: MIOpen transforms half, float, int32, bfloat16 and double tensors; got {dt.name}")
     with _on_device(device):
         h = resolve_handle(handle, stream, device)
+        why = quirks.transform_layout_problem(ty.dims, ty.strides)
+        if why is not None and quirks.transform_layout_bug(h):
+            raise ShapeError(f"{name}: the loaded MIOpen writes this y at the wrong offsets ({why}; its "
+                             f"GetConsistentFlattenedTensorDescriptors merges n and c wrongly): transform into a "
+                             f"y with decreasing strides, each a multiple of the next, and copy from there")
         api.transform_tensor(h, a, tx.desc, tx.ptr, b, ty.desc, ty.ptr)
 
 

@@ -1,0 +1,272 @@
+"""The runtime ops (`miopen.ops.*`) on MIOpen's OpenCL backend, against the same float64 numpy references as the
+typed-API checks: pyopencl Arrays in, the backend chosen from the library, handles, workspaces and temporaries
+made by the runtime on the checks' queue (or on the backend's default queue), forward and backward."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import miopen
+from miopen import backend
+from miopen.algo import ConvPlanner
+from miopen.errors import ShapeError
+from miopen.ops import activation, batchnorm, conv, lrn, pooling, softmax, tensor_ops
+
+from .checks_conv import _conv_ref, _grads
+from .checks_layers import ACT_MODES, _act_ref, _lrn_ref, _pool_ref, _softmax_bwd_ref, _softmax_ref
+from .checks_tensor import _op_ref
+from .common import CHECKED, close, numeric, queue, rng
+
+F32 = "float32"
+RT = "runtime"
+
+
+def _arr(host: np.ndarray) -> object:
+    import pyopencl.array as cla
+
+    return cla.to_device(queue(), np.ascontiguousarray(host, np.float32))
+
+
+def _zeros(shape: tuple[int, ...] | list[int]) -> object:
+    import pyopencl.array as cla
+
+    return cla.zeros(queue(), tuple(shape), np.float32)
+
+
+def _get(a: object) -> np.ndarray:
+    queue().finish()
+    return a.get(queue())  # type: ignore[attr-defined, no-any-return]
+
+
+@numeric(("backend", "-", f"{RT}: chosen from the library", CHECKED, ""))
+def selection() -> dict[tuple[str, str, str], str]:
+    """The OpenCL build is told apart by its exports; the handle pool makes handles on the caller's queue."""
+    b = backend.current()
+    assert b.name == "OpenCL" and backend.detect(miopen.load_library()) == "OpenCL", b
+    h = miopen.handles.inline_miopen_handle(queue())
+    assert miopen.get_stream(h) == queue().int_ptr
+    assert miopen.handles.inline_miopen_handle(queue()) is h
+    return {("backend", "-", f"{RT}: chosen from the library"): CHECKED}
+
+
+@numeric(("Activation (10 modes)", F32, f"{RT}: forward, backward (POWER: MIOpen's dx)"))
+def activation_ops() -> dict[tuple[str, str, str], str]:
+    r = rng(40)
+    q = queue()
+    for mode in ACT_MODES:
+        dims = [int(d) for d in r.integers(1, 5, size=4)]
+        a, bb, g = (2.0, 0.5, 1.5) if mode == "POWER" else (float(r.uniform(0.2, 2)), float(r.uniform(0.5, 2)), 1.0)
+        x = r.uniform(-2, 2, dims).astype(np.float32)
+        dy = r.standard_normal(dims).astype(np.float32)
+        xa, ya, dya, dxa = _arr(x), _zeros(dims), _arr(dy), _zeros(dims)
+        activation.activation_forward(xa, ya, mode.lower(), a, bb, g, stream=q)
+        y64, grad = _act_ref(mode, x.astype(np.float64), a, bb, g)
+        close(_get(ya), y64, f"runtime activation {mode}", 1e-5)
+        activation.activation_backward(ya, dya, xa, dxa, mode.lower(), a, bb, g, stream=q)
+        close(_get(dxa), grad if mode == "POWER" else dy * grad, f"runtime activation {mode} backward", 1e-4)
+    return {("Activation (10 modes)", F32, f"{RT}: forward, backward (POWER: MIOpen's dx)"): CHECKED}
+
+
+@numeric(("Softmax (accurate, log × channel, instance)", F32, f"{RT}: forward, backward, scale and shift"))
+def softmax_ops() -> dict[tuple[str, str, str], str]:
+    r = rng(41)
+    q = queue()
+    dims = [2, 5, 3, 2]
+    x = r.uniform(-3, 3, dims).astype(np.float32)
+    dy = r.standard_normal(dims).astype(np.float32)
+    for i, (alg, mode) in enumerate((a, m) for a in ("ACCURATE", "LOG") for m in ("CHANNEL", "INSTANCE")):
+        scale, shift = ((1.0, 0.0), (2.0, 0.5))[i % 2]
+        y0 = r.standard_normal(dims).astype(np.float32)
+        ya = _arr(y0)
+        softmax.softmax_forward(_arr(x), ya, algorithm=alg.lower(), mode=mode.lower(), scale=scale, shift=shift,
+                                stream=q)
+        ref = _softmax_ref(x.astype(np.float64), alg, mode)
+        close(_get(ya), scale * ref + shift * y0, f"runtime softmax {alg} {mode}", 1e-5)
+        dx0 = r.standard_normal(dims).astype(np.float32)
+        dxa = _arr(dx0)
+        yv = ref.astype(np.float32)
+        softmax.softmax_backward(_arr(yv), _arr(dy), dxa, algorithm=alg.lower(), mode=mode.lower(), scale=scale,
+                                 shift=shift, stream=q)
+        want = scale * _softmax_bwd_ref(yv.astype(np.float64), dy.astype(np.float64), alg, mode) + shift * dx0
+        close(_get(dxa), want, f"runtime softmax {alg} {mode} backward", 1e-5)
+    return {("Softmax (accurate, log × channel, instance)", F32, f"{RT}: forward, backward, scale and shift"): CHECKED}
+
+
+@numeric(("Pooling max, average, average-inclusive", F32, f"{RT}: forward, backward (persistent workspace)"))
+def pooling_ops() -> dict[tuple[str, str, str], str]:
+    r = rng(42)
+    q = queue()
+    names = {"max": "max", "avg": "average", "avg-inclusive": "average_inclusive"}
+    for k, s, p, dims in ((2, 2, 0, [2, 3, 6, 6]), (3, 2, 1, [1, 2, 7, 5])):
+        x = r.standard_normal(dims).astype(np.float32)
+        for ref_name, mode in names.items():
+            want_y, _ = _pool_ref(x.astype(np.float64), None, ref_name, k, s, p)
+            dy = r.standard_normal(want_y.shape).astype(np.float32)
+            _, want_dx = _pool_ref(x.astype(np.float64), dy.astype(np.float64), ref_name, k, s, p)
+            xa, ya, dxa = _arr(x), _zeros(want_y.shape), _zeros(dims)
+            st = pooling.pooling_forward(xa, ya, mode, k, p, s, stream=q)
+            close(_get(ya), want_y, f"runtime pooling {mode} k{k}", 1e-6)
+            pooling.pooling_backward(ya, _arr(dy), xa, dxa, st, stream=q)
+            close(_get(dxa), want_dx, f"runtime pooling {mode} k{k} backward", 1e-5)
+            st.close()
+    return {("Pooling max, average, average-inclusive", F32, f"{RT}: forward, backward (persistent workspace)"):
+            CHECKED}
+
+
+@numeric(("LRN within-channel", F32, f"{RT}: forward, backward"),
+         ("LRN cross-channel", F32, f"{RT}: forward, any sign of x (the runtime corrects MIOpen's |x|)"),
+         ("LRN cross-channel", F32, f"{RT}: backward, x > 0"))
+def lrn_ops() -> dict[tuple[str, str, str], str]:
+    r = rng(43)
+    q = queue()
+    dims = [2, 6, 5, 4]
+    for mode, within in (("within_channel", True), ("cross_channel", False)):
+        n, a, b, k = 3, 0.5, 0.6, 1.0
+        for x in (r.uniform(0.1, 2, dims).astype(np.float32), r.standard_normal(dims).astype(np.float32)):
+            dy = r.standard_normal(dims).astype(np.float32)
+            want_y, want_dx = _lrn_ref(x.astype(np.float64), dy.astype(np.float64), within, n, a, b, k)
+            xa, ya, dxa = _arr(x), _zeros(dims), _zeros(dims)
+            st = lrn.lrn_forward(xa, ya, mode, n, a, b, k, stream=q)
+            close(_get(ya), want_y, f"runtime LRN {mode} forward", 1e-5)
+            if within or bool((x > 0).all()):
+                lrn.lrn_backward(ya, _arr(dy), xa, dxa, st, stream=q)
+                close(_get(dxa), want_dx, f"runtime LRN {mode} backward", 1e-4)
+            st.close()
+    return {("LRN within-channel", F32, f"{RT}: forward, backward"): CHECKED,
+            ("LRN cross-channel", F32, f"{RT}: forward, any sign of x (the runtime corrects MIOpen's |x|)"): CHECKED,
+            ("LRN cross-channel", F32, f"{RT}: backward, x > 0"): CHECKED}
+
+
+@numeric(("BatchNorm spatial, per-activation", F32, f"{RT}: training, inference, backward"))
+def batchnorm_ops() -> dict[tuple[str, str, str], str]:
+    r = rng(44)
+    q = queue()
+    dims = [3, 4, 5, 2]
+    eps = 1e-5
+    for mode, axes in (("spatial", (0, 2, 3)), ("per_activation", (0,))):
+        pshape = batchnorm.bn_param_shape(dims, mode)
+        x = r.standard_normal(dims).astype(np.float32)
+        w = r.uniform(0.5, 2, pshape).astype(np.float32)
+        bias = r.standard_normal(pshape).astype(np.float32)
+        dy = r.standard_normal(dims).astype(np.float32)
+        x64 = x.astype(np.float64)
+        mean = x64.mean(axis=axes, keepdims=True)
+        var = x64.var(axis=axes, keepdims=True)
+        inv = 1 / np.sqrt(var + eps)
+        xhat = (x64 - mean) * inv
+        want_y = xhat * w.reshape(mean.shape) + bias.reshape(mean.shape)
+        xa, ya = _arr(x), _zeros(dims)
+        wa, ba = _arr(w), _arr(bias)
+        sm, sv = _zeros(pshape), _zeros(pshape)
+        batchnorm.batch_norm_forward_training(xa, ya, wa, ba, mode, epsilon=eps, save_mean=sm, save_inv_var=sv,
+                                              stream=q)
+        close(_get(ya), want_y, f"runtime BN {mode} training", 1e-4)
+        close(_get(sm), mean.reshape(pshape), f"runtime BN {mode} saved mean", 1e-5)
+        yi = _zeros(dims)
+        batchnorm.batch_norm_forward_inference(xa, yi, wa, ba, _arr(mean.reshape(pshape)),
+                                               _arr(var.reshape(pshape)), mode, epsilon=eps, stream=q)
+        close(_get(yi), want_y, f"runtime BN {mode} inference", 1e-4)
+        dxa, dwa, dba = _zeros(dims), _zeros(pshape), _zeros(pshape)
+        batchnorm.batch_norm_backward(xa, _arr(dy), dxa, wa, dwa, dba, mode, epsilon=eps, saved_mean=sm,
+                                      saved_inv_var=sv, stream=q)
+        dy64 = dy.astype(np.float64)
+        m = np.prod([dims[i] for i in axes])
+        want_db = dy64.sum(axis=axes, keepdims=True)
+        want_dw = (dy64 * xhat).sum(axis=axes, keepdims=True)
+        want_dx = w.reshape(mean.shape) * inv / m * (m * dy64 - want_db - xhat * want_dw)
+        close(_get(dxa), want_dx, f"runtime BN {mode} backward dx", 1e-4)
+        close(_get(dwa), want_dw.reshape(pshape), f"runtime BN {mode} backward dw", 1e-4)
+        close(_get(dba), want_db.reshape(pshape), f"runtime BN {mode} backward db", 1e-4)
+    return {("BatchNorm spatial, per-activation", F32, f"{RT}: training, inference, backward"): CHECKED}
+
+
+@numeric(("OpTensor add, mul, min, max", F32, f"{RT}: alpha1, alpha2, beta; broadcast B"),
+         ("SetTensor, ScaleTensor", F32, f"{RT}: -"),
+         ("TransformTensor", F32, f"{RT}: padded y; alpha, beta"),
+         ("TransformTensor", F32, f"{RT}: y n-stride not a multiple of its c-stride, or channels-last",
+          "refused by the runtime", "MIOpen writes these at the wrong offsets (probed): ShapeError"))
+def tensor_op_ops() -> dict[tuple[str, str, str], str]:
+    r = rng(45)
+    q = queue()
+    dims, bdims = [2, 3, 4], [1, 3, 1]
+    a, b, c = (r.standard_normal(d).astype(np.float32) for d in (dims, bdims, dims))
+    for op in ("add", "mul", "min", "max"):
+        ca = _arr(c)
+        tensor_ops.op_tensor(op, _arr(a), _arr(b), ca, 1.5, -0.5, 2.0, stream=q)
+        close(_get(ca), _op_ref(op, a.astype(np.float64), b.astype(np.float64), c.astype(np.float64), 1.5, -0.5, 2.0),
+              f"runtime op_tensor {op}")
+    ya = _arr(a)
+    tensor_ops.set_tensor(ya, -1.25, stream=q)
+    close(_get(ya), np.full(dims, -1.25), "runtime set_tensor", 0)
+    ya = _arr(a)
+    tensor_ops.scale_tensor(ya, 3.0, stream=q)
+    close(_get(ya), 3.0 * a, "runtime scale_tensor", 1e-6)
+    # transform into a padded y (strides 90, 30, 6, 1) through a Buffer-backed Tensor
+    import pyopencl as cl
+
+    x4 = r.standard_normal((2, 3, 4, 5)).astype(np.float32)
+    y0 = r.standard_normal(180).astype(np.float32)
+    yb = cl.Buffer(q.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=y0)
+    ty = miopen.Tensor.make(yb, (2, 3, 4, 5), "float32", (90, 30, 6, 1))
+    tensor_ops.transform_tensor(_arr(x4), ty, -1.5, 1.0, stream=q)
+    got = np.empty_like(y0)
+    cl.enqueue_copy(q, got, yb)
+    q.finish()
+    view = np.lib.stride_tricks.as_strided(got, (2, 3, 4, 5), (360, 120, 24, 4))
+    want = -1.5 * x4 + np.lib.stride_tricks.as_strided(y0, (2, 3, 4, 5), (360, 120, 24, 4))
+    close(view, want, "runtime transform_tensor padded y", 1e-6)
+    refused = 0
+    for strides in ((100, 30, 6, 1), (60, 1, 15, 3)):
+        try:
+            tensor_ops.transform_tensor(_arr(x4), miopen.Tensor.make(yb, (2, 3, 4, 5), "float32", strides), stream=q)
+        except ShapeError as exc:
+            assert "wrong offsets" in str(exc)
+            refused += 1
+    assert refused == 2
+    return {("OpTensor add, mul, min, max", F32, f"{RT}: alpha1, alpha2, beta; broadcast B"): CHECKED,
+            ("SetTensor, ScaleTensor", F32, f"{RT}: -"): CHECKED,
+            ("TransformTensor", F32, f"{RT}: padded y; alpha, beta"): CHECKED,
+            ("TransformTensor", F32, f"{RT}: y n-stride not a multiple of its c-stride, or channels-last"):
+                "refused by the runtime"}
+
+
+@numeric(("Convolution", F32, f"{RT}: forward, backward data, backward weights; immediate (after a Find) and find"),
+         ("Convolution", F32, f"{RT}: Immediate with a solution id of another problem", "refused by the runtime",
+          "MIOpen does not check the id (garbage or a crash): ValueError"))
+def conv_ops() -> dict[tuple[str, str, str], str]:
+    r = rng(46)
+    q = queue()
+    xdims, wdims, p = [2, 3, 7, 6], [4, 3, 3, 3], 1
+    x = r.standard_normal(xdims).astype(np.float32)
+    w = r.standard_normal(wdims).astype(np.float32)
+    want_y = _conv_ref(x.astype(np.float64), w.astype(np.float64), p, 1, 1)
+    dy = r.standard_normal(want_y.shape).astype(np.float32)
+    want_dx, want_dw = _grads(x.astype(np.float64), w.astype(np.float64), dy.astype(np.float64), p, 1, 1)
+    geo = {"pads": p, "strides": 1, "dilations": 1}
+    plans = []
+    for planner in (ConvPlanner("immediate"), ConvPlanner("find")):
+        ya, dxa, dwa = _zeros(want_y.shape), _zeros(xdims), _zeros(wdims)
+        plans.append(conv.conv_forward(_arr(x), _arr(w), ya, planner=planner, stream=q, **geo))
+        close(_get(ya), want_y, f"runtime conv forward {planner.mode}", 1e-5)
+        conv.conv_backward_data(_arr(dy), _arr(w), dxa, planner=planner, stream=q, **geo)
+        close(_get(dxa), want_dx, f"runtime conv backward data {planner.mode}", 1e-5)
+        conv.conv_backward_weights(_arr(dy), _arr(x), dwa, planner=planner, stream=q, **geo)
+        close(_get(dwa), want_dw, f"runtime conv backward weights {planner.mode}", 1e-5)
+    # the immediate plan of this problem run on another problem: refused unless MIOpen lists its solution there
+    plan = plans[0]
+    h = miopen.handles.inline_miopen_handle(q)
+    keep = [_arr(np.zeros(dm)) for dm in ((1, 3, 9, 9), (4, 3, 5, 5), (1, 4, 7, 7))]
+    xo, wt, yt = (miopen.tensor.as_tensor(a) for a in keep)
+    from miopen.descriptors import convolution_descriptor
+
+    cd = convolution_descriptor((1, 1), (1, 1), (1, 1))
+    fake = ConvPlanner("immediate")
+    try:
+        fake.run(plan, h, xo.desc, xo.ptr, wt.desc, wt.ptr, yt.desc, yt.ptr, cd, None)
+    except ValueError as exc:
+        assert "not among the solutions MIOpen lists" in str(exc), exc
+    else:
+        raise AssertionError("an Immediate call with another problem's solution id was not refused")
+    return {("Convolution", F32,
+             f"{RT}: forward, backward data, backward weights; immediate (after a Find) and find"): CHECKED,
+            ("Convolution", F32, f"{RT}: Immediate with a solution id of another problem"): "refused by the runtime"}
