@@ -129,7 +129,53 @@ cp "$NEW/x/usr/share/doc/$EXP_PKG/copyright" "$ROOT/$EXP_DIR/copyright"
 dpkg-deb -x "$ROOT"/tmp/libamdhip64-dev_*.deb "$NEW/hipdev"
 mkdir -p "$ROOT/usr/include"
 cp -a "$NEW/hipdev/usr/include/hip" "$ROOT/usr/include/"
+# ... and its version file: clang's HIP driver finds the runtime by it (share/hip/version)
+mkdir -p "$ROOT/usr/share/hip"
+cp "$NEW/hipdev/usr/share/hip/version" "$ROOT/usr/share/hip/"
 rm -rf "$NEW/x" "$NEW/hipdev" "$ROOT"/tmp/*.deb
+
+# --------------------------------------------------------------------------- MIOpen's kernel compilers
+# libMIOpen of sid builds its kernels by running clang: /usr/bin/clang++-N (HIP kernels) and clang-N at its build
+# path (OpenCL-C kernels), both by absolute path, with ld.lld and the ROCm device libraries. The libMIOpen of
+# experimental builds through libamd-comgr and libhiprtc (its own dependencies): nothing more.
+SID_LIB="$ROOT/$LIBDIR/libMIOpen.so.1"
+CLANGXX=$(strings "$SID_LIB" | grep -m1 -o '^/usr/bin/clang++-[0-9]*$' || true)
+BUILD_CLANG=$(strings "$SID_LIB" | grep -m1 -o '^/build/[^ ]*/clang-[0-9]*$' || true)
+if [ -n "$CLANGXX" ]; then
+    N=${CLANGXX##*-}
+    say "installing MIOpen's kernel compilers: clang-$N, lld-$N, llvm-$N, rocm-device-libs-$N"
+    in_root "$ROOT" apt-get "${APT_OPTS[@]}" install -y --no-install-recommends "clang-$N" "lld-$N" "llvm-$N" \
+        "clang-tools-$N" "rocm-device-libs-$N" >>"$NEW/apt.log" 2>&1 \
+        || { tail -20 "$NEW/apt.log" >&2; die "installing clang-$N failed"; }
+    ln -sfn "ld.lld-$N" "$ROOT/usr/bin/ld.lld"
+    if [ -n "$BUILD_CLANG" ]; then
+        mkdir -p "$ROOT$(dirname "$BUILD_CLANG")"
+        ln -sfn "/usr/bin/clang-$N" "$ROOT$BUILD_CLANG"
+    fi
+    # libMIOpen passes `-isystem /usr/include` (twice) to its HIP kernel builds: /usr/include then comes before
+    # libstdc++'s headers, whose `#include_next <math.h>` finds nothing. A wrapper drops those pairs.
+    rm -f "$ROOT$CLANGXX"
+    cat >"$ROOT$CLANGXX" <<WRAPPER
+#!/bin/sh
+# miogen (scripts/real_miopen_debian.sh): drops the \`-isystem /usr/include\` pairs libMIOpen passes (a system
+# directory already; named again it hides libc's <math.h> from libstdc++'s #include_next), then runs clang++-$N.
+skip=0
+for a; do
+    shift
+    if [ "\$skip" = 1 ]; then
+        skip=0
+        [ "\$a" = /usr/include ] && continue
+        set -- "\$@" -isystem "\$a"
+        continue
+    fi
+    if [ "\$a" = -isystem ]; then skip=1; continue; fi
+    set -- "\$@" "\$a"
+done
+exec /usr/lib/llvm-$N/bin/clang++ "\$@"
+WRAPPER
+    chmod 755 "$ROOT$CLANGXX"
+    echo "$CLANGXX (wrapper) ${BUILD_CLANG:-} ld.lld" >"$NEW/compilers"
+fi
 
 # --------------------------------------------------------------------------- trim
 say "trimming"

@@ -76,7 +76,8 @@ def deb(request: pytest.FixtureRequest, debian_env: tuple[Path, Path]) -> Iterat
     lib: real_debian.Library = request.param
     standin, pkg = debian_env
     try:
-        w = Worker(lib.path, standin / lib.hip_soname, python=real_debian.interpreter(lib.root, standin),
+        w = Worker(lib.path, standin / lib.hip_major / lib.hip_soname,
+                   python=real_debian.interpreter(lib.root, standin / lib.hip_major),
                    extra_env={"PYTHONPATH": str(pkg), "MIOGEN_REAL_BIND_ANYWAY": "1"})
     except RuntimeError as exc:
         pytest.fail(str(exc))
