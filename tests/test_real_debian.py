@@ -372,3 +372,30 @@ def test_kernels_runtime_ops(kern: tuple[str, Worker, Path]) -> None:
         else:
             assert got[f"conv {mode}"]["status"] == "miopenStatusUnknownError"
             assert got[f"conv {mode} plan"] == []
+
+
+# ---------------------------------------------------------------------------- the runtime
+
+#: has_feature on each release (checks_debian_runtime.features also derives each from the committed header and
+#: the library's exports): both have every feature but solver_names, whose miopenGetSolverName neither header
+#: declares (3.5.2's is the first committed spec with it)
+FEATURES_EXPECTED = {release: {name: name != "solver_names" for name in (
+    "get_version", "immediate", "find2", "find2_preallocated", "deterministic_attr", "find_mode_api",
+    "tensor_desc_v2", "fusion", "batchnorm_v2", "seq_rnn", "solver_names")} for release in ("3.4.0", "3.5.1")}
+
+
+@pytest.mark.parametrize("name", ["version_policies", "handle_pool", "miopen_state", "caffe2_wrappers"])
+def test_runtime(deb: tuple[real_debian.Library, Worker], name: str) -> None:
+    value = _run(deb[1], f"checks_debian_runtime:{name}")
+    if name == "version_policies":
+        assert value == {"compatible": "ok", "strict": "ok", "off": "ok", "version": _release(deb)}
+    elif name == "handle_pool":
+        assert value == {"handles": 2}
+    elif name == "caffe2_wrappers":
+        assert value["lstm params bytes"] == 59392  # the same LSTM as checks_debian.rnn_sizes
+
+
+def test_runtime_features(deb: tuple[real_debian.Library, Worker]) -> None:
+    release = _release(deb)
+    got = _run(deb[1], "checks_debian_runtime:features", str(REPO / "specs" / "miopen" / f"{release}.yaml"))
+    assert got == FEATURES_EXPECTED[release]
