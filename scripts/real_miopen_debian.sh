@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real Debian-built libMIOpen releases the tests load (tests/real_debian.py, docs/real-miopen.md): a Debian sid
 # root (debootstrap) with libmiopen1 of sid (MIOpen 3.4.0) installed, the libmiopen1 of experimental (MIOpen 3.5.1)
-# unpacked beside it with its HIP 7 dependencies, python3, and the HIP header the stand-in GPU is compiled against.
+# unpacked beside it with its HIP 7 dependencies, python3, the HIP header the stand-in GPU is compiled against, and
+# the compilers MIOpen 3.4.0 builds its kernels with (docs/real-miopen.md: its clang, lld, device libraries).
 # Trimmed (rocBLAS's Tensile kernels and the kernels embedded in librocblas, docs, apt's caches) and cached outside
 # the repository, keyed by the package versions apt reports: a later run that finds the same versions reuses it.
 #
@@ -65,6 +66,11 @@ finish() {
 
 mkdir -p "$CACHE"
 CURRENT="$CACHE/current"
+# a root of an older set-up (without MIOpen's kernel compilers, marked by `compilers`) is rebuilt
+if [ "$REBUILD" = 0 ] && [ -f "$CURRENT/complete" ] && [ ! -f "$CURRENT/compilers" ]; then
+    say "the cached root predates the kernel compilers; rebuilding"
+    REBUILD=1
+fi
 if [ "$REBUILD" = 0 ] && [ -f "$CURRENT/complete" ]; then
     if [ "$OFFLINE" = 1 ]; then
         finish "$CURRENT/root" "reused $(cat "$CURRENT/versions") (offline)"
@@ -175,6 +181,8 @@ exec /usr/lib/llvm-$N/bin/clang++ "\$@"
 WRAPPER
     chmod 755 "$ROOT$CLANGXX"
     echo "$CLANGXX (wrapper) ${BUILD_CLANG:-} ld.lld" >"$NEW/compilers"
+else
+    echo "none: $SID_PKG names no clang++" >"$NEW/compilers"
 fi
 
 # --------------------------------------------------------------------------- trim

@@ -139,7 +139,8 @@ def interpreter(root: Path, standin: Path) -> tuple[str, ...]:
 
 def has_compilers(base: Path) -> bool:
     """Whether the root was built with MIOpen's kernel compilers (scripts/real_miopen_debian.sh writes `compilers`)."""
-    return (base / "compilers").is_file()
+    marker = base / "compilers"
+    return marker.is_file() and not marker.read_text().startswith("none")
 
 
 def chroot_interpreter(root: Path, standin: Path) -> tuple[str, ...]:
