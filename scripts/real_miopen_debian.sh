@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The real Debian-built libMIOpen releases the tests load (tests/real_debian.py, docs/real-miopen.md): a Debian sid
 # root (debootstrap) with libmiopen1 of sid (MIOpen 3.4.0) installed, the libmiopen1 of experimental (MIOpen 3.5.1)
-# unpacked beside it with its HIP 7 dependencies, python3, and the HIP header the stand-in GPU is compiled against.
+# unpacked beside it with its HIP 7 dependencies, python3, the HIP header the stand-in GPU is compiled against, and
+# the compilers MIOpen 3.4.0 builds its kernels with (docs/real-miopen.md: its clang, lld, device libraries).
 # Trimmed (rocBLAS's Tensile kernels and the kernels embedded in librocblas, docs, apt's caches) and cached outside
 # the repository, keyed by the package versions apt reports: a later run that finds the same versions reuses it.
 #
@@ -65,6 +66,11 @@ finish() {
 
 mkdir -p "$CACHE"
 CURRENT="$CACHE/current"
+# a root of an older set-up (without MIOpen's kernel compilers, marked by `compilers`) is rebuilt
+if [ "$REBUILD" = 0 ] && [ -f "$CURRENT/complete" ] && [ ! -f "$CURRENT/compilers" ]; then
+    say "the cached root predates the kernel compilers; rebuilding"
+    REBUILD=1
+fi
 if [ "$REBUILD" = 0 ] && [ -f "$CURRENT/complete" ]; then
     if [ "$OFFLINE" = 1 ]; then
         finish "$CURRENT/root" "reused $(cat "$CURRENT/versions") (offline)"
@@ -129,7 +135,55 @@ cp "$NEW/x/usr/share/doc/$EXP_PKG/copyright" "$ROOT/$EXP_DIR/copyright"
 dpkg-deb -x "$ROOT"/tmp/libamdhip64-dev_*.deb "$NEW/hipdev"
 mkdir -p "$ROOT/usr/include"
 cp -a "$NEW/hipdev/usr/include/hip" "$ROOT/usr/include/"
+# ... and its version file: clang's HIP driver finds the runtime by it (share/hip/version)
+mkdir -p "$ROOT/usr/share/hip"
+cp "$NEW/hipdev/usr/share/hip/version" "$ROOT/usr/share/hip/"
 rm -rf "$NEW/x" "$NEW/hipdev" "$ROOT"/tmp/*.deb
+
+# --------------------------------------------------------------------------- MIOpen's kernel compilers
+# libMIOpen of sid builds its kernels by running clang: /usr/bin/clang++-N (HIP kernels) and clang-N at its build
+# path (OpenCL-C kernels), both by absolute path, with ld.lld and the ROCm device libraries. The libMIOpen of
+# experimental builds through libamd-comgr and libhiprtc (its own dependencies): nothing more.
+SID_LIB="$ROOT/$LIBDIR/libMIOpen.so.1"
+CLANGXX=$(strings "$SID_LIB" | grep -m1 -o '^/usr/bin/clang++-[0-9]*$' || true)
+BUILD_CLANG=$(strings "$SID_LIB" | grep -m1 -o '^/build/[^ ]*/clang-[0-9]*$' || true)
+if [ -n "$CLANGXX" ]; then
+    N=${CLANGXX##*-}
+    say "installing MIOpen's kernel compilers: clang-$N, lld-$N, llvm-$N, rocm-device-libs-$N"
+    in_root "$ROOT" apt-get "${APT_OPTS[@]}" install -y --no-install-recommends "clang-$N" "lld-$N" "llvm-$N" \
+        "clang-tools-$N" "rocm-device-libs-$N" >>"$NEW/apt.log" 2>&1 \
+        || { tail -20 "$NEW/apt.log" >&2; die "installing clang-$N failed"; }
+    ln -sfn "ld.lld-$N" "$ROOT/usr/bin/ld.lld"
+    if [ -n "$BUILD_CLANG" ]; then
+        mkdir -p "$ROOT$(dirname "$BUILD_CLANG")"
+        ln -sfn "/usr/bin/clang-$N" "$ROOT$BUILD_CLANG"
+    fi
+    # libMIOpen passes `-isystem /usr/include` (twice) to its HIP kernel builds: /usr/include then comes before
+    # libstdc++'s headers, whose `#include_next <math.h>` finds nothing. A wrapper drops those pairs.
+    rm -f "$ROOT$CLANGXX"
+    cat >"$ROOT$CLANGXX" <<WRAPPER
+#!/bin/sh
+# miogen (scripts/real_miopen_debian.sh): drops the \`-isystem /usr/include\` pairs libMIOpen passes (a system
+# directory already; named again it hides libc's <math.h> from libstdc++'s #include_next), then runs clang++-$N.
+skip=0
+for a; do
+    shift
+    if [ "\$skip" = 1 ]; then
+        skip=0
+        [ "\$a" = /usr/include ] && continue
+        set -- "\$@" -isystem "\$a"
+        continue
+    fi
+    if [ "\$a" = -isystem ]; then skip=1; continue; fi
+    set -- "\$@" "\$a"
+done
+exec /usr/lib/llvm-$N/bin/clang++ "\$@"
+WRAPPER
+    chmod 755 "$ROOT$CLANGXX"
+    echo "$CLANGXX (wrapper) ${BUILD_CLANG:-} ld.lld" >"$NEW/compilers"
+else
+    echo "none: $SID_PKG names no clang++" >"$NEW/compilers"
+fi
 
 # --------------------------------------------------------------------------- trim
 say "trimming"

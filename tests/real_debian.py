@@ -51,7 +51,11 @@ class Library:
 
     @property
     def hip_soname(self) -> str:
-        return f"libamdhip64.so.{self.upstream.split('.')[0]}"
+        return f"libamdhip64.so.{self.hip_major}"
+
+    @property
+    def hip_major(self) -> str:
+        return self.upstream.split(".")[0]
 
     @property
     def expected_release(self) -> str | None:
@@ -92,17 +96,26 @@ def require() -> None:
 
 
 def build_standin(root: Path, out: Path) -> Path:
-    """Compile the stand-in GPU against the root's HIP header, once per HIP major (sonames .so.6, .so.7): the folder
-    to put first on the loader path."""
+    """Compile the stand-in GPU against the root's HIP header, once per HIP major, each in a folder of its own
+    (`out/6/libamdhip64.so.6`, `out/7/...`) with the unversioned `libamdhip64.so` beside it (hipRTC 7 opens that
+    name to ask the device's architecture): `out`, whose `<major>/` goes first on the loader path."""
     out.mkdir(parents=True, exist_ok=True)
-    include = root / "usr" / "include"
+    # the root's <hip/...> alone: its other headers (glibc's, once the compiler packages are in) are not this gcc's
+    include = out / "include"
+    include.mkdir(exist_ok=True)
+    if not (include / "hip").is_symlink():
+        (include / "hip").symlink_to(root / "usr" / "include" / "hip")
     for major, version in (("6", "60443484"), ("7", "70253211")):
+        (out / major).mkdir(exist_ok=True)
         done = subprocess.run(["gcc", "-shared", "-fPIC", "-O1", "-Wall", "-Wextra", "-Werror", f"-I{include}",
                         f"-DSTANDIN_HIP_VERSION={version}", f"-Wl,--version-script={STANDIN / 'standin_hip.map'}",
-                        f"-Wl,-soname,libamdhip64.so.{major}", "-o", str(out / f"libamdhip64.so.{major}"),
+                        f"-Wl,-soname,libamdhip64.so.{major}", "-o", str(out / major / f"libamdhip64.so.{major}"),
                         str(STANDIN / "standin_hip.c")], capture_output=True, text=True)
         if done.returncode != 0:
             raise RuntimeError(f"the stand-in GPU does not compile against {include}/hip:\n{done.stderr}")
+        unversioned = out / major / "libamdhip64.so"
+        if not unversioned.is_symlink():
+            unversioned.symlink_to(f"libamdhip64.so.{major}")
     return out
 
 
@@ -122,3 +135,17 @@ def interpreter(root: Path, standin: Path) -> tuple[str, ...]:
     """The root's Python on the root's loader, the stand-in GPU first on its library path."""
     path = ":".join([str(standin), *(str(root / d) for d in LIBDIRS)])
     return (str(root / "lib64" / "ld-linux-x86-64.so.2"), "--library-path", path, str(root / "usr" / "bin" / "python3"))
+
+
+def has_compilers(base: Path) -> bool:
+    """Whether the root was built with MIOpen's kernel compilers (scripts/real_miopen_debian.sh writes `compilers`)."""
+    marker = base / "compilers"
+    return marker.is_file() and not marker.read_text().startswith("none")
+
+
+def chroot_interpreter(root: Path, standin: Path) -> tuple[str, ...]:
+    """The root's Python inside the root (tests/real/debian_chroot.sh: an overlay, this machine's /tmp and the
+    checkout at their own paths), the stand-in GPU first on its library path: what MIOpen 3.4.0 needs to run the
+    compilers it starts by absolute path."""
+    return ("sh", str(REPO / "tests" / "real" / "debian_chroot.sh"), str(root), str(standin), str(REPO),
+            "/usr/bin/python3")

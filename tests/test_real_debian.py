@@ -76,7 +76,8 @@ def deb(request: pytest.FixtureRequest, debian_env: tuple[Path, Path]) -> Iterat
     lib: real_debian.Library = request.param
     standin, pkg = debian_env
     try:
-        w = Worker(lib.path, standin / lib.hip_soname, python=real_debian.interpreter(lib.root, standin),
+        w = Worker(lib.path, standin / lib.hip_major / lib.hip_soname,
+                   python=real_debian.interpreter(lib.root, standin / lib.hip_major),
                    extra_env={"PYTHONPATH": str(pkg), "MIOGEN_REAL_BIND_ANYWAY": "1"})
     except RuntimeError as exc:
         pytest.fail(str(exc))
@@ -224,3 +225,180 @@ def test_setup_script() -> None:
     assert "--cache DIR" in helped.stdout and "--offline" in helped.stdout
     bad = subprocess.run(["bash", str(script), "--bogus"], capture_output=True, text=True)
     assert bad.returncode != 0 and "unknown option: --bogus" in bad.stderr
+
+
+# ---------------------------------------------------------------------------- MIOpen's own kernel builds
+
+#: the kernel each layer op launches (the same on both releases: MIOpen's OpenCL-C kernels, MIOpenNeuron.cl,
+#: MIOpenPooling.cl, MIOpenSoftmax.cl, MIOpenBatchNormFwd*.cl)
+LAYER_KERNELS = {"activation": "MIOpenActiveFwdLite", "pooling": "mloPoolingG", "softmax": "SoftmaxForward",
+                 "batchnorm inference": "MIOpenBatchNormFwdInferSpatialEst",
+                 "batchnorm training": "MIOpenBatchNormFwdTrainSpatial"}
+NAIVE = {"fwd": (85, "naive_conv_ab_nonpacked_fwd_nchw_float_double_float"),
+         "bwd": (86, "naive_conv_ab_nonpacked_bwd_nchw_float_double_float"),
+         "wrw": (87, "naive_conv_ab_nonpacked_wrw_nchw_float_double_float")}
+#: per release: the form of its HIP code objects (3.4.0 runs clang++ and loads the offload bundle it writes;
+#: 3.5.1 builds through hipRTC and loads the AMDGPU ELF file), and whether Find works with the GEMM and assembly
+#: solvers off (both: it finds the naive solver 85, timing it, and runs it). With them on, 3.5.1's Find also
+#: tries an assembly implicit-GEMM solver whose .s source Debian's build does not ship ("Failed to load kernel
+#: source: igemm_fwd_gtcx2_...s"): miopenStatusUnknownError for the whole Find
+KERNEL_EXPECTED: dict[str, dict[str, Any]] = {
+    "3.4.0": {"hip object": "amdgpu-bundled", "find ok": True},
+    "3.5.1": {"hip object": "amdgpu", "find ok": True},
+}
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["gemm-on", "gemm-asm-off"])
+def kern(request: pytest.FixtureRequest, deb: tuple[real_debian.Library, Worker],
+         debian_env: tuple[Path, Path]) -> Iterator[tuple[str, Worker, Path]]:
+    """A worker inside the Debian root (MIOpen 3.4.0 starts its compilers by absolute path), with MIOpen's GEMM
+    solvers on (their rocBLAS aborts without the trimmed Tensile kernels) or off with the assembly solvers
+    (MIOPEN_DEBUG_CONV_GEMM=0, MIOPEN_DEBUG_GCN_ASM_KERNELS=0: what Find needs to get past them, see
+    KERNEL_EXPECTED); the stand-in logs loads and launches to the returned file."""
+    lib, _ = deb
+    base = Path(os.environ.get("MIOGEN_REAL_MIOPEN_DEBIAN") or real_debian.cache_dir() / "current")
+    if not real_debian.has_compilers(base) or os.geteuid() != 0:
+        why = (f"{base} has no kernel compilers (rebuild it: make real-miopen-debian)" if os.geteuid() == 0
+               else "the worker inside the root needs root (mount namespace, overlay, chroot)")
+        if real_debian.REQUIRED:
+            pytest.fail(f"MIOGEN_REQUIRE_REAL_MIOPEN_DEBIAN=1 but {why}")
+        pytest.skip(why)
+    standin, pkg = debian_env
+    log = standin / f"launches-{lib.hip_major}-{request.param}.log"
+    env = {"PYTHONPATH": str(pkg), "MIOGEN_REAL_BIND_ANYWAY": "1", "STANDIN_HIP_LOG": str(log)}
+    if request.param:
+        env["MIOPEN_DEBUG_CONV_GEMM"] = "0"
+        env["MIOPEN_DEBUG_GCN_ASM_KERNELS"] = "0"
+    w = Worker(lib.path, standin / lib.hip_major / lib.hip_soname,
+               python=real_debian.chroot_interpreter(lib.root, standin / lib.hip_major), extra_env=env)
+    try:
+        yield str(w.info["version"]), w, log
+    finally:
+        w.close()
+        w.cleanup()
+
+
+def _built(entry: dict[str, Any], kind: str) -> None:
+    assert entry["status"] == "miopenStatusSuccess", entry
+    assert entry["code objects"] == [kind] and entry["code bytes"] > 1000, entry
+
+
+def test_kernels_layers(kern: tuple[str, Worker, Path]) -> None:
+    """Activation, pooling, softmax and batch norm: MIOpen compiles each OpenCL-C kernel for gfx90a (an AMDGPU
+    ELF code object, loaded into the stand-in), launches it by name, status Success, and keeps it in its kernel
+    cache (a .ukdb database)."""
+    release, w, _ = kern
+    got = _run(w, "checks_debian_kernels:layers")
+    for op, kernel in LAYER_KERNELS.items():
+        _built(got[op], "amdgpu")
+        assert got[op]["launched"] == [kernel], (op, got[op])
+    assert [f for f in got["kernel cache"] if f.endswith(".ukdb")], got["kernel cache"]
+
+
+def test_kernels_conv_immediate(kern: tuple[str, Worker, Path]) -> None:
+    """GetSolution + CompileSolution + Immediate: every listed solution compiles; the naive solvers' HIP kernel
+    (naive_conv.cpp) is built for real and each direction's launch is its own kernel."""
+    release, w, _ = kern
+    got = _run(w, "checks_debian_kernels:conv_immediate")
+    kind = KERNEL_EXPECTED[release]["hip object"]
+    assert all(v["status"] == "miopenStatusSuccess" for k, v in got.items() if k.endswith("compile")), got
+    _built(got[f"fwd {NAIVE['fwd'][0]} compile"], kind)  # the first build; bwd and wrw reuse the code object
+    for direction, (sid, kernel) in NAIVE.items():
+        run = got[f"{direction} {sid} run"]
+        assert (run["status"], run["launched"]) == ("miopenStatusSuccess", [kernel]), (direction, run)
+    runs = {k.split()[1] for k in got if k.endswith(" run")}
+    assert runs == {str(sid) for sid, _ in NAIVE.values()}  # the GEMM solutions run only in test_kernels_gemm
+
+
+def test_kernels_gemm(kern: tuple[str, Worker, Path]) -> None:
+    """Running a GEMM solution: rocBLAS, whose Tensile kernels the set-up trims (2.9 GB), cannot initialise and
+    aborts the process inside the MIOpen call (pinned: SIGABRT inside miopenConvolutionForwardImmediate)."""
+    release, w, _ = kern
+    result = w.call("checks_debian_kernels:gemm_forward", fork=True)
+    if w.extra_env.get("MIOPEN_DEBUG_CONV_GEMM") == "0":
+        # the GEMM solvers off: none is listed, only the direct (naive) one, algorithm 1
+        assert isinstance(result, Result) and result.value == [1], result
+        return
+    assert isinstance(result, Died), result
+    assert result.in_function == "miopenConvolutionForwardImmediate", result.describe()
+
+
+def test_kernels_find2(kern: tuple[str, Worker, Path]) -> None:
+    """Find 2.0 (miopenFindSolutions, then miopenRunSolution of the first). With the GEMM solvers on, Find's
+    benchmark reaches rocBLAS and the process dies inside miopenFindSolutions (3.4.0) or Find fails with a
+    status first (3.5.1: its missing assembly kernel source); with them off the outcome is KERNEL_EXPECTED's."""
+    release, w, _ = kern
+    gemm_off = w.extra_env.get("MIOPEN_DEBUG_CONV_GEMM") == "0"
+    result = w.call("checks_debian_kernels:conv_find2", fork=True, timeout=240)
+    if not gemm_off:
+        if isinstance(result, Died):
+            assert result.in_function == "miopenFindSolutions", result.describe()
+        else:
+            assert isinstance(result, Result) and result.value["find"]["status"] != "miopenStatusSuccess"
+        return
+    assert isinstance(result, Result), result
+    got = result.value
+    kind = KERNEL_EXPECTED[release]["hip object"]
+    if KERNEL_EXPECTED[release]["find ok"]:
+        _built(got["find"], kind)
+        assert set(got["find"]["launched"]) == {NAIVE["fwd"][1]}  # Find times the solver by launching it
+        assert got["solutions"] == [(NAIVE["fwd"][0], 0)]
+        assert got["run first"]["status"] == "miopenStatusSuccess"
+        assert got["run first"]["launched"] == [NAIVE["fwd"][1]]
+    else:
+        assert got["find"]["status"] == "miopenStatusUnknownError" and got["find"]["code objects"] == [kind]
+        assert got["find"]["launched"] == [] and got["solutions"] == []
+
+
+def test_kernels_runtime_ops(kern: tuple[str, Worker, Path]) -> None:
+    """The runtime's ops (miopen.ops) with the GEMM solvers off: activation, pooling, softmax build and launch
+    their kernels; ConvPlanner in each mode plans the naive solver (85) and conv_forward launches it, except
+    where Find fails (KERNEL_EXPECTED): there conv_forward raises MIOpen's status and nothing is cached."""
+    release, w, _ = kern
+    if w.extra_env.get("MIOPEN_DEBUG_CONV_GEMM") != "0":
+        # ConvPlanner('immediate') takes MIOpen's first solution, the GEMM one: test_kernels_gemm's death
+        died = w.call("checks_debian_kernels:runtime_ops", fork=True, timeout=240)
+        assert isinstance(died, Died) and died.in_function == "miopenConvolutionForwardImmediate", died
+        return
+    got = _run(w, "checks_debian_kernels:runtime_ops")
+    for op in ("activation", "pooling", "softmax"):
+        _built(got[op], "amdgpu")
+        assert got[op]["launched"] == [LAYER_KERNELS[op]]
+    kernel = NAIVE["fwd"][1]
+    assert got["conv immediate"]["status"] == "miopenStatusSuccess" and got["conv immediate"]["launched"] == [kernel]
+    assert got["conv immediate plan"] == [(85, 1, 0, None)]
+    for mode in ("find", "find2"):
+        if KERNEL_EXPECTED[release]["find ok"]:
+            assert got[f"conv {mode}"]["status"] == "miopenStatusSuccess", (mode, got[f"conv {mode}"])
+            assert got[f"conv {mode}"]["launched"][-1] == kernel
+            assert len(got[f"conv {mode} plan"]) == 1
+        else:
+            assert got[f"conv {mode}"]["status"] == "miopenStatusUnknownError"
+            assert got[f"conv {mode} plan"] == []
+
+
+# ---------------------------------------------------------------------------- the runtime
+
+#: has_feature on each release (checks_debian_runtime.features also derives each from the committed header and
+#: the library's exports): both have every feature but solver_names, whose miopenGetSolverName neither header
+#: declares (3.5.2's is the first committed spec with it)
+FEATURES_EXPECTED = {release: {name: name != "solver_names" for name in (
+    "get_version", "immediate", "find2", "find2_preallocated", "deterministic_attr", "find_mode_api",
+    "tensor_desc_v2", "fusion", "batchnorm_v2", "seq_rnn", "solver_names")} for release in ("3.4.0", "3.5.1")}
+
+
+@pytest.mark.parametrize("name", ["version_policies", "handle_pool", "miopen_state", "caffe2_wrappers"])
+def test_runtime(deb: tuple[real_debian.Library, Worker], name: str) -> None:
+    value = _run(deb[1], f"checks_debian_runtime:{name}")
+    if name == "version_policies":
+        assert value == {"compatible": "ok", "strict": "ok", "off": "ok", "version": _release(deb)}
+    elif name == "handle_pool":
+        assert value == {"handles": 2}
+    elif name == "caffe2_wrappers":
+        assert value["lstm params bytes"] == 59392  # the same LSTM as checks_debian.rnn_sizes
+
+
+def test_runtime_features(deb: tuple[real_debian.Library, Worker]) -> None:
+    release = _release(deb)
+    got = _run(deb[1], "checks_debian_runtime:features", str(REPO / "specs" / "miopen" / f"{release}.yaml"))
+    assert got == FEATURES_EXPECTED[release]
