@@ -65,8 +65,10 @@ class Backend(Protocol):
     """What the runtime needs of a backend."""
 
     name: str
-    #: the find mode the planner sets on its convolution descriptors (None: MIOpen's default)
-    conv_find_mode: int | None
+
+    @property
+    def conv_find_mode(self) -> int | None:
+        """The find mode the planner sets on its convolution descriptors (None: MIOpen's default)."""
 
     def current_device(self) -> int: ...
 
@@ -457,11 +459,12 @@ def detect(lib: ctypes.CDLL) -> str:
 
 
 def _opencl_backend() -> OpenCLBackend:
-    if _opencl[0] is None:
-        _opencl[0] = OpenCLBackend()
+    backend = _opencl[0]
+    if backend is None:
+        backend = _opencl[0] = OpenCLBackend()
         for var, value in FIND_ENV.items():  # before MIOpen's first Find reads them (it reads them once)
             os.environ.setdefault(var, value)
-    return _opencl[0]
+    return backend
 
 
 def current() -> Backend:
