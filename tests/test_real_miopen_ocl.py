@@ -18,15 +18,9 @@ from .helpers import REPO
 from .real.client import Died, Worker, WorkerError
 from .real.ocl import coverage
 from .real.ocl.common import CLAIMS
+from .real.ocl.plan import FIND_ENV, SPECIAL
 
 LIB = real_miopen.OPENCL
-#: what Find needs on this backend (docs/real-miopen.md): NORMAL mode (the default skips every OpenCL solver), no
-#: FFT solver (wrong results here), no 11×11 direct solver in compile threads (it aborts the process)
-FIND_ENV = {"MIOPEN_FIND_MODE": "NORMAL", "MIOPEN_DEBUG_CONV_FFT": "0", "MIOPEN_DEBUG_CONV_DIRECT_OCL_FWD11X11": "0",
-            "MIOPEN_COMPILE_PARALLEL_LEVEL": "1"}
-#: checks that need a worker of their own: (fresh caches, environment)
-SPECIAL = {"ocl.checks_misc:solution_count_before_find": (True, FIND_ENV),
-           "ocl.checks_misc:find_default_mode": (True, {k: v for k, v in FIND_ENV.items() if k != "MIOPEN_FIND_MODE"})}
 
 
 def kernel_cache() -> Path:

@@ -7,7 +7,7 @@ import numpy as np
 
 import miopen
 
-from .common import CHECKED, REFUSED, close, desc, dev, handle, numeric, rng, status, zeros
+from .common import CHECKED, REFUSED, close, desc, dev, handle, numeric, rng, status, verdict, zeros
 
 F32 = "float32"
 ACT_MODES = ("PASTHRU", "LOGISTIC", "TANH", "RELU", "SOFTRELU", "ABS", "POWER", "CLIPPEDRELU", "LEAKYRELU", "ELU")
@@ -320,3 +320,25 @@ def batchnorm() -> dict[tuple[str, str, str], str]:
         out[(f"BatchNorm {mname}", F32, "backward (saved and recomputed)")] = CHECKED
     out[("BatchNorm inference", F32, ALPHA_ONE)] = REFUSED
     return out
+
+
+@numeric(("BatchNorm spatial, 8×4×32×32", F32, "training (MIOpen's 1×1024 work-group variant)"))
+def batchnorm_large() -> dict[tuple[str, str, str], str]:
+    """A spatial BN large enough (n·h·w = 8192) for MIOpen's single-work-group variant of 1024 work-items."""
+    h = handle()
+    r = rng(15)
+    dims = [8, 4, 32, 32]
+    row = ("BatchNorm spatial, 8×4×32×32", F32, "training (MIOpen's 1×1024 work-group variant)")
+    x = (r.standard_normal(int(np.prod(dims))) * 2 + 1).astype(np.float32)
+    d, bn = desc(dims), miopen.create_tensor_descriptor()
+    miopen.derive_bn_tensor_descriptor(bn, d, miopen.BatchNormMode.miopenBNSpatial)
+    scale, bias = r.uniform(0.5, 2, 4).astype(np.float32), r.standard_normal(4).astype(np.float32)
+    yd, sm, siv = zeros(x.size), zeros(4), zeros(4)
+    miopen.batch_normalization_forward_training(h, miopen.BatchNormMode.miopenBNSpatial, 1.0, 0.0, d, dev(x).ptr, d,
+                                                yd.ptr, bn, dev(scale).ptr, dev(bias).ptr, 0.5, None, None, 1e-5,
+                                                sm.ptr, siv.ptr)
+    x64 = x.reshape(dims).astype(np.float64)
+    mean, var = x64.mean(axis=(0, 2, 3), keepdims=True), x64.var(axis=(0, 2, 3), keepdims=True)
+    want = scale.reshape(1, 4, 1, 1) * (x64 - mean) / np.sqrt(var + 1e-5) + bias.reshape(1, 4, 1, 1)
+    results = [verdict(row, yd.read().reshape(dims), want, 1e-4), verdict(row, sm.read(), mean.ravel(), 1e-5)]
+    return {row: next((v for v in results if v != CHECKED), CHECKED)}
