@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 import tempfile
 import time
@@ -69,7 +70,21 @@ def _rows_of(name: str, result: Any, timeout: float) -> list[list[str]]:
     return out
 
 
-def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool) -> dict[str, Any]:
+def _bench(w: Worker) -> dict[str, Any]:
+    try:
+        small_only = os.environ.get("MIOGEN_OCL_BENCH_LARGE") == "0"  # a CPU device: the small shapes only
+        result = w.call("ocl.bench:speed", timeout=240.0, **({"large": False, "rounds": 2} if small_only else {}))
+    except WorkerError as exc:
+        return {"error": _short(f"{exc.type_name}: {exc.message}", 2000)}
+    if isinstance(result, Died):
+        return {"error": result.describe(), "stderr": result.stderr_tail}
+    print(f"# speed: {result.seconds:.1f} s", flush=True)
+    return dict(result.value)
+
+
+def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial: Path | None = None,
+              check_timeout: float = 150.0) -> dict[str, Any]:
+    """Every check, then the speed figures; the rows so far are written to `partial` after each check."""
     order = sorted(CLAIMS, key=lambda n: (n in SPECIAL or n in FINDS, n in LAST, n))
     main = Worker(lib, None, cache=cache, extra_env=FIND_ENV)
     started = time.perf_counter()
@@ -77,9 +92,13 @@ def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool) -> dict[
     seconds: dict[str, float] = {}
     try:
         device = main.run("ocl.common:device_label")
+        speed = None
         for name in order:
+            if bench and speed is None and (name in SPECIAL or name in FINDS or name in LAST):
+                speed = _bench(main)  # before the checks that may hang or break the device's queue
             t0 = time.perf_counter()
-            timeout = find_timeout if name in FINDS or name == "ocl.checks_misc:find_default_mode" else 600.0
+            timeout = (find_timeout if name in FINDS or name in LAST or name == "ocl.checks_misc:find_default_mode"
+                       else check_timeout)
             if name in SPECIAL or name in FINDS or name in LAST:
                 fresh, env = SPECIAL.get(name, (False, FIND_ENV))
                 w = Worker(lib, None, cache=None if fresh else cache, extra_env=env)
@@ -99,11 +118,11 @@ def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool) -> dict[
             got = _rows_of(name, result, timeout)
             rows += got
             print(f"# {name}: {seconds[name]} s: " + ", ".join(sorted({r[3] for r in got})), flush=True)
-        speed = None
-        if bench:
-            result = main.call("ocl.bench:speed", timeout=580.0)
-            speed = result.value if not isinstance(result, Died) else {"error": result.describe(),
-                                                                       "stderr": result.stderr_tail}
+            if partial is not None:
+                partial.write_text(json.dumps({"device": device, "rows": rows, "seconds": seconds}, indent=1,
+                                              ensure_ascii=False) + "\n")
+        if bench and speed is None:
+            speed = _bench(main)
     finally:
         main.close()
         main.cleanup()
@@ -202,7 +221,8 @@ def main() -> int:
         ap.error(f"--lib: no library at {args.lib}")
     out = args.out or Path(tempfile.mkdtemp(prefix="ocl-suite-"))
     out.mkdir(parents=True, exist_ok=True)
-    result = run_suite(args.lib, args.cache or out / "cache", args.find_timeout, args.bench)
+    result = run_suite(args.lib, args.cache or out / "cache", args.find_timeout, args.bench,
+                       out / f"{args.name}.partial.json")
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(f"\n{result['device']}: {len(result['rows'])} rows in {result['total_s']} s\n")
     print(table(result["rows"]))
