@@ -8,7 +8,7 @@ import numpy as np
 
 import miopen
 
-from .common import (CHECKED, NOT_BUILDABLE, REFUSED, close, desc, dev, handle, has_extension, note, numeric, rng,
+from .common import (CHECKED, NOT_BUILDABLE, REFUSED, close, desc, dev, handle, note, numeric, rng,
                      status, verdict, zeros)
 
 F32 = "float32"
@@ -213,9 +213,6 @@ def immediate_ids() -> dict[tuple[str, str, str], str]:
     out, half = (
         _immediate(*_id_rows(F32), F32, CASES, IMMEDIATE_IDS, 1e-5),
         _immediate(*_id_rows("float16"), "float16", CASES, IMMEDIATE_IDS, 1e-2))
-    for row, outcome in half.items():
-        if outcome == NOT_BUILDABLE and not has_extension("cl_khr_fp16"):
-            half[row] = note(row, NOT_BUILDABLE, NO_FP16)
     return {**out, **half}
 
 
