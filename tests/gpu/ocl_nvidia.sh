@@ -25,4 +25,4 @@ export MIOGEN_OCL_PLATFORM=nvidia PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 python3 -c 'import pyopencl as cl; [print(p.name, "|", d.name, "|", d.version, "| fp16:", "cl_khr_fp16" in d.extensions) for p in cl.get_platforms() for d in p.get_devices()]'
 python3 -m tests.gpu.ocl_suite --lib "$W/lib/libMIOpen.so.1" --name nvidia --out "$OUT" --cache "$W/cache" \
-    --find-timeout "${OCL_FIND_TIMEOUT:-75}" --bench 2>&1 | tee "$OUT/log"
+    --find-timeout "${OCL_FIND_TIMEOUT:-75}" --bench --probe-find 2>&1 | tee "$OUT/log"

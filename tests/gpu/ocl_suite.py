@@ -82,8 +82,26 @@ def _bench(w: Worker) -> dict[str, Any]:
     return dict(result.value)
 
 
+def _probe_find(lib: Path, timeout: float) -> list[list[str]]:
+    """The Find check again with MIOPEN_FIND_MODE=NORMAL alone (FFT, the 11×11 solver and parallel compiles left
+    on, fresh caches): whether the runtime's other Find settings (`miopen.backend.FIND_ENV`) matter here."""
+    name = "ocl.checks_conv:convolution"
+    w = Worker(lib, None, cache=None, extra_env={"MIOPEN_FIND_MODE": "NORMAL"})
+    try:
+        result: Any = w.call(name, timeout=timeout)
+    except WorkerError as exc:
+        result = exc
+    finally:
+        w.close()
+        w.cleanup()
+    rows = _rows_of(name, result, timeout)
+    print(f"# {name} (NORMAL only): " + ", ".join(sorted({r[3] for r in rows})), flush=True)
+    return [[op, dt, f"{path} [probe: MIOPEN_FIND_MODE=NORMAL alone]", *rest] for op, dt, path, *rest in rows
+            if "Find" in path]
+
+
 def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial: Path | None = None,
-              check_timeout: float = 150.0) -> dict[str, Any]:
+              check_timeout: float = 150.0, probe: bool = False) -> dict[str, Any]:
     """Every check, then the speed figures; the rows so far are written to `partial` after each check."""
     order = sorted(CLAIMS, key=lambda n: (n in SPECIAL or n in FINDS, n in LAST, n))
     main = Worker(lib, None, cache=cache, extra_env=FIND_ENV)
@@ -123,6 +141,8 @@ def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial:
                                               ensure_ascii=False) + "\n")
         if bench and speed is None:
             speed = _bench(main)
+        if probe:
+            rows += _probe_find(lib, find_timeout)
     finally:
         main.close()
         main.cleanup()
@@ -211,6 +231,8 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=None, help="MIOpen's kernel caches (default: under --out)")
     ap.add_argument("--find-timeout", type=float, default=120.0, help="seconds a Find-running check may take")
     ap.add_argument("--bench", action="store_true", help="add the speed figures")
+    ap.add_argument("--probe-find", action="store_true",
+                    help="add a Find run with MIOPEN_FIND_MODE=NORMAL alone (the other Find settings off)")
     ap.add_argument("--page", action="store_true", help="render docs/real-miopen-gpu.md from docs/ocl-results")
     args = ap.parse_args()
     if args.page:
@@ -222,7 +244,7 @@ def main() -> int:
     out = args.out or Path(tempfile.mkdtemp(prefix="ocl-suite-"))
     out.mkdir(parents=True, exist_ok=True)
     result = run_suite(args.lib, args.cache or out / "cache", args.find_timeout, args.bench,
-                       out / f"{args.name}.partial.json")
+                       out / f"{args.name}.partial.json", probe=args.probe_find)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(f"\n{result['device']}: {len(result['rows'])} rows in {result['total_s']} s\n")
     print(table(result["rows"]))
