@@ -1118,9 +1118,12 @@ def element_encoding(table: Mapping[int, str], names: Mapping[int, str], type_va
 
 
 def as_real(value: object, name: str, fn: str) -> int | float:
-    """A number for an element of a run-time type (ints stay exact; bool refused)."""
+    """A number for an element of a run-time type (ints stay exact; bool refused; a ctypes.c_float or c_double
+    gives its value, as the docstrings of element-typed scaling factors promise)."""
     if type(value) is float or type(value) is int:
         return value
+    if type(value) is ctypes.c_float or type(value) is ctypes.c_double:
+        return float(value.value)
     if isinstance(value, bool):
         raise TypeError(f"{fn}: {name} must be a number; got {_what(value)}")
     if isinstance(value, int):

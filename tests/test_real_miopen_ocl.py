@@ -18,15 +18,9 @@ from .helpers import REPO
 from .real.client import Died, Worker, WorkerError
 from .real.ocl import coverage
 from .real.ocl.common import CLAIMS
+from .real.ocl.plan import FIND_ENV, SPECIAL
 
 LIB = real_miopen.OPENCL
-#: what Find needs on this backend (docs/real-miopen.md): NORMAL mode (the default skips every OpenCL solver), no
-#: FFT solver (wrong results here), no 11×11 direct solver in compile threads (it aborts the process)
-FIND_ENV = {"MIOPEN_FIND_MODE": "NORMAL", "MIOPEN_DEBUG_CONV_FFT": "0", "MIOPEN_DEBUG_CONV_DIRECT_OCL_FWD11X11": "0",
-            "MIOPEN_COMPILE_PARALLEL_LEVEL": "1"}
-#: checks that need a worker of their own: (fresh caches, environment)
-SPECIAL = {"ocl.checks_misc:solution_count_before_find": (True, FIND_ENV),
-           "ocl.checks_misc:find_default_mode": (True, {k: v for k, v in FIND_ENV.items() if k != "MIOPEN_FIND_MODE"})}
 
 
 def kernel_cache() -> Path:
@@ -127,3 +121,17 @@ def test_readme_snippet_runs(section: str, tmp_path: Path) -> None:
     """README's usage snippets are whole programs: they run as written on the OpenCL build."""
     r = _run_program(["-c", _readme_snippet(section)], tmp_path)
     assert r.stdout.strip(), r.stderr
+
+
+def test_gpu_results_page_is_current() -> None:
+    """docs/real-miopen-gpu.md is `ocl_suite --page` of the committed results, and the committed PoCL results prove
+    every claimed row with its claimed outcome (the GPU's may differ: that is what the page shows)."""
+    import json
+
+    from .gpu import ocl_suite
+
+    assert ocl_suite.PAGE.read_text() == ocl_suite.page(), "run: python -m tests.gpu.ocl_suite --page"
+    pocl = json.loads((ocl_suite.RESULTS / "pocl.json").read_text())
+    got = {tuple(r[:3]): r[3] for r in pocl["rows"]}
+    want = {row: outcome for claims in CLAIMS.values() for row, (outcome, _) in claims.items()}
+    assert got == want, "docs/ocl-results/pocl.json is stale: rerun tests/gpu/ocl_suite.py on PoCL"

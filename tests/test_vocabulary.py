@@ -80,6 +80,23 @@ def test_element_typed_scalar_follows_the_type_set_on_the_descriptor(fx: Built) 
     assert m.get_tensor_descriptor(half).data_type is m.DataType.miopenHalf
 
 
+@pytest.mark.parametrize("dtype", ["miopenHalf", "miopenFloat", "miopenDouble", "miopenBFloat16"])
+@pytest.mark.parametrize("ctype", [ctypes.c_float, ctypes.c_double])
+@pytest.mark.parametrize("value", [-1.75, 0.1, 2.5, 1e-3])
+def test_element_typed_scalar_takes_a_ctypes_float_by_its_value(fx: Built, dtype: str, ctype: type,
+                                                                 value: float) -> None:
+    """A c_float or c_double (the docstrings offer both) is encoded in the descriptor's type from its value,
+    exactly as the Python float of that value (found on a GPU: a c_float alpha was refused for a half tensor)."""
+    m = fx.pkg
+    _script(fx, "miopenGetTensorDescriptor/dataType", int(getattr(m.DataType, dtype)))
+    h, d = m.Handle.from_address(1), m.TensorDescriptor.from_address(0x4400)
+    scalar = ctype(value)
+    m.set_tensor(h, d, 0x1000, scalar)
+    m.set_tensor(h, d, 0x1000, float(scalar.value))
+    by_ctype, by_float = (c["alpha"] for c in _calls(fx, "miopenSetTensor"))
+    assert by_ctype == by_float
+
+
 @pytest.mark.parametrize("dtype, value, exc, message", [
     ("miopenInt32", 0.5, ValueError, r"alpha must be an integer for a int32 value; got 0.5"),
     ("miopenInt8", 128, ValueError, r"alpha must be in \[-128, 127\] for a int8 value; got 128"),

@@ -8,7 +8,8 @@ import numpy as np
 
 import miopen
 
-from .common import CHECKED, NOT_BUILDABLE, REFUSED, close, desc, dev, handle, numeric, rng, status, zeros
+from .common import (CHECKED, NOT_BUILDABLE, REFUSED, close, desc, dev, handle, note, numeric, rng,
+                     status, verdict, zeros)
 
 F32 = "float32"
 CASES = (  # (x dims, w dims, pad, stride, dilation)
@@ -145,3 +146,80 @@ def convolution() -> dict[tuple[str, str, str], object]:
     out[("Convolution", F32, "backward weights, stride 2")] = NOT_BUILDABLE
     out["solution ids"] = {k: sorted(v) for k, v in solvers.items()}
     return out
+
+
+#: the solver each case's Find lists on PoCL (ConvOclDirectFwdGen 9, ConvOclDirectFwd 11, ConvOclDirectFwd1x1 13):
+#: (forward, backward data); MIOpen does not check that an id applies, so only these are run without a Find
+IMMEDIATE_IDS = ((11, 11), (13, 13), (9, 11))
+NO_FP16 = "PoCL's CPU device has no cl_khr_fp16: no half kernel compiles (status 7)"
+
+
+def _immediate(fwd_row: tuple[str, str, str], bwd_row: tuple[str, str, str], dtype: str, cases: tuple[tuple[list[int], list[int], int, int, int], ...],
+               ids: tuple[tuple[int, int], ...], tol: float) -> dict[tuple[str, str, str], str]:
+    """Forward and backward-data Immediate calls with the given solver ids, no Find before (a GPU's Find may hang)."""
+    h = handle()
+    r = rng(21)
+    npdt, mdt = (np.float16, "miopenHalf") if dtype == "float16" else (np.float32, "miopenFloat")
+    out = {fwd_row: CHECKED, bwd_row: CHECKED}
+    for (xdims, wdims, p, s, dl), (fid, bid) in zip(cases, ids, strict=True):
+        cd = miopen.create_convolution_descriptor()
+        miopen.init_convolution_descriptor(cd, miopen.ConvolutionMode.miopenConvolution, p, p, s, s, dl, dl)
+        xd_, wd_ = desc(xdims, dtype=mdt), desc(wdims, dtype=mdt)
+        o = miopen.get_convolution_forward_output_dim(cd, xd_, wd_)
+        ydims = [o.n, o.c, o.h, o.w]
+        yd_ = desc(ydims, dtype=mdt)
+        x, w, dy = (r.standard_normal(int(np.prod(dm))).astype(npdt) for dm in (xdims, wdims, ydims))
+        x64, w64, dy64 = (a.reshape(dm).astype(np.float64) for a, dm in ((x, xdims), (w, wdims), (dy, ydims)))
+        tag = f"{xdims} w{wdims} p{p} s{s}"
+        for which, sid, call in (
+                (fwd_row, fid, lambda yb, wsb, wsz, sid: miopen.convolution_forward_immediate(
+                    h, wd_, dev(w, npdt).ptr, xd_, dev(x, npdt).ptr, cd, yd_, yb.ptr, wsb.ptr, wsz, sid)),
+                (bwd_row, bid, lambda dxb, wsb, wsz, sid: miopen.convolution_backward_data_immediate(
+                    h, yd_, dev(dy, npdt).ptr, wd_, dev(w, npdt).ptr, cd, xd_, dxb.ptr, wsb.ptr, wsz, sid))):
+            if out[which] != CHECKED:
+                continue
+            fwd = which is fwd_row
+            try:
+                wsz = max((miopen.convolution_forward_get_solution_workspace_size(h, wd_, xd_, cd, yd_, sid) if fwd
+                           else miopen.convolution_backward_data_get_solution_workspace_size(h, yd_, wd_, cd, xd_, sid)),
+                          1)
+            except miopen.MIOpenError as exc:
+                out[which] = note(which, f"status {int(exc.status)}", f"solver {sid} on {tag}: workspace query: {exc}")
+                continue
+            res = zeros(len(dy) if fwd else len(x), npdt)
+            st = status(lambda: call(res, zeros(wsz, np.uint8), wsz, sid))
+            if st:
+                out[which] = note(which, NOT_BUILDABLE if st == 7 else f"status {st}",
+                                  f"solver {sid} on {tag}: status {st}" + (" (the kernel fails to build)" if st == 7
+                                                                           else ""))
+                continue
+            want = _conv_ref(x64, w64, p, s, dl) if fwd else _grads(x64, w64, dy64, p, s, dl)[0]
+            out[which] = verdict(which, res.read().reshape(ydims if fwd else xdims), want, tol)
+    return out
+
+
+def _id_rows(dtype: str) -> tuple[tuple[str, str, str], tuple[str, str, str]]:
+    return (("Convolution", dtype, "forward: Immediate without a Find (solvers 9, 11, 13 by id)"),
+            ("Convolution", dtype, "backward data: Immediate without a Find (solvers 11, 13 by id)"))
+
+
+@numeric(("Convolution", F32, "forward: Immediate without a Find (solvers 9, 11, 13 by id)"),
+         ("Convolution", F32, "backward data: Immediate without a Find (solvers 11, 13 by id)"),
+         ("Convolution", "float16", "forward: Immediate without a Find (solvers 9, 11, 13 by id)", NOT_BUILDABLE,
+          NO_FP16),
+         ("Convolution", "float16", "backward data: Immediate without a Find (solvers 11, 13 by id)", NOT_BUILDABLE,
+          NO_FP16))
+def immediate_ids() -> dict[tuple[str, str, str], str]:
+    out, half = (
+        _immediate(*_id_rows(F32), F32, CASES, IMMEDIATE_IDS, 1e-5),
+        _immediate(*_id_rows("float16"), "float16", CASES, IMMEDIATE_IDS, 1e-2))
+    return {**out, **half}
+
+
+@numeric(("Convolution 11×11", F32, "forward: Immediate without a Find (solver 11, the 11×11 solver off)"),
+         ("Convolution 11×11", F32, "backward data: Immediate without a Find (solver 11, the 11×11 solver off)"))
+def conv_11x11() -> dict[tuple[str, str, str], str]:
+    """A large filter through the generic direct solver (run last, in a worker of its own: a GPU's queue may break)."""
+    return _immediate(("Convolution 11×11", F32, "forward: Immediate without a Find (solver 11, the 11×11 solver off)"),
+                      ("Convolution 11×11", F32,
+                       "backward data: Immediate without a Find (solver 11, the 11×11 solver off)"), F32, (([1, 3, 20, 20], [2, 3, 11, 11], 0, 1, 1),), ((11, 11),), 1e-5)

@@ -18,9 +18,15 @@ CHECKED, REFUSED, NOT_BUILDABLE = "checked", "refused by MIOpen", "not buildable
 CLAIMS: dict[str, dict[Row, tuple[str, str]]] = {}
 
 
+#: the reasons a check gave for outcomes on this device (`note`), returned under "reasons" with its rows
+REASONS: dict[Row, str] = {}
+WRONG = "wrong result"
+
+
 def numeric(*rows: tuple[str, ...]) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Register a numeric check and the table rows it proves: (op, dtype, path[, outcome, reason]); the outcome
-    is "checked" unless given (then with its reason)."""
+    is "checked" unless given (then with its reason). The claims are PoCL's (the local suite asserts them); on
+    another device a check may prove other outcomes, with the reasons it noted (`note`) under "reasons"."""
 
     def register(fn: Callable[..., Any]) -> Callable[..., Any]:
         name = f"ocl.{fn.__module__.rsplit('.', 1)[-1]}:{fn.__name__}"
@@ -28,9 +34,35 @@ def numeric(*rows: tuple[str, ...]) -> Callable[[Callable[..., Any]], Callable[.
         for row in rows:
             op, dt, path, *rest = row
             claims[(op, dt, path)] = (rest[0], rest[1]) if rest else (CHECKED, "")
-        return fn
+
+        @functools.wraps(fn)
+        def run(*args: Any, **kwargs: Any) -> Any:
+            REASONS.clear()
+            out = fn(*args, **kwargs)
+            if REASONS and isinstance(out, dict):
+                out["reasons"] = dict(REASONS)
+            return out
+
+        return run
 
     return register
+
+
+def note(row: Row, outcome: str, reason: str) -> str:
+    """Record why `row` came out as `outcome` on this device; the outcome."""
+    REASONS[row] = reason
+    return outcome
+
+
+def verdict(row: Row, got: np.ndarray, want: np.ndarray, tol: float) -> str:
+    """CHECKED when `got` matches the float64 reference within `tol` (relative to its scale), else WRONG with
+    the max error noted."""
+    try:
+        err = close(got, want, " ".join(row), tol)
+    except AssertionError as exc:
+        return note(row, WRONG, str(exc))
+    REASONS.setdefault(row, f"max abs error {err:.2g}")
+    return CHECKED
 
 
 @functools.cache
@@ -41,11 +73,35 @@ def cl() -> Any:
 
 
 @functools.cache
+def device() -> Any:
+    """The checks' OpenCL device: the first of the first platform whose name contains $MIOGEN_OCL_PLATFORM
+    (any platform when unset: PoCL's CPU device here, NVIDIA's GPU on the device machine)."""
+    import os
+
+    want = os.environ.get("MIOGEN_OCL_PLATFORM", "").lower()
+    for p in cl().get_platforms():
+        if want in p.name.lower():
+            devices = p.get_devices()
+            if devices:
+                return devices[0]
+    raise RuntimeError(f"no OpenCL device on a platform named like {want!r}")
+
+
+def has_extension(name: str) -> bool:
+    """Whether the checks' device has the OpenCL extension `name` (cl_khr_fp16, cl_khr_fp64)."""
+    return name in str(device().extensions).split()
+
+
+def device_label() -> str:
+    d = device()
+    return f"{d.platform.name.strip()}: {d.name.strip()}"
+
+
+@functools.cache
 def queue() -> Any:
-    """An in-order queue on the first OpenCL device (PoCL's CPU device here)."""
+    """An in-order queue on the checks' device."""
     pcl = cl()
-    dev = next(d for p in pcl.get_platforms() for d in p.get_devices())
-    return pcl.CommandQueue(pcl.Context([dev]))
+    return pcl.CommandQueue(pcl.Context([device()]))
 
 
 @functools.cache

@@ -3,10 +3,11 @@ result MIOpen gives (with the reason), from the claims of the checks (`common.nu
 
 from __future__ import annotations
 
-from . import checks_conv, checks_layers, checks_misc, checks_runtime, checks_tensor  # noqa: F401 - they register claims
+from . import (checks_conv, checks_half, checks_layers, checks_misc, checks_runtime,  # noqa: F401 - claims
+               checks_tensor)
 from .common import CLAIMS, Row
 
-MODULES = (checks_tensor, checks_layers, checks_conv, checks_misc, checks_runtime)
+MODULES = (checks_tensor, checks_layers, checks_conv, checks_half, checks_misc, checks_runtime)
 
 
 def rows() -> dict[Row, tuple[str, str, str]]:

@@ -1,0 +1,262 @@
+"""The numeric suite of the real MIOpen 2.17.0 OpenCL kernels (tests/real/ocl) on one OpenCL device, as a table.
+
+Every check of `tests/real/ocl` runs in worker processes bound to the library given (Find-running checks in
+workers of their own, under `--find-timeout`); each table row gets the outcome this device gave, with the reason
+(a max error, a status, a hang). `--bench` adds the speed figures (`tests/real/ocl/bench.py`). Writes
+`<out>/<name>.json` (and `<name>-speed.json`), prints one table. `--page` renders docs/real-miopen-gpu.md from the
+committed results (docs/ocl-results/*.json) instead.
+
+    python -m tests.gpu.ocl_suite --lib DIR/libMIOpen.so.1 --name pocl --label PoCL --out docs/ocl-results
+    python -m tests.gpu.ocl_suite --page
+
+On the device machine `tests/gpu/ocl_nvidia.sh` sets the machine up and runs it on NVIDIA's OpenCL.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+if str(REPO) not in sys.path:
+    sys.path.insert(0, str(REPO))
+
+from tests.real.client import Died, Worker, WorkerError  # noqa: E402
+from tests.real.ocl import coverage  # noqa: E402
+from tests.real.ocl.common import CLAIMS  # noqa: E402
+from tests.real.ocl.plan import FIND_ENV, FINDS, LAST, SPECIAL  # noqa: E402
+
+RESULTS = REPO / "docs" / "ocl-results"
+PAGE = REPO / "docs" / "real-miopen-gpu.md"
+#: backends of the results page, in column order: (file name, column title)
+COLUMNS = (("pocl", "PoCL (CPU)"), ("nvidia", "NVIDIA OpenCL"))
+
+
+def _short(text: str, n: int = 160) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= n else line[:n - 1] + "…"
+
+
+def _rows_of(name: str, result: Any, timeout: float) -> list[list[str]]:
+    """[op, dtype, path, outcome, reason, check] for every row `name` claims (and any other it returned)."""
+    claims = CLAIMS[name]
+    if isinstance(result, WorkerError):
+        why = _short(f"{result.type_name}: {result.message}")
+        return [[*row, "failed", why, name] for row in claims]
+    if isinstance(result, Died):
+        outcome = "hung" if result.timed_out else "crashed"
+        why = (f"no answer in {timeout:.0f} s (killed)" if result.timed_out else result.describe())
+        if result.in_function:
+            why += f", inside {result.in_function}"
+        return [[*row, outcome, why, name] for row in claims]
+    value = result.value
+    reasons = value.get("reasons", {})
+    got = {row: outcome for row, outcome in value.items() if isinstance(row, tuple)}
+    out = []
+    for row in [*claims, *(r for r in got if r not in claims)]:
+        if row not in got:
+            out.append([*row, "not reached", "the check returned without this row", name])
+            continue
+        outcome = got[row]
+        claimed = claims.get(row)
+        reason = reasons.get(row) or (claimed[1] if claimed and claimed[0] == outcome else "")
+        out.append([*row, outcome, _short(reason), name])
+    return out
+
+
+def _bench(w: Worker) -> dict[str, Any]:
+    try:
+        small_only = os.environ.get("MIOGEN_OCL_BENCH_LARGE") == "0"  # a CPU device: the small shapes only
+        result = w.call("ocl.bench:speed", timeout=240.0, **({"large": False, "rounds": 2} if small_only else {}))
+    except WorkerError as exc:
+        return {"error": _short(f"{exc.type_name}: {exc.message}", 2000)}
+    if isinstance(result, Died):
+        return {"error": result.describe(), "stderr": result.stderr_tail}
+    print(f"# speed: {result.seconds:.1f} s", flush=True)
+    return dict(result.value)
+
+
+def _probe_find(lib: Path, timeout: float) -> list[list[str]]:
+    """The Find check again with MIOPEN_FIND_MODE=NORMAL alone (FFT, the 11×11 solver and parallel compiles left
+    on, fresh caches): whether the runtime's other Find settings (`miopen.backend.FIND_ENV`) matter here."""
+    name = "ocl.checks_conv:convolution"
+    w = Worker(lib, None, cache=None, extra_env={"MIOPEN_FIND_MODE": "NORMAL"})
+    try:
+        result: Any = w.call(name, timeout=timeout)
+    except WorkerError as exc:
+        result = exc
+    finally:
+        w.close()
+        w.cleanup()
+    rows = _rows_of(name, result, timeout)
+    print(f"# {name} (NORMAL only): " + ", ".join(sorted({r[3] for r in rows})), flush=True)
+    return [[op, dt, f"{path} [probe: MIOPEN_FIND_MODE=NORMAL alone]", *rest] for op, dt, path, *rest in rows
+            if "Find" in path]
+
+
+def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial: Path | None = None,
+              check_timeout: float = 150.0, probe: bool = False) -> dict[str, Any]:
+    """Every check, then the speed figures; the rows so far are written to `partial` after each check."""
+    order = sorted(CLAIMS, key=lambda n: (n in SPECIAL or n in FINDS, n in LAST, n))
+    main = Worker(lib, None, cache=cache, extra_env=FIND_ENV)
+    started = time.perf_counter()
+    rows: list[list[str]] = []
+    seconds: dict[str, float] = {}
+    try:
+        device = main.run("ocl.common:device_label")
+        speed = None
+        for name in order:
+            if bench and speed is None and (name in SPECIAL or name in FINDS or name in LAST):
+                speed = _bench(main)  # before the checks that may hang or break the device's queue
+            t0 = time.perf_counter()
+            timeout = (find_timeout if name in FINDS or name in LAST or name == "ocl.checks_misc:find_default_mode"
+                       else check_timeout)
+            if name in SPECIAL or name in FINDS or name in LAST:
+                fresh, env = SPECIAL.get(name, (False, FIND_ENV))
+                w = Worker(lib, None, cache=None if fresh else cache, extra_env=env)
+                try:
+                    result: Any = w.call(name, timeout=timeout)
+                except WorkerError as exc:
+                    result = exc
+                finally:
+                    w.close()
+                    w.cleanup()
+            else:
+                try:
+                    result = main.call(name, timeout=timeout)
+                except WorkerError as exc:
+                    result = exc
+            seconds[name] = round(time.perf_counter() - t0, 2)
+            got = _rows_of(name, result, timeout)
+            rows += got
+            print(f"# {name}: {seconds[name]} s: " + ", ".join(sorted({r[3] for r in got})), flush=True)
+            if partial is not None:
+                partial.write_text(json.dumps({"device": device, "rows": rows, "seconds": seconds}, indent=1,
+                                              ensure_ascii=False) + "\n")
+        if bench and speed is None:
+            speed = _bench(main)
+        if probe:
+            rows += _probe_find(lib, find_timeout)
+    finally:
+        main.close()
+        main.cleanup()
+    return {"device": device, "library": "MIOpen 2.17.0 (OpenCL backend, ../shared/real-miopen-ocl)",
+            "rows": rows, "seconds": seconds, "total_s": round(time.perf_counter() - started, 1), "speed": speed}
+
+
+def table(rows: list[list[str]]) -> str:
+    lines = ["| op | dtype | path | result | reason |", "|---|---|---|---|---|"]
+    lines += [f"| {op} | {dt} | {path} | {outcome} | {coverage._cell(reason)} |"
+              for op, dt, path, outcome, reason, _ in rows]
+    return "\n".join(lines)
+
+
+def _us(v: float | None) -> str:
+    return "—" if v is None else f"{v * 1e6:.1f}"
+
+
+def speed_table(speed: dict[str, Any]) -> str:
+    """Per case: CPU µs per call (raw, typed, op), typed/raw, GPU µs per call, and the bandwidth of large cases."""
+    lines = ["| case | raw CPU µs | typed CPU µs | op CPU µs | typed / raw | op − typed µs | GPU µs per call "
+             "(raw, typed, op) | GB/s (typed) |", "|---|---|---|---|---|---|---|---|"]
+    for r in speed["rows"]:
+        raw, typed, op = (r.get(k) for k in ("raw", "typed", "op"))
+        gpu = ", ".join(_us(s[2]) if s else "—" for s in (raw, typed, op))
+        gbs = f"{r['bytes'] / typed[2] / 1e9:.0f}" if r["large"] and typed and typed[2] > 0 else "—"
+        ratio = f"{typed[0] / raw[0]:.2f}x" if raw and typed else "—"
+        over = f"{(op[0] - typed[0]) * 1e6:+.1f}" if op and typed else "— (a Find first)"
+        lines.append(f"| {r['case']} | {_us(raw[0] if raw else None)} | {_us(typed[0] if typed else None)} | "
+                     f"{_us(op[0] if op else None)} | {ratio} | {over} | {gpu} | {gbs} |")
+    return "\n".join(lines)
+
+
+def page() -> str:
+    """docs/real-miopen-gpu.md from docs/ocl-results/<backend>.json."""
+    runs = {name: json.loads((RESULTS / f"{name}.json").read_text()) for name, _ in COLUMNS
+            if (RESULTS / f"{name}.json").exists()}
+    keys: list[tuple[str, str, str]] = []
+    cells: dict[tuple[str, str, str], dict[str, str]] = {}
+    for name, run in runs.items():
+        for op, dt, path, outcome, reason, _ in run["rows"]:
+            key = (op, dt, path)
+            if key not in cells:
+                keys.append(key)
+                cells[key] = {}
+            text = f"{outcome}: {reason}" if reason else outcome
+            cells[key][name] = coverage._cell(text)
+    heads = [title for name, title in COLUMNS if name in runs]
+    out = ["# The real MIOpen 2.17.0 OpenCL kernels on PoCL and on an NVIDIA GPU",
+           "",
+           "<!-- generated by `python -m tests.gpu.ocl_suite --page` from docs/ocl-results/*.json: do not edit -->",
+           "",
+           "The numeric suite of `tests/real/ocl` (typed API and runtime ops against float64 numpy references; "
+           "docs/real-miopen.md says how) run on each OpenCL device by `tests/gpu/ocl_suite.py`: PoCL's CPU device "
+           "here (`python -m tests.gpu.ocl_suite --name pocl ...`), NVIDIA's OpenCL driver on the device machine's "
+           "GPU (`tests/gpu/ocl_nvidia.sh`, README: \"The real kernels on an NVIDIA GPU\"). A cell is the outcome "
+           "and, where not plainly checked, the reason (a max error, a status, a hang).",
+           ""]
+    for name, title in COLUMNS:
+        if name in runs:
+            r = runs[name]
+            out.append(f"- **{title}**: {r['device']}; {len(r['rows'])} rows in {r['total_s']} s.")
+    out += ["", "| op | dtype | path | " + " | ".join(heads) + " |", "|---|---|---|" + "---|" * len(heads)]
+    for key in keys:
+        out.append(f"| {' | '.join(coverage._cell(k) for k in key)} | "
+                   + " | ".join(cells[key].get(name, "—") for name, _ in COLUMNS if name in runs) + " |")
+    for name, title in COLUMNS:
+        speed = runs.get(name, {}).get("speed")
+        if speed and "rows" in speed:
+            r0 = speed["rows"][0]
+            out += ["", f"## Speed on {title}: {speed['device']} (driver {speed['driver']})", "",
+                    f"Medians of {r0['rounds']} interleaved rounds; small tensors {r0['number']} calls a round "
+                    "(dispatch-bound), large ones fewer (kernel-bound). CPU µs: process time of the enqueueing "
+                    "loop per call; GPU µs: between two profiling markers around the loop, per call (kernels and "
+                    "the gaps between them). The runtime's convolution plans with a Find first, which does not "
+                    "answer on this driver: no op column there.", "", speed_table(speed)]
+    return "\n".join(out) + "\n"
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--lib", type=Path, help="the OpenCL libMIOpen.so.1 (2.17.0)")
+    ap.add_argument("--name", default="pocl", help="the results file's name (pocl, nvidia)")
+    ap.add_argument("--out", type=Path, default=None, help="where <name>.json goes (default: a temporary folder)")
+    ap.add_argument("--cache", type=Path, default=None, help="MIOpen's kernel caches (default: under --out)")
+    ap.add_argument("--find-timeout", type=float, default=120.0, help="seconds a Find-running check may take")
+    ap.add_argument("--bench", action="store_true", help="add the speed figures")
+    ap.add_argument("--probe-find", action="store_true",
+                    help="add a Find run with MIOPEN_FIND_MODE=NORMAL alone (the other Find settings off)")
+    ap.add_argument("--page", action="store_true", help="render docs/real-miopen-gpu.md from docs/ocl-results")
+    args = ap.parse_args()
+    if args.page:
+        PAGE.write_text(page())
+        print(f"wrote {PAGE}")
+        return 0
+    if args.lib is None or not args.lib.is_file():
+        ap.error(f"--lib: no library at {args.lib}")
+    out = args.out or Path(tempfile.mkdtemp(prefix="ocl-suite-"))
+    out.mkdir(parents=True, exist_ok=True)
+    result = run_suite(args.lib, args.cache or out / "cache", args.find_timeout, args.bench,
+                       out / f"{args.name}.partial.json", probe=args.probe_find)
+    (out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
+    print(f"\n{result['device']}: {len(result['rows'])} rows in {result['total_s']} s\n")
+    print(table(result["rows"]))
+    if result["speed"] and "rows" in result["speed"]:
+        print("\n" + speed_table(result["speed"]))
+    elif result["speed"]:
+        print(f"\nspeed: {result['speed']}")
+    counts: dict[str, int] = {}
+    for row in result["rows"]:
+        counts[row[3]] = counts.get(row[3], 0) + 1
+    print("\n" + ", ".join(f"{n} {k}" for k, n in sorted(counts.items())))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
