@@ -21,7 +21,8 @@ from codegen import abi  # noqa: E402
 from codegen.annotate import load_annotations, resolve  # noqa: E402
 from codegen.parser import ParseOptions, parse_header  # noqa: E402
 from codegen.files import write_tree  # noqa: E402
-from codegen.render import plan, render  # noqa: E402
+from codegen.planner import plan  # noqa: E402
+from codegen.render import render  # noqa: E402
 from codegen.target import load_target  # noqa: E402
 
 HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"

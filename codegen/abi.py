@@ -25,7 +25,7 @@ from .annotate import FunctionSem, ParamSem, Semantics
 from .ctypes_map import INT_BITS, int_range
 from .errors import CodegenError
 from .model import CType, Param, Record, Spec
-from .render import TEMPLATES
+from .jinja_env import TEMPLATES
 from .target import Target
 
 # --------------------------------------------------------------------------- known values

@@ -17,7 +17,9 @@ from codegen import abi
 from codegen.annotate import Semantics, load_annotations, resolve
 from codegen.model import Spec
 from codegen.files import write_tree as write
-from codegen.render import Plan, banner, plan, render, sha256_text
+from codegen.planner import plan
+from codegen.plans import Plan
+from codegen.render import banner, render, sha256_text
 from codegen.spec_io import dumps
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target

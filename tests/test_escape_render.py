@@ -19,7 +19,8 @@ from codegen.annotate import load_annotations, resolve
 from codegen.errors import CodegenError
 from codegen.model import Spec
 from codegen.files import write_tree as write
-from codegen.render import banner, plan, render
+from codegen.planner import plan
+from codegen.render import banner, render
 from codegen.target import Target
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target
@@ -112,7 +113,7 @@ def test_escaping_alone_keeps_literals_inert(tmp_path: Path, monkeypatch: pytest
     versions) still renders valid Python that runs nothing and reads back (defence in depth)."""
     marker = tmp_path / "PWNED"
     monkeypatch.setattr(validate, "ensure_valid", lambda obj: None)
-    monkeypatch.setattr("codegen.render.target_problems", lambda t: [])
+    monkeypatch.setattr("codegen.target.target_problems", lambda t: [])
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     for i, text in enumerate(_raw_payloads(marker)):
         tgt = replace(target(), display_name=text, library_env=text, library_root_env=text + "R",

@@ -28,7 +28,8 @@ from codegen import model
 from codegen.annotate import load_annotations, resolve
 from codegen.errors import CodegenError
 from codegen.parser import ParseOptions, parse_header
-from codegen.render import plan, render
+from codegen.planner import plan
+from codegen.render import render
 from codegen.spec_io import dumps, load, loads
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, SPECS, target

@@ -20,7 +20,8 @@ from codegen.annotate import Annotations, Rules, load_annotations, resolve
 from codegen.errors import CodegenError, HeaderError, NamingError
 from codegen.parser import ParseOptions, parse_header
 from codegen.files import write_tree as write
-from codegen.render import plan, render
+from codegen.planner import plan
+from codegen.render import render
 
 from .conftest import fixture_files
 from .helpers import REPO, target
@@ -322,7 +323,7 @@ def test_the_rendered_fixture_compiles_and_stays_inside_reserved_names() -> None
 
 
 def test_reserved_names_list_the_direct_call_aliases() -> None:
-    """The api module's ctypes aliases for direct calls (render.DIRECT_ALIASES) are reserved names."""
-    from codegen import render, reserved
+    """The api module's ctypes aliases for direct calls (direct.DIRECT_ALIASES) are reserved names."""
+    from codegen import direct, reserved
 
-    assert {alias for alias, _ in render.DIRECT_ALIASES} == reserved.DIRECT_ALIASES
+    assert {alias for alias, _ in direct.DIRECT_ALIASES} == reserved.DIRECT_ALIASES

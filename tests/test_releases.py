@@ -68,7 +68,7 @@ def test_every_wrapper_calls_through_with_its_release(stubs: dict[str, ctypes.CD
     assert miopen.bound_release() == version and miopen.MIOPEN_VERSION == version
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
-    from codegen.render import plan as make_plan
+    from codegen.planner import plan as make_plan
 
     pl = make_plan(spec, load_annotations(SPECS / "annotations.yaml"), target(), "# matrix")
     # every wrapper of every release takes the direct call (no parameter of theirs lacks a direct form)

@@ -161,7 +161,8 @@ def test_usage_example_misuse_is_caught_by_mypy(tmp_path: Path, built: Built) ->
 def test_every_committed_release_renders(tmp_path: Path) -> None:
     """`make generate MIOPEN_VERSION=X` works for every committed spec (gate, target check, valid Python)."""
     from codegen.annotate import load_annotations
-    from codegen.render import plan, render
+    from codegen.planner import plan
+    from codegen.render import render
     from codegen.spec_io import load
     from codegen.target import load_target
 

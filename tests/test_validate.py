@@ -21,7 +21,8 @@ from codegen.annotate import Annotations, load_annotations
 from codegen.errors import CodegenError, SpecError
 from codegen.model import CType
 from codegen.files import write_tree as write
-from codegen.render import plan, render
+from codegen.planner import plan
+from codegen.render import render
 from codegen.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
 from codegen.target import Target, load_target
 
