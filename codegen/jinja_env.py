@@ -50,3 +50,11 @@ def environment() -> jinja2.Environment:
     )
     escape.install(env)  # py_str, docstring_text, comment_block, ...: every string from a spec or target
     return env
+
+
+def cpp_environment() -> jinja2.Environment:
+    """The environment rendering the C++ sources of abi-check and the stub library (probe, stub, header)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    escape.install(env)  # c_include, c_str_text, comment_block for the C++ templates
+    return env

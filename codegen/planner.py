@@ -14,7 +14,7 @@ from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .direct import direct_arg
 from .errors import CodegenError
-from .model import CType, Record, Spec
+from .model import CType, Record, Spec, flat_fields
 from .plans import (CallbackPlan, EnumPlan, FieldPlan, FunctionPlan, HandlePlan, ParamPlan, Plan, QueryPlan, RecordPlan,
                     TablePlan)
 from .target import Target, check_target
@@ -454,7 +454,7 @@ class _Planner:
     def record_elem(self, name: str) -> str:
         rec = self.sem.records[name]
         r = self.spec.record(name)
-        names = tuple(n for n, _ in _flat_names(r))
+        names = tuple(n for n, _ in flat_fields(r))
         fields = ", ".join(
             f'"{f.name}": ("{f.shape}", {self.handle_class[f.type.name] if f.shape == "scalar" else "None"}, '
             f'{f.nullable})' for f in rec.fields.values())
@@ -607,16 +607,6 @@ class _Planner:
         return RecordPlan(c_name=name, py_name=py_name, kind=r.kind, fields=tuple(fields), anonymous=tuple(anonymous),
                           nested=tuple(nested), flat=tuple(flat), size=r.size, align=r.align)
 
-
-def _flat_names(r: Record) -> list[tuple[str, CType]]:
-    """Fields of a record with anonymous members flattened (the order of its NamedTuple)."""
-    out: list[tuple[str, CType]] = []
-    for f in r.fields:
-        if f.record is not None:
-            out += _flat_names(f.record)
-        elif f.name is not None and f.type is not None:
-            out.append((f.name, f.type))
-    return out
 
 
 def plan(

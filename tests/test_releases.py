@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import abi
+from codegen import callthrough
 from codegen.annotate import load_annotations, resolve
 from codegen.spec_io import load
 
@@ -75,7 +75,7 @@ def test_every_wrapper_calls_through_with_its_release(stubs: dict[str, ctypes.CD
     assert [f.c_name for f in pl.functions if f.direct_args is None] == []
     plans = {f.c_name: (f.py_name, [(p.c_name, p.py) for p in f.params], [p.c_name for p in f.params if p.out])
              for f in pl.functions}
-    results = abi.run_call_through(_generated, spec, sem, stub, target().function_prefix, plans, target().version_getter)
+    results = callthrough.run_call_through(_generated, spec, sem, stub, target().function_prefix, plans, target().version_getter)
     problems = {r.function: r.problems for r in results if r.problems}
     assert problems == {}
     assert len(results) == len(spec.functions)
