@@ -48,7 +48,8 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
 
     from .annotate import load_annotations, resolve
     from .files import write_tree
-    from .render import plan, render
+    from .planner import plan
+    from .render import render
 
     ann = load_annotations(ann_path)
     sem = resolve(spec, ann, prefix=target.function_prefix)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import model, validate
+from . import model, naming, validate
 from .errors import CodegenError, NamingError, SpecError
 from .spec_io import load_as
 
@@ -400,7 +400,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     functions = _check_vocabulary(spec, ann, functions, tables, queries, problems)
     records, functions = _resolve_records(spec, ann, functions, problems)
     result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries)
-    naming_problems = validate.check_names(spec, prefix, result, target)
+    naming_problems = naming.check_names(spec, prefix, result, target)
     if naming_problems:
         raise NamingError(f"{spec.target} {spec.miopen_version}: {len(naming_problems)} Python naming problem(s):\n  "
                           + "\n  ".join(naming_problems))

@@ -183,7 +183,7 @@ class _Planner:
     def py_params(self, fs: FunctionSem) -> dict[str, str]:
         """Python names of the parameters; where two C names snake to the same name, the one not
         already spelt that way keeps its C spelling (e.g. `stateStep` beside `state_step`)."""
-        return naming.param_names([p.name for p in fs.params])  # the rule validate.check_names checks
+        return naming.param_names([p.name for p in fs.params])  # the rule naming.check_names checks
 
     def _owner_param(self, fs: FunctionSem, handle: str | None = None) -> str | None:
         """The parameter holding the owner of the handle `fs` creates (or returns: `handle`), if it takes one."""

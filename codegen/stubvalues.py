@@ -66,8 +66,6 @@ def chosen_type(sem: Semantics, table: str) -> tuple[int, str]:
     return value, enc
 
 
-
-
 def last_enum(spec: Spec, name: str) -> int:
     """The value of the last constant of enum `name` (what a stub writes for it)."""
     return spec.enum(name).constants[-1].value

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from codegen import audit as A
+from codegen.audit.notes import _in_range
 from codegen import cppsrc, model
 from codegen.annotate import load_annotations, resolve
 from codegen.errors import CodegenError
@@ -315,6 +316,6 @@ def test_miopen_idioms_and_notes_load_and_name_real_parameters() -> None:
     for fname, params in notes.notes.items():
         for pname, items in params.items():
             for n in items:
-                hits = [s for s in specs if A._in_range(s.miopen_version, n.since, n.until)
+                hits = [s for s in specs if _in_range(s.miopen_version, n.since, n.until)
                         and any(f.name == fname and any(p.name == pname for p in f.params) for f in s.functions)]
                 assert hits, f"audit-notes.yaml: {fname}.{pname} names no parameter of a release in its range"

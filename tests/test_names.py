@@ -308,7 +308,7 @@ def test_runtime_package_root_names_are_reserved() -> None:
         isinstance(t, ast.Name) and t.id == "_LAZY" for t in n.targets))
     keys = {k.value for k in lazy.value.keys if isinstance(k, ast.Constant)}  # type: ignore[attr-defined]
     modules = {p.stem for p in (REPO / "runtime").glob("*.py")} | {"ops"}
-    stem = target().error_base.removesuffix("Error")  # the target's class names: validate.check_names claims them
+    stem = target().error_base.removesuffix("Error")  # the target's class names: naming.check_names claims them
     missing = (bound | keys | modules) - reserved.PACKAGE - {"_api_all", "_errors_all", "__init__", "__getattr__",
                                                                 "__all__", "annotations", stem + "VersionError",
                                                                 stem + "VersionWarning"}
