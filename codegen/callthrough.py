@@ -168,7 +168,7 @@ class Driver:
                 elem = ParamSem(name=n, index=i, type=p.type.pointee(), direction="in", memory=p.memory,
                                 shape="scalar", source="type")
                 values, logged = [], []
-                for k in range(3 * p.length_factor):
+                for k in range(3 * p.per):
                     if elem.type.kind in ("struct", "union"):
                         v, e = self.struct_value(elem.type, i, k)
                     elif elem.type.kind == "void":
@@ -256,7 +256,7 @@ class Driver:
             return self.scripted[fs.name, p.name]
         t = p.type
         elem = CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0))
-        if p.also_returned:  # an output count: what the stub wrote (min(length, 2))
+        if p.returned:  # an output count: what the stub wrote (min(length, 2))
             return count_of(4)
         if p.element_of is not None:  # written in the type the driver chose
             if p.shape == "scalar":
@@ -350,7 +350,7 @@ class Driver:
             elif not _same_text(value, got):
                 problems.append(f"{name}: passed {value}, C saw {got}")
         outs = {p.name: p for p in fs.params if p.direction in ("out", "inout")
-                and p.shape not in ("value", "buffer", "callback", "opaque") and (not p.hidden or p.also_returned)}
+                and p.shape not in ("value", "buffer", "callback", "opaque") and (not p.hidden or p.returned)}
         if outs:
             if result is None or (len(out_names) > 1 and not isinstance(result, tuple)):
                 return CallResult(fs.name, [f"expected outputs {', '.join(out_names)}; got {result!r}"])

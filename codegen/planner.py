@@ -221,7 +221,7 @@ class _Planner:
 
         if p.hidden and p.shape == "value":  # a length filled in from input sequences
             arrays = shared.get(p.name, [])
-            per = {a: fs.param(a).length_factor for a in arrays}
+            per = {a: fs.param(a).per for a in arrays}
             if any(k != 1 for k in per.values()):
                 if len(arrays) != 1:
                     raise CodegenError(f"{fn}.{p.name}: arrays of several elements per unit ({', '.join(arrays)}) "
@@ -233,7 +233,7 @@ class _Planner:
             listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
             return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
         if p.hidden:  # an output count consumed by an output array
-            if p.also_returned:  # data of its own too: returned beside the arrays it cuts
+            if p.returned:  # data of its own too: returned beside the arrays it cuts
                 cut = ", ".join(py_names[o.name] for o in fs.params if o.count == p.name)
                 return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", out=f"{v}.value",
                             out_hint=self.out_hint(t.pointee()), out_name=py,
@@ -287,9 +287,9 @@ class _Planner:
                     note = (f"{py}: {cls} records (or tuples of their fields): "
                             + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
                 hint = f"Sequence[{self._elem_hint(t)}]{opt}"
-                if p.length_factor != 1:
-                    note = (f"{py}: {p.length_factor} values for each of the {p.length} items (its length must be a "
-                            f"multiple of {p.length_factor}; {p.length} = len({py}) // {p.length_factor}).")
+                if p.per != 1:
+                    note = (f"{py}: {p.per} values for each of the {p.length} items (its length must be a "
+                            f"multiple of {p.per}; {p.length} = len({py}) // {p.per}).")
                 return make(py=py, hint=hint, default=default, note=note,
                             pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
             return self._out_array(fs, p, py, v, make, owner_param, creates)
@@ -382,7 +382,7 @@ class _Planner:
         def wrap(expr: str) -> str:
             return f"{guard}({expr})" if p.nullable else expr
 
-        if p.scalar_type == "element":
+        if p.scalar == "element":
             et, en = self._table_refs(p)
             tv, source = self._type_value(fs, p, py_names)
             note = (f"{py}: passed in the type {source} gives ({self._table_note(p)}: float16 via IEEE half, "
@@ -398,14 +398,14 @@ class _Planner:
             late = self._type_query(fs, p, py_names) + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
                     f"{source!r}), {q}, _fn)",)
             return make(py=py, hint=f"float{opt}", default=default, pre=check, late=late, note=note)
-        if p.scalar_type in ("float", "double"):
-            c = "_c_float" if p.scalar_type == "float" else "_c_double"
-            conv = "float_scalar" if p.scalar_type == "float" else "double_scalar"
-            fits = f" and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}" if p.scalar_type == "float" else ""  # else checked
+        if p.scalar in ("float", "double"):
+            c = "_c_float" if p.scalar == "float" else "_c_double"
+            conv = "float_scalar" if p.scalar == "float" else "double_scalar"
+            fits = f" and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}" if p.scalar == "float" else ""  # else checked
             pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float{fits} else _s.{conv}({py}, {q}, _fn)")
-            note = f"{py}: read as {p.scalar_type} whatever the tensor type." + (
+            note = f"{py}: read as {p.scalar} whatever the tensor type." + (
                 f" None passes NULL ({p.null_means})." if p.null_means else "")
-            refs = "_F32_REFS" if p.scalar_type == "float" else "_F64_REFS"
+            refs = "_F32_REFS" if p.scalar == "float" else "_F64_REFS"
             return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
                         pre=self._common_scalar(py, v, refs, pre), note=note)
         scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "

@@ -180,15 +180,15 @@ class _Stub:
                 body.append(f"s += {tag}; s += ptr({n});")
                 continue
             if p.shape == "scalar" and t.kind == "void" and t.depth == 1 and p.memory == "host":
-                if p.scalar_type == "element" and p.direction == "out":  # written in the type another output gives
+                if p.scalar == "element" and p.direction == "out":  # written in the type another output gives
                     key = f'std::string("{fs.name}/{n}")'
                     writes.append(f"if({n}) stub_encode({self.enc_expr(fs, p)}, {n}, "
                                   f"PICK(double, {key}, {out_element(p.index)}));")
-                elif p.scalar_type == "element":  # decoded as MIOpen reads it: in the type another argument gives
+                elif p.scalar == "element":  # decoded as MIOpen reads it: in the type another argument gives
                     body.append(f"s += {tag}; s += ({n} ? stub_decode({self.enc_expr(fs, p)}, {n}) "
                                 f": std::string(\"null\"));")
                 else:
-                    ctype_ = "double" if p.scalar_type == "double" else "float"
+                    ctype_ = "double" if p.scalar == "double" else "float"
                     body.append(f"s += {tag}; s += ({n} ? flt(*static_cast<const {ctype_}*>({n})) "
                                 f": std::string(\"null\"));")
                 continue
@@ -217,8 +217,8 @@ class _Stub:
             if p.shape == "array" and p.direction in ("in", "inout"):
                 elem = t.pointee()
                 length = self.length_expr(fs, p)
-                if p.length_factor != 1:
-                    length = f"({length}) * {p.length_factor}"
+                if p.per != 1:
+                    length = f"({length}) * {p.per}"
                 body.append(f"s += {tag}; s += \"[\";")
                 body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
                             f"{{ if(k) s += \",\"; s += {self.fmt(elem, f'{n}[k]')}; }}")

@@ -117,12 +117,12 @@ def view(fs: FunctionSem, ps: ParamSem) -> AnnView:
         for o in fs.params)
     scalar_type = None
     if ps.shape == "scalar" and ps.memory == "host" and ps.type.kind == "void" and ps.type.depth == 1:
-        scalar_type = _SCALAR_TYPES.get(ps.scalar_type or "", "float-or-double")
+        scalar_type = _SCALAR_TYPES.get(ps.scalar or "", "float-or-double")
     count_of = next((o.name for o in fs.params if o.count == ps.name), None)
     return AnnView(
         direction=ps.direction, memory=ps.memory, shape=ps.shape, nullable=ps.nullable, length=length,
-        length_factor=ps.length_factor, shared_length=shared, scalar_type=scalar_type,
+        length_factor=ps.per, shared_length=shared, scalar_type=scalar_type,
         writes_address=ps.holds == "address_of_device_pointer", fields=ps.fields,
-        returned=not (ps.direction == "out" and ps.shape == "opaque") and (count_of is None or ps.also_returned),
-        count_of=count_of if not ps.also_returned else None,
+        returned=not (ps.direction == "out" and ps.shape == "opaque") and (count_of is None or ps.returned),
+        count_of=count_of if not ps.returned else None,
     )
