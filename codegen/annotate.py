@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import model, naming, validate
+from . import forms, model, naming, validate
 from .errors import CodegenError, NamingError, SpecError
 from .spec_io import load_as
 
@@ -509,14 +509,9 @@ def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
         if v is not None:
             changes[k] = v
     out = replace(sem, **changes)  # type: ignore[arg-type]
-    if pn.element_of is not None and _is_host_scalar(out):
+    if pn.element_of is not None and forms.is_host_scalar(out):
         out = replace(out, scalar="element")
     return out
-
-
-def _is_host_scalar(p: ParamSem) -> bool:
-    """A host `void *` scalar: a value whose C type the pointer does not say (alpha, beta, markers)."""
-    return p.shape == "scalar" and p.memory == "host" and p.type.kind == "void" and p.type.depth == 1
 
 
 # --------------------------------------------------------------------------- run-time element types, records
@@ -597,18 +592,7 @@ def _check_vocabulary(spec: model.Spec, ann: Annotations, functions: dict[str, F
         params = list(fs.params)
         for i, p in enumerate(params):
             where = f"{fname}.{p.name}"
-            if p.scalar in ("float", "double") and not _is_host_scalar(p):
-                problems.append(f"{where}: scalar: {p.scalar} is for host `void *` scalars")
-            if p.null_means is not None and not p.nullable:
-                problems.append(f"{where}: null_means needs nullable: true")
-            if p.holds is not None and not (p.direction == "out" and p.shape == "scalar" and p.type.depth == 2
-                                            and p.type.kind == "void"):
-                problems.append(f"{where}: holds: {p.holds} is for an out `void **` scalar")
-            if p.per != 1 and not (p.length and p.direction == "in" and p.shape == "array"
-                                             and p.per >= 2):
-                problems.append(f"{where}: per: needs an input array with a length, and a factor >= 2")
-            if p.returned and not any(o.count == p.name for o in params):
-                problems.append(f"{where}: returned: is for an output count (named by another parameter's count:)")
+            problems += [f"{where}: {problem}" for problem in forms.gate_problems(p, params)]
             if p.element_of is None:
                 continue
             if p.element_of not in {o.name for o in params} or p.element_of == p.name:

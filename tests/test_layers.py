@@ -16,7 +16,7 @@ CODEGEN = Path(__file__).resolve().parent.parent / "codegen"
 #: bottom to top; a module may import modules of its own layer or of lower ones
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("codegen", "errors", "model", "reserved", "gcpolicy"),
-    ("escape", "files", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env",
+    ("escape", "files", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env", "forms",
      "cppsrc", "doc"),
     ("spec_io", "target", "roles", "diff", "parser"),
     ("annotate",),
