@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from .annotate import Semantics
 from .ctypes_map import INT_BITS
-from .model import CType, Spec
+from .model import Spec
 
 
 def out_int(i: int, k: int = 0, m: int = 0) -> int:

@@ -25,7 +25,7 @@ from .idioms import Idioms, load_idioms
 from .notes import AuditNote, AuditNotes, apply_notes, load_notes
 from .report import to_json, to_markdown
 from .run import audit, run
-from .vocabulary import EXPRESSIBLE, FORMS, AnnView, expressible, view
+from .vocabulary import AnnView, EXPRESSIBLE, FORMS, expressible, view
 
 __all__ = ["EXPRESSIBLE", "FORMS", "Analyzer", "AnnView", "AuditNote", "AuditNotes", "AuditReport", "Check", "Fact",
            "FunctionReport", "Idioms", "ParamReport", "RecordField", "apply_notes", "audit", "compare", "expressible",

@@ -8,7 +8,6 @@ from dataclasses import dataclass, replace
 
 from ..cppsrc import KEYWORDS, CppDef, Source, SourceFile, split_args
 from .idioms import Idioms
-from .vocabulary import view
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..annotate import FunctionSem, ParamSem
-from .vocabulary import AnnView, EXPRESSIBLE, expressible, _missing, view
-from .analyser import _HOST, Fact, first_of
+from .analyser import Fact, _HOST, first_of
+from .vocabulary import AnnView, EXPRESSIBLE, _missing, expressible, view
 
 
 Status = Literal["agree", "disagree", "explained", "needs-vocabulary", "unverified"]

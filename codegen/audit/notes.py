@@ -10,8 +10,8 @@ from typing import Literal
 
 from ..errors import CodegenError
 from ..spec_io import load_as
-from .vocabulary import FORMS, AnnView, expresses, _missing
-from .compare import Status, Check, FunctionReport
+from .compare import Check, FunctionReport, Status
+from .vocabulary import AnnView, FORMS, _missing, expresses
 
 
 CheckKind = Literal["direction", "memory", "nullable", "scalar-type", "length", "address", "fields", "output"]

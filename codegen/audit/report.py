@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import json
-from dataclasses import field
 from typing import Any
 
-from .vocabulary import FORMS
 from .analyser import Fact
 from .compare import AuditReport, _summary
+from .vocabulary import FORMS
 
 
 def _fact_dict(f: Fact) -> dict[str, Any]:

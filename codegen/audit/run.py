@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 from typing import Any
@@ -11,12 +10,12 @@ from .. import model
 from ..annotate import Annotations, resolve
 from ..cppsrc import CppDef, Source, load_source
 from ..errors import CodegenError
+from .analyser import Analyzer, Fact, _NULL_EVENTS, _rename
+from .compare import AuditReport, FunctionReport, ParamReport, RecordField, compare
 from .idioms import Idioms, load_idioms
-from .vocabulary import view
-from .analyser import Fact, _NULL_EVENTS, Analyzer, _rename
-from .compare import ParamReport, FunctionReport, RecordField, AuditReport, compare
-from .notes import AuditNotes, load_notes, apply_notes
+from .notes import AuditNotes, apply_notes, load_notes
 from .report import to_json, to_markdown
+from .vocabulary import view
 
 
 def audit(source_dir: Path, spec: model.Spec, ann: Annotations, idioms: Idioms, notes: AuditNotes,
