@@ -17,11 +17,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from codegen import abi  # noqa: E402
+from codegen import cxx, stublib  # noqa: E402
 from codegen.annotate import load_annotations, resolve  # noqa: E402
 from codegen.parser import ParseOptions, parse_header  # noqa: E402
 from codegen.files import write_tree  # noqa: E402
-from codegen.render import plan, render  # noqa: E402
+from codegen.planner import plan  # noqa: E402
+from codegen.render import render  # noqa: E402
 from codegen.target import load_target  # noqa: E402
 
 HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
@@ -33,7 +34,7 @@ def build(tmp: Path) -> tuple[object, ctypes.CDLL]:
     spec = parse_header(HEADER, target, ParseOptions(beta=True))
     ann = load_annotations(ANNOTATIONS)
     write_tree(render(plan(spec, ann, target, "# bench")), tmp / "bench_pkg")
-    stub = abi.compile_cpp(abi.stub_source(spec, resolve(spec, ann), HEADER, "bench", target.status_type,
+    stub = cxx.compile_cpp(stublib.stub_source(spec, resolve(spec, ann), HEADER, "bench", target.status_type,
                                            target.version_getter),
                            tmp / "libstub.so", target, shared=True)
     sys.path.insert(0, str(tmp))

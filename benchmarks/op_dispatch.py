@@ -32,7 +32,7 @@ GOAL_US = 10.0
 
 def build_stubs(tmp: Path) -> tuple[ctypes.CDLL, ctypes.CDLL]:
     """The stub libMIOpen of the pinned spec and the stub libamdhip64 (as tests/conftest.py builds them)."""
-    from codegen import abi
+    from codegen import cxx, stublib
     from codegen.annotate import load_annotations, resolve
     from codegen.spec_io import load
     from codegen.target import load_target
@@ -43,8 +43,8 @@ def build_stubs(tmp: Path) -> tuple[ctypes.CDLL, ctypes.CDLL]:
     target = load_target()
     sem = resolve(spec, load_annotations(specs / "annotations.yaml"))
     header = tmp / "miopen.h"
-    header.write_text(abi.header_source(spec, f"MIOpen {version} declarations"))
-    lib = abi.compile_cpp(abi.stub_source(spec, sem, header, "bench stub", target.status_type, target.version_getter),
+    header.write_text(stublib.header_source(spec, f"MIOpen {version} declarations"))
+    lib = cxx.compile_cpp(stublib.stub_source(spec, sem, header, "bench stub", target.status_type, target.version_getter),
                           tmp / "libMIOpen_stub.so", target, shared=True)
     hip_path = tmp / "libamdhip64_stub.so"
     subprocess.run(["gcc", "-shared", "-fPIC", "-O2", "-o", str(hip_path), str(REPO / "tests/fixtures/stub_hip.c")],

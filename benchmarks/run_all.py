@@ -130,7 +130,8 @@ def all_releases(headers_dir: Path) -> Row:
     from codegen import gcpolicy
     from codegen.annotate import load_annotations
     from codegen.parser import ParseOptions, parse_header
-    from codegen.render import plan, render
+    from codegen.planner import plan
+    from codegen.render import render
     from codegen.target import load_target
 
     found, missing = _committed_headers(headers_dir)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from . import model, validate
+from . import forms, model, naming, validate
 from .errors import CodegenError, NamingError, SpecError
 from .spec_io import load_as
 
@@ -192,12 +192,12 @@ class ParamSem:
     hidden: bool = False  # filled in by the wrapper (a length of an input array)
     # host `void *` scalars: float / double whatever the tensor type, the element type of `element_of`,
     # or None (the default: float, or what the caller passes as ctypes.c_float / c_double)
-    scalar_type: Literal["float", "double", "element"] | None = None
-    element_of: str | None = None  # the parameter choosing the element type (scalar_type element, arrays)
+    scalar: Literal["float", "double", "element"] | None = None
+    element_of: str | None = None  # the parameter choosing the element type (scalar element, arrays)
     element_table: str | None = None  # resolved: the rules.element_tables entry
     holds: Literal["address_of_device_pointer"] | None = None
-    length_factor: int = 1  # elements per unit of `length`
-    also_returned: bool = False  # an output count returned as a value of its own
+    per: int = 1  # elements per unit of `length`
+    returned: bool = False  # an output count returned as a value of its own
     fields: bool = False  # the pointee record has field semantics (Semantics.records)
 
 
@@ -400,7 +400,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     functions = _check_vocabulary(spec, ann, functions, tables, queries, problems)
     records, functions = _resolve_records(spec, ann, functions, problems)
     result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries)
-    naming_problems = validate.check_names(spec, prefix, result, target)
+    naming_problems = naming.check_names(spec, prefix, result, target)
     if naming_problems:
         raise NamingError(f"{spec.target} {spec.miopen_version}: {len(naming_problems)} Python naming problem(s):\n  "
                           + "\n  ".join(naming_problems))
@@ -504,23 +504,14 @@ def _resolve_function(f: model.Function, ann: Annotations, version: str
 def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
     changes: dict[str, object] = {"source": "annotation"}
     for k in ("direction", "memory", "shape", "length", "length_call", "count", "unsized", "nullable", "null_means",
-              "element_of", "element_table", "holds"):
+              "element_of", "element_table", "holds", "scalar", "per", "returned"):
         v = getattr(pn, k)
         if v is not None:
             changes[k] = v
-    for note_key, sem_key in (("scalar", "scalar_type"), ("per", "length_factor"), ("returned", "also_returned")):
-        v = getattr(pn, note_key)
-        if v is not None:
-            changes[sem_key] = v
     out = replace(sem, **changes)  # type: ignore[arg-type]
-    if pn.element_of is not None and _is_host_scalar(out):
-        out = replace(out, scalar_type="element")
+    if pn.element_of is not None and forms.is_host_scalar(out):
+        out = replace(out, scalar="element")
     return out
-
-
-def _is_host_scalar(p: ParamSem) -> bool:
-    """A host `void *` scalar: a value whose C type the pointer does not say (alpha, beta, markers)."""
-    return p.shape == "scalar" and p.memory == "host" and p.type.kind == "void" and p.type.depth == 1
 
 
 # --------------------------------------------------------------------------- run-time element types, records
@@ -601,24 +592,13 @@ def _check_vocabulary(spec: model.Spec, ann: Annotations, functions: dict[str, F
         params = list(fs.params)
         for i, p in enumerate(params):
             where = f"{fname}.{p.name}"
-            if p.scalar_type in ("float", "double") and not _is_host_scalar(p):
-                problems.append(f"{where}: scalar: {p.scalar_type} is for host `void *` scalars")
-            if p.null_means is not None and not p.nullable:
-                problems.append(f"{where}: null_means needs nullable: true")
-            if p.holds is not None and not (p.direction == "out" and p.shape == "scalar" and p.type.depth == 2
-                                            and p.type.kind == "void"):
-                problems.append(f"{where}: holds: {p.holds} is for an out `void **` scalar")
-            if p.length_factor != 1 and not (p.length and p.direction == "in" and p.shape == "array"
-                                             and p.length_factor >= 2):
-                problems.append(f"{where}: per: needs an input array with a length, and a factor >= 2")
-            if p.also_returned and not any(o.count == p.name for o in params):
-                problems.append(f"{where}: returned: is for an output count (named by another parameter's count:)")
+            problems += [f"{where}: {problem}" for problem in forms.gate_problems(p, params)]
             if p.element_of is None:
                 continue
             if p.element_of not in {o.name for o in params} or p.element_of == p.name:
                 problems.append(f"{where}: element_of names {p.element_of!r}, which is no other parameter")
                 continue
-            if not (p.scalar_type == "element" or p.shape == "array" and p.type.kind == "void"
+            if not (p.scalar == "element" or p.shape == "array" and p.type.kind == "void"
                     and p.type.depth == 1):
                 problems.append(f"{where}: element_of is for host `void *` scalars and arrays")
                 continue

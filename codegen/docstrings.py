@@ -11,14 +11,23 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from .annotate import FunctionSem, ParamSem
+from .annotate import FunctionSem, ParamSem, Semantics
 from .escape import docstring_text
 from .model import CType
+from .plans import ParamPlan
 
-if TYPE_CHECKING:  # pragma: no cover
-    from .render import ParamPlan, _Planner
+
+class Names(Protocol):
+    """The generated names a docstring mentions (the planner's tables)."""
+
+    sem: Semantics
+    enum_class: dict[str, str]
+    handle_class: dict[str, str]
+    record_class: dict[str, str]
+    fn_py: dict[str, str]
+    destroy_of: dict[str, str]
 
 WIDTH = 110  # docstring lines are wrapped to this width (indentation included)
 ARGS_INDENT = " " * 8
@@ -60,7 +69,7 @@ def _a(word: str) -> str:
 
 
 class _Doc:
-    def __init__(self, pl: _Planner, fs: FunctionSem, plans: Sequence[ParamPlan], py: dict[str, str],
+    def __init__(self, pl: Names, fs: FunctionSem, plans: Sequence[ParamPlan], py: dict[str, str],
                  owner: str | None) -> None:
         self.pl = pl
         self.fs = fs
@@ -275,7 +284,7 @@ class _Doc:
         return where, f"MIOpen writes {self.out_what(t.pointee(), owned, owner)}."
 
 
-def function_doc(pl: _Planner, fs: FunctionSem, plans: Sequence[ParamPlan], py: dict[str, str], owner: str | None,
+def function_doc(pl: Names, fs: FunctionSem, plans: Sequence[ParamPlan], py: dict[str, str], owner: str | None,
                  result_class: str | None, outs: Sequence[tuple[str, str, str]], c_return: CType | None) -> str:
     """The docstring after its summary line: "\\n\\n    Args: ...\\n\\n    Returns: ...\\n    " (indented
     for a function body), or "" for nothing to say."""

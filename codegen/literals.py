@@ -221,23 +221,3 @@ def check_canonical(text: str, t: CType, enum_constants: Callable[[str], set[str
     if want != text:
         return f"not in canonical form: write {want!r} (the parser stores defaults normalised)"
     return None
-
-
-def python_default(text: str, t: CType, enum_class: str | None = None) -> str | None:
-    """The Python expression of a canonical default (None: the renderer leaves the default out).
-
-    For the renderer: `nullptr` -> `None`, `true`/`false` -> `True`/`False`, integers and floats as
-    they are, an enum constant -> `<enum_class>.<constant>` when the enum's class name is given.
-    """
-    if text == "nullptr":
-        return "None"
-    if text in ("true", "false"):
-        return "True" if text == "true" else "False"
-    if t.kind == "enum" and t.depth == 0:
-        return f"{enum_class}.{text}" if enum_class and _NAME.fullmatch(text) else None
-    lit = parse(text)
-    if lit.kind == "int":
-        return repr(int(lit.value))  # type: ignore[arg-type]
-    if lit.kind == "float":
-        return repr(float(lit.value))  # type: ignore[arg-type]
-    return None

@@ -226,3 +226,19 @@ class Spec:
             if r.name == name:
                 return r
         raise KeyError(name)
+
+def flat_fields(r: Record) -> list[tuple[str, CType]]:
+    """(name, type) of every field, anonymous members flattened (the order of the generated NamedTuple)."""
+    return [(n, t) for n, t, _ in flat_fields_grouped(r)]
+
+
+def flat_fields_grouped(r: Record, group: str | None = None) -> list[tuple[str, CType, str | None]]:
+    """Fields with anonymous members flattened; members of one anonymous union share a group name."""
+    out: list[tuple[str, CType, str | None]] = []
+    for i, f in enumerate(r.fields):
+        if f.record is not None:
+            inner = f"{group or ''}u{i}" if f.record.kind == "union" else group
+            out += flat_fields_grouped(f.record, inner)
+        elif f.name is not None and f.type is not None:
+            out.append((f.name, f.type, group))
+    return out

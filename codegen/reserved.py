@@ -38,7 +38,7 @@ RAW_MODULE: frozenset[str] = frozenset({
     "DIRECT", "_Direct", "_lazy_direct", "_name", "setattr",
 })
 
-#: the api module's aliases of the ctypes types its direct calls wrap values in (render.DIRECT_ALIASES)
+#: the api module's aliases of the ctypes types its direct calls wrap values in (direct.DIRECT_ALIASES)
 DIRECT_ALIASES: frozenset[str] = frozenset({
     "_c_float", "_c_long", "_c_ulong", "_c_longlong", "_c_ulonglong", "_c_size_t", "_c_ssize_t", "_c_int64",
     "_c_uint64", "_c_double",

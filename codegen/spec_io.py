@@ -7,7 +7,6 @@ Serialisation is driven by the model's dataclass fields (their order, defaults a
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import re
 import stat
 import types
@@ -456,7 +455,3 @@ def _read(path: Path) -> str:
 
 def load(path: Path) -> model.Spec:
     return loads(_read(path), str(path))
-
-
-def sha256_of(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()

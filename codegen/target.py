@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import builtins
 from dataclasses import dataclass
 from pathlib import Path
 
-from .errors import SpecError
+from . import validate
+from .errors import CodegenError, SpecError
+from .model import Spec
 from .spec_io import load_as
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -105,3 +108,47 @@ def target_problems(target: Target) -> list[str]:
             problems.append(f"{where}: {name} is also {seen[name]}")
         seen[name] = where
     return problems
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """3.2.0 -> (3, 2, 0), for ordering releases."""
+    try:
+        return tuple(int(x) for x in version.split("."))
+    except ValueError:
+        raise CodegenError(f"expected a version like 3.2.0; got {version!r}") from None
+
+
+def check_target(spec: Spec, target: Target) -> None:
+    """The target file must describe this spec's library: names it uses must exist in the spec."""
+    where = f"{target.path}"
+    try:  # a target built in memory gets the checks a loaded one had (its strings reach generated code)
+        validate.ensure_valid(target)
+    except validate.Violation as bad:
+        raise CodegenError(f"{where}: {bad.path}: {bad.message}") from None
+    problems = target_problems(target)
+    if problems:
+        raise CodegenError(f"{where}: " + "; ".join(problems))
+    if spec.target != target.name:
+        raise CodegenError(f"{where}: the spec is for {spec.target!r} but this target file is {target.name!r}; pass "
+                           f"--target specs/{spec.target}/target.yaml")
+    status = next((e for e in spec.enums if e.name == target.status_type), None)
+    if status is None:
+        raise CodegenError(f"{where}: status_type: {target.status_type} is no enum of the spec")
+    values = {c.name: c.value for c in status.constants}
+    if values.get(target.success_constant) != 0:
+        raise CodegenError(f"{where}: success_constant: {target.success_constant} must be a {target.status_type} "
+                           f"constant of value 0 (the generated status checks test for non-zero)")
+    def newer(key: str) -> bool:
+        since = target.status_exceptions[key].since if key in target.status_exceptions else None
+        return since is not None and version_key(since) > version_key(spec.miopen_version)
+
+    for key in (*target.status_exceptions, *target.status_warnings, *target.status_hints):
+        if key not in values and not newer(key):
+            raise CodegenError(f"{where}: {key} (status_exceptions/status_warnings/status_hints) is no "
+                               f"{target.status_type} constant; known: {', '.join(values)}")
+    for key, exc in target.status_exceptions.items():
+        base = getattr(builtins, exc.also, None) if exc.also else None
+        if exc.also and not (isinstance(base, type) and issubclass(base, BaseException)):
+            raise CodegenError(f"{where}: status_exceptions.{key}.also: {exc.also} is no built-in exception")
+        if not exc.name.isidentifier():
+            raise CodegenError(f"{where}: status_exceptions.{key}.name: {exc.name!r} is no Python class name")

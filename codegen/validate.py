@@ -14,8 +14,8 @@ Every string that reaches generated code (Python or C++) is one of:
 string field has no rule. `spec_io` applies the rules while converting YAML (errors name the file,
 line and YAML path); `check_model` applies them to objects built in memory (the parser, and
 `annotate.resolve` before anything is rendered); `check_spec` adds what needs the whole spec
-(declared types, unique names, enum ranges, canonical default arguments); `check_names` refuses
-Python names that collide after renaming (it needs the target's function prefix).
+(declared types, unique names, enum ranges, canonical default arguments). The Python names the
+renderer makes are checked with their rules, in `naming.check_names`.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from . import literals, naming, reserved
+from . import literals, reserved
 from .ctypes_map import FLOAT_CTYPES, INT_BITS, int_range
 
 #: longest identifier accepted anywhere
@@ -719,108 +719,6 @@ def _flat_names(r: Any) -> list[str | None]:
     return out
 
 
-# --------------------------------------------------------------------------- Python names
-
-
-def check_names(spec: Any, prefix: str, sem: Any = None, target: Any = None) -> list[str]:
-    """Python names the renderer makes that collide or are unusable; each problem names the C names.
-
-    Namespaces checked: the api module (functions, enum/record/handle classes, result NamedTuples,
-    and what `reserved.API_MODULE` and `reserved.PACKAGE` hold), the errors module (the target's
-    exception classes), and each wrapper body (parameters, their C-side variables, generated locals).
-    `sem` (annotate.Semantics) adds the per-function checks that depend on parameter roles.
-    """
-    problems: list[str] = []
-    api: dict[str, str] = {}
-
-    def claim(py: str, c_name: str, what: str) -> None:
-        if not py.isidentifier() or not py.isascii() or keyword.iskeyword(py):
-            problems.append(f"{what} {c_name}: its Python name {py!r} is not a valid identifier")
-            return
-        if py in reserved.API_MODULE or py in reserved.PACKAGE:
-            problems.append(f"{what} {c_name}: its Python name {py!r} is a name the generated package uses itself")
-            return
-        if py in api:
-            problems.append(f"{what} {c_name} and {api[py]} both become {py!r} in Python; rename one in the "
-                            f"header (or leave one out of the spec)")
-            return
-        api[py] = f"{c_name}"
-
-    fn_py: dict[str, str] = {}
-    for f in spec.functions:
-        py = naming.function_name(f.name, prefix)
-        fn_py[f.name] = py
-        claim(py, f.name, "function")
-    for e in spec.enums:
-        claim(naming.class_name(e.name, prefix), e.name, "enum")
-    for r in spec.records:
-        if r.name:
-            claim(naming.class_name(r.typedef or r.name, prefix), r.typedef or r.name, "record")
-    for h in spec.handles:
-        claim(naming.class_name(h.name, prefix), h.name, "handle type")
-    if target is not None:
-        base = target.error_base
-        stem = base[:-5] if base.endswith("Error") else base
-        for name, what in ((base, "error_base"), (stem + "Warning", "warning class")):
-            if name in reserved.ERRORS_MODULE:
-                problems.append(f"target {what} {name}: a name the generated errors module uses itself")
-            claim(name, name, f"target {what}")
-        for name in (stem + "VersionError", stem + "VersionWarning"):  # _support's classes, in the package root
-            if name in api:
-                problems.append(f"{api[name]}: its Python name {name!r} is the target's {name} class (package root)")
-            api.setdefault(name, f"the target's {name}")
-        for status, exc in target.status_exceptions.items():
-            if exc.name in reserved.ERRORS_MODULE:
-                problems.append(f"target status_exceptions.{status}: {exc.name} is a name the errors module uses itself")
-            claim(exc.name, f"{status} ({exc.name})", "status exception")
-    if sem is None:
-        return problems
-    status_type = target.status_type if target is not None else None
-    for f in spec.functions:
-        fs = sem.functions.get(f.name)
-        if fs is None:
-            continue
-        c_names = [p.name for p in fs.params]
-        dup = {n for n in c_names if c_names.count(n) > 1}
-        if dup:
-            problems.append(f"{f.name}: parameters share the name(s) {', '.join(sorted(dup))} (unnamed parameters "
-                            f"are called arg<index>)")
-            continue
-        py_of = naming.param_names(c_names)
-        outs = [p for p in fs.params if p.direction in ("out", "inout") and not p.hidden]
-        is_status = f.returns.kind == "enum" and (status_type is None or f.returns.name == status_type)
-        if len(outs) > 1 and is_status:
-            claim(naming.result_name(f.name, prefix), f.name, "result tuple of")
-        locals_: dict[str, str] = {}
-
-        def local(name: str, owner: str) -> None:
-            if name in reserved.BODY_LOCALS or (name in locals_ and locals_[name] != owner):
-                other = locals_.get(name, "the generated code")
-                problems.append(f"{f.name}: parameter {owner} needs the local {name!r}, which {other} uses")
-            locals_[name] = owner
-
-        for p in fs.params:
-            name = py_of[p.name]
-            if not name.isidentifier() or not name.isascii() or keyword.iskeyword(name) or name.startswith("_"):
-                problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, not a valid Python parameter name")
-                continue
-            if name in reserved.PARAM_NAMES:
-                problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, which shadows a name the wrapper "
-                                f"body uses")
-            elif name in api and not name[:1].islower():
-                problems.append(f"{f.name}: parameter {p.name} becomes {name!r}, which shadows the class of "
-                                f"{api[name]} (the wrapper body uses the module's classes)")
-            local(name, p.name)
-            local("_" + name, p.name)
-            if p.shape == "blob" and p.direction == "in":
-                local("_len_" + name, p.name)
-            if p.length_call is not None and p.length_call.call in fn_py:
-                callee = fn_py[p.length_call.call]
-                local("_len_" + callee, f"the length call to {p.length_call.call}")  # shared by its arrays
-                if callee in py_of.values():
-                    problems.append(f"{f.name}: a parameter named {callee!r} hides the function {p.length_call.call} "
-                                    f"that sizes {p.name}")
-    return problems
 
 
 # --------------------------------------------------------------------------- once per spec object

@@ -13,11 +13,13 @@ from types import ModuleType
 
 import pytest
 
-from codegen import abi
+from codegen import cxx, stublib
 from codegen.annotate import Semantics, load_annotations, resolve
 from codegen.model import Spec
 from codegen.files import write_tree as write
-from codegen.render import Plan, banner, plan, render, sha256_text
+from codegen.planner import plan
+from codegen.plans import Plan
+from codegen.render import banner, render, sha256_text
 from codegen.spec_io import dumps
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target
@@ -49,7 +51,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     write(files, root / "fixture_pkg")
     spec = pl.spec
     sem = resolve(spec, load_annotations(FIXTURE_ANNOTATIONS))
-    stub_path = abi.compile_cpp(abi.stub_source(spec, sem, FIXTURE_HEADER, "fixture stub", target().status_type,
+    stub_path = cxx.compile_cpp(stublib.stub_source(spec, sem, FIXTURE_HEADER, "fixture stub", target().status_type,
                                                 target().version_getter), root / "libstub.so", target(), shared=True)
     sys.path.insert(0, str(root))
     try:
@@ -145,8 +147,8 @@ def build_stub(version: str, root: Path) -> Path:
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
     header = root / f"miopen-{version}.h"
-    header.write_text(abi.header_source(spec, f"MIOpen {version} declarations"))
-    return abi.compile_cpp(abi.stub_source(spec, sem, header, f"MIOpen {version} stub", target().status_type,
+    header.write_text(stublib.header_source(spec, f"MIOpen {version} declarations"))
+    return cxx.compile_cpp(stublib.stub_source(spec, sem, header, f"MIOpen {version} stub", target().status_type,
                                            target().version_getter),
                            root / f"libMIOpen_stub-{version}.so", target(), shared=True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from codegen import abi
+from codegen import callthrough, cxx, layout
 
 from .conftest import Built
 from .helpers import FIXTURE_HEADER, target
@@ -19,8 +19,8 @@ def _plans(built: Built) -> dict[str, tuple[str, list[tuple[str, str]], list[str
 
 
 def test_layout_matches_gcc(built: Built, tmp_path: Path) -> None:
-    probe = abi.compile_cpp(abi.probe_source(built.spec, FIXTURE_HEADER, "probe"), tmp_path / "probe", target(), False)
-    assert abi.check_layout(probe, built.pkg.raw, built.spec) == []
+    probe = cxx.compile_cpp(layout.probe_source(built.spec, FIXTURE_HEADER, "probe"), tmp_path / "probe", target(), False)
+    assert layout.check_layout(probe, built.pkg.raw, built.spec) == []
     out = __import__("subprocess").run([str(probe)], capture_output=True, text=True, check=True).stdout
     assert '"record": "miopenConvAlgoPerf_t", "size": 16, "align": 8' in out
     assert '"field": "bwd_data_algo", "offset": 0' in out
@@ -29,7 +29,7 @@ def test_layout_matches_gcc(built: Built, tmp_path: Path) -> None:
 
 
 def test_layout_check_catches_a_wrong_ctypes_layer(built: Built, tmp_path: Path) -> None:
-    probe = abi.compile_cpp(abi.probe_source(built.spec, FIXTURE_HEADER, "probe"), tmp_path / "probe", target(), False)
+    probe = cxx.compile_cpp(layout.probe_source(built.spec, FIXTURE_HEADER, "probe"), tmp_path / "probe", target(), False)
 
     class WrongRaw:
         def __getattr__(self, name: str) -> object:
@@ -42,12 +42,12 @@ def test_layout_check_catches_a_wrong_ctypes_layer(built: Built, tmp_path: Path)
 
     wrong = WrongRaw()
     wrong.miopenConvSolution_t = Packed  # type: ignore[attr-defined]
-    problems = abi.check_layout(probe, wrong, built.spec)  # type: ignore[arg-type]
+    problems = layout.check_layout(probe, wrong, built.spec)  # type: ignore[arg-type]
     assert any("miopenConvSolution_t.workspace_size: offset C 8 vs ctypes 4" in p for p in problems)
 
 
 def test_every_wrapper_calls_through(fx: Built) -> None:
-    results = abi.run_call_through(fx.pkg, fx.spec, fx.sem, fx.stub, "miopen", _plans(fx), target().version_getter)
+    results = callthrough.run_call_through(fx.pkg, fx.spec, fx.sem, fx.stub, "miopen", _plans(fx), target().version_getter)
     assert len(results) == len(fx.spec.functions) == 47
     failing = {r.function: r.problems for r in results if r.problems}
     assert failing == {}
@@ -63,7 +63,7 @@ def test_call_through_catches_a_wrong_prototype(fx: Built) -> None:
         restype, argtypes = raw.PROTOTYPES["miopenGetKernelTime"]
         raw.PROTOTYPES["miopenGetKernelTime"] = (restype, [argtypes[0], ctypes.POINTER(ctypes.c_double)])
         raw._reset()
-        results = {r.function: r.problems for r in abi.run_call_through(fx.pkg, fx.spec, fx.sem, fx.stub, "miopen",
+        results = {r.function: r.problems for r in callthrough.run_call_through(fx.pkg, fx.spec, fx.sem, fx.stub, "miopen",
                                                                           _plans(fx), target().version_getter)}
     finally:
         raw.PROTOTYPES.clear()

@@ -264,7 +264,7 @@ def _sweep_cases() -> Iterator[tuple[str, str, str, object, type[Exception], str
             elif t.kind == "float" and t.name == "float":
                 yield f.name, p.name, "float", 1e300, OverflowError, r"=1e\+300 does not fit a C float"
             elif t.kind == "void" and p.memory == "host" and p.shape == "scalar":
-                kind = getattr(p, "scalar_type", None)
+                kind = getattr(p, "scalar", None)
                 if kind is None or kind == "float":  # read as a C float
                     yield f.name, p.name, "host scalar", -1e300, OverflowError, r"does not fit a C float"
                 elif kind == "double":

@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from codegen import audit as A
+from codegen.audit.notes import _in_range
 from codegen import cppsrc, model
 from codegen.annotate import load_annotations, resolve
 from codegen.errors import CodegenError
@@ -222,9 +223,9 @@ def test_forms_agree_when_stated_disagree_when_not_and_need_vocabulary_when_unsa
     sem = resolve(spec, load_annotations(FX / "annotations.yaml"))
     fs = sem.functions["miopenScale"]
     ps = fs.param("alpha")
-    assert ps.scalar_type == "element" and ps.element_of == "yDesc"
+    assert ps.scalar == "element" and ps.element_of == "yDesc"
     facts = param("miopenScale", "alpha").facts
-    plain = dataclasses.replace(ps, scalar_type=None, element_of=None, element_table=None)
+    plain = dataclasses.replace(ps, scalar=None, element_of=None, element_table=None)
     stated = next(c for c in A.compare(fs, ps, facts, {}, []) if c.kind == "scalar-type")
     unstated = next(c for c in A.compare(fs, plain, facts, {}, []) if c.kind == "scalar-type")
     assert (stated.status, unstated.status, unstated.form) == ("agree", "disagree", "scalar-element-type")
@@ -233,8 +234,8 @@ def test_forms_agree_when_stated_disagree_when_not_and_need_vocabulary_when_unsa
     unsayable = next(c for c in A.compare(fs, plain, facts, {}, []) if c.kind == "scalar-type")
     assert (unsayable.status, unsayable.form) == ("needs-vocabulary", "scalar-element-type")
     slices = sem.functions["miopenSlice"].param("slices")
-    assert slices.length_factor == 4
-    strides = dataclasses.replace(slices, length_factor=1)
+    assert slices.per == 4
+    strides = dataclasses.replace(slices, per=1)
     got = next(c for c in A.compare(sem.functions["miopenSlice"], strides, param("miopenSlice", "slices").facts, {},
                                     []) if c.kind == "length")
     assert (got.status, got.form) == ("disagree", "length-multiple")
@@ -315,6 +316,6 @@ def test_miopen_idioms_and_notes_load_and_name_real_parameters() -> None:
     for fname, params in notes.notes.items():
         for pname, items in params.items():
             for n in items:
-                hits = [s for s in specs if A._in_range(s.miopen_version, n.since, n.until)
+                hits = [s for s in specs if _in_range(s.miopen_version, n.since, n.until)
                         and any(f.name == fname and any(p.name == pname for p in f.params) for f in s.functions)]
                 assert hits, f"audit-notes.yaml: {fname}.{pname} names no parameter of a release in its range"

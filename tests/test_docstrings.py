@@ -15,7 +15,9 @@ from dataclasses import replace
 import pytest
 
 from codegen.annotate import AnnotationGateError, FunctionNote, FunctionSem, ParamNote, load_annotations, resolve
-from codegen.render import FunctionPlan, Plan, plan, release_module, render
+from codegen.planner import plan
+from codegen.plans import FunctionPlan, Plan
+from codegen.render import release_module, render
 from codegen.spec_io import load
 
 from .conftest import Libs

@@ -14,12 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from codegen import abi, validate
+from codegen import cxx, layout, stublib, validate
 from codegen.annotate import load_annotations, resolve
 from codegen.errors import CodegenError
 from codegen.model import Spec
 from codegen.files import write_tree as write
-from codegen.render import banner, plan, render
+from codegen.planner import plan
+from codegen.render import banner, render
 from codegen.target import Target
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target
@@ -112,7 +113,7 @@ def test_escaping_alone_keeps_literals_inert(tmp_path: Path, monkeypatch: pytest
     versions) still renders valid Python that runs nothing and reads back (defence in depth)."""
     marker = tmp_path / "PWNED"
     monkeypatch.setattr(validate, "ensure_valid", lambda obj: None)
-    monkeypatch.setattr("codegen.render.target_problems", lambda t: [])
+    monkeypatch.setattr("codegen.target.target_problems", lambda t: [])
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     for i, text in enumerate(_raw_payloads(marker)):
         tgt = replace(target(), display_name=text, library_env=text, library_root_env=text + "R",
@@ -192,14 +193,14 @@ def test_cpp_banners_stay_comments(tmp_path: Path, fixture_sem: tuple[Spec, obje
     preprocessor lines stays a comment: the stub and the declarations header compile, the probe runs."""
     spec, sem = fixture_sem
     evil = "stub\n#error injected\r#error cr\\\n#error continued \u2028 */ ??/"
-    src = abi.stub_source(spec, sem, FIXTURE_HEADER, evil, target().status_type, target().version_getter)  # type: ignore[arg-type]
+    src = stublib.stub_source(spec, sem, FIXTURE_HEADER, evil, target().status_type, target().version_getter)  # type: ignore[arg-type]
     assert "#error" not in "\n".join(line for line in src.splitlines() if not line.startswith("//"))
-    abi.compile_cpp(src, tmp_path / "libstub.so", target(), shared=True)
+    cxx.compile_cpp(src, tmp_path / "libstub.so", target(), shared=True)
     header = tmp_path / "decl.h"
-    header.write_text(abi.header_source(spec, evil))
+    header.write_text(stublib.header_source(spec, evil))
     assert all(line.startswith("//") for line in header.read_text().splitlines()[:4])
-    probe = abi.probe_source(spec, header, evil)
-    abi.compile_cpp(probe, tmp_path / "probe", target(), shared=False)
+    probe = layout.probe_source(spec, header, evil)
+    cxx.compile_cpp(probe, tmp_path / "probe", target(), shared=False)
 
 
 @pytest.mark.parametrize("name", ['we"ird.h', "back\\slash.h", "new\nline.h", "tab\t.h"])
@@ -207,6 +208,6 @@ def test_cpp_include_of_an_unspellable_header_path_is_refused(tmp_path: Path, na
                                                               fixture_sem: tuple[Spec, object]) -> None:
     spec, sem = fixture_sem
     with pytest.raises(CodegenError, match="cannot be #included"):
-        abi.stub_source(spec, sem, tmp_path / name, "stub", target().status_type)  # type: ignore[arg-type]
+        stublib.stub_source(spec, sem, tmp_path / name, "stub", target().status_type)  # type: ignore[arg-type]
     with pytest.raises(CodegenError, match="cannot be #included"):
-        abi.probe_source(spec, tmp_path / name, "probe")
+        layout.probe_source(spec, tmp_path / name, "probe")

@@ -28,7 +28,8 @@ from codegen import model
 from codegen.annotate import load_annotations, resolve
 from codegen.errors import CodegenError
 from codegen.parser import ParseOptions, parse_header
-from codegen.render import plan, render
+from codegen.planner import plan
+from codegen.render import render
 from codegen.spec_io import dumps, load, loads
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, SPECS, target
@@ -386,7 +387,7 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from codegen import abi
+    from codegen import cxx, stublib
     from codegen.files import write_tree as write
     from codegen.render import banner
     from codegen.target import load_target
@@ -430,9 +431,9 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
             write(files, tmp_path / name)
             if len([p for p in packages if p[1]]) < STUBS:
                 header = tmp_path / f"{name}.h"
-                header.write_text(abi.header_source(spec, rng.choice(payloads)))
+                header.write_text(stublib.header_source(spec, rng.choice(payloads)))
                 sem = resolve(spec, ann, strict=False, prefix="miopen", target=tgt)
-                lib = abi.compile_cpp(abi.stub_source(spec, sem, header, rng.choice(payloads), tgt.status_type,
+                lib = cxx.compile_cpp(stublib.stub_source(spec, sem, header, rng.choice(payloads), tgt.status_type,
                                                       tgt.version_getter), tmp_path / f"lib{name}.so", tgt, shared=True)
                 stub.append(str(lib))
             return "valid"

@@ -20,7 +20,8 @@ from codegen.annotate import Annotations, Rules, load_annotations, resolve
 from codegen.errors import CodegenError, HeaderError, NamingError
 from codegen.parser import ParseOptions, parse_header
 from codegen.files import write_tree as write
-from codegen.render import plan, render
+from codegen.planner import plan
+from codegen.render import render
 
 from .conftest import fixture_files
 from .helpers import REPO, target
@@ -307,7 +308,7 @@ def test_runtime_package_root_names_are_reserved() -> None:
         isinstance(t, ast.Name) and t.id == "_LAZY" for t in n.targets))
     keys = {k.value for k in lazy.value.keys if isinstance(k, ast.Constant)}  # type: ignore[attr-defined]
     modules = {p.stem for p in (REPO / "runtime").glob("*.py")} | {"ops"}
-    stem = target().error_base.removesuffix("Error")  # the target's class names: validate.check_names claims them
+    stem = target().error_base.removesuffix("Error")  # the target's class names: naming.check_names claims them
     missing = (bound | keys | modules) - reserved.PACKAGE - {"_api_all", "_errors_all", "__init__", "__getattr__",
                                                                 "__all__", "annotations", stem + "VersionError",
                                                                 stem + "VersionWarning"}
@@ -322,7 +323,7 @@ def test_the_rendered_fixture_compiles_and_stays_inside_reserved_names() -> None
 
 
 def test_reserved_names_list_the_direct_call_aliases() -> None:
-    """The api module's ctypes aliases for direct calls (render.DIRECT_ALIASES) are reserved names."""
-    from codegen import render, reserved
+    """The api module's ctypes aliases for direct calls (direct.DIRECT_ALIASES) are reserved names."""
+    from codegen import direct, reserved
 
-    assert {alias for alias, _ in render.DIRECT_ALIASES} == reserved.DIRECT_ALIASES
+    assert {alias for alias, _ in direct.DIRECT_ALIASES} == reserved.DIRECT_ALIASES

@@ -123,7 +123,8 @@ _STEPS = ("_put", "_link", "_mkdir", "_rename")
 
 def _rendered(version: str) -> dict[str, str]:
     from codegen.annotate import load_annotations
-    from codegen.render import banner, plan, render
+    from codegen.planner import plan
+    from codegen.render import banner, render
     from codegen.spec_io import load
     from codegen.target import load_target
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen import abi
+from codegen import callthrough
 from codegen.annotate import load_annotations, resolve
 from codegen.spec_io import load
 
@@ -68,14 +68,14 @@ def test_every_wrapper_calls_through_with_its_release(stubs: dict[str, ctypes.CD
     assert miopen.bound_release() == version and miopen.MIOPEN_VERSION == version
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
-    from codegen.render import plan as make_plan
+    from codegen.planner import plan as make_plan
 
     pl = make_plan(spec, load_annotations(SPECS / "annotations.yaml"), target(), "# matrix")
     # every wrapper of every release takes the direct call (no parameter of theirs lacks a direct form)
     assert [f.c_name for f in pl.functions if f.direct_args is None] == []
     plans = {f.c_name: (f.py_name, [(p.c_name, p.py) for p in f.params], [p.c_name for p in f.params if p.out])
              for f in pl.functions}
-    results = abi.run_call_through(_generated, spec, sem, stub, target().function_prefix, plans, target().version_getter)
+    results = callthrough.run_call_through(_generated, spec, sem, stub, target().function_prefix, plans, target().version_getter)
     problems = {r.function: r.problems for r in results if r.problems}
     assert problems == {}
     assert len(results) == len(spec.functions)

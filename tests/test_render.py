@@ -161,7 +161,8 @@ def test_usage_example_misuse_is_caught_by_mypy(tmp_path: Path, built: Built) ->
 def test_every_committed_release_renders(tmp_path: Path) -> None:
     """`make generate MIOPEN_VERSION=X` works for every committed spec (gate, target check, valid Python)."""
     from codegen.annotate import load_annotations
-    from codegen.render import plan, render
+    from codegen.planner import plan
+    from codegen.render import render
     from codegen.spec_io import load
     from codegen.target import load_target
 
@@ -185,11 +186,11 @@ def test_compiled_templates_are_cached_privately_and_change_nothing(tmp_path: Pa
     import os
     import stat
 
-    from codegen import render as render_mod
+    from codegen import jinja_env
 
     _, expected = fixture_files()
     monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
-    assert render_mod._bytecode_cache() is None
+    assert jinja_env._bytecode_cache() is None
     assert fixture_files()[1] == expected
     cache = tmp_path / "cache"
     monkeypatch.setenv("MIOGEN_CACHE_DIR", str(cache))
@@ -198,11 +199,11 @@ def test_compiled_templates_are_cached_privately_and_change_nothing(tmp_path: Pa
     assert stored and stat.S_IMODE(stored[0].parent.stat().st_mode) == 0o700
     assert fixture_files()[1] == expected  # warm: loads what it stored
     stored[0].parent.chmod(0o777)
-    assert render_mod._bytecode_cache() is None  # others may write there: not trusted
+    assert jinja_env._bytecode_cache() is None  # others may write there: not trusted
     blocked = tmp_path / "file"
     blocked.write_text("")
     monkeypatch.setenv("MIOGEN_CACHE_DIR", str(blocked))
-    assert render_mod._bytecode_cache() is None
+    assert jinja_env._bytecode_cache() is None
     assert os.path.isfile(blocked)
 
 

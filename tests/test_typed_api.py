@@ -520,7 +520,9 @@ def test_a_parameter_without_a_direct_form_uses_the_prototype() -> None:
 
     from codegen.annotate import load_annotations, resolve
     from codegen.model import CType, Function, Param
-    from codegen.render import direct_arg, plan, render
+    from codegen.direct import direct_arg
+    from codegen.planner import plan
+    from codegen.render import render
 
     from .helpers import FIXTURE_ANNOTATIONS, fixture_spec, target
 

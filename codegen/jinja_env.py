@@ -1,0 +1,60 @@
+"""The Jinja environment of the generated sources: the templates directory, the escaping filters
+and the per-user bytecode cache of compiled templates."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import jinja2
+
+from . import escape
+
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs (Jinja keys them by template path and source checksum) in
+    $MIOGEN_CACHE_DIR, else $XDG_CACHE_HOME/miogen, else ~/.cache/miogen: a directory private to this user
+    (created 0700; one that is not a directory this user owns, or that others may write, is not used).
+    MIOGEN_CACHE_DIR set to an empty string turns the cache off. None where there is no such directory."""
+    root = os.environ.get("MIOGEN_CACHE_DIR")
+    if root == "":
+        return None
+    if root is None:
+        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
+                            "miogen")
+    path = os.path.join(root, f"templates-{jinja2.__version__}")
+    try:
+        os.makedirs(path, mode=0o700, exist_ok=True)
+        st = os.lstat(path)
+        uid = os.getuid() if hasattr(os, "getuid") else st.st_uid
+        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
+            return None
+    except OSError:
+        return None
+    return jinja2.FileSystemBytecodeCache(path)
+
+
+def environment() -> jinja2.Environment:
+    """The environment rendering codegen/templates (strict: an undefined name is an error)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        bytecode_cache=_bytecode_cache(),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    escape.install(env)  # py_str, docstring_text, comment_block, ...: every string from a spec or target
+    return env
+
+
+def cpp_environment() -> jinja2.Environment:
+    """The environment rendering the C++ sources of abi-check and the stub library (probe, stub, header)."""
+    env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                             trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+    escape.install(env)  # c_include, c_str_text, comment_block for the C++ templates
+    return env
