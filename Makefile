@@ -72,7 +72,7 @@ help:
 
 # The editable install is strict (a link tree of the package files, which mypy follows; the default
 # import hook hides `miopen` from mypy), so a package file added or removed means reinstalling.
-PKG_FILES := $(sort $(wildcard codegen/*.py codegen/templates/*.j2 codegen/templates/release/*.j2 runtime/*.py runtime/*/*.py \
+PKG_FILES := $(sort $(wildcard codegen/*.py codegen/support/*.py codegen/templates/*.j2 codegen/templates/release/*.j2 runtime/*.py runtime/*/*.py \
 	$(GENERATED)/*.py $(GENERATED)/*.pyi $(GENERATED)/*/*.py $(GENERATED)/*/*.pyi \
 	specs/*/target.yaml specs/*/annotations.yaml specs/*/shims/*/*.h))
 

@@ -16,7 +16,7 @@ _HERE = Path(__file__).resolve().parent
 # ship as codegen/targets/<target>/... (pyproject.toml maps the directories), so an installed `miogen`
 # parses and renders without a checkout.
 _PACKAGES = [
-    "codegen", "codegen.templates", "codegen.templates.release",
+    "codegen", "codegen.support", "codegen.templates", "codegen.templates.release",
     "codegen.targets", "codegen.targets.miopen", "codegen.targets.miopen.shims",
     "codegen.targets.miopen.shims.miopen", "codegen.targets.miopen.shims.hip", "codegen.targets.cudnn",
     "miopen", "miopen.ops", "miopen.caffe2", "miopen._generated",

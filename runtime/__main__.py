@@ -116,10 +116,11 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
     from . import __version__
     from ._generated import _support as s
     from ._generated._releases import ROCM  # the module itself: `from ._generated import _releases` would bind
+    from ._generated._target import MODULES
 
     info: dict[str, Any] = {
         "package": {"name": "miopen", "version": __version__},
-        "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": s._MODULES[r], "proven": PROVEN.get(r, {})}
+        "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": MODULES[r], "proven": PROVEN.get(r, {})}
                      for r in s.RELEASES],
         "environment": {name: os.environ.get(name) for name in
                         dict.fromkeys((s.LIBRARY_ENV, ROOT_ENV, s.SKIP_VERSION_CHECK_ENV or "")) if name},

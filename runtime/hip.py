@@ -295,20 +295,10 @@ def _where(cdll: ctypes.CDLL) -> str:
 
 def _candidates() -> list[tuple[str, str]]:
     """Where the search looks, in order; only `$MIOGEN_HIP_LIBRARY` (a file, or a directory's library names) when set."""
-    found: list[tuple[str, str]] = []
-    env = os.environ.get(LIBRARY_ENV)
-    if env:
-        if os.path.isdir(env):
-            return [(f"${LIBRARY_ENV}", os.path.join(env, name)) for name in LIBRARY_NAMES]
-        return [(f"${LIBRARY_ENV}", env)]
-    roots = []
-    if os.environ.get("ROCM_PATH"):
-        roots.append(("$ROCM_PATH/lib", os.path.join(os.environ["ROCM_PATH"], "lib")))
-    roots.append(("/opt/rocm/lib", "/opt/rocm/lib"))
-    for origin, root in roots:
-        found += [(origin, os.path.join(root, name)) for name in LIBRARY_NAMES]
-    found += [("loader path", name) for name in LIBRARY_NAMES]
-    return found
+    from ._generated._search import library_candidates
+
+    return library_candidates(LIBRARY_ENV, LIBRARY_NAMES, "ROCM_PATH", ("/opt/rocm",), subdirs=("lib",),
+                              env_dir=True, env_root_label=True)
 
 
 def _why(path: str, exc: OSError | None) -> str:

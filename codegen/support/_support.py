@@ -1,4 +1,3 @@
-{{ banner | comment_block("# ") }}
 """Support for the generated bindings: lazy library loading, argument conversion, handle ownership."""
 
 from __future__ import annotations
@@ -18,22 +17,29 @@ import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, ClassVar, NoReturn, TypeVar
 
-LIBRARY_ENV = {{ library_env | py_str }}
-LIBRARY_NAMES: tuple[str, ...] = {{ t.library_names | py_tuple }}
+from ._search import library_candidates
+from ._target import (  # re-exported: the package and the runtime read them here
+    FIND_LIBRARY_NAME as FIND_LIBRARY_NAME,
+    LIB_NAME as LIB_NAME,
+    LIBRARY_ENV as LIBRARY_ENV,
+    LIBRARY_NAMES as LIBRARY_NAMES,
+    LIBRARY_ROOT_ENV as LIBRARY_ROOT_ENV,
+    LIBRARY_ROOTS as LIBRARY_ROOTS,
+    RELEASES as RELEASES,
+    SKIP_VERSION_CHECK_ENV as SKIP_VERSION_CHECK_ENV,
+    VERSION_GETTER as VERSION_GETTER,
+    VersionError as VersionError,
+    VersionWarning as VersionWarning,
+)
+from ._target import MODULES as _MODULES
+from ._target import *  # noqa: F403  the version error classes under the target's names (e.g. MIOpenVersionError)
+
 E = TypeVar("E", bound=enum.IntEnum)
 H = TypeVar("H", bound="HandleBase")
 
 
 class LibraryNotFoundError(OSError):
-    """The {{ lib_name | docstring_text }} library could not be loaded; the message lists every place that was searched."""
-
-
-class {{ version_error | py_ident }}(RuntimeError):
-    """The library's version has no bindings here, cannot be read, or disagrees with what it exports."""
-
-
-class {{ version_warning | py_ident }}(UserWarning):
-    """The library was bound to a neighbouring release (another patch, or a release between two committed ones)."""
+    """The library could not be loaded; the message lists every place that was searched."""
 
 
 class MissingSymbolError(AttributeError):
@@ -51,12 +57,7 @@ _lock = threading.RLock()
 _lib: ctypes.CDLL | None = None
 _lib_path: str = ""
 _on_reset: list[Callable[[], None]] = []
-#: the committed releases these bindings have, oldest first, and their sub-packages
-RELEASES: tuple[str, ...] = {{ releases | map("first") | py_tuple }}
-_MODULES: dict[str, str] = { {%- for v, m in releases %}{{ v | py_str }}: {{ m | py_str }}{{ ", " if not loop.last }}{% endfor %}}
 _PACKAGE = __name__.rpartition(".")[0]
-VERSION_GETTER: str | None = {{ version_getter | py_str if version_getter else "None" }}
-SKIP_VERSION_CHECK_ENV: str | None = {{ t.skip_version_check_env | py_str if t.skip_version_check_env else "None" }}
 POLICIES = ("compatible", "strict", "off")
 _policy = "compatible"
 _bound: str | None = None  # the release whose layer is bound
@@ -66,38 +67,18 @@ _generation = 0  # bumped by unload_library(): objects made under an older libra
 
 
 def _candidates() -> list[tuple[str, str]]:
-    import ctypes.util  # only when searching: it costs milliseconds at import
-
-    env = os.environ.get(LIBRARY_ENV)
-    if env:  # set explicitly: that library or an error, never another one
-        return [(f"${LIBRARY_ENV}", env)]
-    found: list[tuple[str, str]] = []
-{% if t.library_root_env %}
-    roots = [os.environ[{{ t.library_root_env | py_str }}]] if os.environ.get({{ t.library_root_env | py_str }}) else []
-{% else %}
-    roots: list[str] = []
-{% endif %}
-    roots += {{ t.library_roots | py_list }}
-    for root in roots:
-        for sub in ("lib", "lib64"):
-            for name in LIBRARY_NAMES:
-                found.append((f"{root}/{sub}", os.path.join(root, sub, name)))
-    for name in LIBRARY_NAMES:
-        found.append(("loader path", name))
-    util = ctypes.util.find_library({{ t.find_library_name | py_str }})
-    if util:
-        found.append(("ctypes.util.find_library", util))
-    return found
+    """Where `load_library()` looks, in order: (origin, path or name) pairs."""
+    return library_candidates(LIBRARY_ENV, LIBRARY_NAMES, LIBRARY_ROOT_ENV, LIBRARY_ROOTS, FIND_LIBRARY_NAME)
 
 
 def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ctypes.CDLL:
     """Load (or inject) the library and bind the layer of its release.
 
-    Without `path`: ${{ library_env | docstring_text }} when set (a library that does not load there is an error, never a
+    Without `path`: $`LIBRARY_ENV` when set (a library that does not load there is an error, never a
     fall-through), else the install roots, then the loader path. The library's
     version selects the release: the same major.minor (nearest patch; another patch warns), else the
     newest older release (warns: what the library added is unbound). An older library, one without
-    a readable version, or one whose exports contradict its version raises {{ version_error }}; so does
+    a readable version, or one whose exports contradict its version raises VersionError; so does
     loading a different library while one is loaded (call `unload_library()` first).
     """
     global _lib, _lib_path
@@ -106,8 +87,8 @@ def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ct
         if _lib is not None:
             if getattr(_lib, "_handle", None) == getattr(lib, "_handle", None):
                 return _lib  # the same library again
-            raise {{ version_error }}(
-                f"{where}: another {{ lib_name | fstr_text }} library is loaded ({_lib_path}, bound to release {_bound}); "
+            raise VersionError(
+                f"{where}: another {LIB_NAME} library is loaded ({_lib_path}, bound to release {_bound}); "
                 f"two libraries in one process would mix releases: call unload_library() first")
         release, version, notes = _select(lib, where, _policy)
         modules = _import_release(release)
@@ -116,7 +97,7 @@ def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ct
         _lib, _lib_path = lib, where
         _bind(release, version, modules)
     for note in notes:
-        warnings.warn(note, {{ version_warning }}, stacklevel=2)
+        warnings.warn(note, VersionWarning, stacklevel=2)
     for reset in _on_reset:
         reset()
     return lib
@@ -130,7 +111,7 @@ def _open(path: str | os.PathLike[str] | ctypes.CDLL | None) -> tuple[ctypes.CDL
         try:
             return _dlopen(where), where
         except OSError as exc:
-            raise LibraryNotFoundError(f"cannot load {{ lib_name | fstr_text }} from {where}: "
+            raise LibraryNotFoundError(f"cannot load {LIB_NAME} from {where}: "
                                        f"{load_failure(where, exc)}") from None
     env = os.environ.get(LIBRARY_ENV)
     if env:
@@ -150,11 +131,9 @@ def _open(path: str | os.PathLike[str] | ctypes.CDLL | None) -> tuple[ctypes.CDL
         except OSError as exc:
             tried.append(f"{candidate} ({origin}): {exc}")
     raise LibraryNotFoundError(
-        "cannot find the {{ lib_name | py_str_text }} library; set ${{ library_env | py_str_text }} to its path"
-{% if t.library_root_env %}
-        " or ${{ t.library_root_env | py_str_text }} to its install root"
-{% endif %}
-        ". Searched:\n  " + "\n  ".join(tried)
+        f"cannot find the {LIB_NAME} library; set ${LIBRARY_ENV} to its path"
+        + (f" or ${LIBRARY_ROOT_ENV} to its install root" if LIBRARY_ROOT_ENV else "")
+        + ". Searched:\n  " + "\n  ".join(tried)
     )
 
 
@@ -267,7 +246,7 @@ def symbol(name: str, restype: Any, argtypes: Sequence[Any] | None) -> Any:
         added = ADDED_IN.get(name)
         detail = ""
         if added:
-            detail = f": {name} was added in {{ lib_name | fstr_text }} {added}"
+            detail = f": {name} was added in {LIB_NAME} {added}"
             if _runtime is not None:
                 detail += f"; the loaded library is {_vstr(_runtime)}"
         raise MissingSymbolError(name, _lib_path, detail) from None
@@ -314,7 +293,7 @@ def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
     status: int = get(*(ctypes.byref(p) for p in parts))
     major, minor, patch = (p.value for p in parts)
     if status != 0 or not (0 < major < 100 and minor < 1000 and patch < 100000):
-        raise {{ version_error }}(
+        raise VersionError(
             f"{where}: {VERSION_GETTER} gave an unparsable version ({major}.{minor}.{patch}, status {status}); "
             f"nothing was bound")
     return major, minor, patch
@@ -367,15 +346,15 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
     if version is None:
         if VERSION_GETTER is None or policy == "off":
             return RELEASES[-1], []
-        raise {{ version_error }}(
+        raise VersionError(
             f"{where} has no {VERSION_GETTER}, so its release is unknown (older than every supported one?); "
-            f"these bindings support {{ lib_name | fstr_text }} {supported}")
+            f"these bindings support {LIB_NAME} {supported}")
     v = _vstr(version)
     same = sorted((r for r in RELEASES if _vt(r)[:2] == version[:2]),
                   key=lambda r: (_vt(r) != version, abs(_vt(r)[2] - version[2]), -_vt(r)[2]))
     if same and (exports is None or policy == "off"):
         notes = [] if _vt(same[0]) == version or policy == "off" else [
-            f"{where} is {{ lib_name | fstr_text }} {v}; bound to the bindings of {same[0]} (another patch release)"]
+            f"{where} is {LIB_NAME} {v}; bound to the bindings of {same[0]} (another patch release)"]
         return same[0], notes
     if same and exports is not None:
         return _select_patch(version, same, exports, where)
@@ -385,12 +364,12 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
             return (older or RELEASES)[-1 if older else 0], []
         why = ("no committed release has the same major.minor (strict policy)" if older
                else "it is older than every supported release")
-        raise {{ version_error }}(f"{where} is {{ lib_name | fstr_text }} {v}: {why}; these bindings support {{ lib_name | fstr_text }} {supported}")
+        raise VersionError(f"{where} is {LIB_NAME} {v}: {why}; these bindings support {LIB_NAME} {supported}")
     release = older[-1]
     newer = [r for r in RELEASES if _vt(r) > version]
     where_it_is = f"between {release} and {newer[0]}" if newer else f"newer than every committed release ({release})"
     notes = [] if policy == "off" else [
-        f"{where} is {{ lib_name | fstr_text }} {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
+        f"{where} is {LIB_NAME} {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
         f"added after {release} are unbound. Add its release with `make upgrade HEADER=<its include/miopen/miopen.h>`"]
     return release, notes
 
@@ -404,16 +383,16 @@ def _select_patch(version: tuple[int, int, int], same: list[str], exports: Calla
     lacking = sorted(n for n in common if _first(n) <= version and not exports(n))
     if lacking:
         minor = ".".join(v.split(".")[:2])
-        raise {{ version_error }}(
-            f"{where} reports {{ lib_name | fstr_text }} {v}, but it lacks {len(lacking)} function(s) that every committed "
-            f"{{ lib_name | fstr_text }} {minor} release ({', '.join(same)}) has (e.g. {', '.join(lacking[:4])}): is the "
+        raise VersionError(
+            f"{where} reports {LIB_NAME} {v}, but it lacks {len(lacking)} function(s) that every committed "
+            f"{LIB_NAME} {minor} release ({', '.join(same)}) has (e.g. {', '.join(lacking[:4])}): is the "
             f"version or the library wrong? Nothing was bound")
     release = next((r for r in same if all(exports(n) for n in stable[r])), same[0])
     missing = sorted(n for n in stable[release] if not exports(n))
     if _vt(release) == version and not missing:
         return release, []
     unbound = sorted(n for r in same if r != release for n in _functions(r) - _functions(release) if exports(n))
-    note = f"{where} is {{ lib_name | fstr_text }} {v}; bound to the bindings of {release}"
+    note = f"{where} is {LIB_NAME} {v}; bound to the bindings of {release}"
     note += " (another patch release)" if _vt(release) != version else ""
     if missing:
         note += (f"; it lacks {len(missing)} function(s) of {release}, which raise MissingSymbolError "
@@ -453,8 +432,8 @@ def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[in
             later += exported
     later.sort(key=lambda n: (_first(n), n))
     if later:
-        raise {{ version_error }}(
-            f"{where} reports {{ lib_name | fstr_text }} {_vstr(version)}, but it exports {len(later)} function(s) "
+        raise VersionError(
+            f"{where} reports {LIB_NAME} {_vstr(version)}, but it exports {len(later)} function(s) "
             f"introduced after {_vstr(version)} (e.g. {', '.join(later[:4])} from {_vstr(_first(later[0]))}): is the "
             f"version or the library wrong? Nothing was bound")
 
@@ -611,15 +590,15 @@ def missing_name(name: str) -> str:
 
     have = HAVE.get(name)
     if have is None:
-        return f"{name} is in no {{ lib_name | fstr_text }} release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
+        return f"{name} is in no {LIB_NAME} release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
     releases = name_list(have.split(', '), limit=RELEASES_MAX)
     if _bound is None and "." in name:
-        return (f"{name} is not in {{ lib_name | fstr_text }} {RELEASES[-1]}, whose names serve while no library is loaded; "
+        return (f"{name} is not in {LIB_NAME} {RELEASES[-1]}, whose names serve while no library is loaded; "
                 f"releases that have it: {releases} (load_library() binds the loaded library's release)")
     if _bound is None:
-        return (f"{name} is not a name of this module in any release (no {{ lib_name | fstr_text }} library is loaded yet); "
+        return (f"{name} is not a name of this module in any release (no {LIB_NAME} library is loaded yet); "
                 f"releases with a {name} elsewhere: {releases}")
-    bound = f"the bound {{ lib_name | fstr_text }} release {_bound} ({_lib_path})"
+    bound = f"the bound {LIB_NAME} release {_bound} ({_lib_path})"
     return f"{name} is not in {bound}; releases that have it: {releases}"
 
 
@@ -667,10 +646,10 @@ def check_binding(policy: str | None = None) -> tuple[int, int, int] | None:
     with _lock:
         release, version, notes = _select(lib, _lib_path, policy or _policy)
         if release != _bound:
-            raise {{ version_error }}(f"{_lib_path}: under the {policy!r} policy it would bind {release}, but "
+            raise VersionError(f"{_lib_path}: under the {policy!r} policy it would bind {release}, but "
                                f"{_bound} is bound; call unload_library() and load it again")
     for note in notes:
-        warnings.warn(note, {{ version_warning }}, stacklevel=2)
+        warnings.warn(note, VersionWarning, stacklevel=2)
     return version
 
 
@@ -925,7 +904,7 @@ class _DLTensor(ctypes.Structure):
                 ("byte_offset", ctypes.c_uint64)]
 
 
-#: DLPack device types whose memory a {{ lib_name | py_comment }} kernel may address: kDLCUDA (2), kDLROCM (10),
+#: DLPack device types whose memory a library kernel may address: kDLCUDA (2), kDLROCM (10),
 #: kDLCUDAManaged (13). Host memory (kDLCPU 1, kDLCUDAHost 3, kDLROCMHost 11) and other devices are refused:
 #: a kernel reading a host address as device memory faults or reads garbage.
 DLPACK_DEVICE_TYPES: dict[int, str] = {2: "kDLCUDA", 10: "kDLROCM", 13: "kDLCUDAManaged"}
@@ -1079,7 +1058,7 @@ _host_double = ctypes.c_double
 
 
 def float_scalar(value: object, name: str, fn: str) -> Any:
-    """A host scalar {{ lib_name | docstring_text }} reads as float whatever the tensor type: a number, c_float, or c_double
+    """A host scalar the library reads as float whatever the tensor type: a number, c_float, or c_double
     (its value, passed as float: a double's bytes would be misread)."""
     if isinstance(value, ctypes.c_float):
         return _byref(value)
@@ -1089,7 +1068,7 @@ def float_scalar(value: object, name: str, fn: str) -> Any:
 
 
 def double_scalar(value: object, name: str, fn: str) -> Any:
-    """A host scalar {{ lib_name | docstring_text }} reads as double whatever the tensor type."""
+    """A host scalar the library reads as double whatever the tensor type."""
     if isinstance(value, ctypes.c_double):
         return _byref(value)
     if isinstance(value, ctypes.c_float):
@@ -1392,7 +1371,7 @@ def record_elem(ctype: Any, names: tuple[str, ...], fields: Mapping[str, tuple[s
 
 
 class HandleBase:
-    """Owns one opaque {{ lib_name | docstring_text }} handle: destroyed exactly once (close(), `with`, or the finalizer)."""
+    """Owns one opaque library handle: destroyed exactly once (close(), `with`, or the finalizer)."""
 
     __slots__ = ("_ptr", "_cp", "_owned", "_keep", "_children", "_gen", "__weakref__")
     _ptr: int | None
@@ -1548,6 +1527,9 @@ class HandleBase:
 
 
 # every handle object made (weakly): unload_library() retires those of the library it unloads
+# the docstring names the target's library (a lone surrogate in its name is shown as its escape)
+HandleBase.__doc__ = (HandleBase.__doc__ or "").replace("library", "".join(
+    f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in LIB_NAME), 1)
 _live: list[weakref.ref[HandleBase]] = []
 _live_limit = 1024  # prune dead references when the list grows past this (then twice the survivors)
 _ref = weakref.ref
