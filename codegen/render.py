@@ -29,13 +29,13 @@ from .target import Target, target_problems
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 FLT_MAX = 3.4028234663852886e38  # the largest finite C float
-# files shared by every release, and the files of each release's sub-package
-SHARED_OUTPUTS = ("__init__.py", "__init__.pyi", "_target.py", "_support.py", "_search.py", "_releases.py", "_handles.py", "errors.py", "api.py", "api.pyi", "raw.py",
-                  "raw.pyi", "py.typed")
-RELEASE_OUTPUTS = ("__init__.py", "raw.py", "api.py")
 # handwritten support modules (codegen/support/), copied verbatim into the package: only `_target.py` varies
 SUPPORT = Path(__file__).resolve().parent / "support"
-SUPPORT_MODULES = ("_support.py", "_search.py")
+SUPPORT_MODULES = tuple(sorted(p.name for p in SUPPORT.glob("_*.py")))
+# files shared by every release, and the files of each release's sub-package
+SHARED_OUTPUTS = ("__init__.py", "__init__.pyi", "_target.py", *SUPPORT_MODULES, "_releases.py", "_handles.py", "errors.py", "api.py", "api.pyi", "raw.py",
+                  "raw.pyi", "py.typed")
+RELEASE_OUTPUTS = ("__init__.py", "raw.py", "api.py")
 
 
 # --------------------------------------------------------------------------- plans

@@ -86,11 +86,14 @@ PACKAGE: frozenset[str] = frozenset({
     "MIOPEN_VERSION", "LibraryNotFoundError", "MissingSymbolError", "load_library", "unload_library",
     "raw", "errors", "api", "_support", "__all__", "RELEASES", "bound_release", "__getattr__", "__dir__", "_releases",
     "_handles",
+    # the support modules copied from codegen/support/ and the rendered _target
+    "_target", "_search", "_state", "_selection", "_text", "_convert", "_pointers", "_elements", "_handlebase",
+    "_inflight", "_status",
     "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
     "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
-    "tensor", "envflags", "caffe2", "_bound", "_args", "__main__",
+    "tensor", "envflags", "caffe2", "_bound", "_args", "__main__", "backend", "quirks",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
     "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
     "create_scope", "has_scope",
