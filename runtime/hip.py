@@ -453,32 +453,19 @@ def _check_kind(value: object, fn: str) -> MemcpyKind:
         raise ValueError(f"{fn}: kind must be a MemcpyKind (0..4); got {value}") from None
 
 
-def _pointer_value(value: object, name: str, fn: str) -> int | None:
-    """An address from an int, a c_void_p, `data_ptr()` (torch) or `__cuda_array_interface__` (CuPy,
-    Numba); None when `value` is none of these."""
+def _pointer_value(value: object, name: str, fn: str, *, host: bool = True) -> int | None:
+    """The address `value` carries (the package's one reader, `_pointers.device_address`: an int, a c_void_p,
+    `data_ptr()`, `__cuda_array_interface__` or DLPack); None when it carries none (a plain host buffer).
+    Without `host`, an object that says its memory is on the host is refused."""
     if isinstance(value, bool):
         raise TypeError(f"{fn}: {name} must be a pointer (an int address); got bool")
-    address: object
-    if isinstance(value, int):
-        address = value
-    elif isinstance(value, ctypes.c_void_p):
-        address = value.value or 0
-    elif callable(getattr(value, "data_ptr", None)):
-        address = value.data_ptr()  # type: ignore[attr-defined]
-    elif isinstance(getattr(value, "__cuda_array_interface__", None), dict):
-        data = value.__cuda_array_interface__.get("data")  # type: ignore[attr-defined]
-        address = data[0] if isinstance(data, tuple) and data else None
-    else:
-        return None
-    if isinstance(address, bool) or not isinstance(address, int):
-        raise TypeError(f"{fn}: {name} gave a non-int address ({_kind(address)})")
-    if not 0 <= address < _UINT64_LIMIT:
-        raise ValueError(f"{fn}: {name} must be an address in [0, 2**64); got {address}")
-    return address
+    from ._generated._pointers import device_address
+
+    return device_address(value, name, fn, host=host)
 
 
 def _device_pointer(value: object, name: str, fn: str, nbytes: int) -> int:
-    address = _pointer_value(value, name, fn)
+    address = _pointer_value(value, name, fn, host=False)
     if address is None:
         raise TypeError(f"{fn}: {name} must be a device pointer (an int, or an object with data_ptr() or "
                         f"__cuda_array_interface__); got {_kind(value)}")

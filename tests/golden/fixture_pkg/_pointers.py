@@ -96,46 +96,67 @@ _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
-def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | None:
-    """A device address from an int, `__cuda_array_interface__`, `data_ptr()` or DLPack.
+def device_address(value: object, name: str, fn: str, *, host: bool = False) -> int | None:
+    """The address `value` carries, from any source the package reads: an int, a c_void_p,
+    `__cuda_array_interface__`, `data_ptr()` or DLPack; None when it carries none (a plain host buffer).
 
-    Every address, whatever its source, must lie in [0, 2**64) (never wrapped modulo 2**64); NULL
-    (None or 0) only where the parameter is nullable. Memory the object itself says is on the host
-    is refused: a torch tensor with `is_cuda` False, a `__dlpack_device__()` or DLPack tensor of a
-    device type outside DLPACK_DEVICE_TYPES. A DLPack tensor's `byte_offset` is added to its data.
+    Every address, whatever its source, must lie in [0, 2**64) (never wrapped modulo 2**64). Without
+    `host`, memory the object itself says is on the host is refused: a torch tensor with `is_cuda`
+    False, a `__dlpack_device__()` or DLPack tensor of a device type outside DLPACK_DEVICE_TYPES. With
+    `host` (a copy, whose kind says where each side is), such an object's data_ptr() is taken as it is,
+    and a DLPack object on the host is no address (None: its buffer is read as a host buffer). A
+    DLPack tensor's `byte_offset` is added to its data.
     """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn)
+    if isinstance(value, ctypes.c_void_p):
+        return value.value or 0
+    try:
+        iface = getattr(value, "__cuda_array_interface__", None)
+    except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
+        raise TypeError(f"{fn}: {name}: its __cuda_array_interface__ is unavailable: {exc}") from None
+    if iface is not None:
+        data = iface.get("data") if isinstance(iface, Mapping) else None
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise TypeError(f"{fn}: {name}: __cuda_array_interface__ must be a mapping whose 'data' is "
+                            f"(address, read_only); got {what(data if isinstance(iface, Mapping) else iface)}")
+        return check_address(data[0], name, fn, "__cuda_array_interface__")
+    if callable(getattr(value, "data_ptr", None)):
+        if not host:
+            _check_not_host(value, name, fn)
+        return check_address(value.data_ptr(), name, fn, "data_ptr()")  # type: ignore[attr-defined]
+    if callable(getattr(value, "__dlpack__", None)):
+        if host and not _dlpack_on_device(value):
+            return None
+        return _dlpack_address(value, name, fn)
+    return None
+
+
+def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | None:
+    """A device address (see `device_address`); NULL (None or 0) only where the parameter is nullable."""
     if value is None:
         if nullable:
             return None
         raise TypeError(f"{fn}: {name} must be a device buffer; got None (this parameter is not optional)")
-    if isinstance(value, int) and not isinstance(value, bool):
-        address = check_address(value, name, fn)
-    else:
-        try:
-            iface = getattr(value, "__cuda_array_interface__", None)
-        except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
-            raise TypeError(f"{fn}: {name}: its __cuda_array_interface__ is unavailable: {exc}") from None
-        if iface is not None:
-            data = iface.get("data") if isinstance(iface, Mapping) else None
-            if not isinstance(data, (tuple, list)) or len(data) != 2:
-                raise TypeError(f"{fn}: {name}: __cuda_array_interface__ must be a mapping whose 'data' is "
-                                f"(address, read_only); got {what(data if isinstance(iface, Mapping) else iface)}")
-            address = check_address(data[0], name, fn, "__cuda_array_interface__")
-        elif callable(getattr(value, "data_ptr", None)):
-            _check_not_host(value, name, fn)
-            address = check_address(value.data_ptr(), name, fn, "data_ptr()")  # type: ignore[attr-defined]
-        elif callable(getattr(value, "__dlpack__", None)):
-            address = _dlpack_address(value, name, fn)
-        else:
-            raise TypeError(
-                f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
-                f"data_ptr() or __dlpack__; got {what(value)}"
-            )
+    address = device_address(value, name, fn)
+    if address is None:
+        raise TypeError(
+            f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
+            f"data_ptr() or __dlpack__; got {what(value)}"
+        )
     if address:
         return address
     if nullable:
         return None
     raise ValueError(f"{fn}: {name} is a NULL device address, and this parameter is not optional")
+
+
+def _dlpack_on_device(value: object) -> bool:
+    """Does a DLPack object say (by `__dlpack_device__()`) that its memory is device memory?"""
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    device = dlpack_device() if callable(dlpack_device) else None
+    kind = device[0] if isinstance(device, tuple) and device else device
+    return isinstance(kind, int) and kind in DLPACK_DEVICE_TYPES
 
 
 #: device addresses already passed, as the c_void_p the wrappers hand to C (a training loop passes the same
