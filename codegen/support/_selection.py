@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import ctypes
-import os
 from collections.abc import Callable
 
 from . import _state
+from ._envflags import env_flag
 from ._target import LIB_NAME, RELEASES, SKIP_VERSION_CHECK_ENV, VERSION_GETTER, VersionError
 from ._text import RELEASES_MAX, name_list
 
@@ -24,15 +24,10 @@ def _vstr(v: tuple[int, int, int]) -> str:
 
 
 def _env_policy(policy: str) -> str:
-    """The policy, or "off" when the skip switch is set in the environment (1/true/yes or 0/false/no)."""
+    """The policy, or "off" when the skip switch is on in the environment (see `_envflags.env_flag`)."""
     if SKIP_VERSION_CHECK_ENV is None:
         return policy
-    raw = os.environ.get(SKIP_VERSION_CHECK_ENV, "").strip().lower()
-    if raw in ("", "0", "false", "no"):
-        return policy
-    if raw in ("1", "true", "yes"):
-        return "off"
-    raise ValueError(f"${SKIP_VERSION_CHECK_ENV}={os.environ[SKIP_VERSION_CHECK_ENV]!r}: expected 1/true/yes or 0/false/no")
+    return "off" if env_flag(SKIP_VERSION_CHECK_ENV) else policy
 
 
 def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
