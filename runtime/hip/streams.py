@@ -7,7 +7,7 @@ import os
 import sys
 import threading
 import warnings
-from typing import Final
+from typing import ClassVar, Final, Self
 
 from .library import (
     EventFlags, HIP_ERROR_INVALID_HANDLE, HipError, HipNotReady, StreamFlags, _Hip, _UINT32_LIMIT, _UINT64_LIMIT,
@@ -21,16 +21,88 @@ from .devices import synchronize
 _close_lock = threading.Lock()
 
 
-class Stream:
-    """A HIP stream. `Stream.create()` owns a new one (destroyed exactly once: `close()`, `with`, or
-    when collected, never during interpreter shutdown); `Stream.from_handle()` borrows one.
-    A closed stream raises ValueError and never reaches HIP."""
+class _Owned:
+    """The owned-handle base of `Stream` and `Event`: one HIP handle, destroyed exactly once when owned (`close()`,
+    `with`, or when collected, never during interpreter shutdown), only marked closed when borrowed. A closed one
+    raises ValueError and never reaches HIP."""
 
     __slots__ = ("_ptr", "_owned", "_hip", "_flags", "__weakref__")
+    _KIND: ClassVar[str]  # the class's name in messages
+    _DESTROY: ClassVar[str]  # the HIP function destroying an owned handle
     _ptr: int | None  # None: closed; 0: the null (default) stream
     _owned: bool
     _hip: _Hip | None
     _flags: int | None
+
+    def _live(self, fn: str) -> int:
+        ptr = self._ptr
+        if ptr is None:
+            raise ValueError(f"{fn}: this {self._KIND} is closed")
+        return ptr
+
+    def _lib(self) -> _Hip:
+        return self._hip if self._hip is not None else _lib()
+
+    @property
+    def handle(self) -> int:
+        """The HIP handle as an int (0: the null stream). Raises ValueError once closed."""
+        return self._live(f"{self._KIND}.handle")
+
+    @property
+    def _as_parameter_(self) -> int:
+        return self.handle
+
+    @property
+    def closed(self) -> bool:
+        return self._ptr is None
+
+    @property
+    def owned(self) -> bool:
+        return self._owned
+
+    @property
+    def flags(self) -> int | None:
+        """The creation flags (None for a borrowed one)."""
+        return self._flags
+
+    def close(self) -> None:
+        """Destroy an owned handle now (exactly once; later calls do nothing). A borrowed one is only marked closed."""
+        with _close_lock:
+            ptr, self._ptr = self._ptr, None
+        if ptr is None or not self._owned:
+            return
+        hip = self._hip if self._hip is not None else _lib()
+        hip.call(self._DESTROY, ptr)
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:
+        if sys.is_finalizing() or getattr(self, "_ptr", None) is None or not getattr(self, "_owned", False):
+            return
+        try:
+            self.close()
+        except Exception as exc:  # a finalizer must not raise
+            warnings.warn(f"{self._KIND}: {self._DESTROY} failed: {exc}", ResourceWarning, stacklevel=1)
+
+    def __repr__(self) -> str:
+        ptr = getattr(self, "_ptr", None)
+        if ptr is None:
+            return f"<{self._KIND} closed>"
+        return f"<{self._KIND} 0x{ptr:x}{'' if self._owned else ', borrowed'}>"
+
+
+class Stream(_Owned):
+    """A HIP stream. `Stream.create()` owns a new one (destroyed exactly once: `close()`, `with`, or
+    when collected, never during interpreter shutdown); `Stream.from_handle()` borrows one.
+    A closed stream raises ValueError and never reaches HIP."""
+
+    __slots__ = ()
+    _KIND = "Stream"
+    _DESTROY = "hipStreamDestroy"
 
     def __init__(self) -> None:
         raise TypeError("streams come from Stream.create() or Stream.from_handle()")
@@ -57,37 +129,6 @@ class Stream:
         """Borrow an existing stream (None or 0: the null stream); `close()` never destroys it."""
         h = 0 if handle is None else _check_int(handle, "handle", "Stream.from_handle")
         return cls._make(h, False, None, None)
-
-    def _live(self, fn: str) -> int:
-        ptr = self._ptr
-        if ptr is None:
-            raise ValueError(f"{fn}: this Stream is closed")
-        return ptr
-
-    def _lib(self) -> _Hip:
-        return self._hip if self._hip is not None else _lib()
-
-    @property
-    def handle(self) -> int:
-        """The hipStream_t as an int (0: the null stream). Raises ValueError once closed."""
-        return self._live("Stream.handle")
-
-    @property
-    def _as_parameter_(self) -> int:
-        return self.handle
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    @property
-    def owned(self) -> bool:
-        return self._owned
-
-    @property
-    def flags(self) -> int | None:
-        """The creation flags (None for a borrowed stream)."""
-        return self._flags
 
     def synchronize(self) -> None:
         """Wait for all work queued on the stream."""
@@ -119,53 +160,21 @@ class Stream:
         event.record(self)
         return event
 
-    def close(self) -> None:
-        """Destroy an owned stream now (exactly once; later calls do nothing). A borrowed one is only
-        marked closed."""
-        with _close_lock:
-            ptr, self._ptr = self._ptr, None
-        if ptr is None or not self._owned:
-            return
-        hip = self._hip if self._hip is not None else _lib()
-        hip.call("hipStreamDestroy", ptr)
-
-    def __enter__(self) -> Stream:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if sys.is_finalizing() or getattr(self, "_ptr", None) is None or not getattr(self, "_owned", False):
-            return
-        try:
-            self.close()
-        except Exception as exc:  # a finalizer must not raise
-            warnings.warn(f"Stream: hipStreamDestroy failed: {exc}", ResourceWarning, stacklevel=1)
-
-    def __repr__(self) -> str:
-        ptr = getattr(self, "_ptr", None)
-        if ptr is None:
-            return "<Stream closed>"
-        return f"<Stream 0x{ptr:x}{'' if self._owned else ', borrowed'}>"
-
 
 def default_stream() -> Stream:
     """The null stream of the current device (borrowed)."""
     return Stream.from_handle(None)
 
 
-class Event:
+class Event(_Owned):
     """A HIP event. `Event.create()` owns a new one (destroyed exactly once); `Event.from_handle()` borrows.
 
     Events are created with timing disabled by default (cheaper, as PyTorch does); pass
     `EventFlags.DEFAULT` to measure with `elapsed_ms`."""
 
-    __slots__ = ("_ptr", "_owned", "_hip", "_flags", "_recorded", "__weakref__")
-    _ptr: int | None
-    _owned: bool
-    _hip: _Hip | None
-    _flags: int | None
+    __slots__ = ("_recorded",)
+    _KIND = "Event"
+    _DESTROY = "hipEventDestroy"
     _recorded: bool | None  # None: unknown (borrowed)
 
     def __init__(self) -> None:
@@ -193,36 +202,6 @@ class Event:
         obj = cls.__new__(cls)
         obj._ptr, obj._owned, obj._hip, obj._flags, obj._recorded = h, False, None, None, None
         return obj
-
-    def _live(self, fn: str) -> int:
-        ptr = self._ptr
-        if ptr is None:
-            raise ValueError(f"{fn}: this Event is closed")
-        return ptr
-
-    def _lib(self) -> _Hip:
-        return self._hip if self._hip is not None else _lib()
-
-    @property
-    def handle(self) -> int:
-        """The hipEvent_t as an int. Raises ValueError once closed."""
-        return self._live("Event.handle")
-
-    @property
-    def _as_parameter_(self) -> int:
-        return self.handle
-
-    @property
-    def closed(self) -> bool:
-        return self._ptr is None
-
-    @property
-    def owned(self) -> bool:
-        return self._owned
-
-    @property
-    def flags(self) -> int | None:
-        return self._flags
 
     def record(self, stream: object = None) -> None:
         """Record the event on `stream` (anything `as_stream_handle` accepts; None: the null stream)."""
@@ -260,35 +239,6 @@ class Event:
         ms = ctypes.c_float(0.0)
         self._lib().call("hipEventElapsedTime", ctypes.byref(ms), start_ptr, end_ptr)
         return float(ms.value)
-
-    def close(self) -> None:
-        """Destroy an owned event now (exactly once; later calls do nothing)."""
-        with _close_lock:
-            ptr, self._ptr = self._ptr, None
-        if ptr is None or not self._owned:
-            return
-        hip = self._hip if self._hip is not None else _lib()
-        hip.call("hipEventDestroy", ptr)
-
-    def __enter__(self) -> Event:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    def __del__(self) -> None:
-        if sys.is_finalizing() or getattr(self, "_ptr", None) is None or not getattr(self, "_owned", False):
-            return
-        try:
-            self.close()
-        except Exception as exc:  # a finalizer must not raise
-            warnings.warn(f"Event: hipEventDestroy failed: {exc}", ResourceWarning, stacklevel=1)
-
-    def __repr__(self) -> str:
-        ptr = getattr(self, "_ptr", None)
-        if ptr is None:
-            return "<Event closed>"
-        return f"<Event 0x{ptr:x}{'' if self._owned else ', borrowed'}>"
 
 
 _STREAM_ATTRIBUTES: Final = ("cuda_stream", "hip_stream", "stream_handle", "handle", "ptr")
@@ -336,8 +286,6 @@ def as_stream_handle(stream: object, fn: str = "as_stream_handle") -> int | None
     if not 0 <= value < _UINT64_LIMIT:
         raise ValueError(f"{fn}: stream handle must be in [0, 2**64); got {value}")
     return value or None
-
-
 
 
 def _after_fork_in_child() -> None:
