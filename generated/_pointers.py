@@ -109,8 +109,6 @@ def device_address(value: object, name: str, fn: str, *, host: bool = False) -> 
     """
     if isinstance(value, int) and not isinstance(value, bool):
         return check_address(value, name, fn)
-    if isinstance(value, ctypes.c_void_p):
-        return value.value or 0
     try:
         iface = getattr(value, "__cuda_array_interface__", None)
     except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
@@ -129,6 +127,8 @@ def device_address(value: object, name: str, fn: str, *, host: bool = False) -> 
         if host and not _dlpack_on_device(value):
             return None
         return _dlpack_address(value, name, fn)
+    if isinstance(value, ctypes.c_void_p):
+        return value.value or 0
     return None
 
 
@@ -138,7 +138,10 @@ def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | No
         if nullable:
             return None
         raise TypeError(f"{fn}: {name} must be a device buffer; got None (this parameter is not optional)")
-    address = device_address(value, name, fn)
+    if type(value) is int:  # the common case, without a further call
+        address: int | None = check_address(value, name, fn)
+    else:
+        address = device_address(value, name, fn)
     if address is None:
         raise TypeError(
             f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
