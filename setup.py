@@ -16,10 +16,10 @@ _HERE = Path(__file__).resolve().parent
 # ship as codegen/targets/<target>/... (pyproject.toml maps the directories), so an installed `miogen`
 # parses and renders without a checkout.
 _PACKAGES = [
-    "codegen", "codegen.audit", "codegen.templates", "codegen.templates.release",
+    "codegen", "codegen.audit", "codegen.support", "codegen.templates", "codegen.templates.release",
     "codegen.targets", "codegen.targets.miopen", "codegen.targets.miopen.shims",
     "codegen.targets.miopen.shims.miopen", "codegen.targets.miopen.shims.hip", "codegen.targets.cudnn",
-    "miopen", "miopen.ops", "miopen.caffe2", "miopen._generated",
+    "miopen", "miopen.hip", "miopen.ops", "miopen.caffe2", "miopen._generated",
 ]
 _RELEASES = sorted(f"miopen._generated.{d.name}" for d in (_HERE / "generated").iterdir()
                    if re.fullmatch(r"v\d+_\d+_\d+", d.name) and (d / "__init__.py").is_file())

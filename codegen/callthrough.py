@@ -409,7 +409,7 @@ def run_call_through(pkg: ModuleType, spec: Spec, sem: Semantics, stub: ctypes.C
         return out
 
     direct = each()
-    raw_module = pkg._support._bound_modules[0]  # the bound release's raw module
+    raw_module = pkg._state.bound_modules[0]  # the bound release's raw module
     for name in raw_module.PROTOTYPES:
         setattr(raw_module.DIRECT, name, getattr(raw_module, name))
     try:

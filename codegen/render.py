@@ -19,8 +19,11 @@ from .plans import HandlePlan, Plan
 from .target import Target, version_key
 
 
+# handwritten support modules (codegen/support/), copied verbatim into the package: only `_target.py` varies
+SUPPORT = Path(__file__).resolve().parent / "support"
+SUPPORT_MODULES = tuple(sorted(p.name for p in SUPPORT.glob("_*.py")))
 # files shared by every release, and the files of each release's sub-package
-SHARED_OUTPUTS = ("__init__.py", "__init__.pyi", "_support.py", "_releases.py", "_handles.py", "errors.py", "api.py", "api.pyi", "raw.py",
+SHARED_OUTPUTS = ("__init__.py", "__init__.pyi", "_target.py", *SUPPORT_MODULES, "_releases.py", "_handles.py", "errors.py", "api.py", "api.pyi", "raw.py",
                   "raw.pyi", "py.typed")
 RELEASE_OUTPUTS = ("__init__.py", "raw.py", "api.py")
 
@@ -131,7 +134,9 @@ def render(*plans: Plan) -> dict[str, str]:
               "added_in": sorted({f.c_name: f.added_in for p in ordered for f in p.functions if f.added_in}.items()),
               "functions": _function_releases(ordered)}
     for name in SHARED_OUTPUTS:
-        out[name] = "" if name == "py.typed" else env.get_template(name + ".j2").render(shared)
+        if name not in SUPPORT_MODULES:
+            out[name] = "" if name == "py.typed" else env.get_template(name + ".j2").render(shared)
+    out.update(support_files(_shared_banner(ordered)))
     for p in ordered:
         mod = release_module(p.spec.miopen_version)
         ctx = {**base, "p": p, "banner": p.banner_info, "miopen_version": p.spec.miopen_version, "module": mod}
@@ -139,6 +144,13 @@ def render(*plans: Plan) -> dict[str, str]:
             out[f"{mod}/{name}"] = env.get_template("release/" + name + ".j2").render(ctx)
     _check_python(out)
     return out
+
+
+def support_files(banner_text: str) -> dict[str, str]:
+    """The handwritten support modules (codegen/support/*.py) as output files: each one verbatim under the banner."""
+    head = escape.comment_block(banner_text, "# ")
+    return {name: f"{head}\n# Copied verbatim from codegen/support/{name}: edit it there.\n"
+            + (SUPPORT / name).read_text(encoding="utf-8") for name in SUPPORT_MODULES}
 
 
 def _stem(error_base: str) -> str:

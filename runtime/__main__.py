@@ -114,12 +114,15 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
     """What `python -m miopen` shows, as data, and its exit status. Loads (and binds) the library it finds:
     meant for a process of its own, where no library is loaded yet."""
     from . import __version__
+    from ._generated import _state
     from ._generated import _support as s
     from ._generated._releases import ROCM  # the module itself: `from ._generated import _releases` would bind
+    from ._generated._selection import _env_policy
+    from ._generated._target import MODULES
 
     info: dict[str, Any] = {
         "package": {"name": "miopen", "version": __version__},
-        "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": s._MODULES[r], "proven": PROVEN.get(r, {})}
+        "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": MODULES[r], "proven": PROVEN.get(r, {})}
                      for r in s.RELEASES],
         "environment": {name: os.environ.get(name) for name in
                         dict.fromkeys((s.LIBRARY_ENV, ROOT_ENV, s.SKIP_VERSION_CHECK_ENV or "")) if name},
@@ -150,10 +153,10 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
         library_info["version"] = _vstr(s.read_version(lib, found))
     except s.MIOpenVersionError as exc:
         library_info["version_error"] = str(exc)
-    selection: dict[str, Any] = {"release": None, "policy": s._policy, "warnings": [], "refused": None}
+    selection: dict[str, Any] = {"release": None, "policy": _state.policy, "warnings": [], "refused": None}
     info["selection"] = selection
     try:
-        selection["policy"] = s._env_policy(s._policy)
+        selection["policy"] = _env_policy(_state.policy)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             s.load_library(found)

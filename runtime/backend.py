@@ -33,6 +33,7 @@ from collections.abc import Hashable, Iterator
 from typing import Any, Protocol
 
 from . import hip
+from ._generated import _state
 from ._generated import _support as _s
 from ._generated import api
 
@@ -471,7 +472,7 @@ def current() -> Backend:
     """The backend of the loaded MIOpen (loading it when none is); HIP while no library can be loaded."""
     if _override[0] is not None:
         return _override[0]
-    lib = _s._lib
+    lib = _state.lib
     if lib is None:
         try:
             lib = _s.library()

@@ -13,6 +13,7 @@ from typing import TypeGuard
 from . import layout
 from ._args import INT64_MAX, int_seq
 from ._generated import api
+from ._generated._pointers import check_address
 from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor_of
 from .errors import ShapeError
 
@@ -93,12 +94,8 @@ _TYPESTR = {"<f2": "float16", "<f4": "float32", "<f8": "float64", "<i4": "int32"
 
 
 def _address(value: object, name: str, source: str) -> int:
-    """An address exactly as the producer gave it: an int (no int() of a float or a string)."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name}: its {source} gave {type(value).__name__} {value!r:.60}, not an int address")
-    if not 0 <= value < 1 << 64:
-        raise ValueError(f"{name}: its {source} gave {value}, not an address in [0, 2**64)")
-    return int(value)
+    """An address exactly as the producer gave it: an int in [0, 2**64) (no int() of a float or a string)."""
+    return check_address(value, name, "as_tensor", source)
 
 
 #: PyTorch-like (shape, stride(), dtype) already checked -> (dims, strides, data type); bounded

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from codegen import naming
 from codegen.annotate import FunctionSem, ParamSem, load_annotations, resolve
@@ -120,6 +122,54 @@ def test_device_buffers_refused(libs: Libs, value: object, error: type[Exception
     with pytest.raises(error, match=r"^miopenSetTensor: .*" + message):
         miopen.set_tensor(miopen.Handle.from_address(1), miopen.TensorDescriptor.from_address(2), value, 1.0)
     assert not _y(libs)
+
+
+_SOURCES = [0x1000, 2**64 - 1, ctypes.c_void_p(0x1800), DataPtr(0x2000), DataPtr(0x2000, is_cuda=True),
+            ArrayInterface((0x3000, False)), DLPack(0x4000, offset=0x40), DLPack(0x5000, device_type=2)]
+_REFUSED = [BIG, -1, DataPtr(BIG), DataPtr(1.0e4), DataPtr(0x2000, is_cuda=False), ArrayInterface((-1, False)),
+            ArrayInterface(None), DLPack(0x4000, device_type=1), DLPack(2**64 - 0x10, offset=0x20)]
+
+
+def _readers() -> dict[str, Callable[[object], int | None]]:
+    """Every place the package reads a device address from a caller's object."""
+    from miopen import hip
+    from miopen._generated import _pointers, _support
+
+    return {"typed API (as_device_ptr)": lambda v: _support.as_device_ptr(v, "y", "f", True),
+            "one reader (device_address)": lambda v: _pointers.device_address(v, "y", "f"),
+            "hip device pointer": lambda v: hip._device_pointer(v, "y", "f", 0)}
+
+
+@pytest.mark.parametrize("value", _SOURCES, ids=repr)
+def test_every_device_pointer_reader_accepts_the_same_sources(value: object) -> None:
+    """One reader for the whole package: the typed API, the HIP helpers and the tensor path give the same address."""
+    got = {where: read(value) for where, read in _readers().items()}
+    assert len(set(got.values())) == 1 and None not in got.values(), got
+
+
+@pytest.mark.parametrize("value", _REFUSED, ids=repr)
+def test_every_device_pointer_reader_refuses_the_same_sources(value: object) -> None:
+    for where, read in _readers().items():
+        with pytest.raises((TypeError, ValueError)):
+            read(value)
+            pytest.fail(f"{where} accepted {value!r}")
+
+
+@given(st.integers(min_value=-(2**65), max_value=2**65))
+def test_tensor_and_buffer_addresses_agree(address: int) -> None:
+    """as_tensor's address (from data_ptr()) is the typed API's: one range, one verdict."""
+    from miopen._generated._support import as_device_ptr
+    from miopen.tensor import _address
+
+    try:
+        expected: int | None = as_device_ptr(address, "t", "f", True) or 0
+    except ValueError:
+        expected = None
+    try:
+        got: int | None = _address(address, "t", "data_ptr()")
+    except ValueError:
+        got = None
+    assert got == expected
 
 
 def test_nullable_buffers_take_null(libs: Libs) -> None:

@@ -138,9 +138,9 @@ def test_no_call_reaches_a_destroyed_handle(libs: Libs, capsys: pytest.CaptureFi
 def test_the_witness_sees_calls_after_destroy_without_the_guard(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
     """The same stress with the in-flight wait switched off: calls after destroy appear (so the test
     above would notice a broken guard)."""
-    from miopen._generated import _support
+    from miopen._generated import _inflight
 
-    monkeypatch.setattr(_support, "wait_idle", lambda objects, skip=None: None)
+    monkeypatch.setattr(_inflight, "wait_idle", lambda objects, skip=None: None)
     for seed in range(2, 7):
         libs.reset()
         report, _ = _stress(libs, THREADS, 3000, seed=seed)

@@ -189,7 +189,7 @@ def test_missing_library_lists_everything_searched(no_library: None, tmp_path: P
     monkeypatch.delenv(hip.LIBRARY_ENV, raising=False)
     monkeypatch.setenv("ROCM_PATH", str(tmp_path / "rocm"))
     # names no system has, so the loader path (where Debian's libamdhip64 may be) finds nothing either
-    monkeypatch.setattr(hip, "LIBRARY_NAMES", ("libamdhip64_miogen_absent.so", "libamdhip64_miogen_absent.so.6"))
+    monkeypatch.setattr(hip.library, "LIBRARY_NAMES", ("libamdhip64_miogen_absent.so", "libamdhip64_miogen_absent.so.6"))
     with pytest.raises(hip.HipLibraryNotFoundError) as e:
         hip.device_count()
     assert isinstance(e.value, OSError)
@@ -961,14 +961,15 @@ def test_the_real_library_loads_and_does_not_crash_without_a_gpu() -> None:
     _require_real(REAL_HIP)
     proc = _run_python(
         f"""
+        import ctypes
         import json
         from miopen import hip
 
         out = {{}}
         hip.set_hip_library({str(REAL_HIP)!r})
         raw = hip.loaded_hip_library()
-        count = hip.ctypes.c_int(-1)
-        out["raw_count_status"] = raw.hipGetDeviceCount(hip.ctypes.byref(count))
+        count = ctypes.c_int(-1)
+        out["raw_count_status"] = raw.hipGetDeviceCount(ctypes.byref(count))
         out["raw_count"] = count.value
         out["count"] = hip.device_count()
         out["available"] = hip.is_available()

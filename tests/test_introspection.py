@@ -32,7 +32,7 @@ import inspect, pydoc
 from unittest import mock
 
 import miopen
-from miopen._generated import _releases, _support
+from miopen._generated import _releases, _state, _support
 
 _candidates, _open = _support._candidates, _support._open
 _support._candidates = lambda: searched.append("_candidates") or _candidates()
@@ -108,7 +108,7 @@ def consistent(module, name):
 consistent()
 
 assert searched == [], searched
-assert _support._lib is None and _support._bound is None
+assert _state.lib is None and _state.bound is None
 assert miopen.hip.loaded_hip_library() is None
 print("ok")
 '''

@@ -228,7 +228,7 @@ def _bad_libraries(root: Path) -> list[tuple[str, Path, str]]:
 def test_a_bad_miopen_library_variable_is_an_error_never_a_fall_through(
         libs: Libs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import miopen
-    from miopen._generated import _support
+    from miopen._generated import _state, _support
 
     rocm = tmp_path / "rocm"
     (rocm / "lib").mkdir(parents=True)
@@ -242,7 +242,7 @@ def test_a_bad_miopen_library_variable_is_an_error_never_a_fall_through(
                 miopen.load_library()
             assert re.fullmatch(rf"\$MIOPEN_LIBRARY is set to '{re.escape(str(path))}', which cannot be loaded: "
                                 rf"{why}; fix it, or unset \$MIOPEN_LIBRARY to search .*", str(e.value)), (case, e.value)
-            assert _support._lib is None, case
+            assert _state.lib is None, case
             with pytest.raises(miopen.LibraryNotFoundError, match=rf"cannot load MIOpen from {re.escape(str(path))}: "
                                                                  rf"{why}"):
                 miopen.load_library(path)  # passed explicitly: the same reasons

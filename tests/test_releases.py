@@ -227,6 +227,7 @@ def _expected(committed: list[str], names: frozenset[str], version: tuple[int, i
 
 def _outcome(names: frozenset[str], version: tuple[int, int, int]) -> tuple[str | None, list[str]]:
     """What loading a library exporting `names` and reporting `version` gives: selection, then the export check."""
+    from miopen._generated import _selection
     from miopen._generated import _support as s
 
     try:
@@ -279,6 +280,7 @@ def test_a_committed_release_binds_itself_silently_and_never_a_refused_patch(lib
 def committed_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[str]], None]]:
     """Make the package believe only some releases are committed (their function tables cut to match)."""
     from miopen._generated import _releases
+    from miopen._generated import _selection
     from miopen._generated import _support as s
 
     def cut(keep: list[str]) -> None:
@@ -288,6 +290,7 @@ def committed_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[s
             if d:
                 table[name] = (d, ", ".join(v for v in stable.split(", ") if v in keep))
         monkeypatch.setattr(s, "RELEASES", tuple(keep))
+        monkeypatch.setattr(_selection, "RELEASES", tuple(keep))  # where selection reads it
         monkeypatch.setattr(_releases, "FUNCTIONS", table)
 
     yield cut

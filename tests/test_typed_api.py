@@ -504,7 +504,7 @@ def test_direct_bindings_have_no_argtypes_and_the_prototypes_keep_theirs(fx: Bui
 
     m = fx.pkg
     m.set_4d_tensor_descriptor(m.TensorDescriptor.from_address(0x10), 1, 1, 1, 1, 1)
-    raw = importlib.import_module(f"{m.__name__}.{m._support._bound_modules[0].__name__.split('.')[-2]}.raw")
+    raw = importlib.import_module(f"{m.__name__}.{m._state.bound_modules[0].__name__.split('.')[-2]}.raw")
     direct = raw.DIRECT.miopenSet4dTensorDescriptor
     assert direct.argtypes is None and direct is not raw.miopenSet4dTensorDescriptor
     raw.miopenSet4dTensorDescriptor(0x10, 1, 1, 1, 1, 1)  # binds the prototype

@@ -23,7 +23,7 @@ from .. import layout
 from .._args import enum_arg
 from .._generated import api
 from ..ops import activation as _activation
-from ..scopes import BlobScope
+from .scopes import BlobScope
 from ..tensor import Tensor, same_dims
 from .common import TypeWrapper, _storage_order
 from .operator import MIOPENOperator

@@ -22,7 +22,7 @@ from .. import backend as _backend
 from .. import layout
 from ..descriptors import DataTypeLike, data_type, itemsize
 from ..errors import ShapeError
-from ..scopes import BlobScope
+from .scopes import BlobScope
 from ..tensor import Tensor, as_tensor
 from ..workspace import PersistentBuffer
 from .common import TypeWrapper, miopenTypeWrapperF32, miopenTypeWrapperHalf

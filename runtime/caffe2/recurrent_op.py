@@ -42,7 +42,7 @@ from ..descriptors import DataTypeLike
 from ..errors import ShapeError
 from ..layout import is_packed
 from ..ops.rnn import RNN, RNNReserve, ReserveMismatchError
-from ..scopes import BlobScope
+from .scopes import BlobScope
 from ..tensor import Tensor
 from .common import TypeWrapper, miopenTypeWrapper
 from .operator import MIOPENOperator

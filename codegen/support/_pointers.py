@@ -1,0 +1,240 @@
+"""The one reader of addresses: device pointers (ints, DLPack tensors and capsules, __cuda_array_interface__),
+streams and opaque pointers, with the checks every caller shares."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Mapping
+from typing import Any
+
+from ._text import what
+
+#: addresses are unsigned 64-bit: ctypes would silently pass 2**64 + x as x and -1 as 2**64 - 1
+ADDRESS_LIMIT = 1 << 64
+
+
+def check_address(address: object, name: str, fn: str, source: str = "") -> int:
+    """`address` as an int in [0, 2**64), or a TypeError/ValueError naming the function, the parameter
+    and where the address came from (`source`, e.g. "data_ptr()")."""
+    where = f" (from its {source})" if source else ""
+    if isinstance(address, bool) or not isinstance(address, int):
+        raise TypeError(f"{fn}: {name} must be an int address{where}; got {what(address)}")
+    if not 0 <= address < ADDRESS_LIMIT:
+        raise ValueError(f"{fn}: {name} must be an address in [0, 2**64){where}; got {address}")
+    return int(address)
+
+
+_STREAM_ATTRIBUTES = ("cuda_stream", "hip_stream", "stream_handle", "handle", "ptr")
+
+
+def as_stream(value: object, name: str, fn: str) -> int | None:
+    """A HIP stream: None/0 (the default stream), an int handle, a ctypes.c_void_p, or an object that
+    carries one (`.cuda_stream` (torch), `.hip_stream`, `.stream_handle`, `.handle`, `.ptr` (CuPy),
+    `_as_parameter_`); every handle must lie in [0, 2**64)."""
+    if value is None:
+        return None
+    if type(value) is int and 0 <= value < ADDRESS_LIMIT:
+        return value or None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn) or None
+    if isinstance(value, ctypes.c_void_p):
+        return value.value or None
+    for attr in _STREAM_ATTRIBUTES:
+        try:
+            inner = getattr(value, attr, None)
+        except Exception as exc:  # e.g. a closed stream object refusing to give its handle
+            raise ValueError(f"{fn}: {name}: its .{attr} is unavailable: {exc}") from None
+        if isinstance(inner, int) and not isinstance(inner, bool):
+            return check_address(inner, name, fn, f".{attr}") or None
+    param = getattr(value, "_as_parameter_", None)
+    if isinstance(param, ctypes.c_void_p):
+        return param.value or None
+    if isinstance(param, int) and not isinstance(param, bool):
+        return check_address(param, name, fn, "_as_parameter_") or None
+    raise TypeError(f"{fn}: {name} must be a stream (an int handle, or an object with .cuda_stream); got {what(value)}")
+
+
+class _DLDevice(ctypes.Structure):
+    _fields_ = [("device_type", ctypes.c_int), ("device_id", ctypes.c_int)]
+
+
+class _DLDataType(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_uint8), ("bits", ctypes.c_uint8), ("lanes", ctypes.c_uint16)]
+
+
+class _DLTensor(ctypes.Structure):
+    """dlpack.h's DLTensor (the head of DLManagedTensor, which a "dltensor" capsule points to)."""
+
+    _fields_ = [("data", ctypes.c_void_p), ("device", _DLDevice), ("ndim", ctypes.c_int32), ("dtype", _DLDataType),
+                ("shape", ctypes.POINTER(ctypes.c_int64)), ("strides", ctypes.POINTER(ctypes.c_int64)),
+                ("byte_offset", ctypes.c_uint64)]
+
+
+#: DLPack device types whose memory a library kernel may address: kDLCUDA (2), kDLROCM (10),
+#: kDLCUDAManaged (13). Host memory (kDLCPU 1, kDLCUDAHost 3, kDLROCMHost 11) and other devices are refused:
+#: a kernel reading a host address as device memory faults or reads garbage.
+DLPACK_DEVICE_TYPES: dict[int, str] = {2: "kDLCUDA", 10: "kDLROCM", 13: "kDLCUDAManaged"}
+_DLPACK_NAMES = {1: "kDLCPU", 3: "kDLCUDAHost", 4: "kDLOpenCL", 7: "kDLVulkan", 8: "kDLMetal", 9: "kDLVPI",
+                 11: "kDLROCMHost", 12: "kDLExtDev", 14: "kDLOneAPI", 15: "kDLWebGPU", 16: "kDLHexagon", 17: "kDLMAIA"}
+
+
+def _check_dlpack_device(device_type: object, name: str, fn: str, source: str) -> None:
+    if isinstance(device_type, int) and not isinstance(device_type, bool) and device_type in DLPACK_DEVICE_TYPES:
+        return
+    shown = _DLPACK_NAMES.get(device_type, f"device type {device_type!r}") if isinstance(device_type, int) \
+        else f"device type {device_type!r}"
+    accepted = ", ".join(f"{v} ({k})" for k, v in DLPACK_DEVICE_TYPES.items())
+    raise ValueError(f"{fn}: {name} is {shown} memory (by its {source}), not device memory; device buffers are "
+                     f"{accepted}")
+
+
+_capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
+_capsule_pointer.restype = ctypes.c_void_p
+_capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
+
+
+def device_address(value: object, name: str, fn: str, *, host: bool = False) -> int | None:
+    """The address `value` carries, from any source the package reads: an int, a c_void_p,
+    `__cuda_array_interface__`, `data_ptr()` or DLPack; None when it carries none (a plain host buffer).
+
+    Every address, whatever its source, must lie in [0, 2**64) (never wrapped modulo 2**64). Without
+    `host`, memory the object itself says is on the host is refused: a torch tensor with `is_cuda`
+    False, a `__dlpack_device__()` or DLPack tensor of a device type outside DLPACK_DEVICE_TYPES. With
+    `host` (a copy, whose kind says where each side is), such an object's data_ptr() is taken as it is,
+    and a DLPack object on the host is no address (None: its buffer is read as a host buffer). A
+    DLPack tensor's `byte_offset` is added to its data.
+    """
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn)
+    try:
+        iface = getattr(value, "__cuda_array_interface__", None)
+    except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
+        raise TypeError(f"{fn}: {name}: its __cuda_array_interface__ is unavailable: {exc}") from None
+    if iface is not None:
+        data = iface.get("data") if isinstance(iface, Mapping) else None
+        if not isinstance(data, (tuple, list)) or len(data) != 2:
+            raise TypeError(f"{fn}: {name}: __cuda_array_interface__ must be a mapping whose 'data' is "
+                            f"(address, read_only); got {what(data if isinstance(iface, Mapping) else iface)}")
+        return check_address(data[0], name, fn, "__cuda_array_interface__")
+    if callable(getattr(value, "data_ptr", None)):
+        if not host:
+            _check_not_host(value, name, fn)
+        return check_address(value.data_ptr(), name, fn, "data_ptr()")  # type: ignore[attr-defined]
+    if callable(getattr(value, "__dlpack__", None)):
+        if host and not _dlpack_on_device(value):
+            return None
+        return _dlpack_address(value, name, fn)
+    if isinstance(value, ctypes.c_void_p):
+        return value.value or 0
+    return None
+
+
+def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | None:
+    """A device address (see `device_address`); NULL (None or 0) only where the parameter is nullable."""
+    if value is None:
+        if nullable:
+            return None
+        raise TypeError(f"{fn}: {name} must be a device buffer; got None (this parameter is not optional)")
+    if type(value) is int:  # the common case, without a further call
+        address: int | None = check_address(value, name, fn)
+    else:
+        address = device_address(value, name, fn)
+    if address is None:
+        raise TypeError(
+            f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
+            f"data_ptr() or __dlpack__; got {what(value)}"
+        )
+    if address:
+        return address
+    if nullable:
+        return None
+    raise ValueError(f"{fn}: {name} is a NULL device address, and this parameter is not optional")
+
+
+def _dlpack_on_device(value: object) -> bool:
+    """Does a DLPack object say (by `__dlpack_device__()`) that its memory is device memory?"""
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    device = dlpack_device() if callable(dlpack_device) else None
+    kind = device[0] if isinstance(device, tuple) and device else device
+    return isinstance(kind, int) and kind in DLPACK_DEVICE_TYPES
+
+
+#: device addresses already passed, as the c_void_p the wrappers hand to C (a training loop passes the same
+#: few buffers again and again); only addresses `as_device_ptr` accepted; emptied when it reaches the bound
+DEVICE_ARGS: dict[int, ctypes.c_void_p] = {}
+DEVICE_ARGS_MAX = 4096
+
+
+def device_arg(value: object, name: str, fn: str, nullable: bool) -> ctypes.c_void_p | None:
+    """A device buffer argument as the wrappers pass it: `as_device_ptr`'s address as a c_void_p (None: NULL)."""
+    address = as_device_ptr(value, name, fn, nullable)
+    if address is None:
+        return None
+    cp = DEVICE_ARGS.get(address)
+    if cp is None:
+        cp = ctypes.c_void_p(address)
+        if len(DEVICE_ARGS) >= DEVICE_ARGS_MAX:
+            DEVICE_ARGS.clear()
+        DEVICE_ARGS[address] = cp
+    return cp
+
+
+def _check_not_host(value: object, name: str, fn: str) -> None:
+    """Refuse an object that says its memory is on the host (torch: is_cuda; else __dlpack_device__())."""
+    on_device = getattr(value, "is_cuda", None)
+    if on_device is True:
+        return
+    if on_device is False:
+        raise ValueError(f"{fn}: {name} is a host (CPU) tensor; device buffers are GPU tensors")
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    if callable(dlpack_device):
+        device = dlpack_device()
+        _check_dlpack_device(device[0] if isinstance(device, tuple) and device else device, name, fn,
+                             "__dlpack_device__()")
+
+
+def _dlpack_address(value: object, name: str, fn: str) -> int:
+    """data + byte_offset of a DLPack tensor, after checking its device (before and after export)."""
+    dlpack_device = getattr(value, "__dlpack_device__", None)
+    if callable(dlpack_device):
+        device = dlpack_device()
+        _check_dlpack_device(device[0] if isinstance(device, tuple) and device else device, name, fn,
+                             "__dlpack_device__()")
+    capsule = value.__dlpack__()  # type: ignore[attr-defined]
+    if type(capsule).__name__ != "PyCapsule":
+        raise TypeError(f"{fn}: {name}: __dlpack__() returned {what(capsule)}, not a DLPack capsule")
+    try:
+        pointer = _capsule_pointer(capsule, b"dltensor")
+    except ValueError:
+        raise TypeError(f"{fn}: {name}: __dlpack__() returned a capsule that is not an unconsumed \"dltensor\"") from None
+    if not pointer:
+        raise ValueError(f"{fn}: {name}: __dlpack__() returned a capsule holding NULL")
+    tensor = _DLTensor.from_address(pointer)
+    _check_dlpack_device(tensor.device.device_type, name, fn, "DLPack tensor")
+    data: int = tensor.data or 0
+    address: int = data + tensor.byte_offset
+    if address >= ADDRESS_LIMIT:
+        raise ValueError(f"{fn}: {name}: DLPack data {data:#x} + byte_offset {tensor.byte_offset} is beyond 2**64")
+    return address
+
+
+def typed_pointer(address: int | None, ptype: Any) -> Any:
+    """A device address as the typed pointer a prototype expects (e.g. `size_t *` device data)."""
+    return None if address is None else ctypes.cast(ctypes.c_void_p(address), ptype)
+
+
+def as_opaque(value: object, name: str, fn: str) -> int | None:
+    """An untyped host address: None, or an int in [0, 2**64)."""
+    if value is None:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return check_address(value, name, fn) or None
+    raise TypeError(f"{fn}: {name} must be an int address or None; got {what(value)}")
+
+
+
+def address_held(address: int | None) -> int | None:
+    """The pointer stored at `address` (an out pointer that received the address of a pointer field)."""
+    if not address:
+        return None
+    return ctypes.c_void_p.from_address(address).value

@@ -1,0 +1,171 @@
+"""Release selection: which committed release serves a library of a given version, under a version policy."""
+
+from __future__ import annotations
+
+import ctypes
+from collections.abc import Callable
+
+from . import _state
+from ._envflags import env_flag
+from ._target import LIB_NAME, RELEASES, SKIP_VERSION_CHECK_ENV, VERSION_GETTER, VersionError
+from ._text import RELEASES_MAX, name_list
+
+#: the version policies: bind a neighbouring release with a warning, only the same major.minor, or without a check
+POLICIES = ("compatible", "strict", "off")
+
+
+def _vt(text: str) -> tuple[int, int, int]:
+    a, b, c = (int(x) for x in text.split("."))
+    return a, b, c
+
+
+def _vstr(v: tuple[int, int, int]) -> str:
+    return ".".join(str(x) for x in v)
+
+
+def _env_policy(policy: str) -> str:
+    """The policy, or "off" when the skip switch is on in the environment (see `_envflags.env_flag`)."""
+    if SKIP_VERSION_CHECK_ENV is None:
+        return policy
+    return "off" if env_flag(SKIP_VERSION_CHECK_ENV) else policy
+
+
+def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
+    """The library's version from its version function; None when it has none."""
+    if VERSION_GETTER is None:
+        return None
+    try:
+        get = getattr(lib, VERSION_GETTER)
+    except AttributeError:
+        return None
+    parts = [ctypes.c_size_t() for _ in range(3)]
+    get.restype = ctypes.c_int
+    get.argtypes = [ctypes.POINTER(ctypes.c_size_t)] * 3
+    status: int = get(*(ctypes.byref(p) for p in parts))
+    major, minor, patch = (p.value for p in parts)
+    if status != 0 or not (0 < major < 100 and minor < 1000 and patch < 100000):
+        raise VersionError(
+            f"{where}: {VERSION_GETTER} gave an unparsable version ({major}.{minor}.{patch}, status {status}); "
+            f"nothing was bound")
+    return major, minor, patch
+
+
+def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, int, int] | None, list[str]]:
+    """(release to bind, the library's version, warnings) under `policy`, judged by its version and exports."""
+    version = read_version(lib, where)
+    release, notes = select_release(version, policy, where, exports=lambda name: hasattr(lib, name))
+    return release, version, notes
+
+
+def _stable() -> dict[str, frozenset[str]]:
+    """Committed release -> its functions outside the beta API."""
+    from ._releases import FUNCTIONS
+
+    out: dict[str, set[str]] = {r: set() for r in RELEASES}
+    for name, (_, stable) in FUNCTIONS.items():
+        for r in filter(None, stable.split(", ")):
+            out[r].add(name)
+    return {r: frozenset(names) for r, names in out.items()}
+
+
+def _functions(release: str) -> frozenset[str]:
+    """Every function (beta included) that committed `release` declares."""
+    from ._releases import FUNCTIONS
+
+    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in declared.split(", "))
+
+
+def _first(name: str) -> tuple[int, int, int]:
+    """The first committed release declaring function `name`."""
+    from ._releases import FUNCTIONS
+
+    return _vt(FUNCTIONS[name][0].split(", ")[0])
+
+
+def select_release(version: tuple[int, int, int] | None, policy: str = "compatible", where: str = "the library",
+                   exports: Callable[[str], bool] | None = None) -> tuple[str, list[str]]:
+    """The committed release whose bindings serve a library of `version`, and the warnings to give.
+
+    `exports(name)` tells whether the library exports a function; with it (and a policy other than "off"),
+    a library of a committed major.minor gets its own patch when it exports that patch's functions outside
+    the beta API, else the nearest patch whose functions it exports, else the nearest patch with a warning
+    naming what it lacks. It is refused only when it lacks a function that every committed patch of its
+    major.minor declares and that was declared by its version already.
+    """
+    policy = _env_policy(policy)
+    supported = ", ".join(RELEASES)
+    if version is None:
+        if VERSION_GETTER is None or policy == "off":
+            return RELEASES[-1], []
+        raise VersionError(
+            f"{where} has no {VERSION_GETTER}, so its release is unknown (older than every supported one?); "
+            f"these bindings support {LIB_NAME} {supported}")
+    v = _vstr(version)
+    same = sorted((r for r in RELEASES if _vt(r)[:2] == version[:2]),
+                  key=lambda r: (_vt(r) != version, abs(_vt(r)[2] - version[2]), -_vt(r)[2]))
+    if same and (exports is None or policy == "off"):
+        notes = [] if _vt(same[0]) == version or policy == "off" else [
+            f"{where} is {LIB_NAME} {v}; bound to the bindings of {same[0]} (another patch release)"]
+        return same[0], notes
+    if same and exports is not None:
+        return _select_patch(version, same, exports, where)
+    older = [r for r in RELEASES if _vt(r) < version]
+    if policy == "strict" or not older:
+        if policy == "off":
+            return (older or RELEASES)[-1 if older else 0], []
+        why = ("no committed release has the same major.minor (strict policy)" if older
+               else "it is older than every supported release")
+        raise VersionError(f"{where} is {LIB_NAME} {v}: {why}; these bindings support {LIB_NAME} {supported}")
+    release = older[-1]
+    newer = [r for r in RELEASES if _vt(r) > version]
+    where_it_is = f"between {release} and {newer[0]}" if newer else f"newer than every committed release ({release})"
+    notes = [] if policy == "off" else [
+        f"{where} is {LIB_NAME} {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
+        f"added after {release} are unbound. Add its release with `make upgrade HEADER=<its include/miopen/miopen.h>`"]
+    return release, notes
+
+
+def _select_patch(version: tuple[int, int, int], same: list[str], exports: Callable[[str], bool],
+                  where: str) -> tuple[str, list[str]]:
+    """Among the committed patches of the library's major.minor (nearest first), the one to bind."""
+    v = _vstr(version)
+    stable = _stable()
+    common = frozenset.intersection(*(stable[r] for r in same))
+    lacking = sorted(n for n in common if _first(n) <= version and not exports(n))
+    if lacking:
+        minor = ".".join(v.split(".")[:2])
+        raise VersionError(
+            f"{where} reports {LIB_NAME} {v}, but it lacks {len(lacking)} function(s) that every committed "
+            f"{LIB_NAME} {minor} release ({', '.join(same)}) has (e.g. {', '.join(lacking[:4])}): is the "
+            f"version or the library wrong? Nothing was bound")
+    release = next((r for r in same if all(exports(n) for n in stable[r])), same[0])
+    missing = sorted(n for n in stable[release] if not exports(n))
+    if _vt(release) == version and not missing:
+        return release, []
+    unbound = sorted(n for r in same if r != release for n in _functions(r) - _functions(release) if exports(n))
+    note = f"{where} is {LIB_NAME} {v}; bound to the bindings of {release}"
+    note += " (another patch release)" if _vt(release) != version else ""
+    if missing:
+        note += (f"; it lacks {len(missing)} function(s) of {release}, which raise MissingSymbolError "
+                 f"(e.g. {', '.join(missing[:4])})")
+    if unbound:
+        note += f"; {len(unbound)} function(s) it exports are unbound (e.g. {', '.join(unbound[:4])})"
+    return release, [note]
+
+
+def missing_name(name: str) -> str:
+    """Why the bound release (or, with none bound, every release) lacks `name`, naming the releases that have it."""
+    from ._releases import HAVE
+
+    have = HAVE.get(name)
+    if have is None:
+        return f"{name} is in no {LIB_NAME} release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
+    releases = name_list(have.split(', '), limit=RELEASES_MAX)
+    if _state.bound is None and "." in name:
+        return (f"{name} is not in {LIB_NAME} {RELEASES[-1]}, whose names serve while no library is loaded; "
+                f"releases that have it: {releases} (load_library() binds the loaded library's release)")
+    if _state.bound is None:
+        return (f"{name} is not a name of this module in any release (no {LIB_NAME} library is loaded yet); "
+                f"releases with a {name} elsewhere: {releases}")
+    bound = f"the bound {LIB_NAME} release {_state.bound} ({_state.lib_path})"
+    return f"{name} is not in {bound}; releases that have it: {releases}"

@@ -1,0 +1,35 @@
+"""How error messages show names and values: short lists, cut and quoted text."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+#: the most names an error message lists (then how many there are, and where to see them all)
+LIST_MAX = 6
+#: the most releases a message lists
+RELEASES_MAX = 12
+#: the most characters of a caller's value an error message quotes
+QUOTE_MAX = 60
+
+
+def name_list(names: Iterable[object], see: str = "", limit: int = LIST_MAX) -> str:
+    """`names` joined by commas, cut after `limit` with how many there are in all and `see` (where to find
+    them all): every message that lists names goes through here, so none grows with an enum or the releases."""
+    items = [str(n) for n in names]
+    if len(items) <= limit:
+        return ", ".join(items)
+    return ", ".join(items[:limit]) + f", ... ({len(items)} in all{f'; see {see}' if see else ''})"
+
+
+def cut(text: str) -> str:
+    """`text` cut to QUOTE_MAX characters: a caller's 10 KB string never becomes a 10 KB message."""
+    return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX - 3] + "..."
+
+
+def quoted(value: object) -> str:
+    """repr(value), `cut`."""
+    return cut(repr(value))
+
+
+def what(value: object) -> str:
+    return f"{type(value).__name__} {quoted(value)}" if not isinstance(value, (bytes, bytearray)) else type(value).__name__

@@ -1,0 +1,66 @@
+"""Device memory: malloc, free, memcpy, memset (synchronous and on a stream)."""
+
+from __future__ import annotations
+
+import ctypes
+
+from .library import MemcpyKind, _lib
+from ._checks import _check_int, _copy_args, _device_pointer
+from .streams import as_stream_handle
+
+# --------------------------------------------------------------------------- memory
+
+
+def malloc(nbytes: int) -> int:
+    """hipMalloc on the current device; 0 for 0 bytes. Out of memory raises HipOutOfMemoryError."""
+    n = _check_int(nbytes, "nbytes", "malloc")
+    out = ctypes.c_void_p()
+    _lib().call("hipMalloc", ctypes.byref(out), n)
+    return out.value or 0
+
+
+def free(ptr: int) -> None:
+    """hipFree (0 is allowed and does nothing)."""
+    p = _check_int(ptr, "ptr", "free")
+    _lib().call("hipFree", p or None)
+
+
+def memcpy(dst: object, src: object, nbytes: int, kind: int = MemcpyKind.DEFAULT) -> None:
+    """Copy `nbytes` from `src` to `dst` (hipMemcpy).
+
+    `dst` and `src` are int addresses, objects with `data_ptr()` or `__cuda_array_interface__`, or
+    contiguous host buffers (bytearray, memoryview, ctypes arrays, NumPy arrays; `src` may be
+    read-only, e.g. bytes). A buffer's size is checked against `nbytes`, and `kind` against buffers.
+    """
+    d, s, n, k, keep = _copy_args(dst, src, nbytes, kind, "memcpy", copy_ok=True)
+    _lib().call("hipMemcpy", d or None, s or None, n, int(k))
+    del keep
+
+
+def memcpy_async(dst: object, src: object, nbytes: int, kind: int = MemcpyKind.DEFAULT, stream: object = None) -> None:
+    """hipMemcpyAsync on `stream`. Host buffers must be writable and stay alive (and unresized) until
+    the stream is synchronised; read-only buffers are refused."""
+    d, s, n, k, keep = _copy_args(dst, src, nbytes, kind, "memcpy_async", copy_ok=False)
+    st = as_stream_handle(stream, "memcpy_async")
+    _lib().call("hipMemcpyAsync", d or None, s or None, n, int(k), st)
+    del keep
+
+
+def _memset_args(ptr: object, value: object, nbytes: object, fn: str) -> tuple[int, int, int]:
+    n = _check_int(nbytes, "nbytes", fn)
+    v = _check_int(value, "value", fn, hi=256)
+    p = _device_pointer(ptr, "ptr", fn, n)
+    return p, v, n
+
+
+def memset(ptr: object, value: int, nbytes: int) -> None:
+    """Fill `nbytes` of device memory with the byte `value` (0..255) (hipMemset)."""
+    p, v, n = _memset_args(ptr, value, nbytes, "memset")
+    _lib().call("hipMemset", p or None, v, n)
+
+
+def memset_async(ptr: object, value: int, nbytes: int, stream: object = None) -> None:
+    """hipMemsetAsync on `stream`."""
+    p, v, n = _memset_args(ptr, value, nbytes, "memset_async")
+    st = as_stream_handle(stream, "memset_async")
+    _lib().call("hipMemsetAsync", p or None, v, n, st)
