@@ -1,6 +1,7 @@
 """The generator's import graph: no circles, and no module imports one of a higher layer.
 
-The graph is read with `ast` from every module of codegen/ (imports inside functions count too),
+The graph is read with `ast` from every module of codegen/ (imports inside functions count too; those under
+`if TYPE_CHECKING:` do not run and do not count),
 so a new module must be given a layer here, and a new import must point down or sideways.
 """
 
@@ -15,6 +16,8 @@ CODEGEN = Path(__file__).resolve().parent.parent / "codegen"
 
 #: bottom to top; a module may import modules of its own layer or of lower ones
 LAYERS: tuple[tuple[str, ...], ...] = (
+    # support/: the run-time modules render copies verbatim into generated/ (they import no generator module)
+    ("support",),
     ("codegen", "errors", "model", "reserved", "gcpolicy"),
     ("escape", "files", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env", "forms",
      "cppsrc", "doc"),
@@ -34,6 +37,11 @@ def _module(path: Path) -> str:
     return ".".join(parts) or "codegen"
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _imports(path: Path) -> set[str]:
     """The codegen modules `path` imports (by their name inside codegen, e.g. `audit.notes`)."""
     me = _module(path)
@@ -42,7 +50,12 @@ def _imports(path: Path) -> set[str]:
         package = []
     known = {_module(p) for p in CODEGEN.rglob("*.py")}
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:  # `if TYPE_CHECKING:` imports are for the type checker, not run
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base, module = package[: len(package) - (node.level - 1)], node.module
@@ -51,6 +64,8 @@ def _imports(path: Path) -> set[str]:
             else:
                 continue
             target = ".".join(base + ([module] if module else []))
+            if target.startswith("support.") and target not in known:
+                continue  # the rendered `_target` beside the copied support modules in generated/
             out.add(target if target in known else "codegen")
             for a in node.names:  # `from . import x`: x is a module
                 sub = ".".join(filter(None, (target, a.name)))
