@@ -92,6 +92,11 @@ class _TorchLike:
 
 def measure(runs: int = 15, number: int = 1000) -> list[tuple[str, float, float]]:
     """[(case, op seconds per call, typed seconds per call)]; loads the stub libraries into `miopen`."""
+    return interleaved(cases(), runs, number)
+
+
+def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """[(case, op call, typed call)], every cache warm; loads the stub libraries into `miopen`."""
     os.environ.setdefault("MIOPEN_SKIP_VERSION_CHECK", "1")
     import miopen
     from miopen import hip
@@ -178,7 +183,7 @@ def measure(runs: int = 15, number: int = 1000) -> list[tuple[str, float, float]
                                                                0, 42)))
     for _, op, typed in pairs:  # warm every cache
         op(), typed()
-    return interleaved(pairs, runs, number)
+    return pairs
 
 
 def main() -> int:

@@ -467,7 +467,8 @@ class OpenCLBackend:
 
 _HIP = HipBackend()
 _lock = threading.Lock()
-_chosen: dict[str, Any] = {"lib": None, "backend": None}
+#: (library, its backend) as last chosen; replaced whole, so a reader without the lock sees one pair
+_chosen: list[tuple[Any, Backend] | None] = [None]
 _override: list[Backend | None] = [None]
 _opencl: list[OpenCLBackend | None] = [None]
 
@@ -497,17 +498,19 @@ def current() -> Backend:
     if _override[0] is not None:
         return _override[0]
     lib = _state.lib
+    known = _chosen[0]
+    if known is not None and known[0] is lib and lib is not None:  # the common case, without the lock
+        return known[1]
     if lib is None:
         try:
             lib = _s.library()
         except (OSError, _s.LibraryNotFoundError):
             return _HIP
     with _lock:
-        if _chosen["lib"] is not lib:
-            _chosen["backend"] = _opencl_backend() if detect(lib) == "OpenCL" else _HIP
-            _chosen["lib"] = lib
-        chosen: Backend = _chosen["backend"]
-        return chosen
+        known = _chosen[0]
+        if known is None or known[0] is not lib:
+            known = _chosen[0] = (lib, _opencl_backend() if detect(lib) == "OpenCL" else _HIP)
+        return known[1]
 
 
 def name() -> str:
@@ -537,7 +540,7 @@ def opencl() -> OpenCLBackend:
 
 def _library_changed() -> None:
     with _lock:
-        _chosen["lib"] = _chosen["backend"] = None
+        _chosen[0] = None
     if _opencl[0] is not None:
         _opencl[0].forget_queues()
 

@@ -551,15 +551,24 @@ def test_max_pooling_keeps_its_index_workspace_for_backward(libs: Libs) -> None:
         yd, str(Y), yd, str(DY), xd, str(X), xd, str(DX))
     assert (b["alpha"], b["beta"]) == ("1", "0")
 
-    # the next step reuses the state's buffer and descriptor: sizes queried again, nothing allocated
+    # the next step reuses the state's buffer, descriptor and MIOpen's sizes for its layout: nothing allocated,
+    # nothing asked again (y's dims are still checked against them)
     rec = Rec(libs)
     again = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", (2, 2), state=state)
     assert again is state and state.workspace.ptr == ws_ptr
-    assert rec.calls() == ["miopenGetPoolingNdForwardOutputDim", "miopenPoolingGetWorkSpaceSizeV2",
-                           "miopenPoolingForward"]
-    # a bigger size (scripted) makes a new buffer
+    assert rec.calls() == ["miopenPoolingForward"]
+    from miopen.errors import ShapeError
+
+    with pytest.raises(ShapeError, match=r"4, 7"):  # every check stays
+        pooling.pooling_forward(T(X, XP), T(Y, (2, 3, 4, 7)), "max", 2, state=state)
+    # descriptors forgotten (as on a library change): asked again; a bigger size (scripted) makes a new buffer
+    from miopen import descriptors
+
+    descriptors.clear_descriptor_caches()
     libs.set_out("miopenPoolingGetWorkSpaceSizeV2/workSpaceSize", 8192)
+    rec = Rec(libs)
     pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2, state=state)
+    assert "miopenGetPoolingNdForwardOutputDim" in rec.calls() and "miopenPoolingGetWorkSpaceSizeV2" in rec.calls()
     assert state.workspace.nbytes == 8192
     assert state.workspace.ptr != ws_ptr
     assert libs.log("miopenPoolingForward")[-1]["workSpace"] == str(state.workspace.ptr)
