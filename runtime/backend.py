@@ -265,6 +265,9 @@ class OpenCLBackend:
         self._devices: list[Any] | None = None
         self._queues: dict[int, Any] = {}
         self._allocator: OpenCLAllocator | None = None
+        #: cl_command_queue -> (its pyopencl queue, holding a reference, so that the address cannot become another
+        #: queue's while it is here; the cl_context it was created in, which a queue never changes); bounded
+        self._known: dict[int, tuple[Any, int]] = {}
 
     # ---------------------------------------------------------------- devices
     def devices(self) -> list[Any]:
@@ -343,17 +346,38 @@ class OpenCLBackend:
         handle = self.as_stream_handle(stream)
         if handle is None:
             return self.default_queue()
-        default = self.default_queue()
-        if int(default.int_ptr) == handle:
-            return default
-        return _pyopencl().CommandQueue.from_int_ptr(handle, retain=True)
+        return self._queue_info(handle)[0]
+
+    #: how many queues `_known` remembers (then it starts again, releasing its references)
+    KNOWN_MAX = 64
+
+    def _queue_info(self, handle: int) -> tuple[Any, int]:
+        """(pyopencl queue, cl_context) of a cl_command_queue, asked of OpenCL once per queue (`_known`)."""
+        known = self._known.get(handle)
+        if known is None:
+            default = self.default_queue()
+            q = default if int(default.int_ptr) == handle else _pyopencl().CommandQueue.from_int_ptr(handle,
+                                                                                                   retain=True)
+            known = (q, int(q.context.int_ptr))
+            with self._lock:
+                if len(self._known) >= self.KNOWN_MAX:
+                    self._known.clear()
+                self._known[handle] = known
+        return known
+
+    def forget_queues(self) -> None:
+        """Drop the remembered queues (and the references that kept them alive)."""
+        with self._lock:
+            self._known.clear()
 
     def bound_stream(self, stream: object, device: int) -> int | None:
         handle = self.as_stream_handle(stream)
         return handle if handle is not None else int(self.default_queue(device).int_ptr)
 
     def handle_key(self, device: int, stream: int | None) -> Hashable:
-        return device, int(self.queue(stream).context.int_ptr)
+        handle = self.as_stream_handle(stream)
+        ctx = int(self.default_queue().context.int_ptr) if handle is None else self._queue_info(handle)[1]
+        return device, ctx
 
     def create_handle(self, device: int, stream: int | None) -> api.Handle:
         return api.create_with_stream(self.bound_stream(stream, device))
@@ -443,7 +467,8 @@ class OpenCLBackend:
 
 _HIP = HipBackend()
 _lock = threading.Lock()
-_chosen: dict[str, Any] = {"lib": None, "backend": None}
+#: (library, its backend) as last chosen; replaced whole, so a reader without the lock sees one pair
+_chosen: list[tuple[Any, Backend] | None] = [None]
 _override: list[Backend | None] = [None]
 _opencl: list[OpenCLBackend | None] = [None]
 
@@ -473,17 +498,19 @@ def current() -> Backend:
     if _override[0] is not None:
         return _override[0]
     lib = _state.lib
+    known = _chosen[0]
+    if known is not None and known[0] is lib and lib is not None:  # the common case, without the lock
+        return known[1]
     if lib is None:
         try:
             lib = _s.library()
         except (OSError, _s.LibraryNotFoundError):
             return _HIP
     with _lock:
-        if _chosen["lib"] is not lib:
-            _chosen["backend"] = _opencl_backend() if detect(lib) == "OpenCL" else _HIP
-            _chosen["lib"] = lib
-        chosen: Backend = _chosen["backend"]
-        return chosen
+        known = _chosen[0]
+        if known is None or known[0] is not lib:
+            known = _chosen[0] = (lib, _opencl_backend() if detect(lib) == "OpenCL" else _HIP)
+        return known[1]
 
 
 def name() -> str:
@@ -513,7 +540,9 @@ def opencl() -> OpenCLBackend:
 
 def _library_changed() -> None:
     with _lock:
-        _chosen["lib"] = _chosen["backend"] = None
+        _chosen[0] = None
+    if _opencl[0] is not None:
+        _opencl[0].forget_queues()
 
 
 _s._on_reset.append(_library_changed)

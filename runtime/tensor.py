@@ -131,11 +131,38 @@ def _torch_fast(obj: object) -> Tensor | None:
     return _checked_tensor(ptr, *meta)
 
 
+#: pyopencl-Array-like (type, shape, strides, dtype) already checked -> (dims, strides, data type); bounded
+_CL_META: dict[tuple[type, object, object, object], tuple[tuple[int, ...], tuple[int, ...], api.DataType]] = {}
+_CL_META_MAX = 1024
+#: the types in _CL_META's keys: only their instances try the pyopencl fast path
+_CL_TYPES: set[type] = set()
+
+
+def _cl_fast(obj: object) -> Tensor | None:
+    """A pyopencl Array whose type, shape, strides and dtype were checked before, at byte offset 0 of a buffer
+    with an int cl_mem in (0, 2**64): its Tensor without checking them again; None otherwise (the full path
+    decides and reports)."""
+    try:
+        meta = _CL_META.get((type(obj), obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
+        if meta is None or obj.offset != 0:  # type: ignore[attr-defined]
+            return None
+        ptr = obj.base_data.int_ptr  # type: ignore[attr-defined]
+    except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
+        return None
+    if type(ptr) is not int or not 0 < ptr < 1 << 64:
+        return None
+    return _checked_tensor(ptr, *meta)
+
+
 def as_tensor(obj: object, name: str = "tensor") -> Tensor:
     """A `Tensor` from a `Tensor`, a PyTorch tensor (data_ptr/shape/stride/dtype) or a
     `__cuda_array_interface__` object; errors name `name`."""
     if isinstance(obj, Tensor):
         return obj
+    if type(obj) in _CL_TYPES:
+        fast = _cl_fast(obj)
+        if fast is not None:
+            return fast
     fast = _torch_fast(obj)
     if fast is not None:
         return fast
@@ -200,7 +227,18 @@ def _opencl_array(obj: object, name: str) -> Tensor | None:
     byte_strides = int_seq(getattr(obj, "strides", None), "strides", name, lo=0)
     if size == 0 or any(x % size for x in byte_strides):
         raise ShapeError(f"{name}: byte strides {byte_strides} are not multiples of the item size {size}")
-    return Tensor.make(int(getattr(base, "int_ptr")), shape, dt, tuple(x // size for x in byte_strides))
+    t = Tensor.make(int(getattr(base, "int_ptr")), shape, dt, tuple(x // size for x in byte_strides))
+    kind = type(obj)
+    if not any(hasattr(kind, a) for a in ("data_ptr", "stride", "__cuda_array_interface__")):  # else not this path
+        try:
+            key = (kind, getattr(obj, "shape"), getattr(obj, "strides"), getattr(obj, "dtype"))
+            if len(_CL_META) >= _CL_META_MAX:
+                _CL_META.clear()
+            _CL_META[key] = (t.dims, t.strides, t.dtype)
+            _CL_TYPES.add(kind)
+        except TypeError:  # unhashable parts: never taken by the fast path
+            pass
+    return t
 
 
 def same_dtype(op: str, **tensors: Tensor) -> api.DataType:

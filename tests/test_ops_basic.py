@@ -551,15 +551,24 @@ def test_max_pooling_keeps_its_index_workspace_for_backward(libs: Libs) -> None:
         yd, str(Y), yd, str(DY), xd, str(X), xd, str(DX))
     assert (b["alpha"], b["beta"]) == ("1", "0")
 
-    # the next step reuses the state's buffer and descriptor: sizes queried again, nothing allocated
+    # the next step reuses the state's buffer, descriptor and MIOpen's sizes for its layout: nothing allocated,
+    # nothing asked again (y's dims are still checked against them)
     rec = Rec(libs)
     again = pooling.pooling_forward(T(X, XP), T(Y, YP), "max", (2, 2), state=state)
     assert again is state and state.workspace.ptr == ws_ptr
-    assert rec.calls() == ["miopenGetPoolingNdForwardOutputDim", "miopenPoolingGetWorkSpaceSizeV2",
-                           "miopenPoolingForward"]
-    # a bigger size (scripted) makes a new buffer
+    assert rec.calls() == ["miopenPoolingForward"]
+    from miopen.errors import ShapeError
+
+    with pytest.raises(ShapeError, match=r"4, 7"):  # every check stays
+        pooling.pooling_forward(T(X, XP), T(Y, (2, 3, 4, 7)), "max", 2, state=state)
+    # descriptors forgotten (as on a library change): asked again; a bigger size (scripted) makes a new buffer
+    from miopen import descriptors
+
+    descriptors.clear_descriptor_caches()
     libs.set_out("miopenPoolingGetWorkSpaceSizeV2/workSpaceSize", 8192)
+    rec = Rec(libs)
     pooling.pooling_forward(T(X, XP), T(Y, YP), "max", 2, state=state)
+    assert "miopenGetPoolingNdForwardOutputDim" in rec.calls() and "miopenPoolingGetWorkSpaceSizeV2" in rec.calls()
     assert state.workspace.nbytes == 8192
     assert state.workspace.ptr != ws_ptr
     assert libs.log("miopenPoolingForward")[-1]["workSpace"] == str(state.workspace.ptr)
@@ -962,8 +971,8 @@ def test_pytorch_like_tensors_seen_before_skip_only_the_repeated_checks(libs: Li
     assert (again.dims, again.strides, again.dtype.name) == ((2, 3, 4, 5), (60, 20, 5, 1), "miopenFloat")
     for bad, exc, match in [
         (_Torchish(0, (2, 3, 4, 5), (60, 20, 5, 1)), ValueError, "null device address"),
-        (_Torchish(2**64, (2, 3, 4, 5), (60, 20, 5, 1)), ValueError, r"not an address in \[0, 2\*\*64\)"),
-        (_Torchish(True, (2, 3, 4, 5), (60, 20, 5, 1)), TypeError, "not an int address"),
+        (_Torchish(2**64, (2, 3, 4, 5), (60, 20, 5, 1)), ValueError, r"an address in \[0, 2\*\*64\)"),
+        (_Torchish(True, (2, 3, 4, 5), (60, 20, 5, 1)), TypeError, "an int address"),
         (_Torchish(0x1000, (2, 3, 4, 5), (60, 20, 5, 1), is_cuda=False), ValueError, "host \\(CPU\\) tensor"),
         (_Torchish(0x1000, [2, 3, 4, 5], (60, 20, 5, 1)), None, None),  # unhashable shape: the full path
         (_Torchish(0x1000, (2, 3, 4, 0), (60, 20, 5, 1)), Exception, "every dim must be >= 1"),
@@ -977,3 +986,62 @@ def test_pytorch_like_tensors_seen_before_skip_only_the_repeated_checks(libs: Li
     for k in range(tensor_mod._TORCH_META_MAX + 5):
         as_tensor(_Torchish(0x1000, (k + 1,), (1,)))
         assert len(tensor_mod._TORCH_META) <= tensor_mod._TORCH_META_MAX
+
+
+class _Buffer:
+    def __init__(self, int_ptr: object) -> None:
+        self.int_ptr = int_ptr
+
+
+class _CLish:
+    """What the ops read of a pyopencl Array: base_data.int_ptr, offset, shape, byte strides, numpy dtype."""
+
+    def __init__(self, ptr: object, shape: object, strides: object, dtype: object = "float32", offset: int = 0) -> None:
+        import numpy as np
+
+        self.base_data, self.offset, self.shape, self.strides = _Buffer(ptr), offset, shape, strides
+        self.dtype = np.dtype(dtype) if isinstance(dtype, str) else dtype
+
+
+def _outcome(fn: Callable[[], Any]) -> object:
+    try:
+        return fn()
+    except Exception as exc:  # noqa: BLE001 - compared by type and message
+        return type(exc), str(exc)
+
+
+def test_pyopencl_like_arrays_seen_before_skip_only_the_repeated_checks(libs: Libs) -> None:
+    """An Array type, shape, strides and dtype seen before are not checked again; the buffer's address and the
+    offset always are; the result (or the error) equals the full path's, for every array."""
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from miopen import tensor as tensor_mod
+    from miopen.tensor import as_tensor
+
+    tensor_mod._CL_META.clear()
+    as_tensor(_CLish(0x1000, (2, 3), (12, 4)))
+    assert len(tensor_mod._CL_META) == 1 and _CLish in tensor_mod._CL_TYPES
+    again = as_tensor(_CLish(0x2000, (2, 3), (12, 4)))
+    assert (again.ptr, again.dims, again.strides, again.dtype.name) == (0x2000, (2, 3), (3, 1), "miopenFloat")
+
+    dims = st.lists(st.integers(-1, 4), min_size=1, max_size=3).map(tuple)
+    ptrs = st.one_of(st.sampled_from([0, 1, 2**64 - 1, 2**64, -1, True, None, "0x10"]), st.integers(1, 2**16))
+
+    @settings(max_examples=150, deadline=None, derandomize=True)
+    @given(ptr=ptrs, shape=dims, strides=dims, offset=st.sampled_from([0, 0, 4]),
+           dtype=st.sampled_from(["float32", "float16", "int8", "complex64"]))
+    def same_as_full_path(ptr: object, shape: tuple[int, ...], strides: tuple[int, ...], offset: int,
+                          dtype: str) -> None:
+        byte_strides = tuple(s * 4 for s in strides)
+        tensor_mod._CL_META.clear()
+        tensor_mod._CL_TYPES.clear()
+        full = _outcome(lambda: as_tensor(_CLish(ptr, shape, byte_strides, dtype, offset), "x"))
+        for _ in range(2):  # the second time from the remembered checks, when the first was accepted
+            assert _outcome(lambda: as_tensor(_CLish(ptr, shape, byte_strides, dtype, offset), "x")) == full
+
+    same_as_full_path()
+    tensor_mod._CL_META.clear()
+    for k in range(tensor_mod._CL_META_MAX + 5):
+        as_tensor(_CLish(0x1000, (k + 1,), (4,)))
+        assert len(tensor_mod._CL_META) <= tensor_mod._CL_META_MAX

@@ -243,13 +243,13 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
         b.conv_find_mode if b.conv_find_mode is not None else
         api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
     scaled = (pb.alpha, pb.beta) != (1.0, 0.0)
-    dev = _backend.current().current_device() if device is None else device
+    dev = b.current_device() if device is None else device
     h = resolve_handle(handle, stream, dev)
     ws = resolve_workspace(workspace, dev, stream)
     x, w, y = pb.x, pb.w, pb.y
     memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, pb.direction, x.dtype, x.dims, x.strides, w.dims,
                 w.strides, y.dims, y.strides, cp, dev, h.address if pl.mode == "find" else 0, pl.cap(ws),
-                id(_support.library()), _backend.current().library_id())
+                id(_support.library()), b.library_id())
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
     if (known is not None and known[5] == descriptors.cache_generation() and not known[1].closed

@@ -58,7 +58,10 @@ class PoolingState(OpState[PoolingDescriptor]):
         self.do_backward = False
         self._closed = False
         # ((x strides, y strides, descriptor-cache generation), x descriptor, y descriptor) of the last forward
-        self._layout: tuple[tuple[object, ...], api.TensorDescriptor, api.TensorDescriptor] | None = None
+        #: the last call's (strides key, x and y descriptors, MIOpen's output dims and index workspace size for
+        #: them (None until asked)): what a call on the same layout does not ask MIOpen again
+        self._layout: tuple[tuple[object, ...], api.TensorDescriptor, api.TensorDescriptor, tuple[int, ...],
+                            int | None] | None = None
 
     @property
     def needs_workspace(self) -> bool:
@@ -143,21 +146,22 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     layout_key = (xt.strides, yt.strides, cache_generation())
     known = None if state is None else state._layout
     if known is not None and known[0] == layout_key and not known[1].closed and not known[2].closed:
-        x_desc, y_desc = known[1], known[2]
+        x_desc, y_desc, out, ws_bytes = known[1], known[2], known[3], known[4]
     else:
-        x_desc, y_desc = _desc(xt), _desc(yt)
+        x_desc, y_desc, out, ws_bytes = _desc(xt), _desc(yt), None, None
     fresh = state is None
     desc = pooling_descriptor(m, list(win), list(pad), list(stride)) if state is None else state.desc
     new_ws: PersistentBuffer | None = None
     ws: PersistentBuffer | None = None
     try:
-        out = tuple(api.get_pooling_nd_forward_output_dim(desc, x_desc, rank))
+        if out is None:
+            out = tuple(api.get_pooling_nd_forward_output_dim(desc, x_desc, rank))
         if out != yt.dims:
             raise ShapeError(f"{fn}: y must have dims {out} for x dims {xt.dims}, window {win}, pads {pad}, strides "
                              f"{stride}; got {yt.dims}")
         nbytes = 0
         if backward and m == api.PoolingMode.miopenPoolingMax:
-            nbytes = api.pooling_get_work_space_size_v2(desc, y_desc)
+            nbytes = ws_bytes = api.pooling_get_work_space_size_v2(desc, y_desc) if ws_bytes is None else ws_bytes
             ws = None if state is None else state.workspace
             if ws is None or ws.nbytes < nbytes:
                 ws = new_ws = _persistent(nbytes, dev, "pooling index workspace", stream)
@@ -176,7 +180,7 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     if ws is not None:
         state.workspace = ws
     state.do_backward = backward
-    state._layout = (layout_key, x_desc, y_desc)
+    state._layout = (layout_key, x_desc, y_desc, out, ws_bytes)
     return state
 
 

@@ -1,0 +1,106 @@
+"""Runtime op dispatch on MIOpen's OpenCL backend: what `miopen.ops` adds over the typed call, on real kernels.
+
+The real OpenCL build of ../shared/real-miopen-ocl (tests/real_miopen.py unpacks it) on the first OpenCL device
+(PoCL's CPU device here; $MIOGEN_OCL_PLATFORM picks another), with the cases of tests/real/ocl/bench.py on its
+small shapes (pyopencl Arrays, a user queue passed as `stream=`). Both sides enqueue the same kernels; the
+figure is the CPU time of the calling thread (PoCL runs the kernels on worker threads of this process, whose
+time a process clock would add to either side), best of interleaved runs, the queue drained between runs.
+Goal: op - typed <= 5 us, as on HIP. Prints why when it cannot run (no library, no pyopencl, no device).
+Usage: python benchmarks/ocl_dispatch.py [--runs N] [--number N] [--json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+for p in (REPO, REPO / "benchmarks"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
+
+GOAL_US = 5.0
+
+
+def unavailable() -> str | None:
+    """Why the figure cannot be measured here, or None."""
+    try:
+        import pyopencl as cl
+    except ImportError as exc:
+        return f"no pyopencl ({exc})"
+    try:
+        if not any(p.get_devices() for p in cl.get_platforms()):
+            return "no OpenCL device (install PoCL: pocl-opencl-icd)"
+    except Exception as exc:  # noqa: BLE001 - no ICD loader or platform: the reason is the figure's
+        return f"no OpenCL platform ({exc})"
+    from tests.real_miopen import OPENCL
+
+    path, why = OPENCL.find()
+    return None if path is not None else why
+
+
+def measure(runs: int = 15, number: int = 300) -> tuple[str, list[tuple[str, float, float]]]:
+    """(device, [(case, op s per call, typed s per call)]): thread CPU time, best of `runs` interleaved runs."""
+    os.environ.setdefault("MIOPEN_SKIP_VERSION_CHECK", "1")
+    import miopen
+    from tests.real.ocl import bench
+    from tests.real.ocl.common import cl, device_label
+    from tests.real_miopen import OPENCL
+
+    path, why = OPENCL.find()
+    if path is None:
+        raise RuntimeError(why)
+    miopen.load_library(str(path))
+    pcl = cl()
+    from tests.real.ocl.common import device
+
+    q = pcl.CommandQueue(pcl.Context([device()]))
+    h = miopen.create_with_stream(q.int_ptr)
+    pairs = [(name, sides["op"], sides["typed"]) for name, sides, _ in bench._cases(q, h, False)
+             if sides.get("op") is not None and sides.get("typed") is not None]
+    clock = time.thread_time
+    best = {name: [float("inf"), float("inf")] for name, _, _ in pairs}
+    for name, op, typed in pairs:  # warm: kernel builds, the runtime's caches
+        op(), typed()
+    q.finish()
+    for _ in range(runs):
+        for name, op, typed in pairs:
+            for side, fn in enumerate((op, typed)):
+                t0 = clock()
+                for _ in range(number):
+                    fn()
+                dt = (clock() - t0) / number
+                q.finish()
+                best[name][side] = min(best[name][side], dt)
+    return device_label(), [(name, best[name][0], best[name][1]) for name, _, _ in pairs]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--number", type=int, default=300)
+    ap.add_argument("--json", action="store_true", help="one JSON object: {device, rows} or {skipped: why}")
+    args = ap.parse_args()
+    why = unavailable()
+    if why is not None:
+        print(json.dumps({"skipped": why}) if args.json else f"OpenCL dispatch not measured: {why}")
+        return 0
+    dev, rows = measure(args.runs, args.number)
+    if args.json:
+        print(json.dumps({"device": dev, "rows": rows}))
+        return 0
+    print(f"OpenCL op dispatch over the typed call on {dev}: thread CPU time, best of {args.runs} interleaved runs x "
+          f"{args.number} calls (goal: op - typed <= {GOAL_US:.0f} us)")
+    print(f"  {'op':56s} {'op us':>8s} {'typed us':>9s} {'over':>7s}  result")
+    for name, op, typed in rows:
+        over = (op - typed) * 1e6
+        print(f"  {name:56s} {op * 1e6:8.2f} {typed * 1e6:9.2f} {over:7.2f}  {'PASS' if over <= GOAL_US else 'MISS'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
