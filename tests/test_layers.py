@@ -64,9 +64,11 @@ def _imports(path: Path) -> set[str]:
             else:
                 continue
             target = ".".join(base + ([module] if module else []))
-            if target.startswith("support.") and target not in known:
-                continue  # the rendered `_target` beside the copied support modules in generated/
-            out.add(target if target in known else "codegen")
+            if target in known:
+                out.add(target)
+            elif target.split(".")[0] != "support":  # support/: a rendered module (`_target`, `_releases`)
+                out.add("codegen")                       # beside the copied ones in generated/
+
             for a in node.names:  # `from . import x`: x is a module
                 sub = ".".join(filter(None, (target, a.name)))
                 if sub in known:
