@@ -198,7 +198,7 @@ def page() -> str:
            "The numeric suite of `tests/real/ocl` (typed API and runtime ops against float64 numpy references; "
            "docs/real-miopen.md says how) run on each OpenCL device by `tests/gpu/ocl_suite.py`: PoCL's CPU device "
            "here (`python -m tests.gpu.ocl_suite --name pocl ...`), NVIDIA's OpenCL driver on the device machine's "
-           "GPU (`tests/gpu/ocl_nvidia.sh`, README: \"The real kernels on an NVIDIA GPU\"). A cell is the outcome "
+           "GPU (`tests/gpu/ocl_nvidia.sh`, docs/internals.md: \"The real kernels on an NVIDIA GPU\"). A cell is the outcome "
            "and, where not plainly checked, the reason (a max error, a status, a hang).",
            ""]
     for name, title in COLUMNS:
