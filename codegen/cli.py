@@ -1,4 +1,4 @@
-"""Command line: `python -m codegen parse ...` (also installed as `miogen`)."""
+"""Command line: `python -m miogen parse ...` (also installed as `miogen`)."""
 
 from __future__ import annotations
 

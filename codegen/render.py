@@ -149,7 +149,7 @@ def render(*plans: Plan) -> dict[str, str]:
 def support_files(banner_text: str) -> dict[str, str]:
     """The handwritten support modules (codegen/support/*.py) as output files: each one verbatim under the banner."""
     head = escape.comment_block(banner_text, "# ")
-    return {name: f"{head}\n# Copied verbatim from codegen/support/{name}: edit it there.\n"
+    return {name: f"{head}\n# Copied verbatim from miogen/support/{name}: edit it there.\n"
             + (SUPPORT / name).read_text(encoding="utf-8") for name in SUPPORT_MODULES}
 
 

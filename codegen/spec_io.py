@@ -351,7 +351,7 @@ _ALLOWED: dict[tuple[type, tuple[str, ...]], frozenset[str]] = {}
 
 
 def _checked(conv: Converter, check: validate.Check | None) -> Converter:
-    """`conv`, then the field's rules from codegen/validate.py."""
+    """`conv`, then the field's rules from miogen/validate.py."""
     if check is None:
         return conv
 

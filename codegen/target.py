@@ -13,7 +13,7 @@ from .spec_io import load_as
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The target files (target.yaml, annotations.yaml, shims/): specs/<target>/ in a checkout (their source of
-# truth); an installed miogen carries copies as package data in codegen/targets/<target>/.
+# truth); an installed miogen carries copies as package data in miogen/targets/<target>/.
 _PACKAGED = Path(__file__).resolve().parent / "targets"
 TARGETS_DIR = _PACKAGED if _PACKAGED.is_dir() else REPO_ROOT / "specs"
 DEFAULT_TARGET = TARGETS_DIR / "miopen" / "target.yaml"

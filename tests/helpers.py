@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from codegen import model
-from codegen.parser import ParseOptions, parse_header
-from codegen.spec_io import dumps
-from codegen.target import Target, load_target
+from miogen import model
+from miogen.parser import ParseOptions, parse_header
+from miogen.spec_io import dumps
+from miogen.target import Target, load_target
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
@@ -75,12 +75,12 @@ def release_header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> P
 
 def next_release_header(spec: model.Spec, directory: Path, version: str, extra: str) -> Path:
     """A miopen.h of release `version` (version.h beside it) declaring `spec`'s API plus the declarations
-    `extra`: the spec's header re-synthesised (codegen.stublib.header_source) with what the parser reads from
+    `extra`: the spec's header re-synthesised (miogen.stublib.header_source) with what the parser reads from
     doc comments (group, direction tags, deprecation), default arguments, beta functions under the
     beta macro and HIP's types from <hip/hip_runtime_api.h>."""
     import re
 
-    from codegen.stublib import header_source
+    from miogen.stublib import header_source
 
     functions = {f.name: f for f in spec.functions}
     beta_macro = target().beta_macro

@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codegen import naming
-from codegen.annotate import FunctionSem, ParamSem, load_annotations, resolve
-from codegen.ctypes_map import INT_BITS, int_range
-from codegen.spec_io import load
+from miogen import naming
+from miogen.annotate import FunctionSem, ParamSem, load_annotations, resolve
+from miogen.ctypes_map import INT_BITS, int_range
+from miogen.spec_io import load
 
 from .conftest import Libs
 from .conftest import test_release as bound_release_version
@@ -366,7 +366,7 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
     against the range of its own C type (int64_t, char, ... wherever a release has them)."""
     import ast
 
-    from codegen.render import release_module
+    from miogen.render import release_module
 
     from .helpers import REPO
 

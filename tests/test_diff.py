@@ -11,15 +11,15 @@ from pathlib import Path
 
 import pytest
 
-from codegen import model
-from codegen.diff import changes_document, diff
-from codegen.spec_io import dumps, load
+from miogen import model
+from miogen.diff import changes_document, diff
+from miogen.spec_io import dumps, load
 
 from .helpers import FIXTURE_HEADER, REPO, SPECS, fixture_spec, release_header, upgrade_specs_dir
 
 
 def _run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codegen", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "miogen", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def _kinds(old: model.Spec, new: model.Spec) -> dict[tuple[str, str], bool]:
@@ -141,7 +141,7 @@ def test_api_changes_document_is_current() -> None:
 
 
 def test_added_in_is_recorded_from_history() -> None:
-    from codegen.render import added_in_history
+    from miogen.render import added_in_history
 
     added = added_in_history(SPECS)
     assert added["miopenCreate"] == "2.15.0 or earlier"  # the oldest committed release

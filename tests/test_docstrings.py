@@ -14,11 +14,11 @@ import re
 from dataclasses import replace
 import pytest
 
-from codegen.annotate import AnnotationGateError, FunctionNote, FunctionSem, ParamNote, load_annotations, resolve
-from codegen.planner import plan
-from codegen.plans import FunctionPlan, Plan
-from codegen.render import release_module, render
-from codegen.spec_io import load
+from miogen.annotate import AnnotationGateError, FunctionNote, FunctionSem, ParamNote, load_annotations, resolve
+from miogen.planner import plan
+from miogen.plans import FunctionPlan, Plan
+from miogen.render import release_module, render
+from miogen.spec_io import load
 
 from .conftest import Libs
 from .helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, target

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codegen import model
-from codegen.spec_io import dumps, loads
+from miogen import model
+from miogen.spec_io import dumps, loads
 
 from .helpers import check_golden, fixture_spec
 

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen import model
-from codegen.spec_io import load
+from miogen import model
+from miogen.spec_io import load
 
 from .helpers import SPECS
 
@@ -132,8 +132,8 @@ def _real_headers() -> dict[str, Path]:
 def test_reparse_is_byte_identical(version: str) -> None:
     """Parsing the real header again gives the committed spec byte for byte (the parser's speed-ups
     must not change a single line)."""
-    from codegen.parser import ParseOptions, parse_header
-    from codegen.spec_io import dumps
+    from miogen.parser import ParseOptions, parse_header
+    from miogen.spec_io import dumps
 
     from .helpers import target
 

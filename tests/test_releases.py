@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from codegen import callthrough
-from codegen.annotate import load_annotations, resolve
-from codegen.spec_io import load
+from miogen import callthrough
+from miogen.annotate import load_annotations, resolve
+from miogen.spec_io import load
 
 from .conftest import Libs, _configure_stub, build_stub
 from .helpers import SPECS, target
@@ -68,7 +68,7 @@ def test_every_wrapper_calls_through_with_its_release(stubs: dict[str, ctypes.CD
     assert miopen.bound_release() == version and miopen.MIOPEN_VERSION == version
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
-    from codegen.planner import plan as make_plan
+    from miogen.planner import plan as make_plan
 
     pl = make_plan(spec, load_annotations(SPECS / "annotations.yaml"), target(), "# matrix")
     # every wrapper of every release takes the direct call (no parameter of theirs lacks a direct form)

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from codegen import clang_env
-from codegen.errors import HeaderError, SetupError
-from codegen.parser import ParseOptions, parse_header
+from miogen import clang_env
+from miogen.errors import HeaderError, SetupError
+from miogen.parser import ParseOptions, parse_header
 
 from .helpers import FIXTURE_HEADER, fixture_spec, target
 

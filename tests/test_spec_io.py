@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codegen.errors import SpecError
-from codegen.spec_io import dumps, load, load_as, loads
-from codegen.target import Target
+from miogen.errors import SpecError
+from miogen.spec_io import dumps, load, load_as, loads
+from miogen.target import Target
 
 from .helpers import SPECS, fixture_spec
 
@@ -135,8 +135,8 @@ def test_yaml_reading_equals_pyyaml() -> None:
     (merge keys, other tags, several documents, bad syntax) is a SpecError naming the file."""
     import yaml
 
-    from codegen.errors import SpecError
-    from codegen.yamlread import read
+    from miogen.errors import SpecError
+    from miogen.yamlread import read
 
     from .helpers import REPO
 
@@ -164,8 +164,8 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
 
     import yaml
 
-    from codegen import spec_io
-    from codegen.spec_io import dumps, load, loads
+    from miogen import spec_io
+    from miogen.spec_io import dumps, load, loads
 
     from .helpers import SPECS
 
@@ -192,8 +192,8 @@ def test_pasted_parameters_give_the_emitters_own_text(monkeypatch: pytest.Monkey
     emitter's width (the document goes through the emitter event by event)."""
     from dataclasses import replace
 
-    from codegen import spec_io
-    from codegen.spec_io import dumps, dumps_events, load
+    from miogen import spec_io
+    from miogen.spec_io import dumps, dumps_events, load
 
     from .helpers import SPECS, fixture_spec
 

@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
-from codegen import escape, literals, model, validate
-from codegen.annotate import Annotations, load_annotations
-from codegen.errors import CodegenError, SpecError
-from codegen.model import CType
-from codegen.files import write_tree as write
-from codegen.planner import plan
-from codegen.render import render
-from codegen.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
-from codegen.target import Target, load_target
+from miogen import escape, literals, model, validate
+from miogen.annotate import Annotations, load_annotations
+from miogen.errors import CodegenError, SpecError
+from miogen.model import CType
+from miogen.files import write_tree as write
+from miogen.planner import plan
+from miogen.render import render
+from miogen.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
+from miogen.target import Target, load_target
 
 from .helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, target
 
@@ -334,7 +334,7 @@ def test_committed_files_load() -> None:
 
 
 def test_limits_doc_states_the_real_limits() -> None:
-    from codegen import spec_io
+    from miogen import spec_io
     from miopen import algo, workspace
 
     doc = (REPO / "docs" / "limits.md").read_text()

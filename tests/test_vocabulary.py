@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from codegen.annotate import (AnnotationGateError, ElementQuery, FunctionNote, ParamNote, RecordNote, FieldNote,
+from miogen.annotate import (AnnotationGateError, ElementQuery, FunctionNote, ParamNote, RecordNote, FieldNote,
                               Variant, load_annotations, resolve)
 
 from .conftest import Built

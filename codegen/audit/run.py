@@ -1,4 +1,4 @@
-"""The audit of one release (`audit`) and its command line (`python -m codegen audit`)."""
+"""The audit of one release (`audit`) and its command line (`python -m miogen audit`)."""
 
 from __future__ import annotations
 
