@@ -240,7 +240,7 @@ def _diff(args: argparse.Namespace) -> int:
     if old.target != new.target:  # pragma: no cover - the peek above sees it first
         raise CodegenError(f"{args.old} is a {old.target} spec but {args.new} is a {new.target} spec")
     if old == new:
-        raise CodegenError(f"{args.old} and {args.new} are the same spec (MIOpen {old.miopen_version}, header sha256 "
+        raise CodegenError(f"{args.old} and {args.new} are the same spec (MIOpen {old.version}, header sha256 "
                            f"{old.header.sha256[:12]}): nothing to compare")
     d = diff(old, new)
     sys.stdout.write(to_json(d) if args.format == "json" else to_markdown(d))
@@ -302,7 +302,7 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     target = load_target(args.target) if args.target else target_for(pinned.target)
     spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
                                                           beta=True, shims=not args.no_shims), args.miopen_version)
-    version = spec.miopen_version
+    version = spec.version
     oldest = min(committed, key=_version_key)
     if _version_key(version) < _version_key(oldest):
         raise CodegenError(
@@ -329,7 +329,7 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     # the gate, on the new spec and on every committed one: the annotations must hold for all releases
     ann_path = args.specs / "annotations.yaml"
     ann = load_annotations(ann_path)
-    releases = sorted([*(load(p) for v, p in committed.items()), spec], key=lambda sp: _version_key(sp.miopen_version))
+    releases = sorted([*(load(p) for v, p in committed.items()), spec], key=lambda sp: _version_key(sp.version))
     failed: list[AnnotationGateError] = []
     for sp in releases:
         try:
@@ -471,11 +471,11 @@ def _check(args: argparse.Namespace) -> int:
         if not args.summary:
             beta = sum(f.beta for f in spec.functions)
             print(
-                f"{path}: ok: MIOpen {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
+                f"{path}: ok: MIOpen {spec.version}: {len(spec.functions)} functions ({beta} beta), "
                 f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles"
             )
     if args.summary and not failed:
-        versions = sorted((s.miopen_version for s in specs), key=_version_key)
+        versions = sorted((s.version for s in specs), key=_version_key)
         print(f"check: {len(specs)} spec(s) valid ({', '.join(versions)})"
               + (", annotation gate passed" if ann is not None else ""))
     return 2 if failed else 0
@@ -503,11 +503,11 @@ def _parse(args: argparse.Namespace) -> int:
         builtin_include=args.builtin_include or True,
     )
     spec = parse_header(args.header, target, opts, args.miopen_version, args.rocm_release)
-    output = into(args.output, f"{spec.miopen_version}.yaml")  # a spec directory: named after the version
+    output = into(args.output, f"{spec.version}.yaml")  # a spec directory: named after the version
     dump(spec, output)
     beta = sum(f.beta for f in spec.functions)
     print(
-        f"{output}: {target.display_name} {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
+        f"{output}: {target.display_name} {spec.version}: {len(spec.functions)} functions ({beta} beta), "
         f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles",
         file=sys.stderr,
     )

@@ -214,7 +214,7 @@ def diff(old: Spec, new: Spec) -> Diff:
     _enums(old, new, changes)
     _records(old, new, changes)
     _handles(old, new, changes)
-    return Diff(old.miopen_version, new.miopen_version, tuple(changes))
+    return Diff(old.version, new.version, tuple(changes))
 
 
 # --------------------------------------------------------------------------- output
@@ -255,7 +255,7 @@ def to_json(d: Diff) -> str:
 def coverage(specs: list[Spec]) -> str:
     """Markdown table: functions per group per release."""
     groups = sorted({f.group or "(none)" for s in specs for f in s.functions}, key=str.lower)
-    head = "| group | " + " | ".join(s.miopen_version for s in specs) + " |"
+    head = "| group | " + " | ".join(s.version for s in specs) + " |"
     lines = [head, "|---|" + "---|" * len(specs)]
     for g in groups:
         counts = [sum(1 for f in s.functions if (f.group or "(none)") == g) for s in specs]

@@ -198,8 +198,8 @@ class Spec:
     schema_version: int
     generator_version: str
     target: str
-    miopen_version: str
-    rocm_release: str | None
+    version: str
+    release: str | None
     header: HeaderInfo
     parse: ParseInfo
     handles: tuple[Handle, ...]

@@ -86,7 +86,7 @@ PACKAGE: frozenset[str] = frozenset({
     "MIOPEN_VERSION", "LibraryNotFoundError", "MissingSymbolError", "load_library", "unload_library",
     "raw", "errors", "api", "_support", "__all__", "RELEASES", "bound_release", "__getattr__", "__dir__", "_releases",
     "_handles",
-    # the support modules copied from miogen/support/ and the rendered _target
+    # the support modules copied from codegen/support/ and the rendered _target
     "_target", "_search", "_state", "_selection", "_text", "_convert", "_pointers", "_elements", "_handlebase",
     "_inflight", "_status", "_envflags",
     "MIOpenVersionError", "MIOpenVersionWarning",

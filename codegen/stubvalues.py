@@ -77,7 +77,7 @@ def fixed_outputs(spec: Spec, version_getter: str | None) -> dict[tuple[str, str
     if not version_getter or not any(f.name == version_getter for f in spec.functions):
         return {}
     outs = [p.name or f"arg{i}" for i, p in enumerate(spec.function(version_getter).params)]
-    parts = [int(x) for x in spec.miopen_version.split(".")]
+    parts = [int(x) for x in spec.version.split(".")]
     return {(version_getter, n): v for n, v in zip(outs, parts)}
 
 

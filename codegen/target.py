@@ -140,7 +140,7 @@ def check_target(spec: Spec, target: Target) -> None:
                            f"constant of value 0 (the generated status checks test for non-zero)")
     def newer(key: str) -> bool:
         since = target.status_exceptions[key].since if key in target.status_exceptions else None
-        return since is not None and version_key(since) > version_key(spec.miopen_version)
+        return since is not None and version_key(since) > version_key(spec.version)
 
     for key in (*target.status_exceptions, *target.status_warnings, *target.status_hints):
         if key not in values and not newer(key):

@@ -262,8 +262,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("ParseInfo", "defines"): DEFINE,
     ("Spec", "generator_version"): VERSION,
     ("Spec", "target"): TARGET_NAME,
-    ("Spec", "miopen_version"): VERSION,
-    ("Spec", "rocm_release"): LABEL,
+    ("Spec", "version"): VERSION,
+    ("Spec", "release"): LABEL,
     # annotations (codegen/annotate.py)
     ("LengthCall", "call"): API_NAME,
     ("LengthCall", "result"): C_NAME,

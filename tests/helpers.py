@@ -54,8 +54,8 @@ def upgrade_specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
     """A spec directory for `miogen upgrade`: `pinned` committed and pinned, the fixture annotations."""
     d = tmp_path / "specs"
     d.mkdir()
-    (d / f"{pinned.miopen_version}.yaml").write_text(dumps(pinned))
-    (d / "pinned").write_text(pinned.miopen_version + "\n")
+    (d / f"{pinned.version}.yaml").write_text(dumps(pinned))
+    (d / "pinned").write_text(pinned.version + "\n")
     shutil.copy(REPO / "tests" / "fixtures" / "annotations.yaml", d / "annotations.yaml")
     return d
 
@@ -98,7 +98,7 @@ def next_release_header(spec: model.Spec, directory: Path, version: str, extra: 
         line = (f"/*! {' '.join(tags)} */\n" if tags else "") + line
         return f"#ifdef {beta_macro}\n{line}\n#endif" if f.beta else line
 
-    text = header_source(spec, f"MIOpen {version} (synthetic: {spec.miopen_version} and more)")
+    text = header_source(spec, f"MIOpen {version} (synthetic: {spec.version} and more)")
     text = re.sub(r"^typedef struct (\w+)__opaque\* \1;$", "", text, flags=re.M)  # the real ones come from HIP
     text = text.replace("#pragma once\n", "#pragma once\n#include <hip/hip_runtime_api.h>\n", 1)
     text = re.sub(r"^.*\b(\w+)\(.*\);$", documented, text, flags=re.M)

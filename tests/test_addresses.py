@@ -374,7 +374,7 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
     for spec_path in sorted(SPECS.glob("*.*.*.yaml")):
         spec = load(spec_path)
         functions = resolve(spec, load_annotations(SPECS / "annotations.yaml")).functions
-        source = (REPO / "generated" / release_module(spec.miopen_version) / "api.py").read_text()
+        source = (REPO / "generated" / release_module(spec.version) / "api.py").read_text()
         lines = source.splitlines()
         bodies = {n.name: "\n".join(lines[n.lineno - 1:n.end_lineno]) for n in ast.parse(source).body
                   if isinstance(n, ast.FunctionDef)}
@@ -386,7 +386,7 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
                 if p.type.kind != "int" or p.hidden or p.direction == "out" or p.shape not in ("value", "scalar"):
                     continue
                 lo, hi = int_range(p.type.name)
-                assert f"not {lo} <= {py[p.name]} <= {hi}" in body, (spec.miopen_version, f.name, p.name)
+                assert f"not {lo} <= {py[p.name]} <= {hi}" in body, (spec.version, f.name, p.name)
                 kinds[p.type.name] = kinds.get(p.type.name, 0) + 1
     assert {"int", "size_t", "int64_t", "uint64_t"} <= set(kinds), kinds
 

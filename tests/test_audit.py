@@ -316,6 +316,6 @@ def test_miopen_idioms_and_notes_load_and_name_real_parameters() -> None:
     for fname, params in notes.notes.items():
         for pname, items in params.items():
             for n in items:
-                hits = [s for s in specs if _in_range(s.miopen_version, n.since, n.until)
+                hits = [s for s in specs if _in_range(s.version, n.since, n.until)
                         and any(f.name == fname and any(p.name == pname for p in f.params) for f in s.functions)]
                 assert hits, f"audit-notes.yaml: {fname}.{pname} names no parameter of a release in its range"

@@ -132,11 +132,11 @@ def test_bad_inputs(tmp_path: Path) -> None:
 def test_api_changes_document_is_current() -> None:
     text = changes_document(sorted(SPECS.glob("*.*.*.yaml")))
     assert (REPO / "docs" / "api-changes.md").read_text() == text
-    specs = sorted((load(p) for p in SPECS.glob("*.*.*.yaml")), key=lambda s: tuple(int(x) for x in s.miopen_version.split(".")))
+    specs = sorted((load(p) for p in SPECS.glob("*.*.*.yaml")), key=lambda s: tuple(int(x) for x in s.version.split(".")))
     pairs = list(zip(specs, specs[1:]))
     assert text.count("\n## MIOpen ") == len(pairs)
     for old, new in pairs:  # one section per consecutive pair of committed releases
-        assert f"## MIOpen {old.miopen_version} → {new.miopen_version}" in text
+        assert f"## MIOpen {old.version} → {new.version}" in text
     assert "| **total** | " + " | ".join(f"**{len(s.functions)}**" for s in specs) + " |" in text
 
 
@@ -268,7 +268,7 @@ def test_upgrade_adds_a_release_between_two_committed_ones(tmp_path: Path, betwe
     assert f"## MIOpen 3.4.1 → {between}" in r.stdout and "`miopenNewCount`" in r.stdout
     assert "the pinned newest release stays 3.6.0" in r.stdout
     assert (specs / "pinned").read_text().strip() == "3.6.0"
-    assert load(specs / f"{between}.yaml").miopen_version == between
+    assert load(specs / f"{between}.yaml").version == between
     assert sorted(p.name for p in specs.glob("*.*.*.yaml")) == sorted(["3.4.1.yaml", f"{between}.yaml", "3.6.0.yaml"])
     # the same header again: committed now, nothing to do
     r = _run("upgrade", str(release_header(tmp_path / "again", extra, between)), "--specs", str(specs))

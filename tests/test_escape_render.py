@@ -56,7 +56,7 @@ def _raw_payloads(marker: Path) -> list[str]:
 
 def _two_releases(spec: Spec) -> tuple[Spec, Spec]:
     """The fixture spec as two releases (3.4.1 and a 3.5.0 copy), so the multi-release layout is rendered."""
-    return spec, replace(spec, miopen_version="3.5.0")
+    return spec, replace(spec, version="3.5.0")
 
 
 def _import_and_report(root: Path, pkg: str, probe: str) -> dict[str, object]:

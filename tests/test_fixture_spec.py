@@ -18,8 +18,8 @@ def test_golden_stable() -> None:
 
 def test_version_from_version_h() -> None:
     # version.h beside the header says 3.04.1: normalised, TWEAK ignored
-    assert fixture_spec().miopen_version == "3.4.1"
-    assert fixture_spec().rocm_release is None
+    assert fixture_spec().version == "3.4.1"
+    assert fixture_spec().release is None
 
 
 def test_counts_and_beta_flags() -> None:

@@ -342,8 +342,8 @@ def _mutate_gently(data: dict[str, Any], rng: random.Random, payloads: list[str]
     op = rng.randrange(5)
     functions = [f for f in data["functions"] if f.get("params")]
     if op == 0:
-        data["rocm_release"] = rng.choice(payloads)
-        return "rocm_release=payload"
+        data["release"] = rng.choice(payloads)
+        return "release=payload"
     if op == 1 and functions:
         f = rng.choice(functions)
         p = rng.choice(f["params"])
@@ -396,7 +396,7 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     payloads = _payloads(marker)
     base = _small_spec()
-    other = replace(base, miopen_version="2.16.0")
+    other = replace(base, version="2.16.0")
     text = dumps(base)
     target_data = _yaml((SPECS / "target.yaml").read_text())
     ann = load_annotations(SPECS / "annotations.yaml")

@@ -286,7 +286,7 @@ def test_reserved_sets_cover_every_name_the_templates_use(module: str, allowed: 
 
     pl, files = fixture_files()
     if module.startswith("release/"):  # the release's own sub-package
-        module = f"{release_module(pl.spec.miopen_version)}/{module.removeprefix('release/')}"
+        module = f"{release_module(pl.spec.version)}/{module.removeprefix('release/')}"
     bound, used = _bound_and_used(ast.parse(files[module]))
     made = _spec_names(pl)
     import builtins

@@ -131,7 +131,7 @@ def test_installed_miogen_upgrade_and_abi_check(installed: Path, tmp_path: Path)
     specs.mkdir()
     from dataclasses import replace
 
-    (specs / "3.4.0.yaml").write_text(dumps(replace(fixture_spec(True), miopen_version="3.4.0")))
+    (specs / "3.4.0.yaml").write_text(dumps(replace(fixture_spec(True), version="3.4.0")))
     (specs / "pinned").write_text("3.4.0\n")
     shutil.copy(FIXTURE_ANNOTATIONS, specs / "annotations.yaml")
     r = _run([miogen, "upgrade", str(FIXTURE_HEADER), "--specs", str(specs), "--verify", "true"], tmp_path)

@@ -38,7 +38,7 @@ def test_function_counts(version: str) -> None:
     with_beta, without = COUNTS[version]
     assert len(s.functions) == with_beta
     assert sum(not f.beta for f in s.functions) == without
-    assert s.miopen_version == version and s.parse.beta
+    assert s.version == version and s.parse.beta
     assert len(s.header.sha256) == 64
 
 
@@ -141,5 +141,5 @@ def test_reparse_is_byte_identical(version: str) -> None:
     header = _real_headers().get(spec(version).header.sha256)
     if header is None:
         pytest.skip(f"the real {version} miopen.h is not under $MIOGEN_HEADERS")
-    s = parse_header(header, target(), ParseOptions(beta=True), version, spec(version).rocm_release)
+    s = parse_header(header, target(), ParseOptions(beta=True), version, spec(version).release)
     assert dumps(s) == committed

@@ -30,7 +30,7 @@ def test_golden_rendering(name: str) -> None:
 
 def test_golden_files_are_what_renders() -> None:
     pl, files = fixture_files()
-    assert set(files) == _expected_files(pl.spec.miopen_version)
+    assert set(files) == _expected_files(pl.spec.version)
     golden = {p.relative_to(REPO / "tests" / "golden" / "fixture_pkg").as_posix()
               for p in (REPO / "tests" / "golden" / "fixture_pkg").rglob("*") if p.is_file()}
     assert golden == set(files) - {"py.typed"}
@@ -109,7 +109,7 @@ def test_gate_suggestion_is_one_block_valid_for_every_release() -> None:
     spec = fixture_spec()
     f = spec.function("miopenSaveSolution")
     two = replace(f, name="miopenNewTwo", params=(*f.params, replace(f.params[1], name="more")))
-    new = replace(spec, miopen_version="3.5.0", functions=(*spec.functions, two))
+    new = replace(spec, version="3.5.0", functions=(*spec.functions, two))
     with pytest.raises(AnnotationGateError) as e:
         resolve(new, ann)
     text = suggestion(e.value.open_params, ann, [spec, new])
@@ -173,9 +173,9 @@ def test_every_committed_release_renders(tmp_path: Path) -> None:
     for path in sorted(SPECS.glob("*.*.*.yaml")):
         plans.append(plan(load(path), ann, load_target(), "# test"))
         files = render(plans[-1])
-        assert set(files) == _expected_files(plans[-1].spec.miopen_version), path
+        assert set(files) == _expected_files(plans[-1].spec.version), path
     together = render(*plans)
-    assert set(together) == set(SHARED_OUTPUTS) | {f"{release_module(p.spec.miopen_version)}/{n}"
+    assert set(together) == set(SHARED_OUTPUTS) | {f"{release_module(p.spec.version)}/{n}"
                                                    for p in plans for n in RELEASE_OUTPUTS}
 
 

@@ -70,7 +70,7 @@ def _record0(s: model.Spec, **changes: Any) -> model.Spec:
 
 
 SITES: dict[str, tuple[Callable[[model.Spec, str], model.Spec], str]] = {
-    "miopen_version": (lambda s, v: replace(s, miopen_version=v), r"miopen_version"),
+    "version": (lambda s, v: replace(s, version=v), r"version"),
     "generator_version": (lambda s, v: replace(s, generator_version=v), r"generator_version"),
     "target": (lambda s, v: replace(s, target=v), r"target"),
     "header name": (lambda s, v: replace(s, header=replace(s.header, name=v)), r"header\.name"),
@@ -127,7 +127,7 @@ def test_free_text_renders_inert_and_reads_back(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     touch = f"__import__('pathlib').Path({str(marker)!r}).touch()"
     text = f'a"b\'c{{{touch}}}\\d """ e{touch}'
-    spec = replace(fixture_spec(), rocm_release='a"b\'c{x}\\d """ e')
+    spec = replace(fixture_spec(), release='a"b\'c{x}\\d """ e')
     tgt = replace(target(), error_suffix=text, status_hints={"miopenStatusNotImplemented": text})
     files = render(plan(spec, load_annotations(FIXTURE_ANNOTATIONS), tgt, "# free text"))
     write(files, tmp_path / "inert_pkg")
