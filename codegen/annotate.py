@@ -17,6 +17,7 @@ from typing import Any, Literal
 
 from . import forms, model, naming, validate
 from .errors import CodegenError, NamingError, SpecError
+from .releases import Version
 from .spec_io import load_as
 
 Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaque"]
@@ -295,10 +296,10 @@ def _is_count(p: model.Param) -> bool:
     return p.type.depth == 0 and p.type.kind == "int" and p.type.name in _INT_NAMES
 
 
-def _version_key(v: str) -> tuple[int, ...]:
+def _version_key(v: str) -> Version:
     try:
-        return tuple(int(x) for x in v.split("."))
-    except ValueError:
+        return Version.parse(v)
+    except CodegenError:
         raise CodegenError(f"annotations: since/until must be versions like 3.2.0; got {v!r}") from None
 
 

@@ -5,7 +5,6 @@ to generated/. Output is deterministic: no hashes of sets, no absolute paths.
 from __future__ import annotations
 
 import hashlib
-import re
 from pathlib import Path
 
 
@@ -16,7 +15,8 @@ from .direct import DIRECT_ALIASES
 from .jinja_env import environment
 from .planner import plan
 from .plans import HandlePlan, Plan
-from .target import Target, version_key
+from .releases import Releases, Version
+from .target import Target
 
 
 # handwritten support modules (codegen/support/), copied verbatim into the package: only `_target.py` varies
@@ -105,7 +105,7 @@ def render(*plans: Plan) -> dict[str, str]:
     """
     if not plans:
         raise CodegenError("render: no spec to render")
-    ordered = tuple(sorted(plans, key=lambda p: version_key(p.spec.version)))
+    ordered = tuple(sorted(plans, key=lambda p: Version.parse(p.spec.version)))
     versions = [p.spec.version for p in ordered]
     if len(set(versions)) != len(versions):
         raise CodegenError(f"render: two specs of the same release ({', '.join(versions)})")
@@ -161,38 +161,6 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-_FUNCTION_ENTRY = re.compile(r"^- name: (\S+)$", re.M)
-
-
-def added_in_history(spec_dir: Path) -> dict[str, str]:
-    """Function -> first committed release (by version order) that declares it.
-
-    Reads only the function names of each spec (the `functions:` section, one `- name:` line per
-    function in the dumped layout), which keeps rendering fast.
-    """
-
-    def key(p: Path) -> tuple[int, ...]:
-        try:
-            return tuple(int(x) for x in p.name[: -len(".yaml")].split("."))
-        except ValueError:
-            raise CodegenError(f"{p}: spec files are named <version>.yaml (e.g. 3.3.0.yaml)") from None
-
-    paths = sorted(spec_dir.glob("*.*.*.yaml"), key=key)
-    if not paths:
-        raise CodegenError(f"--history {spec_dir}: no committed specs (<version>.yaml) there")
-    first: dict[str, str] = {}
-    oldest = paths[0].name[: -len(".yaml")]
-    for path in paths:
-        text = path.read_text(encoding="utf-8")
-        _, sep, functions = text.partition("\nfunctions:\n")
-        if not sep:
-            raise CodegenError(f"{path}: no functions section; is this a miogen spec?")
-        version = path.name[: -len(".yaml")]
-        for name in _FUNCTION_ENTRY.findall(functions):
-            first.setdefault(name, version if version != oldest else f"{version} or earlier")
-    return first
-
-
 def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Path, history: Path | None) -> list[Path]:
     """Render every spec in `spec_paths` (one sub-package each) with `ann_path` into `out_dir`."""
     from .annotate import load_annotations
@@ -200,7 +168,7 @@ def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Pa
 
     ann = load_annotations(ann_path)
     ann_sha = hashlib.sha256(ann_path.read_bytes()).hexdigest()
-    added = added_in_history(history) if history else {}
+    added = Releases.of(history).added_in() if history else {}
     plans = []
     for spec_path in spec_paths:
         info = banner(spec_path.name, hashlib.sha256(spec_path.read_bytes()).hexdigest(), ann_sha)

@@ -11,6 +11,7 @@ import pytest
 
 from miogen import model
 from miogen.parser import ParseOptions, parse_header
+from miogen.releases import PIN_FILE, Releases, Version
 from miogen.spec_io import dumps
 from miogen.target import Target, load_target
 
@@ -19,6 +20,8 @@ FIXTURE_HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
 FIXTURE_ANNOTATIONS = REPO / "tests" / "fixtures" / "annotations.yaml"
 GOLDEN = REPO / "tests" / "golden"
 SPECS = REPO / "specs" / "miopen"
+#: the committed releases (specs/miopen: paths, the pinned one), the one home tests read them from
+COMMITTED = Releases.of(SPECS)
 UPDATE_GOLDEN = os.environ.get("MIOGEN_UPDATE_GOLDEN") == "1"
 
 
@@ -55,7 +58,7 @@ def upgrade_specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
     d = tmp_path / "specs"
     d.mkdir()
     (d / f"{pinned.version}.yaml").write_text(dumps(pinned))
-    (d / "pinned").write_text(pinned.version + "\n")
+    (d / PIN_FILE).write_text(pinned.version + "\n")
     shutil.copy(REPO / "tests" / "fixtures" / "annotations.yaml", d / "annotations.yaml")
     return d
 
@@ -67,7 +70,7 @@ def release_header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> P
     inc.mkdir(parents=True)
     text = FIXTURE_HEADER.read_text().replace("#ifdef __cplusplus\n}\n#endif", extra + "\n#ifdef __cplusplus\n}\n#endif")
     (inc / "miopen.h").write_text(text)
-    major, minor, patch = version.split(".")
+    major, minor, patch = Version.parse(version)
     (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
                                    f"#define MIOPEN_VERSION_PATCH {patch}\n")
     return inc / "miopen.h"
@@ -106,7 +109,7 @@ def next_release_header(spec: model.Spec, directory: Path, version: str, extra: 
     inc = directory / "miopen"
     inc.mkdir(parents=True)
     (inc / "miopen.h").write_text(text)
-    major, minor, patch = version.split(".")
+    major, minor, patch = Version.parse(version)
     (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
                                    f"#define MIOPEN_VERSION_PATCH {patch}\n")
     return inc / "miopen.h"

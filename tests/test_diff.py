@@ -13,9 +13,10 @@ import pytest
 
 from miogen import model
 from miogen.diff import changes_document, diff
+from miogen.releases import Version
 from miogen.spec_io import dumps, load
 
-from .helpers import FIXTURE_HEADER, REPO, SPECS, fixture_spec, release_header, upgrade_specs_dir
+from .helpers import COMMITTED, FIXTURE_HEADER, REPO, SPECS, fixture_spec, release_header, upgrade_specs_dir
 
 
 def _run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
@@ -132,7 +133,7 @@ def test_bad_inputs(tmp_path: Path) -> None:
 def test_api_changes_document_is_current() -> None:
     text = changes_document(sorted(SPECS.glob("*.*.*.yaml")))
     assert (REPO / "docs" / "api-changes.md").read_text() == text
-    specs = sorted((load(p) for p in SPECS.glob("*.*.*.yaml")), key=lambda s: tuple(int(x) for x in s.version.split(".")))
+    specs = sorted((load(p) for p in SPECS.glob("*.*.*.yaml")), key=lambda s: Version.parse(s.version))
     pairs = list(zip(specs, specs[1:]))
     assert text.count("\n## MIOpen ") == len(pairs)
     for old, new in pairs:  # one section per consecutive pair of committed releases
@@ -141,9 +142,7 @@ def test_api_changes_document_is_current() -> None:
 
 
 def test_added_in_is_recorded_from_history() -> None:
-    from miogen.render import added_in_history
-
-    added = added_in_history(SPECS)
+    added = COMMITTED.added_in()
     assert added["miopenCreate"] == "2.15.0 or earlier"  # the oldest committed release
     assert added["miopenRunSolution"] == "2.20.0"
     assert added["miopenGetSolverName"] == "3.5.2"

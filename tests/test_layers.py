@@ -18,7 +18,7 @@ SUPPORT = CODEGEN / "support"
 #: bottom to top; a module may import modules of its own layer or of lower ones
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("miogen", "errors", "model", "reserved", "gcpolicy"),
-    ("escape", "files", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env", "forms",
+    ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env", "forms",
      "cppsrc", "doc"),
     ("spec_io", "target", "roles", "diff", "parser"),
     ("annotate",),

@@ -14,12 +14,13 @@ import pytest
 
 from miogen import callthrough
 from miogen.annotate import load_annotations, resolve
+from miogen.releases import Version
 from miogen.spec_io import load
 
 from .conftest import Libs, _configure_stub, build_stub
-from .helpers import SPECS, target
+from .helpers import COMMITTED, SPECS, target
 
-RELEASES = sorted((p.name[:-5] for p in SPECS.glob("*.*.*.yaml")), key=lambda v: tuple(int(x) for x in v.split(".")))
+RELEASES = [str(v) for v in COMMITTED.versions]
 
 
 @pytest.fixture(scope="module")
@@ -163,9 +164,8 @@ def test_the_install_has_every_release_sub_package() -> None:
 _SPECS = {v: load(SPECS / f"{v}.yaml") for v in RELEASES}
 
 
-def _vt(v: str) -> tuple[int, int, int]:
-    a, b, c = (int(x) for x in v.split("."))
-    return a, b, c
+def _vt(v: str) -> Version:
+    return Version.parse(v)
 
 
 @functools.cache
