@@ -20,7 +20,6 @@ from .errors import CodegenError, NamingError, SpecError
 from .releases import Version
 from .spec_io import load_as
 
-Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaque"]
 #: how one value of a run-time chosen type is laid out (rules.element_tables; _support encodes/decodes them)
 Encoding = Literal["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
                    "uint32", "int64", "uint64", "bool", "pointer"]
@@ -48,7 +47,7 @@ class LengthCall:
 class ParamNote:
     direction: Literal["in", "out", "inout"] | None = None
     memory: Literal["host", "device"] | None = None
-    shape: Shape | None = None
+    shape: model.Shape | None = None
     length: str | None = None  # a by-value integer parameter holding the element count
     length_call: LengthCall | None = None
     count: str | None = None  # an output receiving how many elements were filled
@@ -181,7 +180,7 @@ class ParamSem:
     type: model.CType
     direction: Literal["in", "out", "inout"]
     memory: Literal["host", "device"]
-    shape: Shape | Literal["value"]
+    shape: model.Shape | Literal["value"]
     source: str  # type / doc / name / rule / annotation
     length: str | None = None
     length_call: LengthCall | None = None

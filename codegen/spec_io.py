@@ -350,7 +350,7 @@ _FIELDS: dict[tuple[type, tuple[str, ...]], list[tuple[str, str, bool, Converter
 _ALLOWED: dict[tuple[type, tuple[str, ...]], frozenset[str]] = {}
 
 
-def _checked(conv: Converter, check: validate.Check | None) -> Converter:
+def _checked(conv: Converter, check: validate.FieldCheck | None) -> Converter:
     """`conv`, then the field's rules from codegen/validate.py."""
     if check is None:
         return conv

@@ -137,3 +137,18 @@ def test_the_graph_reader_sees_imports() -> None:
     assert "audit.vocabulary" in graph["audit.compare"] and "annotate" in graph["audit.compare"]
     assert "audit.run" in graph["audit"]
     assert "miogen" in graph["render"]  # from . import GENERATOR_VERSION
+
+
+def test_one_definition_per_shared_type_name() -> None:
+    """The shared vocabulary types have one home each: a parameter's shape, an audit check, a release."""
+    defined: dict[str, list[str]] = {}
+    for path in _sources():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = ([node.name] if isinstance(node, ast.ClassDef)
+                     else [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign)
+                     else [node.target.id] if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                     else [])
+            for name in names:
+                defined.setdefault(name, []).append(_module(path))
+    homes = {"Shape": ["model"], "Check": ["audit.compare"], "Version": ["releases"], "Releases": ["releases"]}
+    assert {n: defined.get(n) for n in homes} == homes
