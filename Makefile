@@ -46,7 +46,7 @@ else
 VERSION_ARG :=
 ifneq ($(HEADER),)
 # the release HEADER declares (its version.h), read when a recipe needs it
-MIOPEN_VERSION = $(shell "$(PY)" -m codegen header-version "$(HEADER)" || echo "make: or pass MIOPEN_VERSION=X.Y.Z" >&2)
+MIOPEN_VERSION = $(shell "$(PY)" -m miogen header-version "$(HEADER)" || echo "make: or pass MIOPEN_VERSION=X.Y.Z" >&2)
 else
 MIOPEN_VERSION := $(PINNED)
 endif
@@ -112,19 +112,19 @@ lock:
 
 specs: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make specs HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS=...]"; exit 2; }
-	@"$(PY)" -m codegen parse "$(HEADER)" --beta $(VERSION_ARG) $(PARSE_ARGS) -o "$(SPEC_DIR)/"
+	@"$(PY)" -m miogen parse "$(HEADER)" --beta $(VERSION_ARG) $(PARSE_ARGS) -o "$(SPEC_DIR)/"
 
 generate: $(STAMP)
 ifneq ($(HEADER),)
-	@"$(PY)" -m codegen parse "$(HEADER)" --beta $(VERSION_ARG) $(PARSE_ARGS) -o "$(SPEC_DIR)/"
+	@"$(PY)" -m miogen parse "$(HEADER)" --beta $(VERSION_ARG) $(PARSE_ARGS) -o "$(SPEC_DIR)/"
 endif
-	@"$(PY)" -m codegen check "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --summary
+	@"$(PY)" -m miogen check "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --summary
 	@test -f "$(SPEC_DIR)/$(MIOPEN_VERSION).yaml" || { echo "MIOPEN_VERSION=$(MIOPEN_VERSION): no committed spec $(SPEC_DIR)/$(MIOPEN_VERSION).yaml"; exit 2; }
-	@"$(PY)" -m codegen render "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --history "$(SPEC_DIR)" -o "$(GENERATED)"
-	@"$(PY)" -m codegen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
+	@"$(PY)" -m miogen render "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --history "$(SPEC_DIR)" -o "$(GENERATED)"
+	@"$(PY)" -m miogen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
 
 docs: $(STAMP)
-	@"$(PY)" -m codegen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
+	@"$(PY)" -m miogen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
 
 # `make audit SRC=/tmp/miopen-src [MIOPEN_VERSION=3.3.0] [AUDIT_ARGS="-o docs/semantics-audit.md"]`:
 # what MIOpen's implementation does with each pointer parameter vs the annotations (docs/audit.md).
@@ -132,7 +132,7 @@ SRC        ?=
 AUDIT_ARGS ?=
 audit: $(STAMP)
 	@test -n "$(SRC)" || { echo "usage: make audit SRC=path/to/MIOpen-source-root [MIOPEN_VERSION=X.Y.Z] [AUDIT_ARGS=...]"; exit 2; }
-	"$(PY)" -m codegen audit "$(SRC)" --spec "$(SPEC_DIR)/$(MIOPEN_VERSION).yaml" --annotations "$(ANNOTATIONS)" $(AUDIT_ARGS)
+	"$(PY)" -m miogen audit "$(SRC)" --spec "$(SPEC_DIR)/$(MIOPEN_VERSION).yaml" --annotations "$(ANNOTATIONS)" $(AUDIT_ARGS)
 
 # `make upgrade HEADER=/opt/rocm/include/miopen/miopen.h`: parse -> diff against the pinned (newest)
 # release -> annotation gate on every release -> add and pin the new spec -> generate -> bring the
@@ -144,7 +144,7 @@ UPGRADE_TEST ?= $(MAKE) --no-print-directory test HEADER= MIOPEN_VERSION=$$(cat 
 upgrade: export MIOGEN_UPGRADE_TEST = $(UPGRADE_TEST)
 upgrade: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS='-I DIR'] [UPGRADE_TEST='CMD']"; exit 2; }
-	@"$(PY)" -m codegen upgrade "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS) $(UPGRADE_ARGS) --specs "$(SPEC_DIR)" \
+	@"$(PY)" -m miogen upgrade "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS) $(UPGRADE_ARGS) --specs "$(SPEC_DIR)" \
 		--restore "$(GENERATED)" --restore docs/api-changes.md \
 		--verify '$(MAKE) --no-print-directory generate HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")' \
 		--verify '$(MAKE) --no-print-directory venv HEADER=' \
@@ -153,23 +153,26 @@ upgrade: $(STAMP)
 # CI: the committed generated/ must be exactly what `make generate` renders.
 check-generated: $(STAMP)
 	@rm -rf .check-generated
-	@"$(PY)" -m codegen render "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --history "$(SPEC_DIR)" -o .check-generated 2>/dev/null
+	@"$(PY)" -m miogen render "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --history "$(SPEC_DIR)" -o .check-generated 2>/dev/null
 	@diff -r -x __pycache__ -x .miogen-output "$(GENERATED)" .check-generated || { echo "generated/ is stale: run make generate and commit"; exit 1; }
-	@"$(PY)" -m codegen changes "$(SPEC_DIR)"/*.*.*.yaml -o .check-generated/api-changes.md 2>/dev/null
+	@"$(PY)" -m miogen changes "$(SPEC_DIR)"/*.*.*.yaml -o .check-generated/api-changes.md 2>/dev/null
 	@diff docs/api-changes.md .check-generated/api-changes.md || { echo "docs/api-changes.md is stale: run make generate and commit"; exit 1; }
 	@rm -rf .check-generated
 	@echo "check-generated: $(GENERATED)/ and docs/api-changes.md are what the specs render"
 
 abi-check: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make abi-check HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS=...]"; exit 2; }
-	@"$(PY)" -m codegen abi-check "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS)
+	@"$(PY)" -m miogen abi-check "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS)
 
-# mypy --strict on codegen/, and on runtime/ + generated/ assembled as the installed `miopen` package
-# (twice: everything with the .pyi stubs, and the generated implementation of every release without them).
+# mypy --strict on codegen/ as the installed package `miogen` (a link in .typecheck/gen; codegen/support/ is
+# excluded by pyproject.toml and checked where it runs), and on runtime/ + generated/ assembled as the
+# installed `miopen` package (twice: everything with the .pyi stubs, and the generated implementation of
+# every release without them).
 PY_FROM_SUBDIR = $(if $(filter /%,$(firstword $(VENV))),,../../)$(PY)
 typecheck: $(STAMP)
-	@"$(PY)" -m mypy --strict codegen
-	@rm -rf .typecheck && mkdir -p .typecheck/stubs/miopen .typecheck/impl/miopen
+	@rm -rf .typecheck && mkdir -p .typecheck/gen .typecheck/stubs/miopen .typecheck/impl/miopen
+	@ln -s "$(CURDIR)/codegen" .typecheck/gen/miogen
+	@cd .typecheck/gen && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --config-file "$(CURDIR)/pyproject.toml" --cache-dir "$(CURDIR)/.mypy_cache" -p miogen
 	@cp -r runtime/. .typecheck/stubs/miopen/ && cp -r "$(GENERATED)" .typecheck/stubs/miopen/_generated
 	@cp -r runtime/. .typecheck/impl/miopen/ && cp -r "$(GENERATED)" .typecheck/impl/miopen/_generated
 	@rm -f .typecheck/impl/miopen/_generated/*.pyi

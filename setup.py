@@ -13,12 +13,12 @@ _HERE = Path(__file__).resolve().parent
 
 # Data directories are listed as packages too (setuptools warns about every unlisted one). The target
 # files (target.yaml, annotations.yaml, the header shims) live in specs/, the source of truth; they
-# ship as codegen/targets/<target>/... (pyproject.toml maps the directories), so an installed `miogen`
+# ship as miogen/targets/<target>/... (pyproject.toml maps the directories), so an installed `miogen`
 # parses and renders without a checkout.
 _PACKAGES = [
-    "codegen", "codegen.audit", "codegen.support", "codegen.templates", "codegen.templates.release",
-    "codegen.targets", "codegen.targets.miopen", "codegen.targets.miopen.shims",
-    "codegen.targets.miopen.shims.miopen", "codegen.targets.miopen.shims.hip", "codegen.targets.cudnn",
+    "miogen", "miogen.audit", "miogen.support", "miogen.templates", "miogen.templates.release",
+    "miogen.targets", "miogen.targets.miopen", "miogen.targets.miopen.shims",
+    "miogen.targets.miopen.shims.miopen", "miogen.targets.miopen.shims.hip", "miogen.targets.cudnn",
     "miopen", "miopen.hip", "miopen.ops", "miopen.caffe2", "miopen._generated",
 ]
 _RELEASES = sorted(f"miopen._generated.{d.name}" for d in (_HERE / "generated").iterdir()

@@ -17,13 +17,13 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from codegen import cxx, stublib  # noqa: E402
-from codegen.annotate import load_annotations, resolve  # noqa: E402
-from codegen.parser import ParseOptions, parse_header  # noqa: E402
-from codegen.files import write_tree  # noqa: E402
-from codegen.planner import plan  # noqa: E402
-from codegen.render import render  # noqa: E402
-from codegen.target import load_target  # noqa: E402
+from miogen import cxx, stublib  # noqa: E402
+from miogen.annotate import load_annotations, resolve  # noqa: E402
+from miogen.parser import ParseOptions, parse_header  # noqa: E402
+from miogen.files import write_tree  # noqa: E402
+from miogen.planner import plan  # noqa: E402
+from miogen.render import render  # noqa: E402
+from miogen.target import load_target  # noqa: E402
 
 HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
 ANNOTATIONS = REPO / "tests" / "fixtures" / "annotations.yaml"

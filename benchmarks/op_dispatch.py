@@ -32,10 +32,10 @@ GOAL_US = 5.0
 
 def build_stubs(tmp: Path) -> tuple[ctypes.CDLL, ctypes.CDLL]:
     """The stub libMIOpen of the pinned spec and the stub libamdhip64 (as tests/conftest.py builds them)."""
-    from codegen import cxx, stublib
-    from codegen.annotate import load_annotations, resolve
-    from codegen.spec_io import load
-    from codegen.target import load_target
+    from miogen import cxx, stublib
+    from miogen.annotate import load_annotations, resolve
+    from miogen.spec_io import load
+    from miogen.target import load_target
 
     specs = REPO / "specs" / "miopen"
     version = (specs / "pinned").read_text().strip()

@@ -74,15 +74,15 @@ def _committed_headers(root: Path) -> tuple[dict[str, Path], list[str]]:
 def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
     from synth_header import write as write_synth
 
-    from codegen.parser import ParseOptions, clang_args
-    from codegen.target import load_target
+    from miogen.parser import ParseOptions, clang_args
+    from miogen.target import load_target
 
     py = sys.executable
     pinned = (REPO / "specs" / "miopen" / "pinned").read_text().strip()
     synth = write_synth(5000, tmp / "synth")
     cmds: dict[str, list[str]] = {
-        "synth": [py, "-m", "codegen", "parse", str(synth), "--beta", "-o", str(tmp / "synth.yaml")],
-        "render": [py, "-m", "codegen", "render", f"specs/miopen/{pinned}.yaml", "--history", "specs/miopen",
+        "synth": [py, "-m", "miogen", "parse", str(synth), "--beta", "-o", str(tmp / "synth.yaml")],
+        "render": [py, "-m", "miogen", "render", f"specs/miopen/{pinned}.yaml", "--history", "specs/miopen",
                    "-o", str(tmp / "render")],
         "bare_python": [py, "-c", "pass"],
         "import": [py, "-c", "import miopen"],
@@ -91,7 +91,7 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
         target = load_target()
         cargs = clang_args(ParseOptions(beta=True), target, True)
         cmds["bare_parse"] = [py, "-c", BARE_PARSE, str(args.header), json.dumps(cargs)]
-        cmds["parse"] = [py, "-m", "codegen", "parse", str(args.header), "--beta", "-o", str(tmp / "real.yaml")]
+        cmds["parse"] = [py, "-m", "miogen", "parse", str(args.header), "--beta", "-o", str(tmp / "real.yaml")]
         if args.version:
             cmds["parse"] += ["--miopen-version", args.version]
     for cmd in cmds.values():  # warm the page and bytecode caches
@@ -127,12 +127,12 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
 
 
 def all_releases(headers_dir: Path) -> Row:
-    from codegen import gcpolicy
-    from codegen.annotate import load_annotations
-    from codegen.parser import ParseOptions, parse_header
-    from codegen.planner import plan
-    from codegen.render import render
-    from codegen.target import load_target
+    from miogen import gcpolicy
+    from miogen.annotate import load_annotations
+    from miogen.parser import ParseOptions, parse_header
+    from miogen.planner import plan
+    from miogen.render import render
+    from miogen.target import load_target
 
     found, missing = _committed_headers(headers_dir)
     if not found:

@@ -54,9 +54,9 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     ann = load_annotations(ann_path)
     sem = resolve(spec, ann, prefix=target.function_prefix)
     pl = plan(spec, ann, target, "# abi-check build")
-    pkg_name = f"miogen_abi_{spec.miopen_version.replace('.', '_')}_{id(workdir) & 0xffff:x}"
+    pkg_name = f"miogen_abi_{spec.version.replace('.', '_')}_{id(workdir) & 0xffff:x}"
     write_tree(render(pl), workdir / pkg_name)
-    banner = f"miogen abi-check of MIOpen {spec.miopen_version}"
+    banner = f"miogen abi-check of MIOpen {spec.version}"
     probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,
                         spec.parse.beta)
     stub_path = compile_cpp(stub_source(spec, sem, header.resolve(), banner, target.status_type, target.version_getter),
@@ -76,4 +76,4 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
         for f in pl.functions
     }
     calls = run_call_through(pkg, spec, sem, stub, target.function_prefix, plans, target.version_getter)
-    return Report(target.display_name, spec.miopen_version, len(layout_out.splitlines()), layout, calls)
+    return Report(target.display_name, spec.version, len(layout_out.splitlines()), layout, calls)

@@ -17,9 +17,9 @@ from typing import Any, Literal
 
 from . import forms, model, naming, validate
 from .errors import CodegenError, NamingError, SpecError
+from .releases import Version
 from .spec_io import load_as
 
-Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaque"]
 #: how one value of a run-time chosen type is laid out (rules.element_tables; _support encodes/decodes them)
 Encoding = Literal["float16", "bfloat16", "float32", "float64", "int8", "uint8", "int16", "uint16", "int32",
                    "uint32", "int64", "uint64", "bool", "pointer"]
@@ -47,7 +47,7 @@ class LengthCall:
 class ParamNote:
     direction: Literal["in", "out", "inout"] | None = None
     memory: Literal["host", "device"] | None = None
-    shape: Shape | None = None
+    shape: model.Shape | None = None
     length: str | None = None  # a by-value integer parameter holding the element count
     length_call: LengthCall | None = None
     count: str | None = None  # an output receiving how many elements were filled
@@ -180,7 +180,7 @@ class ParamSem:
     type: model.CType
     direction: Literal["in", "out", "inout"]
     memory: Literal["host", "device"]
-    shape: Shape | Literal["value"]
+    shape: model.Shape | Literal["value"]
     source: str  # type / doc / name / rule / annotation
     length: str | None = None
     length_call: LengthCall | None = None
@@ -295,10 +295,10 @@ def _is_count(p: model.Param) -> bool:
     return p.type.depth == 0 and p.type.kind == "int" and p.type.name in _INT_NAMES
 
 
-def _version_key(v: str) -> tuple[int, ...]:
+def _version_key(v: str) -> Version:
     try:
-        return tuple(int(x) for x in v.split("."))
-    except ValueError:
+        return Version.parse(v)
+    except CodegenError:
         raise CodegenError(f"annotations: since/until must be versions like 3.2.0; got {v!r}") from None
 
 
@@ -318,7 +318,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     will make (collisions raise NamingError naming the C names). `target` (the target facts) adds
     the exception class names to that check.
     """
-    for what, obj in ((f"spec {spec.target} {spec.miopen_version}", spec), ("annotations", ann)):
+    for what, obj in ((f"spec {spec.target} {spec.version}", spec), ("annotations", ann)):
         try:
             validate.ensure_valid(obj)
         except validate.Violation as exc:
@@ -327,22 +327,22 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     names = {f.name: f for f in spec.functions}
     for fname, note in sorted(ann.functions.items()):
         if fname not in names:
-            if _in_range(spec.miopen_version, note) and (note.since or note.until):
-                problems.append(f"annotation for {fname}: not in {spec.target} {spec.miopen_version} although its "
+            if _in_range(spec.version, note) and (note.since or note.until):
+                problems.append(f"annotation for {fname}: not in {spec.target} {spec.version} although its "
                                 f"since/until range includes it")
             elif not (note.since or note.until):
-                problems.append(f"annotation for {fname}: no such function in {spec.target} {spec.miopen_version} "
+                problems.append(f"annotation for {fname}: no such function in {spec.target} {spec.version} "
                                 f"(typo, or add since:/until: to scope it)")
             continue
         pnames = {p.name for p in names[fname].params}
         for vk, variant in enumerate(note.variants):
             if not (variant.since or variant.until):
                 problems.append(f"annotation for {fname}: variants[{vk}] needs since: or until:")
-            if not _in_range(spec.miopen_version, variant):
+            if not _in_range(spec.version, variant):
                 continue
             for pname in sorted(set(variant.params) - pnames):
                 problems.append(f"annotation for {fname}: variants[{vk}].{pname}: no such parameter in {spec.target} "
-                                f"{spec.miopen_version} although the variant's since/until range includes it")
+                                f"{spec.version} although the variant's since/until range includes it")
         for pname, pnote in sorted(note.params.items()):
             if pname in pnames:
                 continue
@@ -350,13 +350,13 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
             if not (pnote.since or pnote.until):
                 problems.append(f"annotation for {fname}.{pname}: no such parameter (has: {has}; typo, or add "
                                 f"since:/until: to the parameter to scope it)")
-            elif _in_range(spec.miopen_version, pnote):
+            elif _in_range(spec.version, pnote):
                 problems.append(f"annotation for {fname}.{pname}: no such parameter in {spec.target} "
-                                f"{spec.miopen_version} although its since/until range includes it (has: {has})")
+                                f"{spec.version} although its since/until range includes it (has: {has})")
     functions: dict[str, FunctionSem] = {}
     unclassified: list[OpenParam] = []
     for f in spec.functions:
-        sem, open_params, open_notes = _resolve_function(f, ann, spec.miopen_version)
+        sem, open_params, open_notes = _resolve_function(f, ann, spec.version)
         if open_params and not strict:  # exploring: what is unclassified passes as an opaque pointer
             sem = replace(sem, params=tuple(
                 replace(p, shape="opaque", memory="host", direction="in")
@@ -371,7 +371,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
             if lc is None:
                 continue
             if lc.call not in names:
-                problems.append(f"{fs.name}.{ps.name}: length_call {lc.call} is not in {spec.target} {spec.miopen_version}")
+                problems.append(f"{fs.name}.{ps.name}: length_call {lc.call} is not in {spec.target} {spec.version}")
                 continue
             callee = names[lc.call]
             mine = {p.name for p in names[fs.name].params}
@@ -402,11 +402,11 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries)
     naming_problems = naming.check_names(spec, prefix, result, target)
     if naming_problems:
-        raise NamingError(f"{spec.target} {spec.miopen_version}: {len(naming_problems)} Python naming problem(s):\n  "
+        raise NamingError(f"{spec.target} {spec.version}: {len(naming_problems)} Python naming problem(s):\n  "
                           + "\n  ".join(naming_problems))
     if problems and strict:
         raise AnnotationGateError(
-            f"annotation gate: {len(problems)} problem(s) in {spec.target} {spec.miopen_version} "
+            f"annotation gate: {len(problems)} problem(s) in {spec.target} {spec.version} "
             f"(fix specs/{spec.target}/annotations.yaml):\n  " + "\n  ".join(problems),
             tuple(unclassified), ann, spec,
         )
@@ -546,7 +546,7 @@ def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
             continue
         fs = functions.get(q.call)
         if fs is None:
-            problems.append(f"rules.element_queries.{hname}: {q.call} is not in {spec.target} {spec.miopen_version}")
+            problems.append(f"rules.element_queries.{hname}: {q.call} is not in {spec.target} {spec.version}")
             continue
         mine = [p for p in fs.params if p.shape == "value" and p.type.kind == "handle" and p.type.name == hname]
         try:
@@ -641,9 +641,9 @@ def _resolve_records(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
         if rec is None:
             if not (note.since or note.until):
                 problems.append(f"annotation for record {rname}: no such record in {spec.target} "
-                                f"{spec.miopen_version} (typo, or add since:/until: to scope it)")
-            elif _in_range(spec.miopen_version, note):
-                problems.append(f"annotation for record {rname}: not in {spec.target} {spec.miopen_version} although "
+                                f"{spec.version} (typo, or add since:/until: to scope it)")
+            elif _in_range(spec.version, note):
+                problems.append(f"annotation for record {rname}: not in {spec.target} {spec.version} although "
                                 f"its since/until range includes it")
             continue
         fields = {f.name: f for f in rec.fields if f.name is not None and f.type is not None}
@@ -700,10 +700,10 @@ def _resolve_handles(
         if hname in known:
             continue
         if not (hnote.since or hnote.until):
-            problems.append(f"annotation for handle {hname}: no such handle type in {spec.target} {spec.miopen_version} "
+            problems.append(f"annotation for handle {hname}: no such handle type in {spec.target} {spec.version} "
                             f"(typo, or add since:/until: to scope it)")
-        elif _in_range(spec.miopen_version, hnote):
-            problems.append(f"annotation for handle {hname}: not in {spec.target} {spec.miopen_version} although its "
+        elif _in_range(spec.version, hnote):
+            problems.append(f"annotation for handle {hname}: not in {spec.target} {spec.version} although its "
                             f"since/until range includes it")
     out: dict[str, HandleSem] = {}
     for h in spec.handles:
@@ -714,11 +714,11 @@ def _resolve_handles(
             for fn in (*note.create, *((note.destroy,) if note.destroy else ())):
                 if fn not in names and fn not in ann.functions:
                     problems.append(f"annotation for handle {h.name}: {fn} is no function of {spec.target} "
-                                    f"{spec.miopen_version} (typo? a function of other releases needs a "
+                                    f"{spec.version} (typo? a function of other releases needs a "
                                     f"functions: entry with since:/until:)")
-                elif fn not in names and _in_range(spec.miopen_version, ann.functions[fn]):
+                elif fn not in names and _in_range(spec.version, ann.functions[fn]):
                     problems.append(f"annotation for handle {h.name}: {fn} is not in {spec.target} "
-                                    f"{spec.miopen_version} although its since/until range includes it")
+                                    f"{spec.version} although its since/until range includes it")
             if note.owner and note.owner not in known:
                 problems.append(f"annotation for handle {h.name}: owner {note.owner} is no handle type")
             create = tuple(c for c in note.create if c in names)
@@ -770,8 +770,8 @@ def suggestion(open_params: tuple[OpenParam, ...], ann: Annotations, specs: list
     some releases declare gets since:/until:. Values left to decide read `...`, with the choices."""
     if not open_params:
         return ""
-    ordered = sorted(specs, key=lambda sp: _version_key(sp.miopen_version))
-    fn_releases = [(sp.miopen_version, {f.name for f in sp.functions}) for sp in ordered]
+    ordered = sorted(specs, key=lambda sp: _version_key(sp.version))
+    fn_releases = [(sp.version, {f.name for f in sp.functions}) for sp in ordered]
     by_fn: dict[str, list[OpenParam]] = {}
     for op in open_params:
         if op.param not in [p.param for p in by_fn.get(op.function, [])]:
@@ -793,7 +793,7 @@ def suggestion(open_params: tuple[OpenParam, ...], ann: Annotations, specs: list
                 notes.append(f"{fname} is absent from {', '.join(gaps)} inside its since/until range; since/until "
                              f"cannot leave a gap, so the gate will report those releases")
         lines.append("    params:")
-        with_fn = [(sp.miopen_version, {str(p.name) for p in sp.function(fname).params})
+        with_fn = [(sp.version, {str(p.name) for p in sp.function(fname).params})
                    for sp in ordered if fname in {f.name for f in sp.functions}]
         for op in by_fn[fname]:
             keys = ", ".join(f"{k}: ..." for k in op.missing)

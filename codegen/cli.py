@@ -1,4 +1,4 @@
-"""Command line: `python -m codegen parse ...` (also installed as `miogen`)."""
+"""Command line: `python -m miogen parse ...` (also installed as `miogen`)."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from . import GENERATOR_VERSION, gcpolicy
 from .errors import CodegenError
 from .files import Interrupted, in_dir, in_file, in_path, interrupts, out_dir, out_file
+from .releases import Releases, Version
 from .target import DEFAULT_TARGET, SPECS_DIR
 
 if TYPE_CHECKING:
@@ -240,7 +241,7 @@ def _diff(args: argparse.Namespace) -> int:
     if old.target != new.target:  # pragma: no cover - the peek above sees it first
         raise CodegenError(f"{args.old} is a {old.target} spec but {args.new} is a {new.target} spec")
     if old == new:
-        raise CodegenError(f"{args.old} and {args.new} are the same spec (MIOpen {old.miopen_version}, header sha256 "
+        raise CodegenError(f"{args.old} and {args.new} are the same spec (MIOpen {old.version}, header sha256 "
                            f"{old.header.sha256[:12]}): nothing to compare")
     d = diff(old, new)
     sys.stdout.write(to_json(d) if args.format == "json" else to_markdown(d))
@@ -261,10 +262,6 @@ def _changes(args: argparse.Namespace) -> int:
     write_file(output, text)
     print(f"{output}: {len(args.specs)} releases", file=sys.stderr)
     return 0
-
-
-def _version_key(v: str) -> tuple[int, ...]:
-    return tuple(int(x) for x in v.split("."))
 
 
 def _upgrade(args: argparse.Namespace) -> int:
@@ -291,26 +288,23 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     if args.specs is None:
         raise CodegenError("no spec directory: this miogen is installed, not a checkout; pass --specs DIR (the "
                            "directory holding the committed specs, annotations.yaml and the pin file `pinned`)")
-    pin_file = args.specs / "pinned"
-    if not pin_file.is_file():
-        raise CodegenError(f"{pin_file}: no pinned release (a file holding e.g. 3.5.2); is {args.specs} a spec dir?")
-    pinned_version = pin_file.read_text(encoding="utf-8").strip()
-    committed = {p.name[: -len(".yaml")]: p for p in args.specs.glob("*.*.*.yaml")}
-    if pinned_version not in committed:
-        raise CodegenError(f"{pin_file} pins {pinned_version}, but {args.specs}/{pinned_version}.yaml does not exist")
+    history = Releases.of(args.specs)
+    pin_file = history.pin_file
+    pinned_version = str(history.pinned())
+    committed = {str(v): p for v, p in history.paths.items()}
     pinned = load(committed[pinned_version])
     target = load_target(args.target) if args.target else target_for(pinned.target)
     spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
                                                           beta=True, shims=not args.no_shims), args.miopen_version)
-    version = spec.miopen_version
-    oldest = min(committed, key=_version_key)
-    if _version_key(version) < _version_key(oldest):
+    version = spec.version
+    oldest = min(committed, key=Version.parse)
+    if Version.parse(version) < Version.parse(oldest):
         raise CodegenError(
             f"{args.header} is {target.display_name} {version}, older than every committed release (the oldest is "
             f"{oldest}): an upgrade adds a newer release or one between two committed ones. To support an older "
             f"one on purpose: make specs HEADER={args.header} MIOPEN_VERSION={version}, then make generate")
     # the committed release it is compared with: the newest older one (the pinned one for a newer release)
-    base_version = max((v for v in committed if _version_key(v) < _version_key(version)), key=_version_key,
+    base_version = max((v for v in committed if Version.parse(v) < Version.parse(version)), key=Version.parse,
                        default=pinned_version)
     if version in committed:
         base_version = version
@@ -323,13 +317,13 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
             f"{committed[version]} already holds {target.display_name} {version} (from a header with another API): an "
             f"upgrade adds a release and replaces none. To re-parse a committed release on purpose: "
             f"make specs HEADER={args.header} MIOPEN_VERSION={version}")
-    newest = _version_key(version) > _version_key(pinned_version)  # the pin moves only forward
+    newest = Version.parse(version) > Version.parse(pinned_version)  # the pin moves only forward
     print(to_markdown(diff(base, spec)))
 
     # the gate, on the new spec and on every committed one: the annotations must hold for all releases
     ann_path = args.specs / "annotations.yaml"
     ann = load_annotations(ann_path)
-    releases = sorted([*(load(p) for v, p in committed.items()), spec], key=lambda sp: _version_key(sp.miopen_version))
+    releases = sorted([*(load(p) for v, p in committed.items()), spec], key=lambda sp: Version.parse(sp.version))
     failed: list[AnnotationGateError] = []
     for sp in releases:
         try:
@@ -471,11 +465,11 @@ def _check(args: argparse.Namespace) -> int:
         if not args.summary:
             beta = sum(f.beta for f in spec.functions)
             print(
-                f"{path}: ok: MIOpen {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
+                f"{path}: ok: MIOpen {spec.version}: {len(spec.functions)} functions ({beta} beta), "
                 f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles"
             )
     if args.summary and not failed:
-        versions = sorted((s.miopen_version for s in specs), key=_version_key)
+        versions = sorted((s.version for s in specs), key=Version.parse)
         print(f"check: {len(specs)} spec(s) valid ({', '.join(versions)})"
               + (", annotation gate passed" if ann is not None else ""))
     return 2 if failed else 0
@@ -503,11 +497,11 @@ def _parse(args: argparse.Namespace) -> int:
         builtin_include=args.builtin_include or True,
     )
     spec = parse_header(args.header, target, opts, args.miopen_version, args.rocm_release)
-    output = into(args.output, f"{spec.miopen_version}.yaml")  # a spec directory: named after the version
+    output = into(args.output, f"{spec.version}.yaml")  # a spec directory: named after the version
     dump(spec, output)
     beta = sum(f.beta for f in spec.functions)
     print(
-        f"{output}: {target.display_name} {spec.miopen_version}: {len(spec.functions)} functions ({beta} beta), "
+        f"{output}: {target.display_name} {spec.version}: {len(spec.functions)} functions ({beta} beta), "
         f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles",
         file=sys.stderr,
     )

@@ -6,7 +6,7 @@ own function-like macros expanded), brackets are matched once per file, and ever
 `name(params) [qualifiers] [: init-list] { body }` outside a function body is a definition.
 Definitions are indexed by their unqualified name (constructors under the class name), so a
 call `x.Foo(a, b)` or `ns::Foo(a, b)` resolves to every `Foo` whose parameter count fits.
-Used by `codegen.audit`; it knows C++, not any particular library.
+Used by `miogen.audit`; it knows C++, not any particular library.
 """
 
 from __future__ import annotations

@@ -102,46 +102,46 @@ def _gate_returned(p: Param, params: Sequence[Param]) -> str | None:
 
 FORMS: tuple[Form, ...] = (
     Form("scalar", "Host scalars read as float or double", _gate_scalar, {
-        "plan": "codegen.planner:_Planner._host_scalar",
-        "docstring": "codegen.planner:_Planner._host_scalar",  # the note on the encoding, written with the plan
-        "stub": "codegen.stublib:_Stub.function",
+        "plan": "miogen.planner:_Planner._host_scalar",
+        "docstring": "miogen.planner:_Planner._host_scalar",  # the note on the encoding, written with the plan
+        "stub": "miogen.stublib:_Stub.function",
         "driver": "none: the driver passes the value the wrapper encodes; the stub decodes it as MIOpen reads it",
-        "audit": "codegen.audit.vocabulary:view",
+        "audit": "miogen.audit.vocabulary:view",
     }, ("scalar-float", "scalar-double")),
-    Form("element_of", "Host scalars in a tensor's element type", "codegen.annotate:_check_vocabulary", {
-        "plan": "codegen.planner:_Planner._type_value",
-        "docstring": "codegen.planner:_Planner.param",
-        "stub": "codegen.stublib:_Stub.type_expr",
-        "driver": "codegen.callthrough:Driver.args_for",
-        "audit": "codegen.audit.vocabulary:view",
+    Form("element_of", "Host scalars in a tensor's element type", "miogen.annotate:_check_vocabulary", {
+        "plan": "miogen.planner:_Planner._type_value",
+        "docstring": "miogen.planner:_Planner.param",
+        "stub": "miogen.stublib:_Stub.type_expr",
+        "driver": "miogen.callthrough:Driver.args_for",
+        "audit": "miogen.audit.vocabulary:view",
     }, ("scalar-element-type",), ("scalar",)),  # resolved: a host scalar's `scalar` becomes "element"
     Form("null_means", "NULL with a meaning", _gate_null_means, {
-        "plan": "codegen.planner:_Planner.param",
-        "docstring": "codegen.docstrings:_Doc.none_text",
+        "plan": "miogen.planner:_Planner.param",
+        "docstring": "miogen.docstrings:_Doc.none_text",
         "stub": "none: the stub records NULL like any pointer",
         "driver": "none: nullable parameters are driven with None by the generic path",
-        "audit": "codegen.audit.vocabulary:view",
+        "audit": "miogen.audit.vocabulary:view",
     }, ("nullable-scalar", "nullable-shared-length"), ("nullable",)),
     Form("holds", "An out pointer receiving an address", _gate_holds, {
-        "plan": "codegen.planner:_Planner.param",
-        "docstring": "codegen.planner:_Planner.param",
-        "stub": "codegen.stublib:_Stub.function",
+        "plan": "miogen.planner:_Planner.param",
+        "docstring": "miogen.planner:_Planner.param",
+        "stub": "miogen.stublib:_Stub.function",
         "driver": "none: the address the stub writes is checked as an out pointer",
-        "audit": "codegen.audit.vocabulary:view",
+        "audit": "miogen.audit.vocabulary:view",
     }, ("out-address",)),
     Form("per", "Arrays of k values per item", _gate_per, {
-        "plan": "codegen.planner:_Planner.param",
-        "docstring": "codegen.planner:_Planner.param",
-        "stub": "codegen.stublib:_Stub.function",
-        "driver": "codegen.callthrough:Driver.args_for",
-        "audit": "codegen.audit.vocabulary:view",
+        "plan": "miogen.planner:_Planner.param",
+        "docstring": "miogen.planner:_Planner.param",
+        "stub": "miogen.stublib:_Stub.function",
+        "driver": "miogen.callthrough:Driver.args_for",
+        "audit": "miogen.audit.vocabulary:view",
     }, ("length-multiple",)),
     Form("returned", "Counts that are data", _gate_returned, {
-        "plan": "codegen.planner:_Planner.param",
-        "docstring": "codegen.planner:_Planner.param",
+        "plan": "miogen.planner:_Planner.param",
+        "docstring": "miogen.planner:_Planner.param",
         "stub": "none: an output count is written like any out integer",
-        "driver": "codegen.callthrough:Driver.expected_out",
-        "audit": "codegen.audit.vocabulary:view",
+        "driver": "miogen.callthrough:Driver.expected_out",
+        "audit": "miogen.audit.vocabulary:view",
     }, ("dropped-output",)),
 )
 

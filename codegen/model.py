@@ -17,7 +17,10 @@ BaseKind = Literal[
 ]
 Direction = Literal["in", "out", "inout", "unknown"]
 Memory = Literal["host", "device", "unknown"]
-Shape = Literal["scalar", "array", "buffer", "callback", "opaque", "unknown"]
+#: a pointer parameter's shape, as the annotations state it
+Shape = Literal["scalar", "array", "buffer", "string", "blob", "callback", "opaque"]
+#: the shape the parser's heuristics give a role: one of Shape's, or "unknown"
+RoleShape = Literal["scalar", "array", "buffer", "callback", "opaque", "unknown"]
 #: Where a proposed role came from: the C type, the doc tag, the target's name rules,
 #: nothing yet (an annotation must decide), or a hand-written annotation.
 Provenance = Literal["type", "doc", "name", "none", "annotation"]
@@ -82,7 +85,7 @@ class Role:
 
     direction: Direction
     memory: Memory
-    shape: Shape
+    shape: RoleShape
     source: RoleSource
 
 
@@ -198,8 +201,8 @@ class Spec:
     schema_version: int
     generator_version: str
     target: str
-    miopen_version: str
-    rocm_release: str | None
+    version: str
+    release: str | None
     header: HeaderInfo
     parse: ParseInfo
     handles: tuple[Handle, ...]

@@ -663,22 +663,22 @@ def parse_header(
     header: Path,
     target: Target,
     opts: ParseOptions = ParseOptions(),
-    miopen_version: str | None = None,
-    rocm_release: str | None = None,
+    version: str | None = None,
+    release: str | None = None,
 ) -> Spec:
     """Parse `header` into a spec (see module doc)."""
     header = header.resolve() if header.exists() else header
     data = check_header_file(header, target)
     text = data.decode("utf-8")
-    if miopen_version is None:
-        miopen_version = header_version(header, target)
+    if version is None:
+        version = header_version(header, target)
     try:
-        miopen_version = normalise_version(miopen_version)
+        version = normalise_version(version)
     except ValueError:
-        raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {miopen_version!r}") from None
+        raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {version!r}") from None
     installed = detect_version(header, target)
-    if installed is not None and installed != miopen_version:
-        raise HeaderError(f"--miopen-version {miopen_version} disagrees with {header.parent / str(target.version_header)}"
+    if installed is not None and installed != version:
+        raise HeaderError(f"--miopen-version {version} disagrees with {header.parent / str(target.version_header)}"
                           f", which says {installed}; leave the option out or fix it")
     if opts.beta:
         # the two parses run side by side: libclang releases the GIL while it parses
@@ -695,8 +695,8 @@ def parse_header(
         schema_version=SCHEMA_VERSION,
         generator_version=GENERATOR_VERSION,
         target=target.name,
-        miopen_version=miopen_version,
-        rocm_release=rocm_release or target.releases.get(miopen_version),
+        version=version,
+        release=release or target.releases.get(version),
         header=HeaderInfo(name=header.name, sha256=hashlib.sha256(data).hexdigest()),
         parse=ParseInfo(language=opts.language, beta=opts.beta, defines=defines),
         handles=tuple(items["handles"]),

@@ -7,12 +7,12 @@ What neither settles stays `unknown` with provenance `none`, for an annotation t
 
 from __future__ import annotations
 
-from .model import Direction, Memory, Param, Provenance, Role, RoleSource, Shape
+from .model import Direction, Memory, Param, Provenance, Role, RoleShape, RoleSource
 from .target import Target
 
 
 def _role(
-    direction: tuple[Direction, Provenance], memory: tuple[Memory, Provenance], shape: tuple[Shape, Provenance]
+    direction: tuple[Direction, Provenance], memory: tuple[Memory, Provenance], shape: tuple[RoleShape, Provenance]
 ) -> Role:
     return Role(
         direction=direction[0],

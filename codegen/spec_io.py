@@ -350,7 +350,7 @@ _FIELDS: dict[tuple[type, tuple[str, ...]], list[tuple[str, str, bool, Converter
 _ALLOWED: dict[tuple[type, tuple[str, ...]], frozenset[str]] = {}
 
 
-def _checked(conv: Converter, check: validate.Check | None) -> Converter:
+def _checked(conv: Converter, check: validate.FieldCheck | None) -> Converter:
     """`conv`, then the field's rules from codegen/validate.py."""
     if check is None:
         return conv
@@ -399,6 +399,10 @@ def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     return cls(**kwargs)
 
 
+#: top-level keys of older specs -> their names now (a spec carrying one is refused with the fix)
+RENAMED_KEYS = {"miopen_version": "version", "rocm_release": "release"}
+
+
 def loads(text: str, source: str = "<spec>") -> model.Spec:
     """Parse and validate spec text; errors name `source`, the line and the YAML path."""
     data = yamlread.read(text, source)
@@ -413,6 +417,11 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
             f"the file has {short(version)} (re-run `miogen parse` to regenerate it)",
             path="schema_version",
         )
+    for old_key, new_key in RENAMED_KEYS.items():
+        if old_key in data:
+            raise yamlread.error(source, yamlread.line_of(text, [old_key]), [old_key],
+                                 f"`{old_key}` is now `{new_key}` (one spec format for every target): rename the "
+                                 f"key, or re-run `miogen parse` to regenerate the spec")
     try:
         spec = _from_mapping(model.Spec, data)
         validate.check_spec(spec)

@@ -11,6 +11,7 @@ from __future__ import annotations
 from .annotate import Semantics
 from .ctypes_map import INT_BITS
 from .model import Spec
+from .releases import Version
 
 
 def out_int(i: int, k: int = 0, m: int = 0) -> int:
@@ -77,7 +78,7 @@ def fixed_outputs(spec: Spec, version_getter: str | None) -> dict[tuple[str, str
     if not version_getter or not any(f.name == version_getter for f in spec.functions):
         return {}
     outs = [p.name or f"arg{i}" for i, p in enumerate(spec.function(version_getter).params)]
-    parts = [int(x) for x in spec.miopen_version.split(".")]
+    parts = list(Version.parse(spec.version))
     return {(version_getter, n): v for n, v in zip(outs, parts)}
 
 

@@ -9,11 +9,12 @@ from pathlib import Path
 from . import validate
 from .errors import CodegenError, SpecError
 from .model import Spec
+from .releases import Version
 from .spec_io import load_as
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # The target files (target.yaml, annotations.yaml, shims/): specs/<target>/ in a checkout (their source of
-# truth); an installed miogen carries copies as package data in codegen/targets/<target>/.
+# truth); an installed miogen carries copies as package data in miogen/targets/<target>/.
 _PACKAGED = Path(__file__).resolve().parent / "targets"
 TARGETS_DIR = _PACKAGED if _PACKAGED.is_dir() else REPO_ROOT / "specs"
 DEFAULT_TARGET = TARGETS_DIR / "miopen" / "target.yaml"
@@ -110,14 +111,6 @@ def target_problems(target: Target) -> list[str]:
     return problems
 
 
-def version_key(version: str) -> tuple[int, ...]:
-    """3.2.0 -> (3, 2, 0), for ordering releases."""
-    try:
-        return tuple(int(x) for x in version.split("."))
-    except ValueError:
-        raise CodegenError(f"expected a version like 3.2.0; got {version!r}") from None
-
-
 def check_target(spec: Spec, target: Target) -> None:
     """The target file must describe this spec's library: names it uses must exist in the spec."""
     where = f"{target.path}"
@@ -140,7 +133,7 @@ def check_target(spec: Spec, target: Target) -> None:
                            f"constant of value 0 (the generated status checks test for non-zero)")
     def newer(key: str) -> bool:
         since = target.status_exceptions[key].since if key in target.status_exceptions else None
-        return since is not None and version_key(since) > version_key(spec.miopen_version)
+        return since is not None and Version.parse(since) > Version.parse(spec.version)
 
     for key in (*target.status_exceptions, *target.status_warnings, *target.status_hints):
         if key not in values and not newer(key):

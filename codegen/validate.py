@@ -262,8 +262,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("ParseInfo", "defines"): DEFINE,
     ("Spec", "generator_version"): VERSION,
     ("Spec", "target"): TARGET_NAME,
-    ("Spec", "miopen_version"): VERSION,
-    ("Spec", "rocm_release"): LABEL,
+    ("Spec", "version"): VERSION,
+    ("Spec", "release"): LABEL,
     # annotations (codegen/annotate.py)
     ("LengthCall", "call"): API_NAME,
     ("LengthCall", "result"): C_NAME,
@@ -349,7 +349,7 @@ RULES: dict[tuple[str, ...], Rule] = {
 
 # --------------------------------------------------------------------------- applying the rules
 
-Check = Callable[[Any], None]
+FieldCheck = Callable[[Any], None]
 
 
 def _contains_str(tp: Any) -> bool:
@@ -358,7 +358,7 @@ def _contains_str(tp: Any) -> bool:
     return any(_contains_str(a) for a in typing.get_args(tp) if typing.get_origin(tp) is not typing.Literal)
 
 
-def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> Check | None:
+def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> FieldCheck | None:
     """A check of a converted value of type `tp` whose strings follow `rule` (keys: `key_rule`)."""
     origin = typing.get_origin(tp)
     if tp is str:
@@ -411,10 +411,10 @@ def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> Check | None:
     return None
 
 
-_FIELD_CHECKS: dict[tuple[type, str], Check | None] = {}
+_FIELD_CHECKS: dict[tuple[type, str], FieldCheck | None] = {}
 
 
-def field_check(cls: type, name: str, tp: Any) -> Check | None:
+def field_check(cls: type, name: str, tp: Any) -> FieldCheck | None:
     """The rule check of field `name` of `cls` (its strings and mapping keys), or None."""
     key = (cls, name)
     if key not in _FIELD_CHECKS:

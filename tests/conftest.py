@@ -13,14 +13,14 @@ from types import ModuleType
 
 import pytest
 
-from codegen import cxx, stublib
-from codegen.annotate import Semantics, load_annotations, resolve
-from codegen.model import Spec
-from codegen.files import write_tree as write
-from codegen.planner import plan
-from codegen.plans import Plan
-from codegen.render import banner, render, sha256_text
-from codegen.spec_io import dumps
+from miogen import cxx, stublib
+from miogen.annotate import Semantics, load_annotations, resolve
+from miogen.model import Spec
+from miogen.files import write_tree as write
+from miogen.planner import plan
+from miogen.plans import Plan
+from miogen.render import banner, render, sha256_text
+from miogen.spec_io import dumps
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target
 
@@ -140,7 +140,7 @@ def test_release() -> str:
 
 def build_stub(version: str, root: Path) -> Path:
     """A stub libMIOpen of a committed release (declarations re-synthesised from its spec), reporting that release."""
-    from codegen.spec_io import load
+    from miogen.spec_io import load
 
     from .helpers import SPECS
 

@@ -9,16 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from codegen import model
-from codegen.parser import ParseOptions, parse_header
-from codegen.spec_io import dumps
-from codegen.target import Target, load_target
+from miogen import model
+from miogen.parser import ParseOptions, parse_header
+from miogen.releases import PIN_FILE, Releases, Version
+from miogen.spec_io import dumps
+from miogen.target import Target, load_target
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
 FIXTURE_ANNOTATIONS = REPO / "tests" / "fixtures" / "annotations.yaml"
 GOLDEN = REPO / "tests" / "golden"
 SPECS = REPO / "specs" / "miopen"
+#: the committed releases (specs/miopen: paths, the pinned one), the one home tests read them from
+COMMITTED = Releases.of(SPECS)
 UPDATE_GOLDEN = os.environ.get("MIOGEN_UPDATE_GOLDEN") == "1"
 
 
@@ -54,8 +57,8 @@ def upgrade_specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
     """A spec directory for `miogen upgrade`: `pinned` committed and pinned, the fixture annotations."""
     d = tmp_path / "specs"
     d.mkdir()
-    (d / f"{pinned.miopen_version}.yaml").write_text(dumps(pinned))
-    (d / "pinned").write_text(pinned.miopen_version + "\n")
+    (d / f"{pinned.version}.yaml").write_text(dumps(pinned))
+    (d / PIN_FILE).write_text(pinned.version + "\n")
     shutil.copy(REPO / "tests" / "fixtures" / "annotations.yaml", d / "annotations.yaml")
     return d
 
@@ -67,7 +70,7 @@ def release_header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> P
     inc.mkdir(parents=True)
     text = FIXTURE_HEADER.read_text().replace("#ifdef __cplusplus\n}\n#endif", extra + "\n#ifdef __cplusplus\n}\n#endif")
     (inc / "miopen.h").write_text(text)
-    major, minor, patch = version.split(".")
+    major, minor, patch = Version.parse(version)
     (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
                                    f"#define MIOPEN_VERSION_PATCH {patch}\n")
     return inc / "miopen.h"
@@ -75,12 +78,12 @@ def release_header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> P
 
 def next_release_header(spec: model.Spec, directory: Path, version: str, extra: str) -> Path:
     """A miopen.h of release `version` (version.h beside it) declaring `spec`'s API plus the declarations
-    `extra`: the spec's header re-synthesised (codegen.stublib.header_source) with what the parser reads from
+    `extra`: the spec's header re-synthesised (miogen.stublib.header_source) with what the parser reads from
     doc comments (group, direction tags, deprecation), default arguments, beta functions under the
     beta macro and HIP's types from <hip/hip_runtime_api.h>."""
     import re
 
-    from codegen.stublib import header_source
+    from miogen.stublib import header_source
 
     functions = {f.name: f for f in spec.functions}
     beta_macro = target().beta_macro
@@ -98,7 +101,7 @@ def next_release_header(spec: model.Spec, directory: Path, version: str, extra: 
         line = (f"/*! {' '.join(tags)} */\n" if tags else "") + line
         return f"#ifdef {beta_macro}\n{line}\n#endif" if f.beta else line
 
-    text = header_source(spec, f"MIOpen {version} (synthetic: {spec.miopen_version} and more)")
+    text = header_source(spec, f"MIOpen {version} (synthetic: {spec.version} and more)")
     text = re.sub(r"^typedef struct (\w+)__opaque\* \1;$", "", text, flags=re.M)  # the real ones come from HIP
     text = text.replace("#pragma once\n", "#pragma once\n#include <hip/hip_runtime_api.h>\n", 1)
     text = re.sub(r"^.*\b(\w+)\(.*\);$", documented, text, flags=re.M)
@@ -106,7 +109,7 @@ def next_release_header(spec: model.Spec, directory: Path, version: str, extra: 
     inc = directory / "miopen"
     inc.mkdir(parents=True)
     (inc / "miopen.h").write_text(text)
-    major, minor, patch = version.split(".")
+    major, minor, patch = Version.parse(version)
     (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
                                    f"#define MIOPEN_VERSION_PATCH {patch}\n")
     return inc / "miopen.h"

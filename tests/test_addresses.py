@@ -17,10 +17,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from codegen import naming
-from codegen.annotate import FunctionSem, ParamSem, load_annotations, resolve
-from codegen.ctypes_map import INT_BITS, int_range
-from codegen.spec_io import load
+from miogen import naming
+from miogen.annotate import FunctionSem, ParamSem, load_annotations, resolve
+from miogen.ctypes_map import INT_BITS, int_range
+from miogen.spec_io import load
 
 from .conftest import Libs
 from .conftest import test_release as bound_release_version
@@ -366,7 +366,7 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
     against the range of its own C type (int64_t, char, ... wherever a release has them)."""
     import ast
 
-    from codegen.render import release_module
+    from miogen.render import release_module
 
     from .helpers import REPO
 
@@ -374,7 +374,7 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
     for spec_path in sorted(SPECS.glob("*.*.*.yaml")):
         spec = load(spec_path)
         functions = resolve(spec, load_annotations(SPECS / "annotations.yaml")).functions
-        source = (REPO / "generated" / release_module(spec.miopen_version) / "api.py").read_text()
+        source = (REPO / "generated" / release_module(spec.version) / "api.py").read_text()
         lines = source.splitlines()
         bodies = {n.name: "\n".join(lines[n.lineno - 1:n.end_lineno]) for n in ast.parse(source).body
                   if isinstance(n, ast.FunctionDef)}
@@ -386,7 +386,7 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
                 if p.type.kind != "int" or p.hidden or p.direction == "out" or p.shape not in ("value", "scalar"):
                     continue
                 lo, hi = int_range(p.type.name)
-                assert f"not {lo} <= {py[p.name]} <= {hi}" in body, (spec.miopen_version, f.name, p.name)
+                assert f"not {lo} <= {py[p.name]} <= {hi}" in body, (spec.version, f.name, p.name)
                 kinds[p.type.name] = kinds.get(p.type.name, 0) + 1
     assert {"int", "size_t", "int64_t", "uint64_t"} <= set(kinds), kinds
 

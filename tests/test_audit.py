@@ -1,4 +1,4 @@
-"""`python -m codegen audit`: the C++ index, every detection kind, notes, the report format, the CLI.
+"""`python -m miogen audit`: the C++ index, every detection kind, notes, the report format, the CLI.
 
 The implementation under test is tests/fixtures/audit/ (a small MIOpen-shaped header and C++ sources
 written for these tests); its report is compared byte for byte with tests/golden/audit_report.md/.json.
@@ -16,13 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from codegen import audit as A
-from codegen.audit.notes import _in_range
-from codegen import cppsrc, model
-from codegen.annotate import load_annotations, resolve
-from codegen.errors import CodegenError
-from codegen.parser import ParseOptions, parse_header
-from codegen.spec_io import dump, load
+from miogen import audit as A
+from miogen.audit.notes import _in_range
+from miogen import cppsrc, model
+from miogen.annotate import load_annotations, resolve
+from miogen.errors import CodegenError
+from miogen.parser import ParseOptions, parse_header
+from miogen.spec_io import dump, load
 
 from .helpers import REPO, SPECS, check_golden, target
 
@@ -257,7 +257,7 @@ def test_report_is_deterministic_across_hash_seeds(tmp_path: Path) -> None:
     for seed in ("1", "2"):
         out = tmp_path / f"r{seed}.md"
         env = {**os.environ, "PYTHONHASHSEED": seed}
-        subprocess.run([sys.executable, "-m", "codegen", "audit", str(FX), "--spec", str(spec_path),
+        subprocess.run([sys.executable, "-m", "miogen", "audit", str(FX), "--spec", str(spec_path),
                         "--annotations", str(FX / "annotations.yaml"), "--notes", str(FX / "notes.yaml"),
                         "--idioms", str(FX / "idioms.yaml"), "--source-label", "fixture", "-o", str(out)],
                        check=True, cwd=REPO, env=env, capture_output=True)
@@ -269,7 +269,7 @@ def test_report_is_deterministic_across_hash_seeds(tmp_path: Path) -> None:
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codegen", "audit", *args], cwd=REPO, capture_output=True,
+    return subprocess.run([sys.executable, "-m", "miogen", "audit", *args], cwd=REPO, capture_output=True,
                           text=True)
 
 
@@ -316,6 +316,6 @@ def test_miopen_idioms_and_notes_load_and_name_real_parameters() -> None:
     for fname, params in notes.notes.items():
         for pname, items in params.items():
             for n in items:
-                hits = [s for s in specs if _in_range(s.miopen_version, n.since, n.until)
+                hits = [s for s in specs if _in_range(s.version, n.since, n.until)
                         and any(f.name == fname and any(p.name == pname for p in f.params) for f in s.functions)]
                 assert hits, f"audit-notes.yaml: {fname}.{pname} names no parameter of a release in its range"

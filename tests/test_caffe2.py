@@ -1199,7 +1199,7 @@ def real(runtime_libs: Libs) -> dict[str, Any]:
 
 
 def test_real_version_and_status_strings(real: dict[str, Any]) -> None:
-    from codegen.spec_io import load
+    from miogen.spec_io import load
 
     from .helpers import SPECS
 

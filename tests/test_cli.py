@@ -1,4 +1,4 @@
-"""`python -m codegen` / `miogen`: help, parse, check, and errors without tracebacks."""
+"""`python -m miogen` / `miogen`: help, parse, check, and errors without tracebacks."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
-from codegen.spec_io import dumps, load
+from miogen.spec_io import dumps, load
 
 from .helpers import FIXTURE_HEADER, REPO, fixture_spec
 
 
 def _run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codegen", *args], capture_output=True, text=True, cwd=REPO)
+    return subprocess.run([sys.executable, "-m", "miogen", *args], capture_output=True, text=True, cwd=REPO)
 
 
 def test_help_explains_every_option() -> None:
@@ -43,7 +43,7 @@ def test_parse_with_defines_and_includes(tmp_path: Path) -> None:
              "--miopen-version", "3.3.0", "-o", str(out))
     assert r.returncode == 0, r.stderr
     spec = load(out)
-    assert spec.miopen_version == "3.3.0" and spec.rocm_release == "rocm-6.3.0"
+    assert spec.version == "3.3.0" and spec.release == "rocm-6.3.0"
     assert spec.parse.defines == ("__HIP_PLATFORM_AMD__", "MIOGEN_UNUSED=1")
     assert not spec.parse.beta and len(spec.functions) == 43
 
@@ -93,7 +93,7 @@ def test_check(tmp_path: Path) -> None:
 
 def test_console_script_is_declared() -> None:
     text = (REPO / "pyproject.toml").read_text()
-    assert 'miogen = "codegen.cli:main"' in text
+    assert 'miogen = "miogen.cli:main"' in text
 
 
 def test_unconfigured_version_h_gets_its_own_message(tmp_path: Path) -> None:
@@ -131,7 +131,7 @@ def test_abi_check_removes_its_temp_dir(tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()
     env = {**os.environ, "TMPDIR": str(tmp)}
-    args = [sys.executable, "-m", "codegen", "abi-check", str(FIXTURE_HEADER), "--annotations",
+    args = [sys.executable, "-m", "miogen", "abi-check", str(FIXTURE_HEADER), "--annotations",
             str(REPO / "tests/fixtures/annotations.yaml")]
     r = subprocess.run(args, capture_output=True, text=True, cwd=REPO, env=env)
     assert r.returncode == 0, r.stdout + r.stderr
@@ -145,8 +145,8 @@ def _path_options() -> list[tuple[str, str, object]]:
     """(command, option, its argparse type) for every option of every miogen command that takes a path."""
     import argparse
 
-    from codegen import files
-    from codegen.cli import _parser
+    from miogen import files
+    from miogen.cli import _parser
 
     found = []
     top = _parser()
@@ -157,7 +157,7 @@ def _path_options() -> list[tuple[str, str, object]]:
                 found.append((command, action.option_strings[0] if action.option_strings else action.dest, action.type))
             elif action.metavar and any(w in str(action.metavar) for w in ("DIR", "YAML", "FILE", "HEADER", "SRC",
                                                                            ".yaml", ".md", "PATH")):
-                raise AssertionError(f"{command} {action.dest}: a path option without a path type of codegen.files")
+                raise AssertionError(f"{command} {action.dest}: a path option without a path type of miogen.files")
     return found
 
 
@@ -173,7 +173,7 @@ def test_every_path_option_refuses_a_fifo_without_blocking(tmp_path: Path) -> No
         for bad in (str(fifo), "/dev/zero"):
             argv = [command, option, bad] if option.startswith("-") else [command, bad]
             try:
-                r = subprocess.run([sys.executable, "-m", "codegen", *argv], capture_output=True, text=True, cwd=REPO,
+                r = subprocess.run([sys.executable, "-m", "miogen", *argv], capture_output=True, text=True, cwd=REPO,
                                    timeout=30, stdin=subprocess.DEVNULL)
             except subprocess.TimeoutExpired:
                 raise AssertionError(f"miogen {' '.join(argv)} hangs") from None

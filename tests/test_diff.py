@@ -11,15 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from codegen import model
-from codegen.diff import changes_document, diff
-from codegen.spec_io import dumps, load
+from miogen import model
+from miogen.diff import changes_document, diff
+from miogen.releases import Version
+from miogen.spec_io import dumps, load
 
-from .helpers import FIXTURE_HEADER, REPO, SPECS, fixture_spec, release_header, upgrade_specs_dir
+from .helpers import COMMITTED, FIXTURE_HEADER, REPO, SPECS, fixture_spec, release_header, upgrade_specs_dir
 
 
 def _run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "codegen", *args], capture_output=True, text=True, cwd=cwd)
+    return subprocess.run([sys.executable, "-m", "miogen", *args], capture_output=True, text=True, cwd=cwd)
 
 
 def _kinds(old: model.Spec, new: model.Spec) -> dict[tuple[str, str], bool]:
@@ -132,18 +133,16 @@ def test_bad_inputs(tmp_path: Path) -> None:
 def test_api_changes_document_is_current() -> None:
     text = changes_document(sorted(SPECS.glob("*.*.*.yaml")))
     assert (REPO / "docs" / "api-changes.md").read_text() == text
-    specs = sorted((load(p) for p in SPECS.glob("*.*.*.yaml")), key=lambda s: tuple(int(x) for x in s.miopen_version.split(".")))
+    specs = sorted((load(p) for p in SPECS.glob("*.*.*.yaml")), key=lambda s: Version.parse(s.version))
     pairs = list(zip(specs, specs[1:]))
     assert text.count("\n## MIOpen ") == len(pairs)
     for old, new in pairs:  # one section per consecutive pair of committed releases
-        assert f"## MIOpen {old.miopen_version} → {new.miopen_version}" in text
+        assert f"## MIOpen {old.version} → {new.version}" in text
     assert "| **total** | " + " | ".join(f"**{len(s.functions)}**" for s in specs) + " |" in text
 
 
 def test_added_in_is_recorded_from_history() -> None:
-    from codegen.render import added_in_history
-
-    added = added_in_history(SPECS)
+    added = COMMITTED.added_in()
     assert added["miopenCreate"] == "2.15.0 or earlier"  # the oldest committed release
     assert added["miopenRunSolution"] == "2.20.0"
     assert added["miopenGetSolverName"] == "3.5.2"
@@ -268,7 +267,7 @@ def test_upgrade_adds_a_release_between_two_committed_ones(tmp_path: Path, betwe
     assert f"## MIOpen 3.4.1 → {between}" in r.stdout and "`miopenNewCount`" in r.stdout
     assert "the pinned newest release stays 3.6.0" in r.stdout
     assert (specs / "pinned").read_text().strip() == "3.6.0"
-    assert load(specs / f"{between}.yaml").miopen_version == between
+    assert load(specs / f"{between}.yaml").version == between
     assert sorted(p.name for p in specs.glob("*.*.*.yaml")) == sorted(["3.4.1.yaml", f"{between}.yaml", "3.6.0.yaml"])
     # the same header again: committed now, nothing to do
     r = _run("upgrade", str(release_header(tmp_path / "again", extra, between)), "--specs", str(specs))

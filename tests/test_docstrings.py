@@ -14,11 +14,11 @@ import re
 from dataclasses import replace
 import pytest
 
-from codegen.annotate import AnnotationGateError, FunctionNote, FunctionSem, ParamNote, load_annotations, resolve
-from codegen.planner import plan
-from codegen.plans import FunctionPlan, Plan
-from codegen.render import release_module, render
-from codegen.spec_io import load
+from miogen.annotate import AnnotationGateError, FunctionNote, FunctionSem, ParamNote, load_annotations, resolve
+from miogen.planner import plan
+from miogen.plans import FunctionPlan, Plan
+from miogen.render import release_module, render
+from miogen.spec_io import load
 
 from .conftest import Libs
 from .helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, target
@@ -135,7 +135,7 @@ def test_the_fixture_docstrings_cover_every_construct() -> None:
 
     pl, files = fixture_files()
     sems = resolve(pl.spec, load_annotations(FIXTURE_ANNOTATIONS)).functions
-    tree = ast.parse(files[f"{release_module(pl.spec.miopen_version)}/api.py"])
+    tree = ast.parse(files[f"{release_module(pl.spec.version)}/api.py"])
     docs = {n.name: ast.get_docstring(n, clean=False) for n in tree.body if isinstance(n, ast.FunctionDef)}
     for f in pl.functions:
         doc = docs[f.py_name]
@@ -173,6 +173,6 @@ def test_docstrings_are_safe_for_any_annotation_text() -> None:
     pl = plan(fixture_spec(), changed, target(), "# test")
 
     files = render(pl)
-    tree = ast.parse(files[f"{release_module(pl.spec.miopen_version)}/api.py"])
+    tree = ast.parse(files[f"{release_module(pl.spec.version)}/api.py"])
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "set_allocator")
     assert text in (ast.get_docstring(fn, clean=False) or "")

@@ -14,14 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from codegen import cxx, layout, stublib, validate
-from codegen.annotate import load_annotations, resolve
-from codegen.errors import CodegenError
-from codegen.model import Spec
-from codegen.files import write_tree as write
-from codegen.planner import plan
-from codegen.render import banner, render
-from codegen.target import Target
+from miogen import cxx, layout, stublib, validate
+from miogen.annotate import load_annotations, resolve
+from miogen.errors import CodegenError
+from miogen.model import Spec
+from miogen.files import write_tree as write
+from miogen.planner import plan
+from miogen.render import banner, render
+from miogen.target import Target
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target
 
@@ -56,7 +56,7 @@ def _raw_payloads(marker: Path) -> list[str]:
 
 def _two_releases(spec: Spec) -> tuple[Spec, Spec]:
     """The fixture spec as two releases (3.4.1 and a 3.5.0 copy), so the multi-release layout is rendered."""
-    return spec, replace(spec, miopen_version="3.5.0")
+    return spec, replace(spec, version="3.5.0")
 
 
 def _import_and_report(root: Path, pkg: str, probe: str) -> dict[str, object]:
@@ -113,7 +113,7 @@ def test_escaping_alone_keeps_literals_inert(tmp_path: Path, monkeypatch: pytest
     versions) still renders valid Python that runs nothing and reads back (defence in depth)."""
     marker = tmp_path / "PWNED"
     monkeypatch.setattr(validate, "ensure_valid", lambda obj: None)
-    monkeypatch.setattr("codegen.target.target_problems", lambda t: [])
+    monkeypatch.setattr("miogen.target.target_problems", lambda t: [])
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     for i, text in enumerate(_raw_payloads(marker)):
         tgt = replace(target(), display_name=text, library_env=text, library_root_env=text + "R",

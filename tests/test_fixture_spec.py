@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codegen import model
-from codegen.spec_io import dumps, loads
+from miogen import model
+from miogen.spec_io import dumps, loads
 
 from .helpers import check_golden, fixture_spec
 
@@ -18,8 +18,8 @@ def test_golden_stable() -> None:
 
 def test_version_from_version_h() -> None:
     # version.h beside the header says 3.04.1: normalised, TWEAK ignored
-    assert fixture_spec().miopen_version == "3.4.1"
-    assert fixture_spec().rocm_release is None
+    assert fixture_spec().version == "3.4.1"
+    assert fixture_spec().release is None
 
 
 def test_counts_and_beta_flags() -> None:

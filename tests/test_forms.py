@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from codegen import forms
-from codegen.annotate import ParamNote, ParamSem
-from codegen.audit.vocabulary import FORMS as AUDIT_FORMS
-from codegen.model import CType
+from miogen import forms
+from miogen.annotate import ParamNote, ParamSem
+from miogen.audit.vocabulary import FORMS as AUDIT_FORMS
+from miogen.model import CType
 
 DOC = (Path(__file__).resolve().parent.parent / "docs" / "annotations.md").read_text(encoding="utf-8")
 IDS = [f.key for f in forms.FORMS]

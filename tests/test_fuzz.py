@@ -24,13 +24,13 @@ from typing import Any
 import pytest
 import yaml
 
-from codegen import model
-from codegen.annotate import load_annotations, resolve
-from codegen.errors import CodegenError
-from codegen.parser import ParseOptions, parse_header
-from codegen.planner import plan
-from codegen.render import render
-from codegen.spec_io import dumps, load, loads
+from miogen import model
+from miogen.annotate import load_annotations, resolve
+from miogen.errors import CodegenError
+from miogen.parser import ParseOptions, parse_header
+from miogen.planner import plan
+from miogen.render import render
+from miogen.spec_io import dumps, load, loads
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, SPECS, target
 
@@ -342,8 +342,8 @@ def _mutate_gently(data: dict[str, Any], rng: random.Random, payloads: list[str]
     op = rng.randrange(5)
     functions = [f for f in data["functions"] if f.get("params")]
     if op == 0:
-        data["rocm_release"] = rng.choice(payloads)
-        return "rocm_release=payload"
+        data["release"] = rng.choice(payloads)
+        return "release=payload"
     if op == 1 and functions:
         f = rng.choice(functions)
         p = rng.choice(f["params"])
@@ -387,16 +387,16 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from codegen import cxx, stublib
-    from codegen.files import write_tree as write
-    from codegen.render import banner
-    from codegen.target import load_target
+    from miogen import cxx, stublib
+    from miogen.files import write_tree as write
+    from miogen.render import banner
+    from miogen.target import load_target
 
     rng = random.Random(SEED + 3)
     marker = tmp_path / "PWNED"
     payloads = _payloads(marker)
     base = _small_spec()
-    other = replace(base, miopen_version="2.16.0")
+    other = replace(base, version="2.16.0")
     text = dumps(base)
     target_data = _yaml((SPECS / "target.yaml").read_text())
     ann = load_annotations(SPECS / "annotations.yaml")

@@ -1,7 +1,6 @@
 """The generator's import graph: no circles, and no module imports one of a higher layer.
 
-The graph is read with `ast` from every module of codegen/ (imports inside functions count too; those under
-`if TYPE_CHECKING:` do not run and do not count),
+The graph is read with `ast` from every module of codegen/ (the package `miogen`; imports inside functions count too),
 so a new module must be given a layer here, and a new import must point down or sideways.
 """
 
@@ -13,13 +12,13 @@ from pathlib import Path
 import pytest
 
 CODEGEN = Path(__file__).resolve().parent.parent / "codegen"
+#: codegen/support/ is not part of the generator: its modules are copied into the generated package
+SUPPORT = CODEGEN / "support"
 
 #: bottom to top; a module may import modules of its own layer or of lower ones
 LAYERS: tuple[tuple[str, ...], ...] = (
-    # support/: the run-time modules render copies verbatim into generated/ (they import no generator module)
-    ("support",),
-    ("codegen", "errors", "model", "reserved", "gcpolicy"),
-    ("escape", "files", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env", "forms",
+    ("miogen", "errors", "model", "reserved", "gcpolicy"),
+    ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env", "forms",
      "cppsrc", "doc"),
     ("spec_io", "target", "roles", "diff", "parser"),
     ("annotate",),
@@ -34,55 +33,58 @@ def _module(path: Path) -> str:
     parts = path.relative_to(CODEGEN).with_suffix("").parts
     if parts[-1] == "__init__":
         parts = parts[:-1]
-    return ".".join(parts) or "codegen"
-
-
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    return ".".join(parts) or "miogen"
 
 
 def _imports(path: Path) -> set[str]:
-    """The codegen modules `path` imports (by their name inside codegen, e.g. `audit.notes`)."""
+    """The miogen modules `path` imports (by their name inside the package, e.g. `audit.notes`)."""
     me = _module(path)
     package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
-    if me == "codegen":
+    if me == "miogen":
         package = []
-    known = {_module(p) for p in CODEGEN.rglob("*.py")}
+    known = {_module(p) for p in _sources()}
     out: set[str] = set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
-                   for stmt in block.body for n in ast.walk(stmt)}
-    for node in ast.walk(tree):
-        if id(node) in typing_only:  # `if TYPE_CHECKING:` imports are for the type checker, not run
-            continue
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base, module = package[: len(package) - (node.level - 1)], node.module
-            elif node.module and node.module.split(".")[0] == "codegen":
+            elif node.module and node.module.split(".")[0] == "miogen":
                 base, module = [], node.module.partition(".")[2] or None
             else:
                 continue
             target = ".".join(base + ([module] if module else []))
-            if target in known:
-                out.add(target)
-            elif target.split(".")[0] != "support":  # support/: a rendered module (`_target`, `_releases`)
-                out.add("codegen")                       # beside the copied ones in generated/
-
+            out.add(target if target in known else "miogen")
             for a in node.names:  # `from . import x`: x is a module
                 sub = ".".join(filter(None, (target, a.name)))
                 if sub in known:
                     out.add(sub)
         elif isinstance(node, ast.Import):
             for a in node.names:
-                if a.name.startswith("codegen."):
-                    out.add(a.name.removeprefix("codegen."))
+                if a.name.startswith("miogen."):
+                    out.add(a.name.removeprefix("miogen."))
     out.discard(me)
     return out
 
 
+def _sources() -> list[Path]:
+    return sorted(p for p in CODEGEN.rglob("*.py") if SUPPORT not in p.parents)
+
+
 def _graph() -> dict[str, set[str]]:
-    return {_module(p): _imports(p) for p in sorted(CODEGEN.rglob("*.py"))}
+    return {_module(p): _imports(p) for p in _sources()}
+
+
+def test_support_modules_never_import_the_generator() -> None:
+    """The support modules ship in generated code, where `miogen` (the generator) is not installed."""
+    bad = []
+    for path in sorted(SUPPORT.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            bad += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ("miogen", "codegen")]
+            if isinstance(node, ast.ImportFrom) and node.level > 1:
+                bad.append(f"{path.name}: a relative import out of support/")
+    assert not bad, bad
 
 
 def _layer(module: str) -> int:
@@ -100,7 +102,7 @@ def test_every_module_has_a_layer() -> None:
             _layer(m)
         except KeyError:
             missing.append(m)
-    assert not missing, f"codegen modules with no layer in tests/test_layers.py LAYERS: {missing}"
+    assert not missing, f"miogen modules with no layer in tests/test_layers.py LAYERS: {missing}"
 
 
 def test_no_module_imports_a_higher_layer() -> None:
@@ -134,4 +136,19 @@ def test_the_graph_reader_sees_imports() -> None:
     assert {"planner", "render", "stublib"} <= graph["abi"]
     assert "audit.vocabulary" in graph["audit.compare"] and "annotate" in graph["audit.compare"]
     assert "audit.run" in graph["audit"]
-    assert "codegen" in graph["render"]  # from . import GENERATOR_VERSION
+    assert "miogen" in graph["render"]  # from . import GENERATOR_VERSION
+
+
+def test_one_definition_per_shared_type_name() -> None:
+    """The shared vocabulary types have one home each: a parameter's shape, an audit check, a release."""
+    defined: dict[str, list[str]] = {}
+    for path in _sources():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = ([node.name] if isinstance(node, ast.ClassDef)
+                     else [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign)
+                     else [node.target.id] if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                     else [])
+            for name in names:
+                defined.setdefault(name, []).append(_module(path))
+    homes = {"Shape": ["model"], "Check": ["audit.compare"], "Version": ["releases"], "Releases": ["releases"]}
+    assert {n: defined.get(n) for n in homes} == homes

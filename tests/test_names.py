@@ -15,13 +15,13 @@ from types import ModuleType
 
 import pytest
 
-from codegen import naming, reserved
-from codegen.annotate import Annotations, Rules, load_annotations, resolve
-from codegen.errors import CodegenError, HeaderError, NamingError
-from codegen.parser import ParseOptions, parse_header
-from codegen.files import write_tree as write
-from codegen.planner import plan
-from codegen.render import render
+from miogen import naming, reserved
+from miogen.annotate import Annotations, Rules, load_annotations, resolve
+from miogen.errors import CodegenError, HeaderError, NamingError
+from miogen.parser import ParseOptions, parse_header
+from miogen.files import write_tree as write
+from miogen.planner import plan
+from miogen.render import render
 
 from .conftest import fixture_files
 from .helpers import REPO, target
@@ -282,11 +282,11 @@ def test_reserved_sets_cover_every_name_the_templates_use(module: str, allowed: 
     """Each module-level name of a rendered module, and each name its wrapper bodies read, is either
     made from the spec or listed in codegen/reserved.py (a template change that adds a helper fails
     here until the name is listed)."""
-    from codegen.render import release_module
+    from miogen.render import release_module
 
     pl, files = fixture_files()
     if module.startswith("release/"):  # the release's own sub-package
-        module = f"{release_module(pl.spec.miopen_version)}/{module.removeprefix('release/')}"
+        module = f"{release_module(pl.spec.version)}/{module.removeprefix('release/')}"
     bound, used = _bound_and_used(ast.parse(files[module]))
     made = _spec_names(pl)
     import builtins
@@ -324,6 +324,6 @@ def test_the_rendered_fixture_compiles_and_stays_inside_reserved_names() -> None
 
 def test_reserved_names_list_the_direct_call_aliases() -> None:
     """The api module's ctypes aliases for direct calls (direct.DIRECT_ALIASES) are reserved names."""
-    from codegen import direct, reserved
+    from miogen import direct, reserved
 
     assert {alias for alias, _ in direct.DIRECT_ALIASES} == reserved.DIRECT_ALIASES

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from codegen.cli import main
-from codegen.errors import CodegenError
-from codegen.files import OUTPUT_MARKER
-from codegen.files import write_tree as write
+from miogen.cli import main
+from miogen.errors import CodegenError
+from miogen.files import OUTPUT_MARKER
+from miogen.files import write_tree as write
 
 from .helpers import SPECS
 
@@ -113,8 +113,8 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
-from codegen import files as files_mod  # noqa: E402
-from codegen.files import Interrupted, recover  # noqa: E402
+from miogen import files as files_mod  # noqa: E402
+from miogen.files import Interrupted, recover  # noqa: E402
 
 from .helpers import REPO  # noqa: E402
 
@@ -122,11 +122,11 @@ _STEPS = ("_put", "_link", "_mkdir", "_rename")
 
 
 def _rendered(version: str) -> dict[str, str]:
-    from codegen.annotate import load_annotations
-    from codegen.planner import plan
-    from codegen.render import banner, render
-    from codegen.spec_io import load
-    from codegen.target import load_target
+    from miogen.annotate import load_annotations
+    from miogen.planner import plan
+    from miogen.render import banner, render
+    from miogen.spec_io import load
+    from miogen.target import load_target
 
     spec = load(SPECS / f"{version}.yaml")
     return render(plan(spec, load_annotations(SPECS / "annotations.yaml"), load_target(), banner(version, "0", "0")))
@@ -210,7 +210,7 @@ def test_a_failure_at_any_step_of_a_real_render_changes_nothing(tmp_path: Path, 
 
 def _crash_at_rename(n: int, out: Path, version: str) -> None:
     """A render of `version` into `out` whose process dies (os._exit) at its `n`-th rename."""
-    code = (f"import os, sys\nfrom pathlib import Path\nfrom codegen import files\nfrom tests.test_output_dir import _rendered\n"
+    code = (f"import os, sys\nfrom pathlib import Path\nfrom miogen import files\nfrom tests.test_output_dir import _rendered\n"
             f"seen = []\n"
             f"def rename(src, dst):\n    seen.append(src)\n    if len(seen) == {n}: os._exit(9)\n    os.rename(src, dst)\n"
             f"files._rename = rename\nfiles.write_tree(_rendered({version!r}), Path({str(out)!r}))\n")
@@ -259,12 +259,12 @@ def test_a_failed_render_says_so_in_one_line(tmp_path: Path, monkeypatch: pytest
 
 
 def _interrupt(cmd: list[str], sig: int, at: int, tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """Run `python -m codegen CMD` until its `at`-th output file (the MIOGEN_TEST_PAUSE hook), then send `sig`."""
+    """Run `python -m miogen CMD` until its `at`-th output file (the MIOGEN_TEST_PAUSE hook), then send `sig`."""
     fifo = tmp_path / "paused"
     fifo.unlink(missing_ok=True)
     os.mkfifo(fifo)
     env = {**os.environ, "MIOGEN_TEST_PAUSE": f"{at}:{fifo}"}
-    proc = subprocess.Popen([sys.executable, "-m", "codegen", *cmd], cwd=REPO, env=env, text=True,
+    proc = subprocess.Popen([sys.executable, "-m", "miogen", *cmd], cwd=REPO, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     said: list[str] = []
     reader = threading.Thread(target=lambda: said.append(fifo.read_text()), daemon=True)

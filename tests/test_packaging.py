@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.spec_io import dumps
+from miogen.spec_io import dumps
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, REPO, fixture_spec
 
@@ -78,16 +78,28 @@ def test_wheel_has_every_committed_release(installed: Path) -> None:
 
 def test_wheel_carries_the_target_files(installed: Path) -> None:
     r = _run([str(installed / "python"), "-c",
-              "import codegen.target as t, miopen, miopen.ops.conv; print(t.TARGETS_DIR); print(t.SPECS_DIR); "
+              "import miogen.target as t, miopen, miopen.ops.conv; print(t.TARGETS_DIR); print(t.SPECS_DIR); "
               "print(miopen.__file__)"], installed)
     assert r.returncode == 0, r.stderr
     targets, specs, miopen_file = r.stdout.split()
     site = Path(miopen_file).parent.parent
-    assert Path(targets) == site / "codegen" / "targets" and specs == "None"
+    assert Path(targets) == site / "miogen" / "targets" and specs == "None"
     assert str(REPO) not in r.stdout  # nothing comes from the checkout
     for name in ("miopen/target.yaml", "miopen/annotations.yaml", "miopen/shims/miopen/config.h",
                  "miopen/shims/miopen/export.h", "miopen/shims/hip/hip_runtime_api.h", "cudnn/target.yaml"):
         assert (Path(targets) / name).is_file(), name
+
+
+def test_wheel_installs_the_generator_as_miogen(installed: Path) -> None:
+    """The generator is the package `miogen` (from the folder codegen/): `python -m miogen` runs, and no
+    top-level `codegen` is installed."""
+    python = str(installed / "python")
+    r = _run([python, "-m", "miogen", "--version"], installed)
+    assert r.returncode == 0 and r.stdout.startswith("miogen"), r.stdout + r.stderr
+    r = _run([python, "-c", "import importlib.util as u; print(u.find_spec('codegen'))"], installed)
+    assert r.returncode == 0 and r.stdout.strip() == "None", r.stdout + r.stderr
+    site = Path(_run([python, "-c", "import miopen; print(miopen.__file__)"], installed).stdout.strip()).parent.parent
+    assert not (site / "codegen").exists() and (site / "miogen" / "cli.py").is_file()
 
 
 def test_installed_miogen_parses_checks_renders_and_diffs(installed: Path, tmp_path: Path) -> None:
@@ -119,7 +131,7 @@ def test_installed_miogen_upgrade_and_abi_check(installed: Path, tmp_path: Path)
     specs.mkdir()
     from dataclasses import replace
 
-    (specs / "3.4.0.yaml").write_text(dumps(replace(fixture_spec(True), miopen_version="3.4.0")))
+    (specs / "3.4.0.yaml").write_text(dumps(replace(fixture_spec(True), version="3.4.0")))
     (specs / "pinned").write_text("3.4.0\n")
     shutil.copy(FIXTURE_ANNOTATIONS, specs / "annotations.yaml")
     r = _run([miogen, "upgrade", str(FIXTURE_HEADER), "--specs", str(specs), "--verify", "true"], tmp_path)

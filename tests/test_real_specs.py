@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen import model
-from codegen.spec_io import load
+from miogen import model
+from miogen.spec_io import load
 
 from .helpers import SPECS
 
@@ -38,7 +38,7 @@ def test_function_counts(version: str) -> None:
     with_beta, without = COUNTS[version]
     assert len(s.functions) == with_beta
     assert sum(not f.beta for f in s.functions) == without
-    assert s.miopen_version == version and s.parse.beta
+    assert s.version == version and s.parse.beta
     assert len(s.header.sha256) == 64
 
 
@@ -132,8 +132,8 @@ def _real_headers() -> dict[str, Path]:
 def test_reparse_is_byte_identical(version: str) -> None:
     """Parsing the real header again gives the committed spec byte for byte (the parser's speed-ups
     must not change a single line)."""
-    from codegen.parser import ParseOptions, parse_header
-    from codegen.spec_io import dumps
+    from miogen.parser import ParseOptions, parse_header
+    from miogen.spec_io import dumps
 
     from .helpers import target
 
@@ -141,5 +141,5 @@ def test_reparse_is_byte_identical(version: str) -> None:
     header = _real_headers().get(spec(version).header.sha256)
     if header is None:
         pytest.skip(f"the real {version} miopen.h is not under $MIOGEN_HEADERS")
-    s = parse_header(header, target(), ParseOptions(beta=True), version, spec(version).rocm_release)
+    s = parse_header(header, target(), ParseOptions(beta=True), version, spec(version).release)
     assert dumps(s) == committed

@@ -12,14 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from codegen import callthrough
-from codegen.annotate import load_annotations, resolve
-from codegen.spec_io import load
+from miogen import callthrough
+from miogen.annotate import load_annotations, resolve
+from miogen.releases import Version
+from miogen.spec_io import load
 
 from .conftest import Libs, _configure_stub, build_stub
-from .helpers import SPECS, target
+from .helpers import COMMITTED, SPECS, target
 
-RELEASES = sorted((p.name[:-5] for p in SPECS.glob("*.*.*.yaml")), key=lambda v: tuple(int(x) for x in v.split(".")))
+RELEASES = [str(v) for v in COMMITTED.versions]
 
 
 @pytest.fixture(scope="module")
@@ -68,7 +69,7 @@ def test_every_wrapper_calls_through_with_its_release(stubs: dict[str, ctypes.CD
     assert miopen.bound_release() == version and miopen.MIOPEN_VERSION == version
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
-    from codegen.planner import plan as make_plan
+    from miogen.planner import plan as make_plan
 
     pl = make_plan(spec, load_annotations(SPECS / "annotations.yaml"), target(), "# matrix")
     # every wrapper of every release takes the direct call (no parameter of theirs lacks a direct form)
@@ -163,9 +164,8 @@ def test_the_install_has_every_release_sub_package() -> None:
 _SPECS = {v: load(SPECS / f"{v}.yaml") for v in RELEASES}
 
 
-def _vt(v: str) -> tuple[int, int, int]:
-    a, b, c = (int(x) for x in v.split("."))
-    return a, b, c
+def _vt(v: str) -> Version:
+    return Version.parse(v)
 
 
 @functools.cache

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from codegen.annotate import AnnotationGateError, FunctionNote, ParamNote, load_annotations, resolve
-from codegen.render import RELEASE_OUTPUTS, SHARED_OUTPUTS, release_module
+from miogen.annotate import AnnotationGateError, FunctionNote, ParamNote, load_annotations, resolve
+from miogen.render import RELEASE_OUTPUTS, SHARED_OUTPUTS, release_module
 
 from .conftest import Built, fixture_files
 from .helpers import FIXTURE_ANNOTATIONS, REPO, check_golden, fixture_spec
@@ -30,7 +30,7 @@ def test_golden_rendering(name: str) -> None:
 
 def test_golden_files_are_what_renders() -> None:
     pl, files = fixture_files()
-    assert set(files) == _expected_files(pl.spec.miopen_version)
+    assert set(files) == _expected_files(pl.spec.version)
     golden = {p.relative_to(REPO / "tests" / "golden" / "fixture_pkg").as_posix()
               for p in (REPO / "tests" / "golden" / "fixture_pkg").rglob("*") if p.is_file()}
     assert golden == set(files) - {"py.typed"}
@@ -103,13 +103,13 @@ def test_gate_scopes_parameters_by_release() -> None:
 def test_gate_suggestion_is_one_block_valid_for_every_release() -> None:
     """Two open parameters of one function give one entry (not two colliding keys), with since: when older
     releases lack the function."""
-    from codegen.annotate import suggestion
+    from miogen.annotate import suggestion
 
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     spec = fixture_spec()
     f = spec.function("miopenSaveSolution")
     two = replace(f, name="miopenNewTwo", params=(*f.params, replace(f.params[1], name="more")))
-    new = replace(spec, miopen_version="3.5.0", functions=(*spec.functions, two))
+    new = replace(spec, version="3.5.0", functions=(*spec.functions, two))
     with pytest.raises(AnnotationGateError) as e:
         resolve(new, ann)
     text = suggestion(e.value.open_params, ann, [spec, new])
@@ -120,7 +120,7 @@ def test_gate_suggestion_is_one_block_valid_for_every_release() -> None:
 
 def test_gate_checks_length_calls() -> None:
     ann = load_annotations(FIXTURE_ANNOTATIONS)
-    from codegen.annotate import LengthCall
+    from miogen.annotate import LengthCall
 
     note = FunctionNote(params={"data": ParamNote(shape="blob", length_call=LengthCall("miopenGetKernelTime", "size"))})
     bad = replace(ann, functions={**ann.functions, "miopenSaveSolution": note})
@@ -160,11 +160,11 @@ def test_usage_example_misuse_is_caught_by_mypy(tmp_path: Path, built: Built) ->
 
 def test_every_committed_release_renders(tmp_path: Path) -> None:
     """`make generate MIOPEN_VERSION=X` works for every committed spec (gate, target check, valid Python)."""
-    from codegen.annotate import load_annotations
-    from codegen.planner import plan
-    from codegen.render import render
-    from codegen.spec_io import load
-    from codegen.target import load_target
+    from miogen.annotate import load_annotations
+    from miogen.planner import plan
+    from miogen.render import render
+    from miogen.spec_io import load
+    from miogen.target import load_target
 
     from .helpers import SPECS
 
@@ -173,9 +173,9 @@ def test_every_committed_release_renders(tmp_path: Path) -> None:
     for path in sorted(SPECS.glob("*.*.*.yaml")):
         plans.append(plan(load(path), ann, load_target(), "# test"))
         files = render(plans[-1])
-        assert set(files) == _expected_files(plans[-1].spec.miopen_version), path
+        assert set(files) == _expected_files(plans[-1].spec.version), path
     together = render(*plans)
-    assert set(together) == set(SHARED_OUTPUTS) | {f"{release_module(p.spec.miopen_version)}/{n}"
+    assert set(together) == set(SHARED_OUTPUTS) | {f"{release_module(p.spec.version)}/{n}"
                                                    for p in plans for n in RELEASE_OUTPUTS}
 
 
@@ -186,7 +186,7 @@ def test_compiled_templates_are_cached_privately_and_change_nothing(tmp_path: Pa
     import os
     import stat
 
-    from codegen import jinja_env
+    from miogen import jinja_env
 
     _, expected = fixture_files()
     monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
@@ -211,8 +211,8 @@ def test_collector_thresholds_are_restored(monkeypatch: pytest.MonkeyPatch) -> N
     """The CLI raises the collector's thresholds while it works and puts the caller's back, also on errors."""
     import gc
 
-    from codegen import gcpolicy
-    from codegen.cli import main
+    from miogen import gcpolicy
+    from miogen.cli import main
 
     before = gc.get_threshold()
     with gcpolicy.batch():

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from codegen import clang_env
-from codegen.errors import HeaderError, SetupError
-from codegen.parser import ParseOptions, parse_header
+from miogen import clang_env
+from miogen.errors import HeaderError, SetupError
+from miogen.parser import ParseOptions, parse_header
 
 from .helpers import FIXTURE_HEADER, fixture_spec, target
 
 
 def _parse(header: Path = FIXTURE_HEADER, **kw: object) -> None:
     version = None if header == FIXTURE_HEADER else "1.0.0"  # the fixture has a version.h beside it
-    parse_header(header, target(), ParseOptions(**kw), miopen_version=version)  # type: ignore[arg-type]
+    parse_header(header, target(), ParseOptions(**kw), version=version)  # type: ignore[arg-type]
 
 
 def _shim_tree(tmp_path: Path, files: dict[str, str]) -> Path:
@@ -199,5 +199,5 @@ def test_version_must_be_known(tmp_path: Path) -> None:
     with pytest.raises(HeaderError, match=r"cannot tell the MIOpen version .*pass --miopen-version"):
         parse_header(h, target())
     with pytest.raises(HeaderError, match=r"--miopen-version: expected X.Y.Z"):
-        parse_header(h, target(), miopen_version="3.x")
-    assert parse_header(h, target(), miopen_version="3.00.0").miopen_version == "3.0.0"
+        parse_header(h, target(), version="3.x")
+    assert parse_header(h, target(), version="3.00.0").version == "3.0.0"

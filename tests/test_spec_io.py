@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from codegen.errors import SpecError
-from codegen.spec_io import dumps, load, load_as, loads
-from codegen.target import Target
+from miogen.errors import SpecError
+from miogen.spec_io import RENAMED_KEYS, dumps, load, load_as, loads
+from miogen.target import Target
 
 from .helpers import SPECS, fixture_spec
 
@@ -80,6 +80,21 @@ def test_schema_version_mismatch() -> None:
         loads(text, "old.yaml")
 
 
+@pytest.mark.parametrize("old", sorted(RENAMED_KEYS))
+def test_a_renamed_key_is_refused_with_its_new_name(old: str) -> None:
+    """A spec of the older format (a top-level key since renamed) is an error naming the key, its new
+    name and its line, not an unknown-key list; every renamed key is a key of no field now."""
+    new = RENAMED_KEYS[old]
+    text = dumps(fixture_spec())
+    line = next(n for n, ln in enumerate(text.splitlines(), 1) if ln.startswith(new + ":"))
+    old_text = text.replace(f"\n{new}:", f"\n{old}:", 1)
+    with pytest.raises(SpecError) as exc:
+        loads(old_text, "old.yaml")
+    assert f"old.yaml:{line}: {old}: `{old}` is now `{new}`" in str(exc.value)
+    assert "miogen parse" in str(exc.value)
+    assert old not in text and loads(text) == fixture_spec()
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [("functions: [", r"not valid YAML"), ("- a\n- b\n", r"must be a YAML mapping; got list"), ("", r"got null")],
@@ -122,10 +137,10 @@ def test_dump_quotes_what_would_read_back_as_another_type() -> None:
     from dataclasses import replace
 
     spec = fixture_spec()
-    odd = replace(spec, rocm_release="null", target="true", header=replace(spec.header, name="1.0"))
+    odd = replace(spec, release="null", target="true", header=replace(spec.header, name="1.0"))
     text = dumps(odd)
     data = yaml.safe_load(text)
-    assert (data["rocm_release"], data["target"], data["header"]["name"]) == ("null", "true", "1.0")
+    assert (data["release"], data["target"], data["header"]["name"]) == ("null", "true", "1.0")
     assert loads(text) == odd
 
 
@@ -135,8 +150,8 @@ def test_yaml_reading_equals_pyyaml() -> None:
     (merge keys, other tags, several documents, bad syntax) is a SpecError naming the file."""
     import yaml
 
-    from codegen.errors import SpecError
-    from codegen.yamlread import read
+    from miogen.errors import SpecError
+    from miogen.yamlread import read
 
     from .helpers import REPO
 
@@ -164,8 +179,8 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
 
     import yaml
 
-    from codegen import spec_io
-    from codegen.spec_io import dumps, load, loads
+    from miogen import spec_io
+    from miogen.spec_io import dumps, load, loads
 
     from .helpers import SPECS
 
@@ -192,8 +207,8 @@ def test_pasted_parameters_give_the_emitters_own_text(monkeypatch: pytest.Monkey
     emitter's width (the document goes through the emitter event by event)."""
     from dataclasses import replace
 
-    from codegen import spec_io
-    from codegen.spec_io import dumps, dumps_events, load
+    from miogen import spec_io
+    from miogen.spec_io import dumps, dumps_events, load
 
     from .helpers import SPECS, fixture_spec
 

@@ -518,11 +518,11 @@ def test_a_parameter_without_a_direct_form_uses_the_prototype() -> None:
     """A struct or a char by value has no form ctypes passes unconverted: that function calls `_raw.`."""
     from dataclasses import replace
 
-    from codegen.annotate import load_annotations, resolve
-    from codegen.model import CType, Function, Param
-    from codegen.direct import direct_arg
-    from codegen.planner import plan
-    from codegen.render import render
+    from miogen.annotate import load_annotations, resolve
+    from miogen.model import CType, Function, Param
+    from miogen.direct import direct_arg
+    from miogen.planner import plan
+    from miogen.render import render
 
     from .helpers import FIXTURE_ANNOTATIONS, fixture_spec, target
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from codegen.spec_io import load
+from miogen.spec_io import load
 
 from .helpers import REPO, SPECS, fixture_spec, next_release_header, release_header, upgrade_specs_dir
 
@@ -70,7 +70,7 @@ class _Case:
                         f" && echo x > {shlex.quote(str(self.docs))}")
 
     def args(self, *verify: str) -> list[str]:
-        out = [sys.executable, "-m", "codegen", "upgrade", str(self.header), "--specs", str(self.specs),
+        out = [sys.executable, "-m", "miogen", "upgrade", str(self.header), "--specs", str(self.specs),
                "--restore", str(self.out), "--restore", str(self.docs)]
         for cmd in verify:
             out += ["--verify", cmd]
@@ -138,7 +138,7 @@ def test_a_failing_spec_write_rolls_back(tmp_path: Path) -> None:
 
 def test_a_failing_pin_write_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                         capsys: pytest.CaptureFixture[str]) -> None:
-    from codegen.cli import main
+    from miogen.cli import main
 
     case = _Case(tmp_path)
     write_text = Path.write_text
@@ -158,8 +158,8 @@ def test_a_failing_pin_write_rolls_back(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_a_signal_while_taking_the_snapshot_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from codegen import transaction
-    from codegen.cli import main
+    from miogen import transaction
+    from miogen.cli import main
 
     case = _Case(tmp_path)
 

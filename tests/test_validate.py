@@ -16,15 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
-from codegen import escape, literals, model, validate
-from codegen.annotate import Annotations, load_annotations
-from codegen.errors import CodegenError, SpecError
-from codegen.model import CType
-from codegen.files import write_tree as write
-from codegen.planner import plan
-from codegen.render import render
-from codegen.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
-from codegen.target import Target, load_target
+from miogen import escape, literals, model, validate
+from miogen.annotate import Annotations, load_annotations
+from miogen.errors import CodegenError, SpecError
+from miogen.model import CType
+from miogen.files import write_tree as write
+from miogen.planner import plan
+from miogen.render import render
+from miogen.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
+from miogen.target import Target, load_target
 
 from .helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, target
 
@@ -70,7 +70,7 @@ def _record0(s: model.Spec, **changes: Any) -> model.Spec:
 
 
 SITES: dict[str, tuple[Callable[[model.Spec, str], model.Spec], str]] = {
-    "miopen_version": (lambda s, v: replace(s, miopen_version=v), r"miopen_version"),
+    "version": (lambda s, v: replace(s, version=v), r"version"),
     "generator_version": (lambda s, v: replace(s, generator_version=v), r"generator_version"),
     "target": (lambda s, v: replace(s, target=v), r"target"),
     "header name": (lambda s, v: replace(s, header=replace(s.header, name=v)), r"header\.name"),
@@ -127,7 +127,7 @@ def test_free_text_renders_inert_and_reads_back(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     touch = f"__import__('pathlib').Path({str(marker)!r}).touch()"
     text = f'a"b\'c{{{touch}}}\\d """ e{touch}'
-    spec = replace(fixture_spec(), rocm_release='a"b\'c{x}\\d """ e')
+    spec = replace(fixture_spec(), release='a"b\'c{x}\\d """ e')
     tgt = replace(target(), error_suffix=text, status_hints={"miopenStatusNotImplemented": text})
     files = render(plan(spec, load_annotations(FIXTURE_ANNOTATIONS), tgt, "# free text"))
     write(files, tmp_path / "inert_pkg")
@@ -334,7 +334,7 @@ def test_committed_files_load() -> None:
 
 
 def test_limits_doc_states_the_real_limits() -> None:
-    from codegen import spec_io
+    from miogen import spec_io
     from miopen import algo, workspace
 
     doc = (REPO / "docs" / "limits.md").read_text()

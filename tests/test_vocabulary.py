@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from codegen.annotate import (AnnotationGateError, ElementQuery, FunctionNote, ParamNote, RecordNote, FieldNote,
+from miogen.annotate import (AnnotationGateError, ElementQuery, FunctionNote, ParamNote, RecordNote, FieldNote,
                               Variant, load_annotations, resolve)
 
 from .conftest import Built
@@ -321,7 +321,7 @@ def test_variants_apply_to_their_releases_only() -> None:
     alpha = sem.functions["miopenSetTensor"].param("alpha")
     assert (alpha.scalar, alpha.element_of, sem.functions["miopenSetTensor"].param("y").direction) == (
         "element", "yDesc", "inout")
-    old = resolve(replace(fixture_spec(), miopen_version="3.3.0"), _with(miopenSetTensor=base))
+    old = resolve(replace(fixture_spec(), version="3.3.0"), _with(miopenSetTensor=base))
     assert old.functions["miopenSetTensor"].param("alpha").scalar == "float"
     stale = FunctionNote(variants=(Variant(since="3.0.0", params={"nope": ParamNote(nullable=True)}),))
     with pytest.raises(AnnotationGateError, match=r"variants\[0\].nope: no such parameter"):

@@ -44,7 +44,7 @@ def to_markdown(r: AuditReport) -> str:
     lines = [
         f"# Semantics audit: {r.target} {r.version}",
         "",
-        "<!-- Written by `python -m codegen audit`; do not edit. Method: docs/audit.md. -->",
+        "<!-- Written by `python -m miogen audit`; do not edit. Method: docs/audit.md. -->",
         "",
         f"Implementation: {r.source_label}. Spec: {r.spec_name or r.version}. Calls followed {r.depth} deep.",
         "Each pointer parameter (and each opaque handle, for NULL only) is traced through the C function's",

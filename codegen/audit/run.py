@@ -1,4 +1,4 @@
-"""The audit of one release (`audit`) and its command line (`python -m codegen audit`)."""
+"""The audit of one release (`audit`) and its command line (`python -m miogen audit`)."""
 
 from __future__ import annotations
 
@@ -54,8 +54,8 @@ def audit(source_dir: Path, spec: model.Spec, ann: Annotations, idioms: Idioms, 
                                       facts=shown, checks=tuple(checks)))
         functions.append(FunctionReport(name=f.name, where=tuple(d.where for d in defs), params=tuple(params),
                                         problem=problem))
-    functions, stale = apply_notes(functions, notes, spec.miopen_version)
-    return AuditReport(target=target_name or spec.target, version=spec.miopen_version,
+    functions, stale = apply_notes(functions, notes, spec.version)
+    return AuditReport(target=target_name or spec.target, version=spec.version,
                        source_label=source_label or source_dir.name, spec_name=spec_name, depth=depth,
                        functions=tuple(functions), records=tuple(records), stale_notes=tuple(stale))
 
