@@ -140,14 +140,19 @@ def _readers() -> dict[str, Callable[[object], int | None]]:
             "hip device pointer": lambda v: hip._device_pointer(v, "y", "f", 0)}
 
 
-@pytest.mark.parametrize("value", _SOURCES, ids=repr)
+def _case_id(value: object) -> str:
+    """A test id the same in every process (an object's repr holds its address; pytest-xdist compares ids)."""
+    return repr(value) if isinstance(value, (int, ctypes.c_void_p)) else type(value).__name__
+
+
+@pytest.mark.parametrize("value", _SOURCES, ids=lambda v: _case_id(v))
 def test_every_device_pointer_reader_accepts_the_same_sources(value: object) -> None:
     """One reader for the whole package: the typed API, the HIP helpers and the tensor path give the same address."""
     got = {where: read(value) for where, read in _readers().items()}
     assert len(set(got.values())) == 1 and None not in got.values(), got
 
 
-@pytest.mark.parametrize("value", _REFUSED, ids=repr)
+@pytest.mark.parametrize("value", _REFUSED, ids=lambda v: _case_id(v))
 def test_every_device_pointer_reader_refuses_the_same_sources(value: object) -> None:
     for where, read in _readers().items():
         with pytest.raises((TypeError, ValueError)):
