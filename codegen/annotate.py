@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -199,6 +200,11 @@ class ParamSem:
     per: int = 1  # elements per unit of `length`
     returned: bool = False  # an output count returned as a value of its own
     fields: bool = False  # the pointee record has field semantics (Semantics.records)
+
+    @cached_property
+    def form(self) -> forms.ParamForm:
+        """The tagged form the planner, docstrings, stub library and driver dispatch on (classified once)."""
+        return forms.classify(self)
 
 
 @dataclass(frozen=True)

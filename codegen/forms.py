@@ -1,4 +1,10 @@
-"""The annotation forms beyond direction, memory, shape and length: one registry entry each.
+"""The forms of a parameter: what the code branches on, classified once (`classify`, `ParamSem.form`),
+and the annotation forms beyond direction, memory, shape and length: one registry entry each.
+
+A parameter's tagged form (`ParamForm`: Value, Length, Count, Callback, Opaque, Buffer, InString,
+OutString, InBlob, OutBlob, InArray, OutArray, ElementArray, HostScalar, ElementScalar, InScalar,
+InOutScalar, OutScalar) is the one place its shape, direction, memory and C type are read together;
+the planner, docstrings, stub library, call-through driver and direct calls dispatch on it.
 
 A form is named by one key, the same in annotations.yaml (`annotate.ParamNote`) and in the resolved
 model (`annotate.ParamSem`). Its entry carries the gate check (the rule a misplaced form breaks)
@@ -11,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import ClassVar, Literal, Protocol
 
 from .model import CType
 
@@ -48,6 +54,10 @@ class Param(Protocol):
     def per(self) -> int: ...
     @property
     def returned(self) -> bool: ...
+    @property
+    def hidden(self) -> bool: ...
+    @property
+    def element_of(self) -> str | None: ...
 
 
 Gate = Callable[[Param, Sequence[Param]], "str | None"]
@@ -69,6 +79,178 @@ class Form:
 def is_host_scalar(p: Param) -> bool:
     """A host `void *` scalar (alpha/beta): what `scalar` and `element_of` are for."""
     return p.shape == "scalar" and p.memory == "host" and p.type.kind == "void" and p.type.depth == 1
+
+
+# --------------------------------------------------------------------------- the tagged forms
+
+
+@dataclass(frozen=True)
+class ParamForm:
+    """One parameter's form; `shape` is the annotation shape it refines."""
+
+    shape: ClassVar[str]
+
+
+@dataclass(frozen=True)
+class ByValue(ParamForm):
+    """Passed by value (a handle, an enum, a number, a stream, a function pointer)."""
+
+    shape: ClassVar[str] = "value"
+
+
+@dataclass(frozen=True)
+class Value(ByValue):
+    """A by-value argument the caller passes."""
+
+
+@dataclass(frozen=True)
+class Length(ByValue):
+    """A by-value length the wrapper fills in from the input sequences it sizes."""
+
+
+@dataclass(frozen=True)
+class Callback(ParamForm):
+    shape: ClassVar[str] = "callback"
+
+
+@dataclass(frozen=True)
+class Opaque(ParamForm):
+    """An address passed through untouched."""
+
+    shape: ClassVar[str] = "opaque"
+
+
+@dataclass(frozen=True)
+class Buffer(ParamForm):
+    """A device address (untyped `void *`, or typed: `typed`)."""
+
+    shape: ClassVar[str] = "buffer"
+    typed: bool = False
+
+
+@dataclass(frozen=True)
+class InString(ParamForm):
+    shape: ClassVar[str] = "string"
+
+
+@dataclass(frozen=True)
+class OutString(ParamForm):
+    shape: ClassVar[str] = "string"
+
+
+@dataclass(frozen=True)
+class InBlob(ParamForm):
+    shape: ClassVar[str] = "blob"
+
+
+@dataclass(frozen=True)
+class OutBlob(ParamForm):
+    shape: ClassVar[str] = "blob"
+
+
+@dataclass(frozen=True)
+class Array(ParamForm):
+    shape: ClassVar[str] = "array"
+
+
+@dataclass(frozen=True)
+class InArray(Array):
+    """An input sequence with a length; `per` values per unit of it."""
+
+    per: int = 1
+
+
+@dataclass(frozen=True)
+class OutArray(Array):
+    """An output (or in-out: `reads`) sequence the wrapper allocates, cut by a count where one is named."""
+
+    reads: bool = False
+
+
+@dataclass(frozen=True)
+class ElementArray(Array):
+    """A sequence whose element type another argument gives (`element_of`)."""
+
+    out: bool = False
+
+
+@dataclass(frozen=True)
+class ByPointer(ParamForm):
+    """One element passed by pointer."""
+
+    shape: ClassVar[str] = "scalar"
+
+
+@dataclass(frozen=True)
+class HostScalar(ByPointer):
+    """A host `void *` scaling factor (alpha/beta), read as `reads` (float, double, or None: what is passed)."""
+
+    reads: Literal["float", "double"] | None = None
+
+
+@dataclass(frozen=True)
+class ElementScalar(ByPointer):
+    """A host `void *` scalar in the element type another argument gives (`scalar: element`)."""
+
+    out: bool = False
+
+
+@dataclass(frozen=True)
+class InScalar(ByPointer):
+    pass
+
+
+@dataclass(frozen=True)
+class InOutScalar(ByPointer):
+    pass
+
+
+@dataclass(frozen=True)
+class OutScalar(ByPointer):
+    """An output the wrapper allocates and returns; `holds`: what the written address holds."""
+
+    holds: str | None = None
+
+
+@dataclass(frozen=True)
+class Count(ByPointer):
+    """An output count the wrapper passes (it cuts output arrays); `returned`: data of its own too."""
+
+    returned: bool = False
+
+
+def classify(p: Param) -> ParamForm:
+    """The form of `p`: the one reading of shape, direction, memory and type the code branches on."""
+    shape, t = p.shape, p.type
+    if shape == "value":
+        return Length() if p.hidden else Value()
+    if p.hidden:  # an output count consumed by output arrays
+        return Count(returned=p.returned)
+    if shape == "callback":
+        return Callback()
+    if shape == "opaque":
+        return Opaque()
+    if shape == "buffer":
+        return Buffer(typed=not (t.kind == "void" and t.depth == 1))
+    if shape == "string":
+        return InString() if p.direction == "in" else OutString()
+    if shape == "blob":
+        return InBlob() if p.direction == "in" else OutBlob()
+    if shape == "array":
+        if p.element_of is not None:
+            return ElementArray(out=p.direction != "in")
+        if p.direction == "in":
+            return InArray(per=p.per)
+        return OutArray(reads=p.direction == "inout")
+    if is_host_scalar(p):
+        if p.scalar == "element":
+            return ElementScalar(out=p.direction == "out")
+        return HostScalar(reads=p.scalar if p.scalar in ("float", "double") else None)  # type: ignore[arg-type]
+    if p.direction == "in":
+        return InScalar()
+    if p.direction == "inout":
+        return InOutScalar()
+    return OutScalar(holds=p.holds)
 
 
 def _gate_scalar(p: Param, params: Sequence[Param]) -> str | None:

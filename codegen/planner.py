@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 
-from . import docstrings, naming
+from . import docstrings, forms, naming
 from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .direct import direct_arg
@@ -117,7 +117,8 @@ class _Planner:
         # groups of input arrays sharing a hidden length
         shared: dict[str, list[str]] = {}
         for p in fs.params:
-            if p.length and p.direction == "in" and p.shape in ("array", "blob") and by_name[p.length].hidden:
+            if p.length and isinstance(p.form, (forms.InArray, forms.ElementArray, forms.InBlob)) \
+                    and p.direction == "in" and by_name[p.length].hidden:
                 shared.setdefault(p.length, []).append(p.name)
         owner_param = self._owner_param(fs)
         creates = fs.creates
@@ -150,12 +151,13 @@ class _Planner:
         doc = docstrings.function_doc(self, fs, params, py_names, owner_param, result_class, outs, c_return)
         destroys = self.destroy_of.get(fn)
         destroys_param = next(
-            (py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"
+            (py_names[p.name] for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
              and destroys and self.handle_class[p.type.name] == destroys), None)
         argtypes = tuple(ctype(p.type, self.spec) for p in spec_fn.params)
         direct = [direct_arg(p, plan.arg, a) for p, plan, a in zip(fs.params, params, argtypes)]
-        keep = tuple("_" + py_names[p.name] for p in fs.params if p.shape == "callback")
-        keep_on = next((py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"), None)
+        keep = tuple("_" + py_names[p.name] for p in fs.params if isinstance(p.form, forms.Callback))
+        keep_on = next((py_names[p.name] for p in fs.params if isinstance(p.form, forms.ByValue)
+                        and p.type.kind == "handle"), None)
         return FunctionPlan(
             c_name=fn,
             py_name=self.fn_py[fn],
@@ -194,7 +196,7 @@ class _Planner:
         if owner is None:
             return None
         for p in fs.params:
-            if p.shape == "value" and p.type.kind == "handle" and p.type.name == owner:
+            if isinstance(p.form, forms.ByValue) and p.type.kind == "handle" and p.type.name == owner:
                 return self.py_params(fs)[p.name]
         return None
 
@@ -219,7 +221,8 @@ class _Planner:
         def make(**kw: Any) -> ParamPlan:
             return ParamPlan(**{**base, **kw})
 
-        if p.hidden and p.shape == "value":  # a length filled in from input sequences
+        form = p.form
+        if isinstance(form, forms.Length):  # a length filled in from input sequences
             arrays = shared.get(p.name, [])
             per = {a: fs.param(a).per for a in arrays}
             if any(k != 1 for k in per.values()):
@@ -232,26 +235,26 @@ class _Planner:
                 return make(mid=(f"{v} = 0 if _{py_names[arrays[0]]} is None else len(_{py_names[arrays[0]]})",))
             listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
             return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
-        if p.hidden:  # an output count consumed by an output array
-            if p.returned:  # data of its own too: returned beside the arrays it cuts
+        if isinstance(form, forms.Count):  # an output count consumed by an output array
+            if form.returned:  # data of its own too: returned beside the arrays it cuts
                 cut = ", ".join(py_names[o.name] for o in fs.params if o.count == p.name)
                 return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", out=f"{v}.value",
                             out_hint=self.out_hint(t.pointee()), out_name=py,
                             note=f"{py}: returned as it is; it also cuts {cut} (which hold at most the length "
                                  f"the caller asked for).")
             return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
-        if p.shape == "value":
+        if isinstance(form, forms.Value):
             return self._value_param(p, py, v, q, default, make)
         nullable = "True" if p.nullable else "False"
         opt = " | None" if p.nullable else ""
-        if p.shape == "callback":
+        if isinstance(form, forms.Callback):
             return make(py=py, hint=f"Callable[..., Any]{opt}", default=default,
                         pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
-        if p.shape == "opaque":
+        if isinstance(form, forms.Opaque):
             return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
                         pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
-        if p.shape == "buffer":
-            if t.kind == "void" and t.depth == 1:  # fast path: an int address passed before (its c_void_p)
+        if isinstance(form, forms.Buffer):
+            if not form.typed:  # fast path: an int address passed before (its c_void_p)
                 pre: tuple[str, ...] = (
                     f"{v} = _DEVICE_ARGS.get({py}) if type({py}) is int else None",
                     f"if {v} is None{f' and {py} is not None' if p.nullable else ''}:",
@@ -263,40 +266,37 @@ class _Planner:
                     f"_fn, {nullable})",
                     f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})")
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
-        if p.shape == "string":
-            if p.direction == "in":
-                return make(py=py, hint=f"str{opt}", default=default,
-                            pre=(f"{v} = _s.as_cstring({py}, {q}, _fn, {nullable})",))
-            return self._out_bytes(fs, p, py, v, make, text=True)
-        if p.shape == "blob":
-            if p.direction == "in":
-                return make(py=py, hint="bytes", default=default,
-                            pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
-            return self._out_bytes(fs, p, py, v, make, text=False)
+        if isinstance(form, forms.InString):
+            return make(py=py, hint=f"str{opt}", default=default,
+                        pre=(f"{v} = _s.as_cstring({py}, {q}, _fn, {nullable})",))
+        if isinstance(form, (forms.OutString, forms.OutBlob)):
+            return self._out_bytes(fs, p, py, v, make, text=isinstance(form, forms.OutString))
+        if isinstance(form, forms.InBlob):
+            return make(py=py, hint="bytes", default=default,
+                        pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
         null_note = f"{py}: None passes NULL ({p.null_means})." if p.null_means else None
-        if p.shape == "array":
-            if p.element_of is not None:
-                return self._element_array(fs, p, py, v, q, default, make, py_names)
-            if p.direction == "in":
-                elem = self.elem(t)
-                rec = self.sem.records.get(t.name) if t.kind in ("struct", "union") else None
-                note = null_note
-                if rec is not None:
-                    elem = self.record_elem(t.name)
-                    cls = self.record_class[t.name]
-                    note = (f"{py}: {cls} records (or tuples of their fields): "
-                            + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
-                hint = f"Sequence[{self._elem_hint(t)}]{opt}"
-                if p.per != 1:
-                    note = (f"{py}: {p.per} values for each of the {p.length} items (its length must be a "
-                            f"multiple of {p.per}; {p.length} = len({py}) // {p.per}).")
-                return make(py=py, hint=hint, default=default, note=note,
-                            pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
+        if isinstance(form, forms.ElementArray):
+            return self._element_array(fs, p, py, v, q, default, make, py_names)
+        if isinstance(form, forms.OutArray):
             return self._out_array(fs, p, py, v, make, owner_param, creates)
-        # shape scalar
-        if t.kind == "void" and p.memory == "host" and t.depth == 1:  # a host scaling factor
+        if isinstance(form, forms.InArray):
+            elem = self.elem(t)
+            rec = self.sem.records.get(t.name) if t.kind in ("struct", "union") else None
+            note = null_note
+            if rec is not None:
+                elem = self.record_elem(t.name)
+                cls = self.record_class[t.name]
+                note = (f"{py}: {cls} records (or tuples of their fields): "
+                        + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
+            hint = f"Sequence[{self._elem_hint(t)}]{opt}"
+            if form.per != 1:
+                note = (f"{py}: {form.per} values for each of the {p.length} items (its length must be a "
+                        f"multiple of {form.per}; {p.length} = len({py}) // {form.per}).")
+            return make(py=py, hint=hint, default=default, note=note,
+                        pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
+        if isinstance(form, (forms.HostScalar, forms.ElementScalar)):  # a host scaling factor
             return self._host_scalar(fs, p, py, v, q, default, make, py_names, null_note)
-        if p.direction == "in":  # a single element passed by pointer
+        if isinstance(form, forms.InScalar):  # a single element passed by pointer
             ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
             conv = self._scalar_in(t, py, q, p.nullable)
             ref = f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable else f"{v} = _byref({ct}({py}))"
@@ -309,7 +309,7 @@ class _Planner:
         if t.kind == "callback":  # a function pointer comes back as its address
             value = f"ctypes.cast({v}, ctypes.c_void_p).value"
         out_name = py
-        if p.direction == "inout":
+        if isinstance(form, forms.InOutScalar):
             conv = self._scalar_in(t, py, q, False)
             return make(py=py, hint=self.scalar_hint(t), default=default,
                         pre=conv + (f"{v} = {ct}({py})",), arg=f"_byref({v})",
@@ -319,7 +319,7 @@ class _Planner:
             value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
             hint = self.handle_class[t.name]
         note = None
-        if p.holds == "address_of_device_pointer":  # MIOpen writes &field: the device pointer is one step further
+        if isinstance(form, forms.OutScalar) and form.holds == "address_of_device_pointer":  # MIOpen writes &field: the device pointer is one step further
             value = f"_s.address_held({v}.value)"
             hint = "int | None"
             note = (f"{py}: {self.target.display_name} writes the address of the pointer it keeps; the device "
@@ -337,9 +337,9 @@ class _Planner:
         assert p.element_of is not None
         src = fs.param(p.element_of)
         spy = py_names[src.name]
-        if src.shape == "value" and src.type.kind == "handle":  # read once (the `late` line is shared)
+        if isinstance(src.form, forms.ByValue) and src.type.kind == "handle":  # read once (`late` is shared)
             return f"_type_{spy}", f"the descriptor {spy}"
-        if src.shape == "value":
+        if isinstance(src.form, forms.ByValue):
             return f"int({spy})", spy
         return f"_{spy}.value", spy
 
@@ -347,7 +347,7 @@ class _Planner:
         """The statement reading a descriptor's element type (rules.element_queries), when `element_of` names one."""
         assert p.element_of is not None
         src = fs.param(p.element_of)
-        if not (src.shape == "value" and src.type.kind == "handle"):
+        if not (isinstance(src.form, forms.ByValue) and src.type.kind == "handle"):
             return ()
         spy = py_names[src.name]
         return (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",)
