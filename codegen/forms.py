@@ -1,9 +1,9 @@
 """The forms of a parameter: what the code branches on, classified once (`classify`, `ParamSem.form`),
 and the annotation forms beyond direction, memory, shape and length: one registry entry each.
 
-A parameter's tagged form (`ParamForm`: Value, Length, Count, Callback, Opaque, Buffer, InString,
-OutString, InBlob, OutBlob, InArray, OutArray, ElementArray, HostScalar, ElementScalar, InScalar,
-InOutScalar, OutScalar) is the one place its shape, direction, memory and C type are read together;
+A parameter's tagged form (`ParamForm`; by value: Value, Length; Callback, Opaque, Buffer; String:
+InString, OutString; Blob: InBlob, OutBlob; Array: InArray, OutArray, ElementArray; by pointer:
+HostScalar, ElementScalar, InScalar, InOutScalar, OutScalar, Count) is the one place its shape, direction, memory and C type are read together;
 the planner, docstrings, stub library, call-through driver and direct calls dispatch on it.
 
 A form is named by one key, the same in annotations.yaml (`annotate.ParamNote`) and in the resolved
@@ -129,23 +129,37 @@ class Buffer(ParamForm):
 
 
 @dataclass(frozen=True)
-class InString(ParamForm):
+class String(ParamForm):
+    """A NUL-terminated C string."""
+
     shape: ClassVar[str] = "string"
 
 
 @dataclass(frozen=True)
-class OutString(ParamForm):
-    shape: ClassVar[str] = "string"
+class InString(String):
+    pass
 
 
 @dataclass(frozen=True)
-class InBlob(ParamForm):
+class OutString(String):
+    """Written by the callee into a buffer the wrapper allocates."""
+
+
+@dataclass(frozen=True)
+class Blob(ParamForm):
+    """Bytes with a length."""
+
     shape: ClassVar[str] = "blob"
 
 
 @dataclass(frozen=True)
-class OutBlob(ParamForm):
-    shape: ClassVar[str] = "blob"
+class InBlob(Blob):
+    pass
+
+
+@dataclass(frozen=True)
+class OutBlob(Blob):
+    """Written by the callee into a buffer the wrapper allocates."""
 
 
 @dataclass(frozen=True)
