@@ -599,19 +599,7 @@ def _check_vocabulary(spec: model.Spec, ann: Annotations, functions: dict[str, F
         for i, p in enumerate(params):
             where = f"{fname}.{p.name}"
             problems += [f"{where}: {problem}" for problem in forms.gate_problems(p, params)]
-            if p.element_of is None:
-                continue
-            if p.element_of not in {o.name for o in params} or p.element_of == p.name:
-                problems.append(f"{where}: element_of names {p.element_of!r}, which is no other parameter")
-                continue
-            if not (p.scalar == "element" or p.shape == "array" and p.type.kind == "void"
-                    and p.type.depth == 1):
-                problems.append(f"{where}: element_of is for host `void *` scalars and arrays")
-                continue
-            src = fs.param(p.element_of)
-            if p.direction != "out" and src.shape != "value":
-                problems.append(f"{where}: element_of: {p.element_of} is an output, known only after the call; an "
-                                f"input needs a type known before it")
+            if p.element_of is None or forms.ELEMENT_OF.gate(p, params) is not None:
                 continue
             enum = _enum_of(fs, p, queries, functions)
             if enum is None:

@@ -12,7 +12,7 @@ from typing import Any
 from . import forms
 from .annotate import FunctionSem, ParamSem, Semantics
 from .model import CType, Spec, flat_fields, flat_fields_grouped
-from .stubvalues import (chosen_type, count_of, fixed_outputs, last_enum, length_sources, out_element, out_float, out_handle,
+from .stubvalues import (count_of, fixed_outputs, last_enum, length_sources, out_element, out_float, out_handle,
                          out_int, out_ptr, wide)
 
 
@@ -101,16 +101,7 @@ class Driver:
         for p in fs.params:
             if p.element_of is None or p.element_table is None:
                 continue
-            value, enc = chosen_type(self.sem, p.element_table)
-            types[p.name] = (value, enc)
-            src = fs.param(p.element_of)
-            if isinstance(src.form, forms.ByValue) and src.type.kind == "handle":
-                q = self.sem.queries[src.type.name]
-                self.scripted[q.call, q.result] = value
-            elif isinstance(src.form, forms.ByValue):
-                enum_choice[src.name] = value
-            else:
-                self.scripted[fs.name, src.name] = value
+            types[p.name] = forms.ELEMENT_OF.driver(fs, p, self.sem, self.scripted, enum_choice)
         for p in fs.params:
             n, i = p.name, p.index
             if n not in visible:
@@ -157,9 +148,8 @@ class Driver:
                 args.append(v)
                 expect[n] = str(v)
             elif isinstance(p.form, forms.ByPointer) and p.type.kind == "void" and p.memory == "host":
-                scale = 0.5 + i
+                scale, expect[n] = forms.SCALAR.driver(p)
                 args.append(scale)
-                expect[n] = repr(scale)
             elif isinstance(p.form, forms.String):
                 args.append("abc")
                 expect[n] = "abc"
@@ -170,7 +160,7 @@ class Driver:
                 elem = ParamSem(name=n, index=i, type=p.type.pointee(), direction="in", memory=p.memory,
                                 shape="scalar", source="type")
                 values, logged = [], []
-                for k in range(3 * p.per):
+                for k in range(forms.PER.driver(p)):
                     if elem.type.kind in ("struct", "union"):
                         v, e = self.struct_value(elem.type, i, k)
                     elif elem.type.kind == "void":
@@ -258,8 +248,9 @@ class Driver:
             return self.scripted[fs.name, p.name]
         t = p.type
         elem = CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0))
-        if p.returned:  # an output count: what the stub wrote (min(length, 2))
-            return count_of(4)
+        written = forms.RETURNED.driver(p, count_of(4))  # an output count: what the stub wrote (min(length, 2))
+        if written is not None:
+            return written
         if p.element_of is not None:  # written in the type the driver chose
             if isinstance(p.form, forms.ByPointer):
                 return ("number", out_element(p.index))

@@ -207,11 +207,7 @@ class _Doc:
 
     # ------------------------------------------------------------------ one parameter
     def none_text(self, p: ParamSem) -> str:
-        if not p.nullable:
-            return ""
-        if p.null_means:
-            return f" None passes NULL: {docstring_text(p.null_means)}."
-        return " None passes NULL."
+        return forms.NULL_MEANS.docstring(p)
 
     def arg(self, p: ParamSem) -> str:
         """The Args entry text (after `name (hint): `) of a parameter in the Python signature."""

@@ -224,24 +224,18 @@ class _Planner:
         form = p.form
         if isinstance(form, forms.Length):  # a length filled in from input sequences
             arrays = shared.get(p.name, [])
-            per = {a: fs.param(a).per for a in arrays}
-            if any(k != 1 for k in per.values()):
-                if len(arrays) != 1:
-                    raise CodegenError(f"{fn}.{p.name}: arrays of several elements per unit ({', '.join(arrays)}) "
-                                       f"cannot share one length")
-                a = arrays[0]
-                return make(mid=(f'{v} = _s.length_per(_fn, "{py_names[a]}", _{py_names[a]}, {per[a]})',))
+            per_line = forms.PER.plan(fs, p.name, arrays, py_names, v)
+            if per_line is not None:
+                return make(mid=(per_line,))
             if len(arrays) == 1:
                 return make(mid=(f"{v} = 0 if _{py_names[arrays[0]]} is None else len(_{py_names[arrays[0]]})",))
             listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
             return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
         if isinstance(form, forms.Count):  # an output count consumed by an output array
-            if form.returned:  # data of its own too: returned beside the arrays it cuts
-                cut = ", ".join(py_names[o.name] for o in fs.params if o.count == p.name)
-                return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", out=f"{v}.value",
-                            out_hint=self.out_hint(t.pointee()), out_name=py,
-                            note=f"{py}: returned as it is; it also cuts {cut} (which hold at most the length "
-                                 f"the caller asked for).")
+            returned = forms.RETURNED.plan(p, v, py)
+            if returned:  # data of its own too: returned beside the arrays it cuts
+                return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", **returned,
+                            out_hint=self.out_hint(t.pointee()), note=forms.RETURNED.docstring(fs, p, py_names))
             return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
         if isinstance(form, forms.Value):
             return self._value_param(p, py, v, q, default, make)
@@ -274,7 +268,7 @@ class _Planner:
         if isinstance(form, forms.InBlob):
             return make(py=py, hint="bytes", default=default,
                         pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
-        null_note = f"{py}: None passes NULL ({p.null_means})." if p.null_means else None
+        null_note = forms.NULL_MEANS.plan(p, py)
         if isinstance(form, forms.ElementArray):
             return self._element_array(fs, p, py, v, q, default, make, py_names)
         if isinstance(form, forms.OutArray):
@@ -289,9 +283,7 @@ class _Planner:
                 note = (f"{py}: {cls} records (or tuples of their fields): "
                         + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
             hint = f"Sequence[{self._elem_hint(t)}]{opt}"
-            if form.per != 1:
-                note = (f"{py}: {form.per} values for each of the {p.length} items (its length must be a "
-                        f"multiple of {form.per}; {p.length} = len({py}) // {form.per}).")
+            note = forms.PER.docstring(p, py) or note
             return make(py=py, hint=hint, default=default, note=note,
                         pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
         if isinstance(form, (forms.HostScalar, forms.ElementScalar)):  # a host scaling factor
@@ -319,11 +311,10 @@ class _Planner:
             value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
             hint = self.handle_class[t.name]
         note = None
-        if isinstance(form, forms.OutScalar) and form.holds == "address_of_device_pointer":  # MIOpen writes &field: the device pointer is one step further
-            value = f"_s.address_held({v}.value)"
-            hint = "int | None"
-            note = (f"{py}: {self.target.display_name} writes the address of the pointer it keeps; the device "
-                    f"pointer stored there is returned.")
+        held = forms.HOLDS.plan(p, v)
+        if held is not None:  # MIOpen writes &field: the device pointer is one step further
+            value, hint = held
+            note = forms.HOLDS.docstring(p, py, self.target.display_name)
         return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=out_name,
                     note=note)
 
@@ -331,26 +322,6 @@ class _Planner:
     def _table_refs(self, p: ParamSem) -> tuple[str, str]:
         assert p.element_table is not None
         return f"_ET_{p.element_table}", f"_EN_{p.element_table}"
-
-    def _type_value(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> tuple[str, str]:
-        """Python expression of the enum value choosing p's element type (valid after `pre`), and what it is."""
-        assert p.element_of is not None
-        src = fs.param(p.element_of)
-        spy = py_names[src.name]
-        if isinstance(src.form, forms.ByValue) and src.type.kind == "handle":  # read once (`late` is shared)
-            return f"_type_{spy}", f"the descriptor {spy}"
-        if isinstance(src.form, forms.ByValue):
-            return f"int({spy})", spy
-        return f"_{spy}.value", spy
-
-    def _type_query(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> tuple[str, ...]:
-        """The statement reading a descriptor's element type (rules.element_queries), when `element_of` names one."""
-        assert p.element_of is not None
-        src = fs.param(p.element_of)
-        if not (isinstance(src.form, forms.ByValue) and src.type.kind == "handle"):
-            return ()
-        spy = py_names[src.name]
-        return (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",)
 
     def _encodings_hint(self, p: ParamSem) -> str:
         assert p.element_table is not None
@@ -384,30 +355,22 @@ class _Planner:
 
         if p.scalar == "element":
             et, en = self._table_refs(p)
-            tv, source = self._type_value(fs, p, py_names)
-            note = (f"{py}: passed in the type {source} gives ({self._table_note(p)}: float16 via IEEE half, "
-                    f"bfloat16 rounded to nearest even, integers range-checked)."
-                    + (f" None passes NULL ({p.null_means})." if p.null_means else ""))
+            tv, source, query = forms.ELEMENT_OF.plan(fs, p, py_names)
+            note = forms.ELEMENT_OF.docstring(p, py, source, self._table_note(p))
             if p.direction == "out":
                 enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
                 return make(alloc=(f"{v} = _s.element_out(1, 'uint64')",), arg=v,
                             out=f"_s.element_values({v}, {enc}, 1)[0]", out_hint=self._encodings_hint(p),
-                            out_name=py, note=f"{py}: returned in the type {source} gives ({self._table_note(p)}).")
+                            out_name=py, note=note)
             check = (f"if {py} is not None and type({py}) is not float:" if p.nullable
                      else f"if type({py}) is not float:", f"    {py} = _s.as_real({py}, {q}, _fn)")
-            late = self._type_query(fs, p, py_names) + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
+            late = query + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
                     f"{source!r}), {q}, _fn)",)
             return make(py=py, hint=f"float{opt}", default=default, pre=check, late=late, note=note)
         if p.scalar in ("float", "double"):
-            c = "_c_float" if p.scalar == "float" else "_c_double"
-            conv = "float_scalar" if p.scalar == "float" else "double_scalar"
-            fits = f" and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}" if p.scalar == "float" else ""  # else checked
-            pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float{fits} else _s.{conv}({py}, {q}, _fn)")
-            note = f"{py}: read as {p.scalar} whatever the tensor type." + (
-                f" None passes NULL ({p.null_means})." if p.null_means else "")
-            refs = "_F32_REFS" if p.scalar == "float" else "_F64_REFS"
+            refs, pre = forms.SCALAR.plan(p, py, v, q, FLT_MAX)
             return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
-                        pre=self._common_scalar(py, v, refs, pre), note=note)
+                        pre=self._common_scalar(py, v, refs, pre), note=forms.SCALAR.docstring(p, py))
         scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "
                                   f"else _s.host_scalar({py}, {q}, _fn)")  # a float that fits a C float, else checked
         return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
@@ -425,21 +388,21 @@ class _Planner:
     def _element_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, q: str, default: str | None,
                        make: Callable[..., ParamPlan], py_names: dict[str, str]) -> ParamPlan:
         et, en = self._table_refs(p)
-        tv, source = self._type_value(fs, p, py_names)
+        tv, source, query = forms.ELEMENT_OF.plan(fs, p, py_names)
+        note = forms.ELEMENT_OF.docstring(p, py, source, self._table_note(p))
         enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
         if p.direction == "in":
             nullable = "True" if p.nullable else "False"
             opt = " | None" if p.nullable else ""
             return make(py=py, hint=f"Sequence[{self._encodings_hint(p)}]{opt}", default=default,
                         pre=(f"{v} = _s.as_sequence({py}, {q}, _fn, {nullable})",),
-                        late=self._type_query(fs, p, py_names) + (f"{v} = _s.element_array({v}, {enc}, {q}, _fn)",),
-                        note=f"{py}: elements in the type {source} gives ({self._table_note(p)}).")
+                        late=query + (f"{v} = _s.element_array({v}, {enc}, {q}, _fn)",), note=note)
         stmts, n = self._length_expr(fs, p, py)
         count = f"_{self.py_params(fs)[p.count]}.value" if p.count else None
         upto = f"min({count}, {n})" if count else n
         return make(alloc=stmts + (f"_enc_{py} = {enc}", f"{v} = _s.element_out({n}, _enc_{py})"), arg=v,
                     out=f"_s.element_values({v}, _enc_{py}, {upto})", out_hint=f"list[{self._encodings_hint(p)}]",
-                    out_name=py, note=f"{py}: elements in the type {source} gives ({self._table_note(p)}).")
+                    out_name=py, note=note)
 
     def _field_note(self, f: Any) -> str:
         if f.shape == "scalar":

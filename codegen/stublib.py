@@ -28,24 +28,9 @@ class _Stub:
         # (query function, its result parameter) -> the handle type whose element type it reads
         self.query_of = {(q.call, q.result): h for h, q in sem.queries.items()}
 
-    def type_expr(self, fs: FunctionSem, p: ParamSem) -> str:
-        """C++ expression of the type enum value choosing p's element type, as the wrapper saw it."""
-        assert p.element_of is not None
-        src = fs.param(p.element_of)
-        if isinstance(src.form, forms.ByValue) and src.type.kind == "handle":
-            q = self.sem.queries[src.type.name]
-            callee = self.sem.functions[q.call]
-            result = callee.param(q.result)
-            known = last_enum(self.spec, result.type.name)
-            return (f"PICK(long long, std::string(\"{q.call}/{q.result}\"), "
-                    f"stub_type(reinterpret_cast<const void*>({src.name}), {known}))")
-        if isinstance(src.form, forms.ByValue):
-            return f"static_cast<long long>({src.name})"
-        return f"static_cast<long long>(*{src.name})"
-
     def enc_expr(self, fs: FunctionSem, p: ParamSem) -> str:
         assert p.element_table is not None
-        return f"enc_{p.element_table}({self.type_expr(fs, p)})"
+        return f"enc_{p.element_table}({forms.ELEMENT_OF.stub(fs, p, self.sem, self.spec)})"
 
     def fmt(self, t: CType, expr: str) -> str:
         """C++ expression formatting one value of base type `t` (depth ignored)."""
@@ -191,9 +176,7 @@ class _Stub:
                             f": std::string(\"null\"));")
                 continue
             if isinstance(form, forms.HostScalar):
-                ctype_ = "double" if form.reads == "double" else "float"
-                body.append(f"s += {tag}; s += ({n} ? flt(*static_cast<const {ctype_}*>({n})) "
-                            f": std::string(\"null\"));")
+                body.append(forms.SCALAR.stub(p, n, tag))
                 continue
             if isinstance(form, forms.ElementArray):  # elements of a type another argument gives
                 length = self.length_expr(fs, p)
@@ -220,8 +203,7 @@ class _Stub:
             if isinstance(form, forms.InArray) or isinstance(form, forms.OutArray) and form.reads:
                 elem = t.pointee()
                 length = self.length_expr(fs, p)
-                if isinstance(form, forms.InArray) and form.per != 1:
-                    length = f"({length}) * {form.per}"
+                length = forms.PER.stub(p, length)
                 body.append(f"s += {tag}; s += \"[\";")
                 body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
                             f"{{ if(k) s += \",\"; s += {self.fmt(elem, f'{n}[k]')}; }}")
@@ -256,10 +238,8 @@ class _Stub:
                 writes.append(f"if({n}) *{n} = static_cast<{elem.name}>(PICK(long long, "
                               f"std::string(\"{fs.name}/{n}\"), stub_type(reinterpret_cast<const void*>({hp}), "
                               f"{known})));")
-            elif isinstance(form, forms.OutScalar) and form.holds == "address_of_device_pointer":  # the address of a pointer the stub keeps
-                key = f'std::string("{fs.name}/{n}")'
-                writes.append(f"static void* slot_{n} = nullptr; if({n}) {{ slot_{n} = PICK(void*, {key}, "
-                              f"{self.known(CType(kind='void', name='void'), p.index)}); *{n} = &slot_{n}; }}")
+            elif (held := forms.HOLDS.stub(fs, p, self.known(CType(kind="void", name="void"), p.index))) is not None:
+                writes.append(held)  # the address of a pointer the stub keeps
             elif p.direction in ("out", "inout"):
                 fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
                                           small=(fs.name, n) in self.length_sources))
