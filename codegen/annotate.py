@@ -501,6 +501,10 @@ def _resolve_function(f: model.Function, ann: Annotations, version: str
                 problems.append(f"{f.name}.{s.name}: links to {link!r}, which is not a parameter")
         if s.length_call and s.length_call.call == f.name:
             problems.append(f"{f.name}.{s.name}: length_call names the function itself")
+        counted = next((o for o in params if o.name == s.count), None)
+        if counted is not None and not (counted.shape == "scalar" and counted.direction == "out"):
+            problems.append(f"{f.name}.{s.name}: count names {s.count!r}, which is no out scalar (the count the "
+                            f"callee writes)")
     params = [replace(s, hidden=True) if s.name in hidden and s.shape == "value" else s for s in params]
     counts = {s.count for s in params if s.count}
     params = [replace(s, hidden=True) if s.name in counts else s for s in params]

@@ -249,7 +249,7 @@ def classify(p: Param) -> ParamForm:
     shape, t = p.shape, p.type
     if shape == "value":
         return Length() if p.hidden else Value()
-    if p.hidden:  # an output count consumed by output arrays
+    if p.hidden and shape == "scalar":  # an output count consumed by output arrays
         return Count(returned=p.returned)
     if shape == "callback":
         return Callback()
@@ -291,6 +291,7 @@ class Scalar(Form):
     key = "scalar"
     heading = "Host scalars read as float or double"
     audit_forms = ("scalar-float", "scalar-double")
+    nothing = {"driver": "the driver passes a value exact as float and double; the stub reads it as MIOpen does"}
 
     def gate(self, p: Param, params: Sequence[Param]) -> str | None:
         if p.scalar in ("float", "double") and not is_host_scalar(p):
@@ -312,11 +313,6 @@ class Scalar(Form):
         """The log entry of a host scalar: read as MIOpen reads it (float unless `scalar: double`)."""
         ctype_ = "double" if p.scalar == "double" else "float"
         return f"s += {tag}; s += ({n} ? flt(*static_cast<const {ctype_}*>({n})) : std::string(\"null\"));"
-
-    def driver(self, p: ParamSem) -> tuple[float, str]:
-        """A value exact in float and double (whatever `scalar` reads), and how the stub logs it."""
-        scale = 0.5 + p.index
-        return scale, repr(scale)
 
     def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
         if not is_host_scalar(p) or p.scalar == "element":
@@ -359,6 +355,7 @@ class ElementOf(Form):
         return f"_{spy}.value", spy, ()
 
     def docstring(self, p: ParamSem, py: str, source: str, encodings: str) -> str:
+        assert p.element_of is not None
         if isinstance(p.form, ElementScalar) and not p.form.out:
             return (f"{py}: passed in the type {source} gives ({encodings}: float16 via IEEE half, bfloat16 rounded "
                     f"to nearest even, integers range-checked)." + _null_suffix(p))
