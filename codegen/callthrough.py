@@ -344,7 +344,8 @@ class Driver:
             elif not _same_text(value, got):
                 problems.append(f"{name}: passed {value}, C saw {got}")
         outs = {p.name: p for p in fs.params if p.direction in ("out", "inout")
-                and p.shape not in ("value", "buffer", "callback", "opaque") and (not p.hidden or p.returned)}
+                and not isinstance(p.form, (forms.ByValue, forms.Buffer, forms.Callback, forms.Opaque))
+                and (not p.hidden or p.returned)}
         if outs:
             if result is None or (len(out_names) > 1 and not isinstance(result, tuple)):
                 return CallResult(fs.name, [f"expected outputs {', '.join(out_names)}; got {result!r}"])

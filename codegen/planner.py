@@ -507,7 +507,7 @@ class _Planner:
         assert p.length is not None
         lp = self.py_params(fs)[p.length]
         length_param = fs.param(p.length)
-        if length_param.shape == "value":  # checked here: it sizes an allocation before its own check runs
+        if isinstance(length_param.form, forms.ByValue):  # checked here: it sizes an allocation before its check runs
             hi = int_range(length_param.type.name)[1] if length_param.type.kind == "int" else (1 << 63) - 1
             return (f"{lp} = _s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn, {hi})",), lp
         return (), f"_{lp}.value"
@@ -606,13 +606,13 @@ def plan(
     queries = []
     for hname, q in sem.queries.items():
         callee = sem.functions[q.call]
-        args = ", ".join("desc" if p.shape == "value" and p.type.kind == "handle" and p.type.name == hname
+        args = ", ".join("desc" if isinstance(p.form, forms.ByValue) and p.type.kind == "handle" and p.type.name == hname
                          else "_byref(_t)" if p.name == q.result else "None" for p in callee.params)
         result = callee.param(q.result).type.pointee()
         queries.append(QueryPlan(helper=f"_element_type_{hname}", handle=hname, call=q.call,
                                  result_ctype=pl.api_ctype(result), args=args,
                                  arg_names="{" + ", ".join(f'"{pl.py_params(callee)[p.name]}": '
-                                                           + ("desc" if p.shape == "value" else "None")
+                                                           + ("desc" if isinstance(p.form, forms.ByValue) else "None")
                                                            for p in callee.params if p.name != q.result) + "}"))
     return Plan(
         spec=spec, target=target, banner_info=banner_info, enums=enums, records=records, handles=handles,
