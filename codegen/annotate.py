@@ -238,6 +238,10 @@ class FieldSem:
     nullable: bool
     null_means: str | None = None
 
+    @cached_property
+    def form(self) -> forms.FieldForm:
+        return forms.classify_field(self.shape)
+
 
 @dataclass(frozen=True)
 class RecordSem:
@@ -655,17 +659,11 @@ def _resolve_records(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
             if fnote.null_means is not None and not fnote.nullable:
                 problems.append(f"annotation for record {rname}.{fname}: null_means needs nullable: true")
             shape = fnote.shape
-            if shape == "scalar" and not (t.depth == 1 and t.kind == "handle"):
-                problems.append(f"annotation for record {rname}.{fname}: shape: scalar is for a pointer to one "
-                                f"handle (a descriptor variable); the field is {t.spelling()}")
+            problem = forms.field_gate(shape, t)
+            if problem is not None or shape is None:
+                problems.append(f"annotation for record {rname}.{fname}: {problem}")
                 continue
-            if shape in ("buffer", "opaque") and not (t.depth == 1 and t.kind == "void"):
-                problems.append(f"annotation for record {rname}.{fname}: shape: {shape} is for a `void *` field")
-                continue
-            if shape is None:
-                problems.append(f"annotation for record {rname}.{fname}: give its shape (scalar, buffer or opaque)")
-                continue
-            memory = fnote.memory or ("device" if shape == "buffer" else "host")
+            memory = fnote.memory or forms.classify_field(shape).memory
             sems[fname] = FieldSem(name=fname, type=t, shape=shape, memory=memory, nullable=bool(fnote.nullable),
                                    null_means=fnote.null_means)
         if sems:

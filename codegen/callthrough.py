@@ -199,7 +199,7 @@ class Driver:
             shown: list[str] = []
             for m, (fname, ft) in enumerate(flat_fields(self.spec.record(t.name))):
                 f = fsem.get(fname)
-                if f is not None and f.shape == "scalar":
+                if f is not None and isinstance(f.form, forms.HandleField):
                     addr = _HIGH + 0x50000 + 0x10 * i + 0x100 * (k + 1)
                     values.append(self.handle_class[f.type.name].from_address(addr))
                     shown.append(str(addr))

@@ -278,6 +278,62 @@ def classify(p: Param) -> ParamForm:
     return OutScalar(holds=p.holds)
 
 
+# --------------------------------------------------------------------------- forms of record fields
+
+
+@dataclass(frozen=True)
+class FieldForm:
+    """The form of a pointer field of a record the API takes by pointer (annotate.FieldNote's shape)."""
+
+    shape: ClassVar[str]
+    memory: ClassVar[Literal["host", "device"]]  # where it points unless the annotation says
+
+
+@dataclass(frozen=True)
+class HandleField(FieldForm):
+    """A pointer to one handle (a descriptor variable): the caller gives the handle object."""
+
+    shape: ClassVar[str] = "scalar"
+    memory: ClassVar[Literal["host", "device"]] = "host"
+
+
+@dataclass(frozen=True)
+class BufferField(FieldForm):
+    """A `void *` to device memory."""
+
+    shape: ClassVar[str] = "buffer"
+    memory: ClassVar[Literal["host", "device"]] = "device"
+
+
+@dataclass(frozen=True)
+class AddressField(FieldForm):
+    """A `void *` host address passed through."""
+
+    shape: ClassVar[str] = "opaque"
+    memory: ClassVar[Literal["host", "device"]] = "host"
+
+
+_FIELD_FORMS: dict[str, FieldForm] = {f.shape: f for f in (HandleField(), BufferField(), AddressField())}
+
+
+def classify_field(shape: str) -> FieldForm:
+    return _FIELD_FORMS[shape]
+
+
+def field_gate(shape: str | None, t: CType) -> str | None:
+    """The problem of a record field annotated with `shape`, or None."""
+    if shape is None:
+        return "give its shape (scalar, buffer or opaque)"
+    if shape not in _FIELD_FORMS:
+        return f"shape: {shape} is no field shape ({', '.join(_FIELD_FORMS)})"
+    form = _FIELD_FORMS[shape]
+    if isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "handle"):
+        return f"shape: {shape} is for a pointer to one handle (a descriptor variable); the field is {t.spelling()}"
+    if not isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "void"):
+        return f"shape: {shape} is for a `void *` field"
+    return None
+
+
 # --------------------------------------------------------------------------- the annotation forms
 
 

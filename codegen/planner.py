@@ -405,10 +405,10 @@ class _Planner:
                     out_name=py, note=note)
 
     def _field_note(self, f: Any) -> str:
-        if f.shape == "scalar":
+        if isinstance(f.form, forms.HandleField):
             cls = self.handle_class[f.type.name]
             text = f"{f.name} a {cls}" + (" or None" if f.nullable else "")
-        elif f.shape == "buffer":
+        elif isinstance(f.form, forms.BufferField):
             text = f"{f.name} device memory" + (" or None" if f.nullable else "")
         else:
             text = f"{f.name} a host address" + (" or None" if f.nullable else "")
@@ -419,7 +419,7 @@ class _Planner:
         r = self.spec.record(name)
         names = tuple(n for n, _ in flat_fields(r))
         fields = ", ".join(
-            f'"{f.name}": ("{f.shape}", {self.handle_class[f.type.name] if f.shape == "scalar" else "None"}, '
+            f'"{f.name}": ("{f.shape}", {self.handle_class[f.type.name] if isinstance(f.form, forms.HandleField) else "None"}, '
             f'{f.nullable})' for f in rec.fields.values())
         return f"_s.record_elem(_raw.{name}, {names!r}, {{{fields}}})"
 
@@ -556,11 +556,11 @@ class _Planner:
                 fields.append((f.name, ctype(f.type, self.spec)))
                 t = f.type
                 fsem = self.sem.records[name].fields.get(f.name) if name in self.sem.records else None
-                if fsem is not None and fsem.shape == "scalar":  # a pointer to one handle: the handle
+                if fsem is not None and isinstance(fsem.form, forms.HandleField):  # a pointer to one handle: the handle
                     cls = self.handle_class[t.name]
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), f"{cls} | None",
                                           f"{cls}._from_c(c.{f.name}[0], False) if c.{f.name} else None"))
-                elif fsem is not None and fsem.shape == "buffer":
+                elif fsem is not None and isinstance(fsem.form, forms.BufferField):
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), "DeviceBuffer | None", f"c.{f.name}"))
                 elif t.depth == 0 and t.kind in ("int", "float", "bool", "enum"):
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), self.out_hint(t),

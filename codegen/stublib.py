@@ -51,7 +51,7 @@ class _Stub:
             fsem = self.sem.records[t.name].fields if t.name in self.sem.records else {}
             parts = []
             for fn, ft in flat_fields(rec):
-                if fn in fsem and fsem[fn].shape == "scalar":  # a pointer to a handle variable: the handle
+                if fn in fsem and isinstance(fsem[fn].form, forms.HandleField):  # a pointer to a handle variable: the handle
                     parts.append(f"(({expr}).{fn} ? ptr(reinterpret_cast<const void*>(*({expr}).{fn})) "
                                  f": std::string(\"null\"))")
                 elif ft.depth == 0:

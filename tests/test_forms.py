@@ -108,7 +108,8 @@ def test_a_gate_passes_a_parameter_without_its_form(key: str) -> None:
 
 # --------------------------------------------------------------------------- the tagged forms
 
-_TYPES = st.builds(CType, kind=st.sampled_from(["int", "float", "void", "handle", "enum", "char", "struct"]),
+_TYPES = st.builds(lambda kind, name, depth: CType(kind=kind, name=name, depth=depth, const=(False,) * (depth + 1)),
+                   kind=st.sampled_from(["int", "float", "void", "handle", "enum", "char", "struct"]),
                    name=st.sampled_from(["int", "float", "void", "h", "e", "char", "s"]),
                    depth=st.integers(0, 2))
 
@@ -163,3 +164,17 @@ def test_a_count_must_name_an_out_scalar(counted: str) -> None:
     note = FunctionNote(params={holder: ParamNote(count=counted)})
     with pytest.raises(AnnotationGateError, match=f"miopenSetTensor.{holder}: count names '{counted}', which is no out"):
         resolve(fixture_spec(), replace(ann, functions={**ann.functions, "miopenSetTensor": note}))
+
+
+@given(shape=st.sampled_from([None, "scalar", "buffer", "opaque", "array"]), t=_TYPES)
+def test_a_record_field_gets_a_form_or_a_problem(shape: str | None, t: CType) -> None:
+    """A record field's annotation either passes the field gate (and has the form of its shape, pointing
+    where that form points unless the annotation says) or gets a problem naming the shape to give."""
+    problem = forms.field_gate(shape, t)
+    if problem is None:
+        assert shape is not None and t.depth == 1
+        form = forms.classify_field(shape)
+        assert form.shape == shape and form.memory in ("host", "device")
+        assert isinstance(form, forms.HandleField) == (t.kind == "handle")
+    else:
+        assert "shape" in problem
