@@ -562,7 +562,8 @@ def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
         if fs is None:
             problems.append(f"rules.element_queries.{hname}: {q.call} is not in {spec.target} {spec.miopen_version}")
             continue
-        mine = [p for p in fs.params if p.shape == "value" and p.type.kind == "handle" and p.type.name == hname]
+        mine = [p for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
+                and p.type.name == hname]
         try:
             result = fs.param(q.result)
         except KeyError:
@@ -575,7 +576,7 @@ def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
             problems.append(f"rules.element_queries.{hname}: {q.call}.{q.result} must be an out enum pointer")
             continue
         others = [p.name for p in fs.params if p is not mine[0] and p is not result
-                  and (p.shape != "value" and not p.nullable or p.shape == "value")]
+                  and (isinstance(p.form, forms.ByValue) or not p.nullable)]
         if others:
             problems.append(f"rules.element_queries.{hname}: {q.call} is called with NULL for everything but the "
                             f"descriptor and {q.result}, so {', '.join(others)} must be nullable pointers")
@@ -589,9 +590,9 @@ def _enum_of(fs: FunctionSem, p: ParamSem, queries: dict[str, ElementQuery],
     """The type enum that `p.element_of` yields: an enum parameter's, or the query result of a descriptor."""
     assert p.element_of is not None
     src = fs.param(p.element_of)
-    if src.type.kind == "enum" and (src.shape == "value" or (src.direction == "out" and src.type.depth == 1)):
+    if src.type.kind == "enum" and (isinstance(src.form, forms.ByValue) or src.direction == "out" and src.type.depth == 1):
         return src.type.name
-    if src.shape == "value" and src.type.kind == "handle" and src.type.name in queries:
+    if isinstance(src.form, forms.ByValue) and src.type.kind == "handle" and src.type.name in queries:
         q = queries[src.type.name]
         return functions[q.call].param(q.result).type.name
     return None
@@ -674,7 +675,7 @@ def _resolve_records(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
         return out, functions
     return out, {n: replace(fs, params=tuple(
         replace(p, fields=True) if p.type.kind in ("struct", "union") and p.type.depth == 1 and p.type.name in out
-        and p.shape == "array" and p.direction == "in" else p for p in fs.params)) for n, fs in functions.items()}
+        and isinstance(p.form, forms.Array) and p.direction == "in" else p for p in fs.params)) for n, fs in functions.items()}
 
 
 def _adjacent_count(f: model.Function, i: int, rules: Rules) -> str | None:

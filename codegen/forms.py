@@ -4,7 +4,9 @@ and the annotation forms beyond direction, memory, shape and length: one registr
 A parameter's tagged form (`ParamForm`; by value: Value, Length; Callback, Opaque, Buffer; String:
 InString, OutString; Blob: InBlob, OutBlob; Array: InArray, OutArray, ElementArray; by pointer:
 HostScalar, ElementScalar, InScalar, InOutScalar, OutScalar, Count) is the one place its shape,
-direction, memory and C type are read together; the planner, docstrings, stub library, call-through driver and direct calls dispatch on it.
+direction, memory and C type are read together; the planner, docstrings, stub library, call-through
+driver, direct calls and audit dispatch on it. A record's pointer fields have forms too (`FieldForm`: HandleField, BufferField, AddressField; one
+`field_gate`).
 
 An annotation form is named by one key, the same in annotations.yaml (`annotate.ParamNote`) and in
 the resolved model (`annotate.ParamSem`). Its class carries every behaviour of it: the gate check (the
