@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -200,6 +201,11 @@ class ParamSem:
     returned: bool = False  # an output count returned as a value of its own
     fields: bool = False  # the pointee record has field semantics (Semantics.records)
 
+    @cached_property
+    def form(self) -> forms.ParamForm:
+        """The tagged form the planner, docstrings, stub library and driver dispatch on (classified once)."""
+        return forms.classify(self)
+
 
 @dataclass(frozen=True)
 class FunctionSem:
@@ -231,6 +237,10 @@ class FieldSem:
     memory: Literal["host", "device"]
     nullable: bool
     null_means: str | None = None
+
+    @cached_property
+    def form(self) -> forms.FieldForm:
+        return forms.classify_field(self.shape)
 
 
 @dataclass(frozen=True)
@@ -495,6 +505,10 @@ def _resolve_function(f: model.Function, ann: Annotations, version: str
                 problems.append(f"{f.name}.{s.name}: links to {link!r}, which is not a parameter")
         if s.length_call and s.length_call.call == f.name:
             problems.append(f"{f.name}.{s.name}: length_call names the function itself")
+        counted = next((o for o in params if o.name == s.count), None)
+        if counted is not None and not (counted.shape == "scalar" and counted.direction == "out"):
+            problems.append(f"{f.name}.{s.name}: count names {s.count!r}, which is no out scalar (the count the "
+                            f"callee writes)")
     params = [replace(s, hidden=True) if s.name in hidden and s.shape == "value" else s for s in params]
     counts = {s.count for s in params if s.count}
     params = [replace(s, hidden=True) if s.name in counts else s for s in params]
@@ -548,7 +562,8 @@ def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
         if fs is None:
             problems.append(f"rules.element_queries.{hname}: {q.call} is not in {spec.target} {spec.version}")
             continue
-        mine = [p for p in fs.params if p.shape == "value" and p.type.kind == "handle" and p.type.name == hname]
+        mine = [p for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
+                and p.type.name == hname]
         try:
             result = fs.param(q.result)
         except KeyError:
@@ -561,7 +576,7 @@ def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
             problems.append(f"rules.element_queries.{hname}: {q.call}.{q.result} must be an out enum pointer")
             continue
         others = [p.name for p in fs.params if p is not mine[0] and p is not result
-                  and (p.shape != "value" and not p.nullable or p.shape == "value")]
+                  and (isinstance(p.form, forms.ByValue) or not p.nullable)]
         if others:
             problems.append(f"rules.element_queries.{hname}: {q.call} is called with NULL for everything but the "
                             f"descriptor and {q.result}, so {', '.join(others)} must be nullable pointers")
@@ -575,9 +590,9 @@ def _enum_of(fs: FunctionSem, p: ParamSem, queries: dict[str, ElementQuery],
     """The type enum that `p.element_of` yields: an enum parameter's, or the query result of a descriptor."""
     assert p.element_of is not None
     src = fs.param(p.element_of)
-    if src.type.kind == "enum" and (src.shape == "value" or (src.direction == "out" and src.type.depth == 1)):
+    if src.type.kind == "enum" and (isinstance(src.form, forms.ByValue) or src.direction == "out" and src.type.depth == 1):
         return src.type.name
-    if src.shape == "value" and src.type.kind == "handle" and src.type.name in queries:
+    if isinstance(src.form, forms.ByValue) and src.type.kind == "handle" and src.type.name in queries:
         q = queries[src.type.name]
         return functions[q.call].param(q.result).type.name
     return None
@@ -593,19 +608,7 @@ def _check_vocabulary(spec: model.Spec, ann: Annotations, functions: dict[str, F
         for i, p in enumerate(params):
             where = f"{fname}.{p.name}"
             problems += [f"{where}: {problem}" for problem in forms.gate_problems(p, params)]
-            if p.element_of is None:
-                continue
-            if p.element_of not in {o.name for o in params} or p.element_of == p.name:
-                problems.append(f"{where}: element_of names {p.element_of!r}, which is no other parameter")
-                continue
-            if not (p.scalar == "element" or p.shape == "array" and p.type.kind == "void"
-                    and p.type.depth == 1):
-                problems.append(f"{where}: element_of is for host `void *` scalars and arrays")
-                continue
-            src = fs.param(p.element_of)
-            if p.direction != "out" and src.shape != "value":
-                problems.append(f"{where}: element_of: {p.element_of} is an output, known only after the call; an "
-                                f"input needs a type known before it")
+            if p.element_of is None or forms.ELEMENT_OF.gate(p, params) is not None:
                 continue
             enum = _enum_of(fs, p, queries, functions)
             if enum is None:
@@ -657,17 +660,11 @@ def _resolve_records(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
             if fnote.null_means is not None and not fnote.nullable:
                 problems.append(f"annotation for record {rname}.{fname}: null_means needs nullable: true")
             shape = fnote.shape
-            if shape == "scalar" and not (t.depth == 1 and t.kind == "handle"):
-                problems.append(f"annotation for record {rname}.{fname}: shape: scalar is for a pointer to one "
-                                f"handle (a descriptor variable); the field is {t.spelling()}")
+            problem = forms.field_gate(shape, t)
+            if problem is not None or shape is None:
+                problems.append(f"annotation for record {rname}.{fname}: {problem}")
                 continue
-            if shape in ("buffer", "opaque") and not (t.depth == 1 and t.kind == "void"):
-                problems.append(f"annotation for record {rname}.{fname}: shape: {shape} is for a `void *` field")
-                continue
-            if shape is None:
-                problems.append(f"annotation for record {rname}.{fname}: give its shape (scalar, buffer or opaque)")
-                continue
-            memory = fnote.memory or ("device" if shape == "buffer" else "host")
+            memory = fnote.memory or forms.classify_field(shape).memory
             sems[fname] = FieldSem(name=fname, type=t, shape=shape, memory=memory, nullable=bool(fnote.nullable),
                                    null_means=fnote.null_means)
         if sems:
@@ -678,7 +675,7 @@ def _resolve_records(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
         return out, functions
     return out, {n: replace(fs, params=tuple(
         replace(p, fields=True) if p.type.kind in ("struct", "union") and p.type.depth == 1 and p.type.name in out
-        and p.shape == "array" and p.direction == "in" else p for p in fs.params)) for n, fs in functions.items()}
+        and isinstance(p.form, forms.Array) and p.direction == "in" else p for p in fs.params)) for n, fs in functions.items()}
 
 
 def _adjacent_count(f: model.Function, i: int, rules: Rules) -> str | None:

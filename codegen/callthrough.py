@@ -9,9 +9,10 @@ from types import ModuleType
 from typing import Any
 
 
+from . import forms
 from .annotate import FunctionSem, ParamSem, Semantics
 from .model import CType, Spec, flat_fields, flat_fields_grouped
-from .stubvalues import (chosen_type, count_of, fixed_outputs, last_enum, length_sources, out_element, out_float, out_handle,
+from .stubvalues import (count_of, fixed_outputs, last_enum, length_sources, out_element, out_float, out_handle,
                          out_int, out_ptr, wide)
 
 
@@ -92,7 +93,7 @@ class Driver:
         expect: dict[str, str] = {}
         lengths: dict[str, int] = {}
         for p in fs.params:
-            if p.shape in ("array",) and p.direction in ("in", "inout") and p.length:
+            if isinstance(p.form, forms.Array) and p.direction in ("in", "inout") and p.length:
                 lengths[p.length] = 3
         # values whose type another argument chooses: the driver picks the type (and scripts a query for it)
         types: dict[str, tuple[int, str]] = {}  # parameter -> (type constant, encoding)
@@ -100,20 +101,11 @@ class Driver:
         for p in fs.params:
             if p.element_of is None or p.element_table is None:
                 continue
-            value, enc = chosen_type(self.sem, p.element_table)
-            types[p.name] = (value, enc)
-            src = fs.param(p.element_of)
-            if src.shape == "value" and src.type.kind == "handle":
-                q = self.sem.queries[src.type.name]
-                self.scripted[q.call, q.result] = value
-            elif src.shape == "value":
-                enum_choice[src.name] = value
-            else:
-                self.scripted[fs.name, src.name] = value
+            types[p.name] = forms.ELEMENT_OF.driver(fs, p, self.sem, self.scripted, enum_choice)
         for p in fs.params:
             n, i = p.name, p.index
             if n not in visible:
-                if n in lengths and p.shape == "value":
+                if n in lengths and isinstance(p.form, forms.ByValue):
                     expect[n] = str(lengths[n])
                 continue
             if n in enum_choice:
@@ -121,18 +113,19 @@ class Driver:
                 args.append(member)
                 expect[n] = str(int(member))
                 continue
-            if n in types and p.shape == "scalar":
+            if n in types and isinstance(p.form, forms.ByPointer):
                 v, e = self.element_value(types[n][1], i)
                 args.append(v)
                 expect[n] = e
                 continue
-            if n in types and p.shape == "array":
+            if n in types and isinstance(p.form, forms.Array):
                 pairs = [self.element_value(types[n][1], i, k) for k in range(3)]
                 args.append([v for v, _ in pairs])
                 expect[n] = "[" + ",".join(e for _, e in pairs) + "]"
                 continue
-            if p.shape == "value":
-                if n in {q.length for q in fs.params if q.direction == "out" and q.shape in ("array", "blob", "string")}:
+            if isinstance(p.form, forms.ByValue):
+                if n in {q.length for q in fs.params
+                          if q.direction == "out" and isinstance(q.form, (forms.Array, forms.Blob, forms.String))}:
                     args.append(4)
                     expect[n] = "4"
                     continue
@@ -148,27 +141,27 @@ class Driver:
                 v, e = self.value_for(p, i)
                 args.append(v)
                 expect[n] = e
-            elif p.shape == "callback":
+            elif isinstance(p.form, forms.Callback):
                 args.append(_Callback(p.type, self.spec))
-            elif p.shape in ("buffer", "opaque"):
+            elif isinstance(p.form, (forms.Buffer, forms.Opaque)):
                 v = _HIGH + 0x70000 + 0x100 * i
                 args.append(v)
                 expect[n] = str(v)
-            elif p.shape == "scalar" and p.type.kind == "void" and p.memory == "host":
+            elif isinstance(p.form, forms.ByPointer) and p.type.kind == "void" and p.memory == "host":
                 scale = 0.5 + i
                 args.append(scale)
                 expect[n] = repr(scale)
-            elif p.shape == "string":
+            elif isinstance(p.form, forms.String):
                 args.append("abc")
                 expect[n] = "abc"
-            elif p.shape == "blob":
+            elif isinstance(p.form, forms.Blob):
                 args.append(b"\x01\x02\x03")
                 expect[n] = "010203"
-            elif p.shape == "array":
+            elif isinstance(p.form, forms.Array):
                 elem = ParamSem(name=n, index=i, type=p.type.pointee(), direction="in", memory=p.memory,
                                 shape="scalar", source="type")
                 values, logged = [], []
-                for k in range(3 * p.per):
+                for k in range(forms.PER.driver(p)):
                     if elem.type.kind in ("struct", "union"):
                         v, e = self.struct_value(elem.type, i, k)
                     elif elem.type.kind == "void":
@@ -206,7 +199,7 @@ class Driver:
             shown: list[str] = []
             for m, (fname, ft) in enumerate(flat_fields(self.spec.record(t.name))):
                 f = fsem.get(fname)
-                if f is not None and f.shape == "scalar":
+                if f is not None and isinstance(f.form, forms.HandleField):
                     addr = _HIGH + 0x50000 + 0x10 * i + 0x100 * (k + 1)
                     values.append(self.handle_class[f.type.name].from_address(addr))
                     shown.append(str(addr))
@@ -256,21 +249,22 @@ class Driver:
             return self.scripted[fs.name, p.name]
         t = p.type
         elem = CType(kind=t.kind, name=t.name, depth=max(t.depth - 1, 0))
-        if p.returned:  # an output count: what the stub wrote (min(length, 2))
-            return count_of(4)
+        written = forms.RETURNED.driver(p, count_of(4))  # an output count: what the stub wrote (min(length, 2))
+        if written is not None:
+            return written
         if p.element_of is not None:  # written in the type the driver chose
-            if p.shape == "scalar":
+            if isinstance(p.form, forms.ByPointer):
                 return ("number", out_element(p.index))
             return [("number", out_element(p.index, k)) for k in range(count_of(4) if p.count else 4)]
-        if p.shape in ("array", "blob", "string"):
+        if isinstance(p.form, (forms.Array, forms.Blob, forms.String)):
             if p.length_call:
                 callee = self.sem.functions[p.length_call.call]
                 n = out_int(callee.param(p.length_call.result).index)
             else:
                 n = 4
-            if p.shape == "string":
+            if isinstance(p.form, forms.String):
                 return "stub"[: max(n - 1, 0)]  # snprintf keeps room for the NUL
-            if p.shape == "blob":
+            if isinstance(p.form, forms.Blob):
                 return bytes((p.index + k) & 255 for k in range(n))
             upto = count_of(n) if p.count else n
             return [self.known_py(elem, p.index, k, small=True) for k in range(upto)]
@@ -350,7 +344,8 @@ class Driver:
             elif not _same_text(value, got):
                 problems.append(f"{name}: passed {value}, C saw {got}")
         outs = {p.name: p for p in fs.params if p.direction in ("out", "inout")
-                and p.shape not in ("value", "buffer", "callback", "opaque") and (not p.hidden or p.returned)}
+                and not isinstance(p.form, (forms.ByValue, forms.Buffer, forms.Callback, forms.Opaque))
+                and (not p.hidden or p.returned)}
         if outs:
             if result is None or (len(out_names) > 1 and not isinstance(result, tuple)):
                 return CallResult(fs.name, [f"expected outputs {', '.join(out_names)}; got {result!r}"])

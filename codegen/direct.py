@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 
+from . import forms
 from .annotate import ParamSem
 
 
@@ -31,7 +32,7 @@ def direct_arg(p: ParamSem, arg: str, argtype: str) -> str | None:
     """The expression passing `arg` (the wrapper's checked C argument) to a function without argtypes,
     or None where the parameter has no form that ctypes passes unconverted and exactly."""
     t = p.type
-    if p.shape == "value":
+    if isinstance(p.form, forms.ByValue):
         if t.kind in ("int", "enum", "bool", "float"):
             if argtype in _AS_C_INT:
                 return arg
@@ -44,15 +45,15 @@ def direct_arg(p: ParamSem, arg: str, argtype: str) -> str | None:
             return arg  # a CFUNCTYPE object (a null one for None)
         return None  # a struct or union by value, a char
     if argtype == "ctypes.c_void_p":
-        if p.shape == "buffer":
+        if isinstance(p.form, forms.Buffer):
             return arg  # a c_void_p (device_arg), or None
-        if p.shape == "opaque":  # an int address, or None where NULL is allowed
+        if isinstance(p.form, forms.Opaque):  # an int address, or None where NULL is allowed
             return f"None if {arg} is None else _addr({arg})" if p.nullable else f"_addr({arg})"
-        if p.shape == "scalar" and p.memory == "host" or p.shape == "array" and p.element_of is not None:
+        if isinstance(p.form, forms.ByPointer) and p.memory == "host" or isinstance(p.form, forms.ElementArray):
             return arg  # a reference to host memory made here, or None
         return None
     if argtype.startswith(("ctypes.POINTER(", "(")) or argtype == "ctypes.c_char_p":
         return arg  # references, arrays, typed pointers, bytes, None: what the prototype accepts, passed as is
-    if p.shape == "callback":
+    if isinstance(p.form, forms.Callback):
         return arg
     return None

@@ -13,6 +13,7 @@ import functools
 from collections.abc import Sequence
 from typing import Protocol
 
+from . import forms
 from .annotate import FunctionSem, ParamSem, Semantics
 from .escape import docstring_text
 from .model import CType
@@ -82,9 +83,9 @@ class _Doc:
         # hidden lengths filled in from input sequences -> those sequences
         self.shared: dict[str, list[str]] = {}
         for p in fs.params:
-            if p.length and p.direction != "in" and p.shape in ("array", "blob", "string"):
+            if p.length and p.direction != "in" and isinstance(p.form, (forms.Array, forms.Blob, forms.String)):
                 self.sizes.setdefault(p.length, []).append(p.name)
-            if p.length and p.direction == "in" and p.shape in ("array", "blob"):
+            if p.length and p.direction == "in" and isinstance(p.form, (forms.Array, forms.Blob)):
                 self.shared.setdefault(p.length, []).append(p.name)
         # hidden output counts -> the returned lists they cut
         self.counted: dict[str, list[str]] = {}
@@ -206,17 +207,13 @@ class _Doc:
 
     # ------------------------------------------------------------------ one parameter
     def none_text(self, p: ParamSem) -> str:
-        if not p.nullable:
-            return ""
-        if p.null_means:
-            return f" None passes NULL: {docstring_text(p.null_means)}."
-        return " None passes NULL."
+        return forms.NULL_MEANS.docstring(p)
 
     def arg(self, p: ParamSem) -> str:
         """The Args entry text (after `name (hint): `) of a parameter in the Python signature."""
         t = p.type
         d = p.direction
-        if p.shape == "value":
+        if isinstance(p.form, forms.ByValue):
             if t.kind == "opaque":
                 text = ("in, by value: a HIP stream: None or 0 for the default stream, an int handle, or an "
                         "object carrying one (`.cuda_stream`)")
@@ -234,28 +231,28 @@ class _Doc:
                              f"wrapper allocates that many)")
             return text + "." + self.none_text(p)
         where = f"{d}, {p.memory} memory"
-        if p.shape == "buffer":
+        if isinstance(p.form, forms.Buffer):
             what = {"in": "read by MIOpen", "out": "written by MIOpen (the caller allocates it)",
                     "inout": "read and written by MIOpen"}[d]
             elem = "" if t.kind == "void" and t.depth == 1 else f" of C {t.name} elements"
             text = f"{where}: a device address{elem} (a DeviceBuffer: an int or a tensor-like object), {what}"
-        elif p.shape == "array":
+        elif isinstance(p.form, forms.Array):
             length = self.in_length(p)
             text = f"{where}: a sequence of {self.elems_in(t)}" + (f"; {length}" if length else "")
-        elif p.shape == "string":
+        elif isinstance(p.form, forms.String):
             text = f"{where}: a str, passed as a NUL-terminated UTF-8 C string"
-        elif p.shape == "blob":
+        elif isinstance(p.form, forms.Blob):
             length = self.in_length(p)
             text = f"{where}: bytes (or a bytearray or memoryview)" + (f"; {length}" if length else "")
-        elif p.shape == "callback":
+        elif isinstance(p.form, forms.Callback):
             text = f"{where}: a Python callable, wrapped as the C function pointer {t.name} and kept alive"
-        elif p.shape == "opaque":
+        elif isinstance(p.form, forms.Opaque):
             text = f"{where}: an int address passed through untouched" + (
                 " (host memory MIOpen writes to)" if d != "in" else "")
-        elif t.kind == "void" and p.memory == "host" and t.depth == 1:
+        elif isinstance(p.form, (forms.HostScalar, forms.ElementScalar)):
             text = (f"{where}: a scaling factor: a float (sent as C float), or a ctypes.c_float or ctypes.c_double "
                     f"(c_double for double-precision data)")
-        elif d == "inout":
+        elif isinstance(p.form, forms.InOutScalar):
             out = self.plans[p.name].out_name or self.py[p.name]
             text = (f"{where}: {self.value_what(t.pointee())}, passed by pointer; the value MIOpen leaves there is "
                     f"returned as {_code(out)}")
@@ -270,12 +267,12 @@ class _Doc:
         owned = creates is not None and t.kind == "handle" and t.name == creates
         owner = self.owner
         where = f"{p.direction}, {p.memory} memory"
-        if p.shape == "array":
+        if isinstance(p.form, forms.Array):
             what = f"a list of {self.out_what(t.pointee(), owned, owner, plural=True)}"
             return where, f"{what}. Length: {self.out_size(p)}{self.out_count(p)}."
-        if p.shape == "string":
+        if isinstance(p.form, forms.String):
             return where, f"the str MIOpen writes (UTF-8). Buffer size in bytes: {self.out_size(p)}{self.out_count(p)}."
-        if p.shape == "blob":
+        if isinstance(p.form, forms.Blob):
             return where, f"the bytes MIOpen writes. Length: {self.out_size(p)}{self.out_count(p)}."
         if p.direction == "inout":
             return where, f"the value MIOpen leaves in {_code(self.py[p.name])}: {self.out_what(t.pointee(), owned, owner)}."
@@ -333,7 +330,7 @@ def _hidden_notes(doc: _Doc) -> list[str]:
     for p in doc.fs.params:
         if not p.hidden:
             continue
-        if p.shape == "value":
+        if isinstance(p.form, forms.ByValue):
             seqs = " = ".join(f"len({_code(doc.py[n])})" for n in doc.shared.get(p.name, []))
             notes.append(f"{_code(p.name)} (in, by value) = {seqs}" if seqs else f"{_code(p.name)} (in, by value)")
         elif p.name in doc.counted:

@@ -1,19 +1,33 @@
-"""The annotation forms beyond direction, memory, shape and length: one registry entry each.
+"""The forms of a parameter: what the code branches on, classified once (`classify`, `ParamSem.form`),
+and the annotation forms beyond direction, memory, shape and length: one registry entry each.
 
-A form is named by one key, the same in annotations.yaml (`annotate.ParamNote`) and in the resolved
-model (`annotate.ParamSem`). Its entry carries the gate check (the rule a misplaced form breaks)
-and names where each of its other behaviours lives: the plan (the wrapper's conversion), the
-docstring, the stub library, the call-through driver and the audit's view. `tests/test_forms.py`
-checks every entry against docs/annotations.md ("Adding a form") and against those homes.
+A parameter's tagged form (`ParamForm`; by value: Value, Length; Callback, Opaque, Buffer; String:
+InString, OutString; Blob: InBlob, OutBlob; Array: InArray, OutArray, ElementArray; by pointer:
+HostScalar, ElementScalar, InScalar, InOutScalar, OutScalar, Count) is the one place its shape,
+direction, memory and C type are read together; the planner, docstrings, stub library, call-through
+driver, direct calls and audit dispatch on it. A record's pointer fields have forms too (`FieldForm`: HandleField, BufferField, AddressField; one
+`field_gate`).
+
+An annotation form is named by one key, the same in annotations.yaml (`annotate.ParamNote`) and in
+the resolved model (`annotate.ParamSem`). Its class carries every behaviour of it: the gate check (the
+rule a misplaced form breaks), the plan (the wrapper's conversion), the docstring, the stub library,
+the call-through driver and the audit's view; the planner, docstrings, stub library, driver and
+audit call them. `tests/test_forms.py` checks every form against docs/annotations.md ("Adding a
+form") and that each behaviour is its own method, called where that behaviour is built.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, Protocol
 
+from .errors import CodegenError
 from .model import CType
+
+if TYPE_CHECKING:
+    from .annotate import FunctionSem, ParamSem, Semantics
+    from .model import Spec
 
 #: what each form says for itself, in this order (docs/annotations.md lists the same)
 BEHAVIOURS = ("gate", "plan", "docstring", "stub", "driver", "audit")
@@ -48,22 +62,31 @@ class Param(Protocol):
     def per(self) -> int: ...
     @property
     def returned(self) -> bool: ...
+    @property
+    def hidden(self) -> bool: ...
+    @property
+    def element_of(self) -> str | None: ...
 
 
-Gate = Callable[[Param, Sequence[Param]], "str | None"]
-
-
-@dataclass(frozen=True)
 class Form:
-    key: str  # the key in annotations.yaml and the field of annotate.ParamSem
-    heading: str  # the docs/annotations.md section (### ...) documenting it
-    gate: Gate | str  # the check (the problem, or None), or "module:function" where it still lives
-    # behaviour -> "module:function" implementing it for this form, or "none: <why>" where the form
-    # needs nothing of that behaviour (the generic code handles it)
-    homes: dict[str, str]
-    audit_forms: tuple[str, ...] = ()  # the audit vocabulary forms (audit.vocabulary.FORMS) it states
-    # the other ParamSem fields a home may read instead of `key` (what resolving the form sets)
-    also_reads: tuple[str, ...] = ()
+    """An annotation form: its key, docs heading and audit forms, and its behaviours as methods named as
+    in BEHAVIOURS (gate, plan, docstring, stub, driver, audit), each taking what its one caller has;
+    `nothing` names a behaviour the form needs none of, and why (the generic code does it)."""
+
+    key: ClassVar[str]  # the key in annotations.yaml and the field of annotate.ParamSem
+    heading: ClassVar[str]  # the docs/annotations.md section (### ...) documenting it
+    audit_forms: ClassVar[tuple[str, ...]]  # the audit vocabulary forms (audit.vocabulary.FORMS) it states
+    # the other ParamSem fields a behaviour may read instead of `key` (what resolving the form sets)
+    also_reads: ClassVar[tuple[str, ...]] = ()
+    nothing: ClassVar[dict[str, str]] = {}  # behaviour -> why this form needs none of it
+
+    def gate(self, p: Param, params: Sequence[Param]) -> str | None:
+        """The problem of `p` carrying this form where it does not belong, or None."""
+        raise NotImplementedError
+
+    def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
+        """The audit view's attributes (audit.vocabulary.AnnView) this form states for `p`."""
+        raise NotImplementedError
 
 
 def is_host_scalar(p: Param) -> bool:
@@ -71,87 +94,514 @@ def is_host_scalar(p: Param) -> bool:
     return p.shape == "scalar" and p.memory == "host" and p.type.kind == "void" and p.type.depth == 1
 
 
-def _gate_scalar(p: Param, params: Sequence[Param]) -> str | None:
-    if p.scalar in ("float", "double") and not is_host_scalar(p):
-        return f"scalar: {p.scalar} is for host `void *` scalars"
+# --------------------------------------------------------------------------- the tagged forms
+
+
+@dataclass(frozen=True)
+class ParamForm:
+    """One parameter's form; `shape` is the annotation shape it refines."""
+
+    shape: ClassVar[str]
+
+
+@dataclass(frozen=True)
+class ByValue(ParamForm):
+    """Passed by value (a handle, an enum, a number, a stream, a function pointer)."""
+
+    shape: ClassVar[str] = "value"
+
+
+@dataclass(frozen=True)
+class Value(ByValue):
+    """A by-value argument the caller passes."""
+
+
+@dataclass(frozen=True)
+class Length(ByValue):
+    """A by-value length the wrapper fills in from the input sequences it sizes."""
+
+
+@dataclass(frozen=True)
+class Callback(ParamForm):
+    shape: ClassVar[str] = "callback"
+
+
+@dataclass(frozen=True)
+class Opaque(ParamForm):
+    """An address passed through untouched."""
+
+    shape: ClassVar[str] = "opaque"
+
+
+@dataclass(frozen=True)
+class Buffer(ParamForm):
+    """A device address (untyped `void *`, or typed: `typed`)."""
+
+    shape: ClassVar[str] = "buffer"
+    typed: bool = False
+
+
+@dataclass(frozen=True)
+class String(ParamForm):
+    """A NUL-terminated C string."""
+
+    shape: ClassVar[str] = "string"
+
+
+@dataclass(frozen=True)
+class InString(String):
+    pass
+
+
+@dataclass(frozen=True)
+class OutString(String):
+    """Written by the callee into a buffer the wrapper allocates."""
+
+
+@dataclass(frozen=True)
+class Blob(ParamForm):
+    """Bytes with a length."""
+
+    shape: ClassVar[str] = "blob"
+
+
+@dataclass(frozen=True)
+class InBlob(Blob):
+    pass
+
+
+@dataclass(frozen=True)
+class OutBlob(Blob):
+    """Written by the callee into a buffer the wrapper allocates."""
+
+
+@dataclass(frozen=True)
+class Array(ParamForm):
+    shape: ClassVar[str] = "array"
+
+
+@dataclass(frozen=True)
+class InArray(Array):
+    """An input sequence with a length; `per` values per unit of it."""
+
+    per: int = 1
+
+
+@dataclass(frozen=True)
+class OutArray(Array):
+    """An output (or in-out: `reads`) sequence the wrapper allocates, cut by a count where one is named."""
+
+    reads: bool = False
+
+
+@dataclass(frozen=True)
+class ElementArray(Array):
+    """A sequence whose element type another argument gives (`element_of`)."""
+
+    out: bool = False
+
+
+@dataclass(frozen=True)
+class ByPointer(ParamForm):
+    """One element passed by pointer."""
+
+    shape: ClassVar[str] = "scalar"
+
+
+@dataclass(frozen=True)
+class HostScalar(ByPointer):
+    """A host `void *` scaling factor (alpha/beta), read as `reads` (float, double, or None: what is passed)."""
+
+    reads: Literal["float", "double"] | None = None
+
+
+@dataclass(frozen=True)
+class ElementScalar(ByPointer):
+    """A host `void *` scalar in the element type another argument gives (`scalar: element`)."""
+
+    out: bool = False
+
+
+@dataclass(frozen=True)
+class InScalar(ByPointer):
+    pass
+
+
+@dataclass(frozen=True)
+class InOutScalar(ByPointer):
+    pass
+
+
+@dataclass(frozen=True)
+class OutScalar(ByPointer):
+    """An output the wrapper allocates and returns; `holds`: what the written address holds."""
+
+    holds: str | None = None
+
+
+@dataclass(frozen=True)
+class Count(ByPointer):
+    """An output count the wrapper passes (it cuts output arrays); `returned`: data of its own too."""
+
+    returned: bool = False
+
+
+def classify(p: Param) -> ParamForm:
+    """The form of `p`: the one reading of shape, direction, memory and type the code branches on."""
+    shape, t = p.shape, p.type
+    if shape == "value":
+        return Length() if p.hidden else Value()
+    if p.hidden and shape == "scalar":  # an output count consumed by output arrays
+        return Count(returned=p.returned)
+    if shape == "callback":
+        return Callback()
+    if shape == "opaque":
+        return Opaque()
+    if shape == "buffer":
+        return Buffer(typed=not (t.kind == "void" and t.depth == 1))
+    if shape == "string":
+        return InString() if p.direction == "in" else OutString()
+    if shape == "blob":
+        return InBlob() if p.direction == "in" else OutBlob()
+    if shape == "array":
+        if p.element_of is not None:
+            return ElementArray(out=p.direction != "in")
+        if p.direction == "in":
+            return InArray(per=p.per)
+        return OutArray(reads=p.direction == "inout")
+    if is_host_scalar(p):
+        if p.scalar == "element":
+            return ElementScalar(out=p.direction == "out")
+        return HostScalar(reads=p.scalar if p.scalar in ("float", "double") else None)  # type: ignore[arg-type]
+    if p.direction == "in":
+        return InScalar()
+    if p.direction == "inout":
+        return InOutScalar()
+    return OutScalar(holds=p.holds)
+
+
+# --------------------------------------------------------------------------- forms of record fields
+
+
+@dataclass(frozen=True)
+class FieldForm:
+    """The form of a pointer field of a record the API takes by pointer (annotate.FieldNote's shape)."""
+
+    shape: ClassVar[str]
+    memory: ClassVar[Literal["host", "device"]]  # where it points unless the annotation says
+
+
+@dataclass(frozen=True)
+class HandleField(FieldForm):
+    """A pointer to one handle (a descriptor variable): the caller gives the handle object."""
+
+    shape: ClassVar[str] = "scalar"
+    memory: ClassVar[Literal["host", "device"]] = "host"
+
+
+@dataclass(frozen=True)
+class BufferField(FieldForm):
+    """A `void *` to device memory."""
+
+    shape: ClassVar[str] = "buffer"
+    memory: ClassVar[Literal["host", "device"]] = "device"
+
+
+@dataclass(frozen=True)
+class AddressField(FieldForm):
+    """A `void *` host address passed through."""
+
+    shape: ClassVar[str] = "opaque"
+    memory: ClassVar[Literal["host", "device"]] = "host"
+
+
+_FIELD_FORMS: dict[str, FieldForm] = {f.shape: f for f in (HandleField(), BufferField(), AddressField())}
+
+
+def classify_field(shape: str) -> FieldForm:
+    return _FIELD_FORMS[shape]
+
+
+def field_gate(shape: str | None, t: CType) -> str | None:
+    """The problem of a record field annotated with `shape`, or None."""
+    if shape is None:
+        return "give its shape (scalar, buffer or opaque)"
+    if shape not in _FIELD_FORMS:
+        return f"shape: {shape} is no field shape ({', '.join(_FIELD_FORMS)})"
+    form = _FIELD_FORMS[shape]
+    if isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "handle"):
+        return f"shape: {shape} is for a pointer to one handle (a descriptor variable); the field is {t.spelling()}"
+    if not isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "void"):
+        return f"shape: {shape} is for a `void *` field"
     return None
 
 
-def _gate_null_means(p: Param, params: Sequence[Param]) -> str | None:
-    return "null_means needs nullable: true" if p.null_means is not None and not p.nullable else None
+# --------------------------------------------------------------------------- the annotation forms
 
 
-def _gate_holds(p: Param, params: Sequence[Param]) -> str | None:
-    if p.holds is not None and not (p.direction == "out" and p.shape == "scalar" and p.type.depth == 2
-                                    and p.type.kind == "void"):
-        return f"holds: {p.holds} is for an out `void **` scalar"
-    return None
+def _null_suffix(p: ParamSem) -> str:
+    return f" None passes NULL ({p.null_means})." if p.null_means else ""
 
 
-def _gate_per(p: Param, params: Sequence[Param]) -> str | None:
-    if p.per != 1 and not (p.length and p.direction == "in" and p.shape == "array" and p.per >= 2):
-        return "per: needs an input array with a length, and a factor >= 2"
-    return None
+class Scalar(Form):
+    """`scalar: float | double`: a host `void *` scalar read as that type whatever the tensor type."""
+
+    key = "scalar"
+    heading = "Host scalars read as float or double"
+    audit_forms = ("scalar-float", "scalar-double")
+    nothing = {"driver": "the driver passes a value exact as float and double; the stub reads it as MIOpen does"}
+
+    def gate(self, p: Param, params: Sequence[Param]) -> str | None:
+        if p.scalar in ("float", "double") and not is_host_scalar(p):
+            return f"scalar: {p.scalar} is for host `void *` scalars"
+        return None
+
+    def plan(self, p: ParamSem, py: str, v: str, q: str, flt_max: float) -> tuple[str, str]:
+        """(the table of common references, the general conversion statement) of a `scalar:` parameter."""
+        c, conv = ("_c_float", "float_scalar") if p.scalar == "float" else ("_c_double", "double_scalar")
+        fits = f" and {-flt_max!r} <= {py} <= {flt_max!r}" if p.scalar == "float" else ""  # else checked
+        expr = f"_byref({c}({py})) if type({py}) is float{fits} else _s.{conv}({py}, {q}, _fn)"
+        pre = f"{v} = " + (f"None if {py} is None else ({expr})" if p.nullable else expr)
+        return ("_F32_REFS" if p.scalar == "float" else "_F64_REFS"), pre
+
+    def docstring(self, p: ParamSem, py: str) -> str:
+        return f"{py}: read as {p.scalar} whatever the tensor type." + _null_suffix(p)
+
+    def stub(self, p: ParamSem, n: str, tag: str) -> str:
+        """The log entry of a host scalar: read as MIOpen reads it (float unless `scalar: double`)."""
+        ctype_ = "double" if p.scalar == "double" else "float"
+        return f"s += {tag}; s += ({n} ? flt(*static_cast<const {ctype_}*>({n})) : std::string(\"null\"));"
+
+    def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
+        if not is_host_scalar(p) or p.scalar == "element":
+            return {}
+        return {"scalar_type": {"float": "scalar-float", "double": "scalar-double"}.get(p.scalar or "",
+                                                                                        "float-or-double")}
 
 
-def _gate_returned(p: Param, params: Sequence[Param]) -> str | None:
-    if p.returned and not any(o.count == p.name for o in params):
-        return "returned: is for an output count (named by another parameter's count:)"
-    return None
+class ElementOf(Form):
+    """`element_of: P`: a host scalar (`scalar: element`) or array in the element type P gives."""
+
+    key = "element_of"
+    heading = "Host scalars in a tensor's element type"
+    audit_forms = ("scalar-element-type",)
+    also_reads = ("scalar",)  # resolved: a host scalar's `scalar` becomes "element"
+
+    def gate(self, p: Param, params: Sequence[Param]) -> str | None:
+        if p.element_of is None:
+            return None
+        if p.element_of not in {o.name for o in params} or p.element_of == p.name:
+            return f"element_of names {p.element_of!r}, which is no other parameter"
+        if not (p.scalar == "element" or p.shape == "array" and p.type.kind == "void" and p.type.depth == 1):
+            return "element_of is for host `void *` scalars and arrays"
+        src = next(o for o in params if o.name == p.element_of)
+        if p.direction != "out" and src.shape != "value":
+            return (f"element_of: {p.element_of} is an output, known only after the call; an input needs a type "
+                    f"known before it")
+        return None
+
+    def plan(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> tuple[str, str, tuple[str, ...]]:
+        """(the Python expression of the enum value choosing p's element type, valid after `pre`; what it is;
+        the statement reading a descriptor's element type first, when `element_of` names a descriptor)."""
+        assert p.element_of is not None
+        src = fs.param(p.element_of)
+        spy = py_names[src.name]
+        if isinstance(src.form, ByValue) and src.type.kind == "handle":  # read once (the `late` line is shared)
+            return f"_type_{spy}", f"the descriptor {spy}", (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",)
+        if isinstance(src.form, ByValue):
+            return f"int({spy})", spy, ()
+        return f"_{spy}.value", spy, ()
+
+    def docstring(self, p: ParamSem, py: str, source: str, encodings: str) -> str:
+        assert p.element_of is not None
+        if isinstance(p.form, ElementScalar) and not p.form.out:
+            return (f"{py}: passed in the type {source} gives ({encodings}: float16 via IEEE half, bfloat16 rounded "
+                    f"to nearest even, integers range-checked)." + _null_suffix(p))
+        if isinstance(p.form, ElementScalar):
+            return f"{py}: returned in the type {source} gives ({encodings})."
+        return f"{py}: elements in the type {source} gives ({encodings})."
+
+    def stub(self, fs: FunctionSem, p: ParamSem, sem: Semantics, spec: Spec) -> str:
+        """C++ expression of the type enum value choosing p's element type, as the wrapper saw it."""
+        from .stubvalues import last_enum
+        assert p.element_of is not None
+        src = fs.param(p.element_of)
+        if isinstance(src.form, ByValue) and src.type.kind == "handle":
+            q = sem.queries[src.type.name]
+            result = sem.functions[q.call].param(q.result)
+            known = last_enum(spec, result.type.name)
+            return (f"PICK(long long, std::string(\"{q.call}/{q.result}\"), "
+                    f"stub_type(reinterpret_cast<const void*>({src.name}), {known}))")
+        if isinstance(src.form, ByValue):
+            return f"static_cast<long long>({src.name})"
+        return f"static_cast<long long>(*{src.name})"
+
+    def driver(self, fs: FunctionSem, p: ParamSem, sem: Semantics, scripted: dict[tuple[str, str], Any],
+               enum_choice: dict[str, int]) -> tuple[int, str]:
+        """The driver picks the type (the constant, its encoding) and scripts it where the wrapper reads it:
+        a descriptor's query, an out enum; an enum argument (`enum_choice`) is passed as that constant."""
+        from .stubvalues import chosen_type
+        assert p.element_of is not None and p.element_table is not None
+        value, enc = chosen_type(sem, p.element_table)
+        src = fs.param(p.element_of)
+        if isinstance(src.form, ByValue) and src.type.kind == "handle":
+            q = sem.queries[src.type.name]
+            scripted[q.call, q.result] = value
+        elif isinstance(src.form, ByValue):
+            enum_choice[src.name] = value
+        else:
+            scripted[fs.name, src.name] = value
+        return value, enc
+
+    def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
+        return {"scalar_type": "scalar-element-type"} if is_host_scalar(p) and p.scalar == "element" else {}
 
 
-FORMS: tuple[Form, ...] = (
-    Form("scalar", "Host scalars read as float or double", _gate_scalar, {
-        "plan": "miogen.planner:_Planner._host_scalar",
-        "docstring": "miogen.planner:_Planner._host_scalar",  # the note on the encoding, written with the plan
-        "stub": "miogen.stublib:_Stub.function",
-        "driver": "none: the driver passes the value the wrapper encodes; the stub decodes it as MIOpen reads it",
-        "audit": "miogen.audit.vocabulary:view",
-    }, ("scalar-float", "scalar-double")),
-    Form("element_of", "Host scalars in a tensor's element type", "miogen.annotate:_check_vocabulary", {
-        "plan": "miogen.planner:_Planner._type_value",
-        "docstring": "miogen.planner:_Planner.param",
-        "stub": "miogen.stublib:_Stub.type_expr",
-        "driver": "miogen.callthrough:Driver.args_for",
-        "audit": "miogen.audit.vocabulary:view",
-    }, ("scalar-element-type",), ("scalar",)),  # resolved: a host scalar's `scalar` becomes "element"
-    Form("null_means", "NULL with a meaning", _gate_null_means, {
-        "plan": "miogen.planner:_Planner.param",
-        "docstring": "miogen.docstrings:_Doc.none_text",
-        "stub": "none: the stub records NULL like any pointer",
-        "driver": "none: nullable parameters are driven with None by the generic path",
-        "audit": "miogen.audit.vocabulary:view",
-    }, ("nullable-scalar", "nullable-shared-length"), ("nullable",)),
-    Form("holds", "An out pointer receiving an address", _gate_holds, {
-        "plan": "miogen.planner:_Planner.param",
-        "docstring": "miogen.planner:_Planner.param",
-        "stub": "miogen.stublib:_Stub.function",
-        "driver": "none: the address the stub writes is checked as an out pointer",
-        "audit": "miogen.audit.vocabulary:view",
-    }, ("out-address",)),
-    Form("per", "Arrays of k values per item", _gate_per, {
-        "plan": "miogen.planner:_Planner.param",
-        "docstring": "miogen.planner:_Planner.param",
-        "stub": "miogen.stublib:_Stub.function",
-        "driver": "miogen.callthrough:Driver.args_for",
-        "audit": "miogen.audit.vocabulary:view",
-    }, ("length-multiple",)),
-    Form("returned", "Counts that are data", _gate_returned, {
-        "plan": "miogen.planner:_Planner.param",
-        "docstring": "miogen.planner:_Planner.param",
-        "stub": "none: an output count is written like any out integer",
-        "driver": "miogen.callthrough:Driver.expected_out",
-        "audit": "miogen.audit.vocabulary:view",
-    }, ("dropped-output",)),
-)
+class NullMeans(Form):
+    """`null_means: ...`: what None (NULL) does, for a `nullable: true` parameter."""
+
+    key = "null_means"
+    heading = "NULL with a meaning"
+    audit_forms = ("nullable-scalar", "nullable-shared-length")
+    also_reads = ("nullable",)
+    nothing = {"stub": "the stub records NULL like any pointer",
+               "driver": "nullable parameters are driven with None by the generic path"}
+
+    def gate(self, p: Param, params: Sequence[Param]) -> str | None:
+        return "null_means needs nullable: true" if p.null_means is not None and not p.nullable else None
+
+    def plan(self, p: ParamSem, py: str) -> str | None:
+        """The Details note of a parameter whose NULL means something."""
+        return f"{py}: None passes NULL ({p.null_means})." if p.null_means else None
+
+    def docstring(self, p: ParamSem) -> str:
+        """The end of an Args entry: what None does."""
+        from .escape import docstring_text
+        if not p.nullable:
+            return ""
+        if p.null_means:
+            return f" None passes NULL: {docstring_text(p.null_means)}."
+        return " None passes NULL."
+
+    def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
+        return {"nullable": p.nullable}
+
+
+class Holds(Form):
+    """`holds: address_of_device_pointer`: an out `void **` the callee writes the address of its pointer to."""
+
+    key = "holds"
+    heading = "An out pointer receiving an address"
+    audit_forms = ("out-address",)
+    nothing = {"driver": "the address the stub writes is checked as an out pointer"}
+
+    def gate(self, p: Param, params: Sequence[Param]) -> str | None:
+        if p.holds is not None and not (p.direction == "out" and p.shape == "scalar" and p.type.depth == 2
+                                        and p.type.kind == "void"):
+            return f"holds: {p.holds} is for an out `void **` scalar"
+        return None
+
+    def plan(self, p: ParamSem, v: str) -> tuple[str, str] | None:
+        """(the returned value, its hint): the device pointer one step further than the address written."""
+        if p.holds == "address_of_device_pointer":
+            return f"_s.address_held({v}.value)", "int | None"
+        return None
+
+    def docstring(self, p: ParamSem, py: str, display_name: str) -> str:
+        return (f"{py}: {display_name} writes the address of the pointer it keeps; the device pointer stored there "
+                f"is returned.") if p.holds else ""
+
+    def stub(self, fs: FunctionSem, p: ParamSem, known: str) -> str | None:
+        """The write of the address of a pointer the stub keeps (`known`: the pointer's C++ value)."""
+        if p.holds != "address_of_device_pointer":
+            return None
+        n = p.name
+        return (f"static void* slot_{n} = nullptr; if({n}) {{ slot_{n} = PICK(void*, std::string(\"{fs.name}/{n}\"), "
+                f"{known}); *{n} = &slot_{n}; }}")
+
+    def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
+        return {"writes_address": p.holds == "address_of_device_pointer"}
+
+
+class Per(Form):
+    """`per: k`: an input array of k values for each unit of its length."""
+
+    key = "per"
+    heading = "Arrays of k values per item"
+    audit_forms = ("length-multiple",)
+
+    def gate(self, p: Param, params: Sequence[Param]) -> str | None:
+        if p.per != 1 and not (p.length and p.direction == "in" and p.shape == "array" and p.per >= 2):
+            return "per: needs an input array with a length, and a factor >= 2"
+        return None
+
+    def plan(self, fs: FunctionSem, length: str, arrays: Sequence[str], py_names: dict[str, str], v: str) -> str | None:
+        """The statement filling in the hidden `length` from the one array of k values per unit sharing it."""
+        per = {a: fs.param(a).per for a in arrays}
+        if all(k == 1 for k in per.values()):
+            return None
+        if len(arrays) != 1:
+            raise CodegenError(f"{fs.name}.{length}: arrays of several elements per unit ({', '.join(arrays)}) "
+                               f"cannot share one length")
+        a = arrays[0]
+        return f'{v} = _s.length_per(_fn, "{py_names[a]}", _{py_names[a]}, {per[a]})'
+
+    def docstring(self, p: ParamSem, py: str) -> str | None:
+        if p.per == 1:
+            return None
+        return (f"{py}: {p.per} values for each of the {p.length} items (its length must be a multiple of {p.per}; "
+                f"{p.length} = len({py}) // {p.per}).")
+
+    def stub(self, p: ParamSem, length: str) -> str:
+        """The number of elements the stub logs."""
+        return f"({length}) * {p.per}" if p.per != 1 else length
+
+    def driver(self, p: ParamSem) -> int:
+        """How many values the driver passes: three units."""
+        return 3 * p.per
+
+    def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
+        return {"length_factor": p.per}
+
+
+class Returned(Form):
+    """`returned: true`: an output count (named by another parameter's `count:`) that is data too."""
+
+    key = "returned"
+    heading = "Counts that are data"
+    audit_forms = ("dropped-output",)
+    nothing = {"stub": "an output count is written like any out integer"}
+
+    def gate(self, p: Param, params: Sequence[Param]) -> str | None:
+        if p.returned and not any(o.count == p.name for o in params):
+            return "returned: is for an output count (named by another parameter's count:)"
+        return None
+
+    def plan(self, p: ParamSem, v: str, py: str) -> dict[str, Any]:
+        """The ParamPlan fields returning the count beside the arrays it cuts (none: only passed)."""
+        return {"out": f"{v}.value", "out_name": py} if p.returned else {}
+
+    def docstring(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> str | None:
+        if not p.returned:
+            return None
+        cut = ", ".join(py_names[o.name] for o in fs.params if o.count == p.name)
+        return (f"{py_names[p.name]}: returned as it is; it also cuts {cut} (which hold at most the length the "
+                f"caller asked for).")
+
+    def driver(self, p: ParamSem, written: int) -> int | None:
+        """What the driver expects of a returned count: what the stub wrote (`written`)."""
+        return written if p.returned else None
+
+    def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
+        count_of = next((o.name for o in params if o.count == p.name), None)
+        return {"returned": not (p.direction == "out" and p.shape == "opaque") and (count_of is None or p.returned),
+                "count_of": count_of if not p.returned else None}
+
+
+SCALAR, ELEMENT_OF, NULL_MEANS, HOLDS, PER, RETURNED = Scalar(), ElementOf(), NullMeans(), Holds(), Per(), Returned()
+FORMS: tuple[Form, ...] = (SCALAR, ELEMENT_OF, NULL_MEANS, HOLDS, PER, RETURNED)
 
 
 def gate_problems(p: Param, params: Sequence[Param]) -> list[str]:
-    """The problems of `p`'s forms whose gate lives here (in registry order)."""
-    out: list[str] = []
-    for form in FORMS:
-        if not isinstance(form.gate, str):
-            problem = form.gate(p, params)
-            if problem is not None:
-                out.append(problem)
-    return out
+    """The problems of `p`'s forms (in registry order)."""
+    return [problem for form in FORMS if (problem := form.gate(p, params)) is not None]

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 
-from . import docstrings, naming
+from . import docstrings, forms, naming
 from .annotate import Annotations, FunctionSem, ParamSem, Semantics, resolve
 from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .direct import direct_arg
@@ -117,7 +117,8 @@ class _Planner:
         # groups of input arrays sharing a hidden length
         shared: dict[str, list[str]] = {}
         for p in fs.params:
-            if p.length and p.direction == "in" and p.shape in ("array", "blob") and by_name[p.length].hidden:
+            if p.length and isinstance(p.form, (forms.InArray, forms.ElementArray, forms.InBlob)) \
+                    and p.direction == "in" and by_name[p.length].hidden:
                 shared.setdefault(p.length, []).append(p.name)
         owner_param = self._owner_param(fs)
         creates = fs.creates
@@ -150,12 +151,13 @@ class _Planner:
         doc = docstrings.function_doc(self, fs, params, py_names, owner_param, result_class, outs, c_return)
         destroys = self.destroy_of.get(fn)
         destroys_param = next(
-            (py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"
+            (py_names[p.name] for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
              and destroys and self.handle_class[p.type.name] == destroys), None)
         argtypes = tuple(ctype(p.type, self.spec) for p in spec_fn.params)
         direct = [direct_arg(p, plan.arg, a) for p, plan, a in zip(fs.params, params, argtypes)]
-        keep = tuple("_" + py_names[p.name] for p in fs.params if p.shape == "callback")
-        keep_on = next((py_names[p.name] for p in fs.params if p.shape == "value" and p.type.kind == "handle"), None)
+        keep = tuple("_" + py_names[p.name] for p in fs.params if isinstance(p.form, forms.Callback))
+        keep_on = next((py_names[p.name] for p in fs.params if isinstance(p.form, forms.ByValue)
+                        and p.type.kind == "handle"), None)
         return FunctionPlan(
             c_name=fn,
             py_name=self.fn_py[fn],
@@ -194,7 +196,7 @@ class _Planner:
         if owner is None:
             return None
         for p in fs.params:
-            if p.shape == "value" and p.type.kind == "handle" and p.type.name == owner:
+            if isinstance(p.form, forms.ByValue) and p.type.kind == "handle" and p.type.name == owner:
                 return self.py_params(fs)[p.name]
         return None
 
@@ -219,39 +221,34 @@ class _Planner:
         def make(**kw: Any) -> ParamPlan:
             return ParamPlan(**{**base, **kw})
 
-        if p.hidden and p.shape == "value":  # a length filled in from input sequences
+        form = p.form
+        if isinstance(form, forms.Length):  # a length filled in from input sequences
             arrays = shared.get(p.name, [])
-            per = {a: fs.param(a).per for a in arrays}
-            if any(k != 1 for k in per.values()):
-                if len(arrays) != 1:
-                    raise CodegenError(f"{fn}.{p.name}: arrays of several elements per unit ({', '.join(arrays)}) "
-                                       f"cannot share one length")
-                a = arrays[0]
-                return make(mid=(f'{v} = _s.length_per(_fn, "{py_names[a]}", _{py_names[a]}, {per[a]})',))
+            per_line = forms.PER.plan(fs, p.name, arrays, py_names, v)
+            if per_line is not None:
+                return make(mid=(per_line,))
             if len(arrays) == 1:
                 return make(mid=(f"{v} = 0 if _{py_names[arrays[0]]} is None else len(_{py_names[arrays[0]]})",))
             listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
             return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
-        if p.hidden:  # an output count consumed by an output array
-            if p.returned:  # data of its own too: returned beside the arrays it cuts
-                cut = ", ".join(py_names[o.name] for o in fs.params if o.count == p.name)
-                return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", out=f"{v}.value",
-                            out_hint=self.out_hint(t.pointee()), out_name=py,
-                            note=f"{py}: returned as it is; it also cuts {cut} (which hold at most the length "
-                                 f"the caller asked for).")
+        if isinstance(form, forms.Count):  # an output count consumed by an output array
+            returned = forms.RETURNED.plan(p, v, py)
+            if returned:  # data of its own too: returned beside the arrays it cuts
+                return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", **returned,
+                            out_hint=self.out_hint(t.pointee()), note=forms.RETURNED.docstring(fs, p, py_names))
             return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
-        if p.shape == "value":
+        if isinstance(form, forms.Value):
             return self._value_param(p, py, v, q, default, make)
         nullable = "True" if p.nullable else "False"
         opt = " | None" if p.nullable else ""
-        if p.shape == "callback":
+        if isinstance(form, forms.Callback):
             return make(py=py, hint=f"Callable[..., Any]{opt}", default=default,
                         pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
-        if p.shape == "opaque":
+        if isinstance(form, forms.Opaque):
             return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
                         pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
-        if p.shape == "buffer":
-            if t.kind == "void" and t.depth == 1:  # fast path: an int address passed before (its c_void_p)
+        if isinstance(form, forms.Buffer):
+            if not form.typed:  # fast path: an int address passed before (its c_void_p)
                 pre: tuple[str, ...] = (
                     f"{v} = _DEVICE_ARGS.get({py}) if type({py}) is int else None",
                     f"if {v} is None{f' and {py} is not None' if p.nullable else ''}:",
@@ -263,40 +260,35 @@ class _Planner:
                     f"_fn, {nullable})",
                     f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})")
             return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
-        if p.shape == "string":
-            if p.direction == "in":
-                return make(py=py, hint=f"str{opt}", default=default,
-                            pre=(f"{v} = _s.as_cstring({py}, {q}, _fn, {nullable})",))
-            return self._out_bytes(fs, p, py, v, make, text=True)
-        if p.shape == "blob":
-            if p.direction == "in":
-                return make(py=py, hint="bytes", default=default,
-                            pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
-            return self._out_bytes(fs, p, py, v, make, text=False)
-        null_note = f"{py}: None passes NULL ({p.null_means})." if p.null_means else None
-        if p.shape == "array":
-            if p.element_of is not None:
-                return self._element_array(fs, p, py, v, q, default, make, py_names)
-            if p.direction == "in":
-                elem = self.elem(t)
-                rec = self.sem.records.get(t.name) if t.kind in ("struct", "union") else None
-                note = null_note
-                if rec is not None:
-                    elem = self.record_elem(t.name)
-                    cls = self.record_class[t.name]
-                    note = (f"{py}: {cls} records (or tuples of their fields): "
-                            + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
-                hint = f"Sequence[{self._elem_hint(t)}]{opt}"
-                if p.per != 1:
-                    note = (f"{py}: {p.per} values for each of the {p.length} items (its length must be a "
-                            f"multiple of {p.per}; {p.length} = len({py}) // {p.per}).")
-                return make(py=py, hint=hint, default=default, note=note,
-                            pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
+        if isinstance(form, forms.InString):
+            return make(py=py, hint=f"str{opt}", default=default,
+                        pre=(f"{v} = _s.as_cstring({py}, {q}, _fn, {nullable})",))
+        if isinstance(form, (forms.OutString, forms.OutBlob)):
+            return self._out_bytes(fs, p, py, v, make, text=isinstance(form, forms.OutString))
+        if isinstance(form, forms.InBlob):
+            return make(py=py, hint="bytes", default=default,
+                        pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
+        null_note = forms.NULL_MEANS.plan(p, py)
+        if isinstance(form, forms.ElementArray):
+            return self._element_array(fs, p, py, v, q, default, make, py_names)
+        if isinstance(form, forms.OutArray):
             return self._out_array(fs, p, py, v, make, owner_param, creates)
-        # shape scalar
-        if t.kind == "void" and p.memory == "host" and t.depth == 1:  # a host scaling factor
+        if isinstance(form, forms.InArray):
+            elem = self.elem(t)
+            rec = self.sem.records.get(t.name) if t.kind in ("struct", "union") else None
+            note = null_note
+            if rec is not None:
+                elem = self.record_elem(t.name)
+                cls = self.record_class[t.name]
+                note = (f"{py}: {cls} records (or tuples of their fields): "
+                        + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
+            hint = f"Sequence[{self._elem_hint(t)}]{opt}"
+            note = forms.PER.docstring(p, py) or note
+            return make(py=py, hint=hint, default=default, note=note,
+                        pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
+        if isinstance(form, (forms.HostScalar, forms.ElementScalar)):  # a host scaling factor
             return self._host_scalar(fs, p, py, v, q, default, make, py_names, null_note)
-        if p.direction == "in":  # a single element passed by pointer
+        if isinstance(form, forms.InScalar):  # a single element passed by pointer
             ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
             conv = self._scalar_in(t, py, q, p.nullable)
             ref = f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable else f"{v} = _byref({ct}({py}))"
@@ -309,7 +301,7 @@ class _Planner:
         if t.kind == "callback":  # a function pointer comes back as its address
             value = f"ctypes.cast({v}, ctypes.c_void_p).value"
         out_name = py
-        if p.direction == "inout":
+        if isinstance(form, forms.InOutScalar):
             conv = self._scalar_in(t, py, q, False)
             return make(py=py, hint=self.scalar_hint(t), default=default,
                         pre=conv + (f"{v} = {ct}({py})",), arg=f"_byref({v})",
@@ -319,11 +311,10 @@ class _Planner:
             value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
             hint = self.handle_class[t.name]
         note = None
-        if p.holds == "address_of_device_pointer":  # MIOpen writes &field: the device pointer is one step further
-            value = f"_s.address_held({v}.value)"
-            hint = "int | None"
-            note = (f"{py}: {self.target.display_name} writes the address of the pointer it keeps; the device "
-                    f"pointer stored there is returned.")
+        held = forms.HOLDS.plan(p, v)
+        if held is not None:  # MIOpen writes &field: the device pointer is one step further
+            value, hint = held
+            note = forms.HOLDS.docstring(p, py, self.target.display_name)
         return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=out_name,
                     note=note)
 
@@ -331,26 +322,6 @@ class _Planner:
     def _table_refs(self, p: ParamSem) -> tuple[str, str]:
         assert p.element_table is not None
         return f"_ET_{p.element_table}", f"_EN_{p.element_table}"
-
-    def _type_value(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> tuple[str, str]:
-        """Python expression of the enum value choosing p's element type (valid after `pre`), and what it is."""
-        assert p.element_of is not None
-        src = fs.param(p.element_of)
-        spy = py_names[src.name]
-        if src.shape == "value" and src.type.kind == "handle":  # read once (the `late` line is shared)
-            return f"_type_{spy}", f"the descriptor {spy}"
-        if src.shape == "value":
-            return f"int({spy})", spy
-        return f"_{spy}.value", spy
-
-    def _type_query(self, fs: FunctionSem, p: ParamSem, py_names: dict[str, str]) -> tuple[str, ...]:
-        """The statement reading a descriptor's element type (rules.element_queries), when `element_of` names one."""
-        assert p.element_of is not None
-        src = fs.param(p.element_of)
-        if not (src.shape == "value" and src.type.kind == "handle"):
-            return ()
-        spy = py_names[src.name]
-        return (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",)
 
     def _encodings_hint(self, p: ParamSem) -> str:
         assert p.element_table is not None
@@ -384,30 +355,22 @@ class _Planner:
 
         if p.scalar == "element":
             et, en = self._table_refs(p)
-            tv, source = self._type_value(fs, p, py_names)
-            note = (f"{py}: passed in the type {source} gives ({self._table_note(p)}: float16 via IEEE half, "
-                    f"bfloat16 rounded to nearest even, integers range-checked)."
-                    + (f" None passes NULL ({p.null_means})." if p.null_means else ""))
+            tv, source, query = forms.ELEMENT_OF.plan(fs, p, py_names)
+            note = forms.ELEMENT_OF.docstring(p, py, source, self._table_note(p))
             if p.direction == "out":
                 enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
                 return make(alloc=(f"{v} = _s.element_out(1, 'uint64')",), arg=v,
                             out=f"_s.element_values({v}, {enc}, 1)[0]", out_hint=self._encodings_hint(p),
-                            out_name=py, note=f"{py}: returned in the type {source} gives ({self._table_note(p)}).")
+                            out_name=py, note=note)
             check = (f"if {py} is not None and type({py}) is not float:" if p.nullable
                      else f"if type({py}) is not float:", f"    {py} = _s.as_real({py}, {q}, _fn)")
-            late = self._type_query(fs, p, py_names) + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
+            late = query + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
                     f"{source!r}), {q}, _fn)",)
             return make(py=py, hint=f"float{opt}", default=default, pre=check, late=late, note=note)
         if p.scalar in ("float", "double"):
-            c = "_c_float" if p.scalar == "float" else "_c_double"
-            conv = "float_scalar" if p.scalar == "float" else "double_scalar"
-            fits = f" and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r}" if p.scalar == "float" else ""  # else checked
-            pre = f"{v} = " + wrap(f"_byref({c}({py})) if type({py}) is float{fits} else _s.{conv}({py}, {q}, _fn)")
-            note = f"{py}: read as {p.scalar} whatever the tensor type." + (
-                f" None passes NULL ({p.null_means})." if p.null_means else "")
-            refs = "_F32_REFS" if p.scalar == "float" else "_F64_REFS"
+            refs, pre = forms.SCALAR.plan(p, py, v, q, FLT_MAX)
             return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
-                        pre=self._common_scalar(py, v, refs, pre), note=note)
+                        pre=self._common_scalar(py, v, refs, pre), note=forms.SCALAR.docstring(p, py))
         scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "
                                   f"else _s.host_scalar({py}, {q}, _fn)")  # a float that fits a C float, else checked
         return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
@@ -425,27 +388,27 @@ class _Planner:
     def _element_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, q: str, default: str | None,
                        make: Callable[..., ParamPlan], py_names: dict[str, str]) -> ParamPlan:
         et, en = self._table_refs(p)
-        tv, source = self._type_value(fs, p, py_names)
+        tv, source, query = forms.ELEMENT_OF.plan(fs, p, py_names)
+        note = forms.ELEMENT_OF.docstring(p, py, source, self._table_note(p))
         enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
         if p.direction == "in":
             nullable = "True" if p.nullable else "False"
             opt = " | None" if p.nullable else ""
             return make(py=py, hint=f"Sequence[{self._encodings_hint(p)}]{opt}", default=default,
                         pre=(f"{v} = _s.as_sequence({py}, {q}, _fn, {nullable})",),
-                        late=self._type_query(fs, p, py_names) + (f"{v} = _s.element_array({v}, {enc}, {q}, _fn)",),
-                        note=f"{py}: elements in the type {source} gives ({self._table_note(p)}).")
+                        late=query + (f"{v} = _s.element_array({v}, {enc}, {q}, _fn)",), note=note)
         stmts, n = self._length_expr(fs, p, py)
         count = f"_{self.py_params(fs)[p.count]}.value" if p.count else None
         upto = f"min({count}, {n})" if count else n
         return make(alloc=stmts + (f"_enc_{py} = {enc}", f"{v} = _s.element_out({n}, _enc_{py})"), arg=v,
                     out=f"_s.element_values({v}, _enc_{py}, {upto})", out_hint=f"list[{self._encodings_hint(p)}]",
-                    out_name=py, note=f"{py}: elements in the type {source} gives ({self._table_note(p)}).")
+                    out_name=py, note=note)
 
     def _field_note(self, f: Any) -> str:
-        if f.shape == "scalar":
+        if isinstance(f.form, forms.HandleField):
             cls = self.handle_class[f.type.name]
             text = f"{f.name} a {cls}" + (" or None" if f.nullable else "")
-        elif f.shape == "buffer":
+        elif isinstance(f.form, forms.BufferField):
             text = f"{f.name} device memory" + (" or None" if f.nullable else "")
         else:
             text = f"{f.name} a host address" + (" or None" if f.nullable else "")
@@ -456,7 +419,7 @@ class _Planner:
         r = self.spec.record(name)
         names = tuple(n for n, _ in flat_fields(r))
         fields = ", ".join(
-            f'"{f.name}": ("{f.shape}", {self.handle_class[f.type.name] if f.shape == "scalar" else "None"}, '
+            f'"{f.name}": ("{f.shape}", {self.handle_class[f.type.name] if isinstance(f.form, forms.HandleField) else "None"}, '
             f'{f.nullable})' for f in rec.fields.values())
         return f"_s.record_elem(_raw.{name}, {names!r}, {{{fields}}})"
 
@@ -544,7 +507,7 @@ class _Planner:
         assert p.length is not None
         lp = self.py_params(fs)[p.length]
         length_param = fs.param(p.length)
-        if length_param.shape == "value":  # checked here: it sizes an allocation before its own check runs
+        if isinstance(length_param.form, forms.ByValue):  # checked here: it sizes an allocation before its check runs
             hi = int_range(length_param.type.name)[1] if length_param.type.kind == "int" else (1 << 63) - 1
             return (f"{lp} = _s.check_length({lp}, {chr(34)}{lp}{chr(34)}, _fn, {hi})",), lp
         return (), f"_{lp}.value"
@@ -593,11 +556,11 @@ class _Planner:
                 fields.append((f.name, ctype(f.type, self.spec)))
                 t = f.type
                 fsem = self.sem.records[name].fields.get(f.name) if name in self.sem.records else None
-                if fsem is not None and fsem.shape == "scalar":  # a pointer to one handle: the handle
+                if fsem is not None and isinstance(fsem.form, forms.HandleField):  # a pointer to one handle: the handle
                     cls = self.handle_class[t.name]
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), f"{cls} | None",
                                           f"{cls}._from_c(c.{f.name}[0], False) if c.{f.name} else None"))
-                elif fsem is not None and fsem.shape == "buffer":
+                elif fsem is not None and isinstance(fsem.form, forms.BufferField):
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), "DeviceBuffer | None", f"c.{f.name}"))
                 elif t.depth == 0 and t.kind in ("int", "float", "bool", "enum"):
                     flat.append(FieldPlan(f.name, ctype(t, self.spec), self.out_hint(t),
@@ -643,13 +606,13 @@ def plan(
     queries = []
     for hname, q in sem.queries.items():
         callee = sem.functions[q.call]
-        args = ", ".join("desc" if p.shape == "value" and p.type.kind == "handle" and p.type.name == hname
+        args = ", ".join("desc" if isinstance(p.form, forms.ByValue) and p.type.kind == "handle" and p.type.name == hname
                          else "_byref(_t)" if p.name == q.result else "None" for p in callee.params)
         result = callee.param(q.result).type.pointee()
         queries.append(QueryPlan(helper=f"_element_type_{hname}", handle=hname, call=q.call,
                                  result_ctype=pl.api_ctype(result), args=args,
                                  arg_names="{" + ", ".join(f'"{pl.py_params(callee)[p.name]}": '
-                                                           + ("desc" if p.shape == "value" else "None")
+                                                           + ("desc" if isinstance(p.form, forms.ByValue) else "None")
                                                            for p in callee.params if p.name != q.result) + "}"))
     return Plan(
         spec=spec, target=target, banner_info=banner_info, enums=enums, records=records, handles=handles,

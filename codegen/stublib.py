@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 
+from . import forms
 from .annotate import FunctionSem, ParamSem, Semantics
 from .ctypes_map import INT_BITS
 from .jinja_env import cpp_environment
@@ -27,24 +28,9 @@ class _Stub:
         # (query function, its result parameter) -> the handle type whose element type it reads
         self.query_of = {(q.call, q.result): h for h, q in sem.queries.items()}
 
-    def type_expr(self, fs: FunctionSem, p: ParamSem) -> str:
-        """C++ expression of the type enum value choosing p's element type, as the wrapper saw it."""
-        assert p.element_of is not None
-        src = fs.param(p.element_of)
-        if src.shape == "value" and src.type.kind == "handle":
-            q = self.sem.queries[src.type.name]
-            callee = self.sem.functions[q.call]
-            result = callee.param(q.result)
-            known = last_enum(self.spec, result.type.name)
-            return (f"PICK(long long, std::string(\"{q.call}/{q.result}\"), "
-                    f"stub_type(reinterpret_cast<const void*>({src.name}), {known}))")
-        if src.shape == "value":
-            return f"static_cast<long long>({src.name})"
-        return f"static_cast<long long>(*{src.name})"
-
     def enc_expr(self, fs: FunctionSem, p: ParamSem) -> str:
         assert p.element_table is not None
-        return f"enc_{p.element_table}({self.type_expr(fs, p)})"
+        return f"enc_{p.element_table}({forms.ELEMENT_OF.stub(fs, p, self.sem, self.spec)})"
 
     def fmt(self, t: CType, expr: str) -> str:
         """C++ expression formatting one value of base type `t` (depth ignored)."""
@@ -65,7 +51,7 @@ class _Stub:
             fsem = self.sem.records[t.name].fields if t.name in self.sem.records else {}
             parts = []
             for fn, ft in flat_fields(rec):
-                if fn in fsem and fsem[fn].shape == "scalar":  # a pointer to a handle variable: the handle
+                if fn in fsem and isinstance(fsem[fn].form, forms.HandleField):  # a pointer to a handle variable: the handle
                     parts.append(f"(({expr}).{fn} ? ptr(reinterpret_cast<const void*>(*({expr}).{fn})) "
                                  f": std::string(\"null\"))")
                 elif ft.depth == 0:
@@ -131,7 +117,7 @@ class _Stub:
             return (f"PICK(long long, std::string(\"{callee.name}/{p.length_call.result}\"), {out_int(j)})")
         assert p.length is not None
         lp = fs.param(p.length)
-        return f"static_cast<long long>({p.length})" if lp.shape == "value" else f"static_cast<long long>(*{p.length})"
+        return f"static_cast<long long>({p.length})" if isinstance(lp.form, forms.ByValue) else f"static_cast<long long>(*{p.length})"
 
     def function(self, fs: FunctionSem) -> dict[str, Any]:
         f = self.spec.function(fs.name)
@@ -144,17 +130,18 @@ class _Stub:
                 counts[p.count] = self.length_expr(fs, p)
                 writes.append(f"long long cnt_{p.count} = PICK(long long, std::string(\"{fs.name}/{p.count}\"), "
                               f"std::min<long long>({counts[p.count]}, 2));")
-        opaque = next((p.name for p in fs.params if p.shape == "opaque"), None)
+        opaque = next((p.name for p in fs.params if isinstance(p.form, forms.Opaque)), None)
         for p in fs.params:
             t, n = p.type, p.name
             tag = f'"\\t{n}="'
-            if p.shape == "value":
+            form = p.form
+            if isinstance(form, forms.ByValue):
                 body.append(f"s += {tag}; s += {self.fmt(t, n)};")
                 continue
             if p.name in counts:  # a count output
                 writes.append(f"if({n}) *{n} = static_cast<{t.name if t.kind == 'int' else 'int'}>(cnt_{n});")
                 continue
-            if p.shape == "callback":
+            if isinstance(form, forms.Callback):
                 body.append(f"s += {tag}; s += ptr(reinterpret_cast<const void*>({n}));")
                 cb = next(c for c in self.spec.callbacks if c.name == t.name)
                 args = []
@@ -176,26 +163,25 @@ class _Stub:
                 else:
                     writes.append(f"if({n}) {{ s += \"\\t{n}.ret=\" + {self.fmt(cb.returns, call)}; }}")
                 continue
-            if p.shape in ("buffer", "opaque"):
+            if isinstance(form, (forms.Buffer, forms.Opaque)):
                 body.append(f"s += {tag}; s += ptr({n});")
                 continue
-            if p.shape == "scalar" and t.kind == "void" and t.depth == 1 and p.memory == "host":
-                if p.scalar == "element" and p.direction == "out":  # written in the type another output gives
-                    key = f'std::string("{fs.name}/{n}")'
-                    writes.append(f"if({n}) stub_encode({self.enc_expr(fs, p)}, {n}, "
-                                  f"PICK(double, {key}, {out_element(p.index)}));")
-                elif p.scalar == "element":  # decoded as MIOpen reads it: in the type another argument gives
-                    body.append(f"s += {tag}; s += ({n} ? stub_decode({self.enc_expr(fs, p)}, {n}) "
-                                f": std::string(\"null\"));")
-                else:
-                    ctype_ = "double" if p.scalar == "double" else "float"
-                    body.append(f"s += {tag}; s += ({n} ? flt(*static_cast<const {ctype_}*>({n})) "
-                                f": std::string(\"null\"));")
+            if isinstance(form, forms.ElementScalar) and form.out:  # written in the type another output gives
+                key = f'std::string("{fs.name}/{n}")'
+                writes.append(f"if({n}) stub_encode({self.enc_expr(fs, p)}, {n}, "
+                              f"PICK(double, {key}, {out_element(p.index)}));")
                 continue
-            if p.shape == "array" and p.element_of is not None:  # elements of a type another argument gives
+            if isinstance(form, forms.ElementScalar):  # decoded as MIOpen reads it: in the type another argument gives
+                body.append(f"s += {tag}; s += ({n} ? stub_decode({self.enc_expr(fs, p)}, {n}) "
+                            f": std::string(\"null\"));")
+                continue
+            if isinstance(form, forms.HostScalar):
+                body.append(forms.SCALAR.stub(p, n, tag))
+                continue
+            if isinstance(form, forms.ElementArray):  # elements of a type another argument gives
                 length = self.length_expr(fs, p)
                 enc = self.enc_expr(fs, p)
-                if p.direction == "in":
+                if not form.out:
                     body.append(f"s += {tag}; s += \"[\";")
                     body.append(f"{{ const char* e = {enc}; for(long long k = 0; {n} && e && k < {length}; ++k) "
                                 f"{{ if(k) s += \",\"; s += stub_decode(e, static_cast<const char*>({n}) "
@@ -208,27 +194,26 @@ class _Stub:
                                   f"stub_encode(e, static_cast<char*>({n}) + k * stub_size(e), "
                                   f"PICK(double, {key}, {out_element(p.index)} + k)); }}")
                 continue
-            if p.shape == "string" and p.direction == "in":
+            if isinstance(form, forms.InString):
                 body.append(f"s += {tag}; s += std::string({n} ? {n} : \"(null)\");")
                 continue
-            if p.shape == "blob" and p.direction == "in":
+            if isinstance(form, forms.InBlob):
                 body.append(f"s += {tag}; s += hex({n}, {self.length_expr(fs, p)});")
                 continue
-            if p.shape == "array" and p.direction in ("in", "inout"):
+            if isinstance(form, forms.InArray) or isinstance(form, forms.OutArray) and form.reads:
                 elem = t.pointee()
                 length = self.length_expr(fs, p)
-                if p.per != 1:
-                    length = f"({length}) * {p.per}"
+                length = forms.PER.stub(p, length)
                 body.append(f"s += {tag}; s += \"[\";")
                 body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
                             f"{{ if(k) s += \",\"; s += {self.fmt(elem, f'{n}[k]')}; }}")
                 body.append('s += "]";')
                 continue
-            if p.shape in ("array", "blob", "string"):  # outputs
+            if isinstance(form, (forms.OutString, forms.OutBlob, forms.OutArray)):  # outputs
                 length = self.length_expr(fs, p)
-                if p.shape == "string":
+                if isinstance(form, forms.OutString):
                     writes.append(f"if({n} && {length} > 0) std::snprintf({n}, {length}, \"stub\");")
-                elif p.shape == "blob":
+                elif isinstance(form, forms.OutBlob):
                     writes.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
                                   f"{n}[k] = static_cast<char>(({p.index} + k) & 255);")
                 else:
@@ -247,16 +232,14 @@ class _Stub:
                 writes.append(f"if({n}) *{n} = PICK({elem.name}, std::string(\"{fs.name}/{n}\"), {value});")
             elif (fs.name, n) in self.query_of:  # an element-type query: the type last set on the descriptor
                 h = self.query_of[fs.name, n]
-                hp = next(q.name for q in fs.params if q.shape == "value" and q.type.kind == "handle"
+                hp = next(q.name for q in fs.params if isinstance(q.form, forms.ByValue) and q.type.kind == "handle"
                           and q.type.name == h)
                 known = last_enum(self.spec, elem.name)
                 writes.append(f"if({n}) *{n} = static_cast<{elem.name}>(PICK(long long, "
                               f"std::string(\"{fs.name}/{n}\"), stub_type(reinterpret_cast<const void*>({hp}), "
                               f"{known})));")
-            elif p.holds == "address_of_device_pointer":  # the address of a pointer the stub keeps
-                key = f'std::string("{fs.name}/{n}")'
-                writes.append(f"static void* slot_{n} = nullptr; if({n}) {{ slot_{n} = PICK(void*, {key}, "
-                              f"{self.known(CType(kind='void', name='void'), p.index)}); *{n} = &slot_{n}; }}")
+            elif (held := forms.HOLDS.stub(fs, p, self.known(CType(kind="void", name="void"), p.index))) is not None:
+                writes.append(held)  # the address of a pointer the stub keeps
             elif p.direction in ("out", "inout"):
                 fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
                                           small=(fs.name, n) in self.length_sources))
@@ -275,8 +258,9 @@ class _Stub:
         lines = []
         for h, q in self.sem.queries.items():
             result = self.sem.functions[q.call].param(q.result)
-            mine = [p for p in fs.params if p.shape == "value" and p.type.kind == "handle" and p.type.name == h]
-            enums = [p for p in fs.params if p.shape == "value" and p.type.kind == "enum"
+            mine = [p for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
+                    and p.type.name == h]
+            enums = [p for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "enum"
                      and p.type.name == result.type.pointee().name and p.name == q.result]
             if len(mine) == 1 and len(enums) == 1:
                 lines.append(f"stub_remember(reinterpret_cast<const void*>({mine[0].name}), "

@@ -7,11 +7,14 @@ strings "stub"; an output count is min(length, 2).
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
-from .annotate import Semantics
 from .ctypes_map import INT_BITS
 from .model import Spec
 from .releases import Version
+
+if TYPE_CHECKING:
+    from .annotate import Semantics
 
 
 def out_int(i: int, k: int = 0, m: int = 0) -> int:

@@ -1,6 +1,7 @@
 """The generator's import graph: no circles, and no module imports one of a higher layer.
 
-The graph is read with `ast` from every module of codegen/ (the package `miogen`; imports inside functions count too),
+The graph is read with `ast` from every module of codegen/ (the package `miogen`; imports inside functions count
+too, those under `if TYPE_CHECKING:` do not: they never run),
 so a new module must be given a layer here, and a new import must point down or sideways.
 """
 
@@ -18,11 +19,13 @@ SUPPORT = CODEGEN / "support"
 #: bottom to top; a module may import modules of its own layer or of lower ones
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("miogen", "errors", "model", "reserved", "gcpolicy"),
-    ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env", "forms",
-     "cppsrc", "doc"),
+    ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env",
+     "cppsrc", "doc", "stubvalues"),
+    # the annotation forms: each form's gate, plan, docstring, stub, driver and audit (annotate classifies with them)
+    ("forms",),
     ("spec_io", "target", "roles", "diff", "parser"),
     ("annotate",),
-    ("direct", "plans", "docstrings", "planner", "stubvalues", "jinja_env"),
+    ("direct", "plans", "docstrings", "planner", "jinja_env"),
     ("render", "stublib", "layout", "cxx", "callthrough", "audit"),
     ("abi",),
     ("cli", "__main__"),
@@ -36,6 +39,11 @@ def _module(path: Path) -> str:
     return ".".join(parts) or "miogen"
 
 
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
 def _imports(path: Path) -> set[str]:
     """The miogen modules `path` imports (by their name inside the package, e.g. `audit.notes`)."""
     me = _module(path)
@@ -44,7 +52,12 @@ def _imports(path: Path) -> set[str]:
         package = []
     known = {_module(p) for p in _sources()}
     out: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:  # `if TYPE_CHECKING:` imports are for the type checker, never run
+            continue
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base, module = package[: len(package) - (node.level - 1)], node.module
@@ -152,3 +165,16 @@ def test_one_definition_per_shared_type_name() -> None:
                 defined.setdefault(name, []).append(_module(path))
     homes = {"Shape": ["model"], "Check": ["audit.compare"], "Version": ["releases"], "Releases": ["releases"]}
     assert {n: defined.get(n) for n in homes} == homes
+
+
+def test_the_architecture_page_lists_these_layers() -> None:
+    """docs/architecture.md's numbered list of layers is LAYERS (the package itself aside)."""
+    import re
+
+    page = (CODEGEN.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Layers of the generator", 1)[1].split("\n## ", 1)[0]
+    listed = [tuple(re.findall(r"`(\w+)`", item)) for item in re.split(r"\n\d+\. ", "\n" + section.split("\n1. ", 1)[1])
+              if item.strip()]
+    listed = [names for names in listed if names]
+    wanted = [tuple(n for n in names if n != "miogen") for names in LAYERS]
+    assert listed[: len(wanted)] == wanted

@@ -7,6 +7,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .. import forms
 from ..annotate import FunctionSem, ParamSem
 from .analyser import Fact, _HOST, first_of
 from .vocabulary import AnnView, EXPRESSIBLE, _missing, expressible, view
@@ -109,7 +110,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
             record_fields: list[RecordField]) -> list[Check]:
     """Checks of one parameter: the implementation's facts against the normalised annotation."""
     v = view(fs, ps)
-    handle = ps.shape == "value"
+    handle = isinstance(ps.form, forms.ByValue)
     checks: list[Check] = []
     kinds = {f.kind for f in facts}
     unused = bool(kinds) and kinds <= {"unused"}
@@ -122,7 +123,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         return f"{text} ({w})" if w else text
 
     # NULL: what the caller may pass (and outputs annotated nullable: a wrapper may pass NULL for them)
-    provided = handle or ps.direction in ("in", "inout") or ps.shape == "buffer" or ps.shape == "callback" \
+    provided = handle or ps.direction in ("in", "inout") or isinstance(ps.form, (forms.Buffer, forms.Callback)) \
         or ps.nullable
     if provided:
         ev = first_of(facts, ("null-accepts", "null-rejects", "null-unsafe")) or first_of(facts, ("null-conditional",))
@@ -152,7 +153,8 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
     if handle:
         return checks
     # direction (host memory only: device buffers are written by kernels the tool cannot read)
-    if ps.memory == "host" and ps.shape not in ("callback", "opaque") or ps.shape == "opaque" and ps.direction != "in":
+    if ps.memory == "host" and not isinstance(ps.form, (forms.Callback, forms.Opaque)) \
+            or isinstance(ps.form, forms.Opaque) and ps.direction != "in":
         if written and ps.direction == "in":
             checks.append(Check("direction", "disagree", impl(("write", "write-address"), "written"), "in"))
         elif written:
@@ -166,7 +168,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         elif host:
             checks.append(Check("direction", "agree", impl(_HOST, "read, not written"), "in"))
     # memory
-    if ps.shape not in ("callback", "opaque"):
+    if not isinstance(ps.form, (forms.Callback, forms.Opaque)):
         if device and host:
             checks.append(Check("memory", "unverified", impl(("device",) + _HOST, "both device and host uses"),
                                 v.memory))
@@ -208,7 +210,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         else:
             checks.append(Check("scalar-type", "unverified", "no typed read found", v.scalar_type))
     # array lengths
-    if ps.shape in ("array", "blob") and ps.direction == "in":
+    if isinstance(ps.form, (forms.Array, forms.Blob)) and ps.direction == "in":
         strides = sorted({int(f.detail) for f in facts if f.kind == "stride"})
         ranges = sorted({names.get(_norm_expr(f.detail), _norm_expr(f.detail)) for f in facts if f.kind == "range"})
         ann = (f"length {v.length}" + (f" × {v.length_factor}" if v.length_factor != 1 else "")) if v.length \

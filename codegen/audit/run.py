@@ -6,7 +6,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import model
+from .. import forms, model
 from ..annotate import Annotations, resolve
 from ..cppsrc import CppDef, Source, load_source
 from ..errors import CodegenError
@@ -36,8 +36,8 @@ def audit(source_dir: Path, spec: model.Spec, ann: Annotations, idioms: Idioms, 
                        f"definition has {len(others[0].params)} parameters, the header {len(f.params)}")
         params: list[ParamReport] = []
         for i, ps in enumerate(fs.params):
-            is_handle = ps.shape == "value" and ps.type.kind == "handle" and ps.type.depth == 0
-            if ps.shape == "value" and not is_handle:
+            is_handle = isinstance(ps.form, forms.ByValue) and ps.type.kind == "handle" and ps.type.depth == 0
+            if isinstance(ps.form, forms.ByValue) and not is_handle:
                 continue
             facts: list[Fact] = []
             names: dict[str, str] = {}

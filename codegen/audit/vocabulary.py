@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from ..annotate import FunctionSem, ParamSem
+from .. import forms
 
 
 #: Forms beyond direction/memory/shape/length that a finding can be about. A form the vocabulary cannot
@@ -105,24 +106,15 @@ def _missing(form: str) -> Literal["disagree", "needs-vocabulary"]:
     return "disagree" if expressible(form) else "needs-vocabulary"
 
 
-_SCALAR_TYPES = {"float": "scalar-float", "double": "scalar-double", "element": "scalar-element-type"}
-
-
 def view(fs: FunctionSem, ps: ParamSem) -> AnnView:
-    """Normalise a resolved parameter."""
+    """Normalise a resolved parameter (each annotation form states its own attributes: forms.FORMS)."""
     length = ps.length or (f"call:{ps.length_call.call}" if ps.length_call else None) or \
         ("unsized" if ps.unsized else None)
     shared = bool(ps.length) and any(
-        o.name != ps.name and o.length == ps.length and o.direction == "in" and o.shape in ("array", "blob")
+        o.name != ps.name and o.length == ps.length and o.direction == "in" and isinstance(o.form, (forms.Array, forms.Blob))
         for o in fs.params)
-    scalar_type = None
-    if ps.shape == "scalar" and ps.memory == "host" and ps.type.kind == "void" and ps.type.depth == 1:
-        scalar_type = _SCALAR_TYPES.get(ps.scalar or "", "float-or-double")
-    count_of = next((o.name for o in fs.params if o.count == ps.name), None)
-    return AnnView(
-        direction=ps.direction, memory=ps.memory, shape=ps.shape, nullable=ps.nullable, length=length,
-        length_factor=ps.per, shared_length=shared, scalar_type=scalar_type,
-        writes_address=ps.holds == "address_of_device_pointer", fields=ps.fields,
-        returned=not (ps.direction == "out" and ps.shape == "opaque") and (count_of is None or ps.returned),
-        count_of=count_of if not ps.returned else None,
-    )
+    stated: dict[str, Any] = {}
+    for form in forms.FORMS:
+        stated.update(form.audit(ps, fs.params))
+    return AnnView(direction=ps.direction, memory=ps.memory, shape=ps.shape, length=length, shared_length=shared,
+                   fields=ps.fields, **stated)
