@@ -181,9 +181,10 @@ typecheck: $(STAMP)
 	@cd .typecheck/impl && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
 	@rm -rf .typecheck
 
-# the whole suite with the runtime against MIOPEN_VERSION's stub, then the runtime suite against every other release
+# the whole suite with the runtime against MIOPEN_VERSION's stub (pytest-xdist: one worker per core), then the
+# runtime suite against every other release
 test: $(STAMP) versions check-generated typecheck
-	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) "$(PY)" -m pytest tests
+	MIOGEN_TEST_RELEASE=$(MIOPEN_VERSION) "$(PY)" -m pytest -n auto tests
 	@bash scripts/test_releases.sh "$(PY)" $(MIOPEN_VERSION)
 
 # one interleaved run of every benchmark, printed as a table (goal, measured, PASS/MISS);
