@@ -5,7 +5,7 @@ which features that library offers.
 
 Sections: the committed releases (with the ROCm release each shipped in) and what each is proven against (`PROVEN`:
 its real header, its real library); every place searched for the library, in order, with why each failed; the
-library found (path, version); the selected release, with any warning the selection gave, or the refusal (the
+library found (path, version, backend: HIP or OpenCL); the selected release, with any warning the selection gave, or the refusal (the
 MIOpenVersionError message); the `has_feature` table.
 
 Exit status: 0 when a library was found and a release bound; 1 when no library was found, or its version was refused
@@ -147,7 +147,9 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
         info["error"] = f"{where}; {hint}"
         return info, EXIT_NOT_USABLE
     lib = ctypes.CDLL(found)
-    library_info: dict[str, Any] = {"path": found, "version": None, "version_error": None}
+    from .backend import detect
+
+    library_info: dict[str, Any] = {"path": found, "version": None, "version_error": None, "backend": detect(lib)}
     info["library"] = library_info
     try:
         library_info["version"] = _vstr(s.read_version(lib, found))
@@ -214,6 +216,9 @@ def _text(info: dict[str, Any], status: int) -> str:
             out(f"  version: {lib['version']}")
         else:
             out(f"  version: unknown ({lib['version_error'] or 'it has no miopenGetVersion'})")
+        out(f"  backend: {lib['backend']}" + (" (its functions carry the version node MIOPEN_OpenCL_1: handles on "
+                                              "cl_command_queues, buffers as cl_mem)" if lib["backend"] == "OpenCL"
+                                              else ""))
         sel = info["selection"]
         out("")
         if sel["release"] is None:

@@ -126,6 +126,7 @@ def test_search_lists_every_candidate_until_the_library(stub: str, tmp_path: Pat
     assert info["search"][0] == {"origin": "$MIOPEN_LIBRARY", "path": stub, "result": "loaded", "detail": ""}
     assert all(t["result"] == "not tried" for t in info["search"][1:])
     assert info["library"]["path"] == stub and info["library"]["version"] == PINNED
+    assert info["library"]["backend"] == "HIP" and "  backend: HIP" in _run([], _env(MIOPEN_LIBRARY=stub)).stdout
     assert info["selection"] == {"release": PINNED, "policy": "compatible", "warnings": [], "refused": None}
     assert [r["miopen"] for r in info["releases"]] == RELEASES
     assert {f["name"] for f in info["features"]} >= {"find2", "immediate", "get_version"}
@@ -203,7 +204,7 @@ def test_with_the_real_miopen_2_17_0() -> None:
     r = _run(["--library", path, "--json"])
     assert r.returncode == 0, r.stdout + r.stderr
     info = json.loads(r.stdout)
-    assert info["library"] == {"path": path, "version": "2.17.0", "version_error": None}
+    assert info["library"] == {"path": path, "version": "2.17.0", "version_error": None, "backend": "HIP"}
     assert info["selection"] == {"release": "2.17.0", "policy": "compatible", "warnings": [], "refused": None}
     features = {f["name"]: f for f in info["features"]}
     assert features["get_version"]["available"] and features["immediate"]["available"]

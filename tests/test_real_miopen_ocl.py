@@ -135,3 +135,14 @@ def test_gpu_results_page_is_current() -> None:
     got = {tuple(r[:3]): r[3] for r in pocl["rows"]}
     want = {row: outcome for claims in CLAIMS.values() for row, (outcome, _) in claims.items()}
     assert got == want, "docs/ocl-results/pocl.json is stale: rerun tests/gpu/ocl_suite.py on PoCL"
+
+
+def test_python_m_miopen_names_the_backend(tmp_path: Path) -> None:
+    """`python -m miopen` tells the OpenCL build from a HIP one (its functions' version node), as the runtime does."""
+    import json
+
+    r = _run_program(["-m", "miopen", "--json"], tmp_path)
+    info = json.loads(r.stdout)
+    assert info["library"]["backend"] == "OpenCL" and info["selection"]["release"] == "2.17.0"
+    text = _run_program(["-m", "miopen"], tmp_path).stdout
+    assert "  backend: OpenCL (its functions carry the version node MIOPEN_OpenCL_1" in text
