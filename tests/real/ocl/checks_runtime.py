@@ -67,6 +67,30 @@ def activation_ops() -> dict[tuple[str, str, str], str]:
     return {("Activation (10 modes)", F32, f"{RT}: forward, backward (POWER: MIOpen's dx)"): CHECKED}
 
 
+@numeric(("Caffe2 MIOPENActivationOp / GradientOp", F32, "miopen.caffe2: NCHW and NHWC blobs, forward, backward"))
+def caffe2_activation_ops() -> dict[tuple[str, str, str], str]:
+    """Caffe2's activation operators over the runtime: blobs in a Workspace, outputs written into the blobs there."""
+    from miopen import caffe2
+
+    r = rng(41)
+    q = queue()
+    for mode, order in (("RELU", "NCHW"), ("TANH", "NHWC"), ("LOGISTIC", "NCHW"), ("ELU", "NHWC")):
+        dims = [int(d) for d in r.integers(1, 5, size=4)]
+        x = r.uniform(-2, 2, dims).astype(np.float32)
+        dy = r.standard_normal(dims).astype(np.float32)
+        ws = caffe2.Workspace()
+        ws["X"], ws["Y"], ws["dY"], ws["dX"] = _arr(x), _zeros(dims), _arr(dy), _zeros(dims)
+        op = caffe2.MIOPENActivationOp(mode.lower(), ["X"], ["Y"], order=order, stream=q)
+        assert op.run(ws)
+        y64, grad = _act_ref(mode, x.astype(np.float64), op.alpha, op.beta, op.gamma)
+        close(_get(ws["Y"]), y64, f"caffe2 {mode} {order}", 1e-5)  # element-wise: the order only names the view
+        back = caffe2.MIOPENActivationGradientOp(mode.lower(), ["Y", "dY", "X"], ["dX"], order=order, stream=q)
+        assert back.run(ws)
+        close(_get(ws["dX"]), dy * grad, f"caffe2 {mode} {order} backward", 1e-4)
+    return {("Caffe2 MIOPENActivationOp / GradientOp", F32, "miopen.caffe2: NCHW and NHWC blobs, forward, backward"):
+            CHECKED}
+
+
 @numeric(("Softmax (accurate, log × channel, instance)", F32, f"{RT}: forward, backward, scale and shift"))
 def softmax_ops() -> dict[tuple[str, str, str], str]:
     r = rng(41)
