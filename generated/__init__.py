@@ -7,7 +7,7 @@ and binds the matching release (`_support.load_library`). Until then the names o
 resolve on first use, which loads the library.
 """
 
-from typing import Any
+from __future__ import annotations
 
 from . import _support, api, errors, raw
 from ._support import (
@@ -21,6 +21,10 @@ from ._support import (
     unload_library,
 )
 from .errors import *  # noqa: F403
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def __getattr__(name: str) -> Any:

@@ -10,7 +10,6 @@ import ctypes
 import enum
 import struct
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, TypeVar
 
 from . import _state
 from ._handlebase import HandleBase, retired_note
@@ -18,8 +17,11 @@ from ._pointers import as_device_ptr, as_opaque, check_address
 from ._selection import missing_name
 from ._text import cut, name_list, what
 
-E = TypeVar("E", bound=enum.IntEnum)
-H = TypeVar("H", bound="HandleBase")
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
+if TYPE_CHECKING:
+    from typing import Any, TypeVar
+    E = TypeVar("E", bound=enum.IntEnum)
+    H = TypeVar("H", bound="HandleBase")
 
 
 class EnumMeta(enum.EnumType):

@@ -9,11 +9,14 @@ import ctypes
 import math
 import struct
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from ._convert import as_bool, as_float, as_int
 from ._handlebase import HandleBase
 from ._text import name_list, what
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 # --------------------------------------------------------------------------- values of a run-time element type
 #

@@ -11,11 +11,12 @@ import sys
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
 
 from . import _state
 
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
+    from typing import Any
     from ._handlebase import HandleBase
 
 # --------------------------------------------------------------------------- calls in flight

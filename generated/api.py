@@ -2,9 +2,13 @@
 # and their annotations (sha256 of their banners 9571990f6eaa49ce06fda43a21cc30d9dfbeee6915d68ccf94eca8578e78e3c2). Do not edit: run `make generate`.
 """The typed API of the bound MIOpen release (see `_support.load_library`): one snake_case function per C function."""
 
-from typing import Any
+from __future__ import annotations
 
 from . import _support
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def __getattr__(name: str) -> Any:

@@ -13,7 +13,6 @@ lists them). The runtime modules
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
 from ._generated import _support as _gs
 from ._generated import api, raw
@@ -29,7 +28,9 @@ from ._generated._support import (
 )
 from ._generated.errors import *  # noqa: F403
 
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
+    from typing import Any
     from . import (algo, backend, caffe2, descriptors, errors, handles, hip, layout, ops, quirks, scopes, state, tensor,
                    version, workspace)
     from ._generated.api import *  # noqa: F403

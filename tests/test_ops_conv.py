@@ -233,6 +233,29 @@ def test_immediate_forward_sequence_and_cache(libs: Libs) -> None:
     assert len(alloc.allocated) == 1  # the grow-only workspace is reused
 
 
+@pytest.mark.parametrize("forget_checks", [False, True])
+def test_memoised_shapes_each_keep_their_own_plan(libs: Libs, forget_checks: bool) -> None:
+    """The class: a call on a shape seen before reuses that shape's plan and no other's, whether its arguments
+    were memoised (their checked shape stands for them in the plan memo), the check memo was emptied meanwhile
+    (overflow: new tokens, the planner's cache answers), or they cannot be memoised (a list of pads)."""
+    from miopen.ops import conv
+
+    _solutions(libs, "miopenConvolutionForward", [(1.0, 0, 11, 0)])
+    shapes = {"a": ((1, 4, 8, 8), (1, 8, 8, 8)), "b": ((1, 4, 10, 10), (1, 8, 10, 10)),
+              "c": ((2, 4, 8, 8), (2, 8, 8, 8))}
+    tensors = {k: (_t(X, xd), _t(W, (8, 4, 3, 3)), _t(Y, yd)) for k, (xd, yd) in shapes.items()}
+    plans = {k: conv.conv_forward(*t, **_fwd()) for k, t in tensors.items()}
+    assert len({id(p) for p in plans.values()}) == 3
+    assert {k: p.key.x[0] for k, p in plans.items()} == {k: xd for k, (xd, _) in shapes.items()}
+    searches = libs.calls().count("miopenConvolutionForwardGetSolution")
+    if forget_checks:
+        conv._CHECKED.clear()
+    for k in ("b", "a", "c", "a"):
+        assert conv.conv_forward(*tensors[k], **_fwd()) is plans[k]
+        assert conv.conv_forward(*tensors[k], **_fwd(pads=[1, 1])) is plans[k]  # not memoisable: the full key
+    assert libs.calls().count("miopenConvolutionForwardGetSolution") == searches  # no shape planned again
+
+
 def test_immediate_backward_data_and_weights_roles(libs: Libs) -> None:
     from miopen.ops.conv import conv_backward_data, conv_backward_weights
 

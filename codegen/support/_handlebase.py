@@ -6,14 +6,17 @@ import ctypes
 import sys
 import warnings
 import weakref
-from typing import ClassVar, NoReturn, TypeVar
 
 from . import _inflight, _state
 from ._pointers import ADDRESS_LIMIT
 from ._status import raise_status
 from ._target import LIB_NAME
 
-H = TypeVar("H", bound="HandleBase")
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
+if TYPE_CHECKING:
+    from typing import ClassVar, NoReturn, TypeVar
+    H = TypeVar("H", bound="HandleBase")
+
 
 # --------------------------------------------------------------------------- handles
 

@@ -16,7 +16,6 @@ import struct
 import sys
 import warnings
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
 
 from . import _state
 from ._search import library_candidates
@@ -127,6 +126,10 @@ from ._selection import (
     read_version as read_version,
     select_release as select_release,
 )
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 #: called after every load and unload (the same list as `_state.on_reset`)
 _on_reset = _state.on_reset

@@ -20,7 +20,6 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from .. import backend as _backend
 from .. import descriptors
@@ -145,17 +144,17 @@ def conv_output_dims(x_dims: Sequence[int], w_dims: Sequence[int], pads: IntOrSe
 # --------------------------------------------------------------------------- the ops
 
 
-@dataclass(frozen=True)
 class _Problem:
-    """One checked convolution in forward roles: x (input), w (filter), y (output)."""
+    """One checked convolution in forward roles: x (input), w (filter), y (output); `shape` is the token of its
+    checked shape (see `_CHECKED`), None when its arguments were not memoisable. A slotted class, not a frozen
+    dataclass: one is made per call, and a frozen dataclass's __init__ costs a setattr per field."""
 
-    direction: Direction
-    x: Tensor
-    w: Tensor
-    y: Tensor
-    params: ConvParams
-    alpha: float
-    beta: float
+    __slots__ = ("direction", "x", "w", "y", "params", "alpha", "beta", "shape")
+
+    def __init__(self, direction: Direction, x: Tensor, w: Tensor, y: Tensor, params: ConvParams, alpha: float,
+                 beta: float, shape: object = None) -> None:
+        self.direction, self.x, self.w, self.y = direction, x, w, y
+        self.params, self.alpha, self.beta, self.shape = params, alpha, beta, shape
 
     @property
     def out(self) -> Tensor:
@@ -166,8 +165,10 @@ class _Problem:
 # Calls on a shape seen before skip the work that only depends on the shape: the checks of `_problem`
 # (keyed by everything they read, with exactly typed ints so that no bool passes as an int) and the
 # planner's key computation (keyed by everything the plan key holds; the plan is still checked to be in
-# the planner's cache, and the convolution descriptor to be the cached one).
-_CHECKED: dict[tuple[object, ...], tuple[ConvParams, float, float]] = {}
+# the planner's cache, and the convolution descriptor to be the cached one). Each `_CHECKED` entry carries
+# a token (an object() of its own) that stands in `_PLANS`' keys for what its key holds (direction, dtypes,
+# dims, strides, parameters): hashed by identity instead of hashing those tuples again on every call.
+_CHECKED: dict[tuple[object, ...], tuple[ConvParams, float, float, object]] = {}
 _PLANS: dict[tuple[object, ...], tuple[ConvPlan, api.ConvolutionDescriptor, FrozenTensorDescriptor,
                                       FrozenTensorDescriptor, FrozenTensorDescriptor, int]] = {}
 _MEMO_SIZE = 1024
@@ -198,7 +199,8 @@ def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: obje
     if key is not None:
         if len(_CHECKED) >= _MEMO_SIZE:
             _CHECKED.clear()
-        _CHECKED[key] = (pb.params, pb.alpha, pb.beta)
+        pb.shape = object()
+        _CHECKED[key] = (pb.params, pb.alpha, pb.beta, pb.shape)
     return pb
 
 
@@ -247,9 +249,10 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
     h = resolve_handle(handle, stream, dev)
     ws = resolve_workspace(workspace, dev, stream)
     x, w, y = pb.x, pb.w, pb.y
-    memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, pb.direction, x.dtype, x.dims, x.strides, w.dims,
-                w.strides, y.dims, y.strides, cp, dev, h.address if pl.mode == "find" else 0, pl.cap(ws),
-                id(_support.library()), b.library_id())
+    shape: object = pb.shape if pb.shape is not None else (pb.direction, x.dtype, x.dims, x.strides, w.dims,
+                                                           w.strides, y.dims, y.strides, cp)
+    memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, shape, dev, h.address if pl.mode == "find" else 0,
+                pl.cap(ws), id(_support.library()), b.library_id())
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
     if (known is not None and known[5] == descriptors.cache_generation() and not known[1].closed

@@ -8,9 +8,12 @@ from __future__ import annotations
 
 import ctypes
 from collections.abc import Mapping
-from typing import Any
 
 from ._text import what
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 #: addresses are unsigned 64-bit: ctypes would silently pass 2**64 + x as x and -1 as 2**64 - 1
 ADDRESS_LIMIT = 1 << 64

@@ -12,7 +12,10 @@ import ctypes
 import os
 import threading
 from collections.abc import Callable
-from typing import Any
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
+if TYPE_CHECKING:
+    from typing import Any
 
 #: the generated package (`miopen._generated`)
 PACKAGE = __name__.rpartition(".")[0]

@@ -2,9 +2,13 @@
 # and annotations.yaml (sha256 23aaf2e0f1f599f0df1068c017b0f3201cc002c92481d5a8101761ce876fbe92). Do not edit: run `make generate`.
 """The typed API of the bound MIOpen release (see `_support.load_library`): one snake_case function per C function."""
 
-from typing import Any
+from __future__ import annotations
 
 from . import _support
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def __getattr__(name: str) -> Any:
