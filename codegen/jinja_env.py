@@ -1,5 +1,5 @@
 """The Jinja environment of the generated sources: the templates directory, the escaping filters
-and the per-user bytecode cache of compiled templates."""
+and the per-user cache (compiled templates; the rendered texts that compiled, codegen/render.py)."""
 
 from __future__ import annotations
 
@@ -14,18 +14,18 @@ from . import escape
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
-def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    """Compiled templates kept between runs (Jinja keys them by template path and source checksum) in
-    $MIOGEN_CACHE_DIR, else $XDG_CACHE_HOME/miogen, else ~/.cache/miogen: a directory private to this user
-    (created 0700; one that is not a directory this user owns, or that others may write, is not used).
-    MIOGEN_CACHE_DIR set to an empty string turns the cache off. None where there is no such directory."""
+def private_cache(name: str) -> Path | None:
+    """The folder `name` of the per-user cache: under $MIOGEN_CACHE_DIR, else $XDG_CACHE_HOME/miogen, else
+    ~/.cache/miogen; private to this user (created 0700; one that is not a directory this user owns, or that
+    others may write, is not used). MIOGEN_CACHE_DIR set to an empty string turns the cache off. None where
+    there is no such directory."""
     root = os.environ.get("MIOGEN_CACHE_DIR")
     if root == "":
         return None
     if root is None:
         root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
                             "miogen")
-    path = os.path.join(root, f"templates-{jinja2.__version__}")
+    path = os.path.join(root, name)
     try:
         os.makedirs(path, mode=0o700, exist_ok=True)
         st = os.lstat(path)
@@ -34,7 +34,14 @@ def _bytecode_cache() -> jinja2.BytecodeCache | None:
             return None
     except OSError:
         return None
-    return jinja2.FileSystemBytecodeCache(path)
+    return Path(path)
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """Compiled templates kept between runs (Jinja keys them by template path and source checksum) in the
+    per-user cache (`private_cache`)."""
+    path = private_cache(f"templates-{jinja2.__version__}")
+    return None if path is None else jinja2.FileSystemBytecodeCache(str(path))
 
 
 def environment() -> jinja2.Environment:

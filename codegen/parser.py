@@ -1,8 +1,10 @@
 """libclang -> model: parse a miopen.h into a `Spec`.
 
 The header is parsed as C++ (from MIOpen 2.20 it is valid only as C++), descending into
-`extern "C"`. With the beta API on it is parsed twice, with and without the beta macro,
-and whatever only the beta parse declares is flagged beta (functions, enums, constants).
+`extern "C"`. With the beta API on it is parsed once, with the beta macro, and what lies in
+the macro's `#ifdef` blocks is flagged beta (functions, enums, constants; codegen/conditionals.py).
+Where those blocks cannot decide it exactly, it is parsed twice, with and without the macro, and
+whatever only the beta parse declares is flagged beta.
 Any diagnostic of error severity fails the parse: a half-resolved header silently turns
 unknown types into `int`.
 """
@@ -16,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import GENERATOR_VERSION, doc, literals, roles, validate
+from . import GENERATOR_VERSION, conditionals, doc, literals, roles, validate
 from .clang_env import cindex, find_builtin_include
 from .errors import HeaderError
 from .model import (
@@ -527,11 +529,12 @@ def _is_anonymous_record(c: Any) -> bool:
     return len(toks) == 2 and toks[1] == "{"
 
 
-def build_spec(tu: Any, header: Path, text: str, target: Target) -> dict[str, list[Any]]:
-    """All API items of one parse, in header order."""
+def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[Any] | None = None) -> dict[str, list[Any]]:
+    """All API items of one parse, in header order (`cursors`: its top-level declarations, if known)."""
     b = _Builder(header, text, target)
     CK = b.ci.CursorKind
-    cursors = _top_level(tu, header, target.api_headers)
+    if cursors is None:
+        cursors = _top_level(tu, header, target.api_headers)
     b.collect_names(cursors)
     handles: list[Handle] = []
     typedefs: list[Typedef] = []
@@ -590,6 +593,71 @@ def stable_names(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> tu
         if c.kind == CK.ENUM_DECL:
             constants[c.spelling] = {e.spelling for e in c.get_children() if e.kind == CK.ENUM_CONSTANT_DECL}
     return names, constants
+
+
+def _one_pass_beta(header: Path, text: str, opts: ParseOptions, target: Target) -> dict[str, list[Any]] | None:
+    """The items of the beta parse, beta ones flagged, from that one parse and the beta macro's conditionals
+    in the API headers (codegen/conditionals.py); None where those cannot decide exactly and the caller must
+    compare with a parse without the macro."""
+    lines: dict[str, frozenset[int]] = {}
+    for path in (header, *(header.parent / n for n in target.api_headers)):
+        if path != header and not path.is_file():
+            continue
+        found = conditionals.beta_lines(text if path == header else path.read_text("utf-8", "replace"),
+                                        target.beta_macro)
+        if found is None:
+            return None
+        lines[str(path)] = found
+    tu = _translation_unit(header, clang_args(opts, target, True), target)
+    macro = target.beta_macro.encode()
+    seen: set[str] = set(lines)
+    for inc in tu.get_includes():  # another header's macro that names the beta macro may shape the API's text
+        name = inc.include.name
+        if name not in seen:
+            seen.add(name)
+            try:
+                if macro in Path(name).read_bytes():
+                    return None
+            except OSError:
+                return None
+    cursors = _top_level(tu, header, target.api_headers)
+    main_lines = lines[str(header)]
+    CK = cindex().CursorKind
+
+    def span(c: Any) -> tuple[frozenset[int], int, int]:
+        ext = c.extent
+        start = ext.start
+        f = start.file
+        return (main_lines if f is None else lines.get(f.name, main_lines)), start.line, ext.end.line
+
+    def beta(c: Any) -> bool | None:
+        """True: every line of `c` lies in beta blocks (only the beta parse declares it); False: its first and
+        last lines lie outside them (both parses declare its name); None: a block boundary cuts it otherwise."""
+        where, first, last = span(c)
+        if first not in where and last not in where:
+            return False
+        return True if all(n in where for n in range(first, last + 1)) else None
+
+    names: set[str] = set()
+    constants: dict[str, set[str]] = {}
+    for c in cursors:
+        b = beta(c)
+        if b is None:
+            return None
+        if b:
+            continue
+        names.add(c.spelling)
+        if c.kind == CK.ENUM_DECL:
+            where, first, last = span(c)
+            kept = constants[c.spelling] = set()
+            for e in c.get_children():  # a stable enum may hold beta constants
+                if e.kind == CK.ENUM_CONSTANT_DECL:
+                    eb = beta(e) if any(n in where for n in range(first, last + 1)) else False
+                    if eb is None:
+                        return None
+                    if not eb:
+                        kept.add(e.spelling)
+    return _flag_beta(build_spec(tu, header, text, target, cursors), (names, constants))
 
 
 def _flag_beta(items: dict[str, list[Any]], stable: tuple[set[str], dict[str, set[str]]]) -> dict[str, list[Any]]:
@@ -680,7 +748,10 @@ def parse_header(
     if installed is not None and installed != version:
         raise HeaderError(f"--miopen-version {version} disagrees with {header.parent / str(target.version_header)}"
                           f", which says {installed}; leave the option out or fix it")
-    if opts.beta:
+    items = _one_pass_beta(header, text, opts, target) if opts.beta else None
+    if items is not None:
+        pass
+    elif opts.beta:
         # the two parses run side by side: libclang releases the GIL while it parses
         with ThreadPoolExecutor(max_workers=2) as pool:
             stable_tu = pool.submit(_translation_unit, header, clang_args(opts, target, False), target)

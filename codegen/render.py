@@ -5,6 +5,7 @@ to generated/. Output is deterministic: no hashes of sets, no absolute paths.
 from __future__ import annotations
 
 import hashlib
+import sys
 from pathlib import Path
 
 
@@ -12,7 +13,7 @@ from . import GENERATOR_VERSION, escape
 from .errors import CodegenError
 from .files import write_tree
 from .direct import DIRECT_ALIASES
-from .jinja_env import environment
+from .jinja_env import environment, private_cache
 from .planner import plan
 from .plans import HandlePlan, Plan
 from .releases import Releases, Version
@@ -52,14 +53,26 @@ def _shared_banner(plans: tuple[Plan, ...]) -> str:
 
 
 def _check_python(out: dict[str, str]) -> None:
+    """Every rendered Python file compiles. Compiling the largest ones is most of a render, so a text
+    that compiled once is remembered (an empty file named by its sha256 and the Python version, whose
+    grammar decides): a pure function's memo, never a text that failed."""
+    folder = private_cache(f"syntax-py{sys.version_info[0]}.{sys.version_info[1]}")
     for name, text in out.items():
         if not name.endswith((".py", ".pyi")):
+            continue
+        mark = folder / sha256_text(text) if folder else None
+        if mark is not None and mark.is_file():
             continue
         try:
             compile(text, name, "exec")
         except SyntaxError as exc:
             raise CodegenError(f"rendered {name} is not valid Python (line {exc.lineno}: {exc.msg}); "
                                f"check the target's names and exception classes") from None
+        if mark is not None:
+            try:
+                mark.touch()
+            except OSError:  # a cache that cannot be written only costs the next render a compile
+                pass
 
 
 def _history(plans: tuple[Plan, ...]) -> list[tuple[str, str]]:

@@ -20,7 +20,7 @@ SUPPORT = CODEGEN / "support"
 LAYERS: tuple[tuple[str, ...], ...] = (
     ("miogen", "errors", "model", "reserved", "gcpolicy"),
     ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "transaction", "clang_env",
-     "cppsrc", "doc", "stubvalues"),
+     "cppsrc", "doc", "stubvalues", "conditionals"),
     # the annotation forms: each form's gate, plan, docstring, stub, driver and audit (annotate classifies with them)
     ("forms",),
     ("spec_io", "target", "roles", "diff", "parser"),

@@ -222,3 +222,35 @@ def test_collector_thresholds_are_restored(monkeypatch: pytest.MonkeyPatch) -> N
         main(["render", "--no-such-option"])
     assert main(["diff", "no-such-a.yaml", "no-such-b.yaml"]) == 2
     assert gc.get_threshold() == before
+
+
+def test_syntax_check_remembers_only_texts_that_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A rendered Python text that compiled once is not compiled again (the per-user cache, keyed by its sha256
+    and the Python version); a text that fails is never remembered and fails every time; with the cache off
+    or unusable every text is compiled."""
+    from miogen import render
+    from miogen.errors import CodegenError
+
+    compiled: list[str] = []
+
+    def spy(text: str, name: str, mode: str) -> object:
+        compiled.append(name)
+        return compile(text, name, mode)
+
+    monkeypatch.setattr(render, "compile", spy, raising=False)
+    good = {"a.py": "x = 1\n", "b.pyi": "def f() -> int: ...\n", "c.txt": "not python ("}
+    bad = {"d.py": "def (:\n"}
+    for cache in (str(tmp_path / "cache"), ""):
+        monkeypatch.setenv("MIOGEN_CACHE_DIR", cache)
+        compiled.clear()
+        render._check_python(good)
+        render._check_python(good)
+        assert compiled == (["a.py", "b.pyi"] if cache else ["a.py", "b.pyi"] * 2)
+        for _ in range(2):
+            with pytest.raises(CodegenError, match="d.py is not valid Python"):
+                render._check_python(bad)
+    next((tmp_path / "cache").glob("syntax-py*")).chmod(0o777)  # others may write there: not trusted, every text compiled
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    compiled.clear()
+    render._check_python(good)
+    assert compiled == ["a.py", "b.pyi"]

@@ -1,0 +1,80 @@
+"""Which lines of a header only the beta macro lets the compiler see, read from its preprocessor conditionals.
+
+With this the parser tells beta declarations apart in one libclang pass (the beta parse): a declaration is
+beta exactly when its line lies inside an `#ifdef BETA` / `#if defined(BETA)` block. That is exact only for
+headers where the macro does nothing else, so `beta_lines` answers None (the parser then parses twice, with
+and without the macro, and compares) whenever the macro is used in any other way:
+
+- `#ifndef BETA` or `#if !defined(BETA)` (a block only the stable parse sees), an `#elif` of a beta block or
+  an `#else` of one that holds anything but comments (names the stable parse may declare differently), or
+  any other `#if`/`#elif` expression naming it;
+- `#define`/`#undef` or any other directive naming it, or the macro named in code (outside comments);
+- conditionals that do not balance (clang reports those itself; the parser just does not guess).
+"""
+
+from __future__ import annotations
+
+import re
+
+# comments blanked (their newlines kept, so line numbers stay); string and character literals kept as they are
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+# a directive: its logical line, continued lines included
+_DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*([A-Za-z_]\w*)?((?:[^\n\\]|\\.)*)", re.M | re.S)
+
+
+def _blank(m: re.Match[str]) -> str:
+    s = m.group(0)
+    return s if s[0] in "\"'" else " " + "\n" * s.count("\n")
+
+
+def beta_lines(text: str, macro: str) -> frozenset[int] | None:
+    """The 1-based line numbers inside `#ifdef <macro>` blocks (directive lines included), or None when
+    the macro is used in a way this cannot decide (see the module doc)."""
+    if macro not in text:
+        return frozenset()
+    code = _COMMENT_OR_LITERAL.sub(_blank, text)
+    names = re.compile(rf"\b{re.escape(macro)}\b")
+    positive = re.compile(rf"\s*(?:defined\s*\(\s*{re.escape(macro)}\s*\)|defined\s+{re.escape(macro)})\s*")
+    mentions_at = [m.start() for m in names.finditer(code)]
+    stack: list[tuple[bool, int]] = []  # (tests the macro, first line) of each open conditional
+    inside: set[int] = set()
+    in_else = False  # in the #else branch of a beta block: only blank text until its #endif
+    line, pos, seen = 1, 0, 0  # line number at offset pos; mentions accounted for
+    for m in _DIRECTIVE.finditer(code):
+        if in_else and code[pos:m.start()].strip():
+            return None  # the stable parse would see something here
+        if seen < len(mentions_at) and mentions_at[seen] < m.start():
+            return None  # the macro in code
+        line += code.count("\n", pos, m.start())
+        first = line
+        line += code.count("\n", m.start(), m.end())
+        pos = m.end()
+        while seen < len(mentions_at) and mentions_at[seen] < m.end():
+            seen += 1
+        word, rest = m.group(1) or "", m.group(2).replace("\\\n", " ")
+        mentions = names.search(rest) is not None
+        if in_else and word != "endif":
+            return None
+        if word in ("if", "ifdef", "ifndef"):
+            beta = ((word == "ifdef" and rest.strip() == macro)
+                    or (word == "if" and positive.fullmatch(rest) is not None))
+            if mentions and not beta:
+                return None
+            stack.append((beta, first))
+        elif word == "else" and stack and stack[-1][0] and not rest.strip():
+            in_else = True
+        elif word in ("elif", "else", "elifdef", "elifndef"):
+            if not stack or stack[-1][0] or mentions:
+                return None
+        elif word == "endif":
+            if not stack:
+                return None
+            beta, start = stack.pop()
+            in_else = False
+            if beta:
+                inside.update(range(start, line + 1))
+        elif mentions:
+            return None  # #define, #undef, #pragma ... naming the macro
+    if stack or seen < len(mentions_at):
+        return None
+    return frozenset(inside)
