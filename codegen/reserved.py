@@ -45,7 +45,7 @@ DIRECT_ALIASES: frozenset[str] = frozenset({
 })
 
 #: module-level names of the facade modules (`api.py`, `raw.py` beside the releases' sub-packages)
-FACADE_MODULE: frozenset[str] = frozenset({"Any", "_support", "__getattr__", "__dir__"})
+FACADE_MODULE: frozenset[str] = frozenset({"annotations", "TYPE_CHECKING", "Any", "_support", "__getattr__", "__dir__"})
 
 BODY_LOCALS: frozenset[str] = frozenset({
     # locals of a wrapper body
@@ -91,7 +91,7 @@ PACKAGE: frozenset[str] = frozenset({
     "_inflight", "_status", "_envflags",
     "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
-    "__version__", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
+    "__version__", "annotations", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
     "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
     "tensor", "envflags", "caffe2", "_bound", "_args", "backend", "quirks", "__main__",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
