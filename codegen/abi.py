@@ -56,7 +56,7 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     pl = plan(spec, ann, target, "# abi-check build")
     pkg_name = f"miogen_abi_{spec.version.replace('.', '_')}_{id(workdir) & 0xffff:x}"
     write_tree(render(pl), workdir / pkg_name)
-    banner = f"miogen abi-check of MIOpen {spec.version}"
+    banner = f"miogen abi-check of {target.display_name} {spec.version}"
     probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,
                         spec.parse.beta)
     stub_path = compile_cpp(stub_source(spec, sem, header.resolve(), banner, target.status_type, target.version_getter),

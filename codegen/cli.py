@@ -225,6 +225,7 @@ def _peek_schema(path: Path) -> str | None:
 def _diff(args: argparse.Namespace) -> int:
     from .diff import diff, to_json, to_markdown
     from .spec_io import load
+    from .target import target_for
 
     so, sn = _peek_schema(args.old), _peek_schema(args.new)
     if so and sn and so != sn:
@@ -241,12 +242,13 @@ def _diff(args: argparse.Namespace) -> int:
     if old.target != new.target:  # pragma: no cover - the peek above sees it first
         raise CodegenError(f"{args.old} is a {old.target} spec but {args.new} is a {new.target} spec")
     if old == new:
-        raise CodegenError(f"{args.old} and {args.new} are the same spec (MIOpen {old.version}, header sha256 "
+        raise CodegenError(f"{args.old} and {args.new} are the same spec ({target_for(old.target).display_name} "
+                           f"{old.version}, header sha256 "
                            f"{old.header.sha256[:12]}): nothing to compare")
     d = diff(old, new)
     sys.stdout.write(to_json(d) if args.format == "json" else to_markdown(d))
     if args.check and d.breaking:
-        print(f"miogen: {len(d.breaking)} breaking change(s) from MIOpen {d.old} to {d.new}:", file=sys.stderr)
+        print(f"miogen: {len(d.breaking)} breaking change(s) from {d.library} {d.old} to {d.new}:", file=sys.stderr)
         for c in d.breaking:
             print(f"  {c.kind}: {c.item}: {c.detail}", file=sys.stderr)
         return 1
@@ -446,6 +448,7 @@ def _render(args: argparse.Namespace) -> int:
 def _check(args: argparse.Namespace) -> int:
     from .annotate import AnnotationGateError, load_annotations, resolve
     from .spec_io import load
+    from .target import target_for
 
     ann = load_annotations(args.annotations) if args.annotations else None
     specs = [load(path) for path in args.specs]
@@ -465,7 +468,8 @@ def _check(args: argparse.Namespace) -> int:
         if not args.summary:
             beta = sum(f.beta for f in spec.functions)
             print(
-                f"{path}: ok: MIOpen {spec.version}: {len(spec.functions)} functions ({beta} beta), "
+                f"{path}: ok: {target_for(spec.target).display_name} {spec.version}: {len(spec.functions)} functions "
+                f"({beta} beta), "
                 f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles"
             )
     if args.summary and not failed:

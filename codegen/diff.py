@@ -16,6 +16,7 @@ from typing import Any
 from .errors import CodegenError
 from .model import CType, Enum, Function, Record, Spec
 from .releases import by_version
+from .target import target_for
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class Diff:
     old: str
     new: str
     changes: tuple[Change, ...]
+    library: str  # the target's display name (e.g. MIOpen), for headings
 
     @property
     def breaking(self) -> tuple[Change, ...]:
@@ -215,7 +217,7 @@ def diff(old: Spec, new: Spec) -> Diff:
     _enums(old, new, changes)
     _records(old, new, changes)
     _handles(old, new, changes)
-    return Diff(old.version, new.version, tuple(changes))
+    return Diff(old.version, new.version, tuple(changes), target_for(old.target).display_name)
 
 
 # --------------------------------------------------------------------------- output
@@ -232,7 +234,7 @@ _SECTIONS = (
 
 
 def to_markdown(d: Diff, heading: str = "##") -> str:
-    lines = [f"{heading} MIOpen {d.old} → {d.new}", ""]
+    lines = [f"{heading} {d.library} {d.old} → {d.new}", ""]
     if not d.changes:
         lines += ["No API changes.", ""]
         return "\n".join(lines)

@@ -43,6 +43,16 @@ class _Owned:
     def _lib(self) -> _Hip:
         return self._hip if self._hip is not None else _lib()
 
+    @classmethod
+    def _new_handle(cls, create: str, flags: int) -> tuple[int, _Hip]:
+        """A new handle from HIP's `create(&out, flags)` and the library that made it; a null one is a HipError."""
+        hip = _lib()
+        out = ctypes.c_void_p()
+        hip.call(create, ctypes.byref(out), flags)
+        if not out.value:
+            raise HipError(HIP_ERROR_INVALID_HANDLE, create, detail=f"returned a null {cls._KIND.lower()}")
+        return out.value, hip
+
     @property
     def handle(self) -> int:
         """The HIP handle as an int (0: the null stream). Raises ValueError once closed."""
@@ -117,12 +127,8 @@ class Stream(_Owned):
     def create(cls, flags: int = StreamFlags.NON_BLOCKING) -> Stream:
         """A new stream on the current device (hipStreamCreateWithFlags; non-blocking by default)."""
         f = _check_flags(flags, StreamFlags, "Stream.create")
-        hip = _lib()
-        out = ctypes.c_void_p()
-        hip.call("hipStreamCreateWithFlags", ctypes.byref(out), f)
-        if not out.value:
-            raise HipError(HIP_ERROR_INVALID_HANDLE, "hipStreamCreateWithFlags", detail="returned a null stream")
-        return cls._make(out.value, True, hip, f)
+        ptr, hip = cls._new_handle("hipStreamCreateWithFlags", f)
+        return cls._make(ptr, True, hip, f)
 
     @classmethod
     def from_handle(cls, handle: int | None) -> Stream:
@@ -184,13 +190,9 @@ class Event(_Owned):
     def create(cls, flags: int = EventFlags.DISABLE_TIMING) -> Event:
         """A new event (hipEventCreateWithFlags)."""
         f = _check_flags(flags, EventFlags, "Event.create")
-        hip = _lib()
-        out = ctypes.c_void_p()
-        hip.call("hipEventCreateWithFlags", ctypes.byref(out), f)
-        if not out.value:
-            raise HipError(HIP_ERROR_INVALID_HANDLE, "hipEventCreateWithFlags", detail="returned a null event")
+        ptr, hip = cls._new_handle("hipEventCreateWithFlags", f)
         obj = cls.__new__(cls)
-        obj._ptr, obj._owned, obj._hip, obj._flags, obj._recorded = out.value, True, hip, f, False
+        obj._ptr, obj._owned, obj._hip, obj._flags, obj._recorded = ptr, True, hip, f, False
         return obj
 
     @classmethod
