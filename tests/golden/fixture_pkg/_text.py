@@ -9,6 +9,8 @@ from collections.abc import Iterable
 
 #: the most names an error message lists (then how many there are, and where to see them all)
 LIST_MAX = 6
+#: the most characters of listed names (the first name is always shown whole)
+LIST_CHARS = 120
 #: the most releases a message lists
 RELEASES_MAX = 12
 #: the most characters of a caller's value an error message quotes
@@ -16,12 +18,18 @@ QUOTE_MAX = 60
 
 
 def name_list(names: Iterable[object], see: str = "", limit: int = LIST_MAX) -> str:
-    """`names` joined by commas, cut after `limit` with how many there are in all and `see` (where to find
-    them all): every message that lists names goes through here, so none grows with an enum or the releases."""
+    """`names` joined by commas, cut after `limit` names or LIST_CHARS characters (long enum member names) with how
+    many there are in all and `see` (where to find them all): every message that lists names goes through here, so
+    none grows with an enum, its names or the releases."""
     items = [str(n) for n in names]
-    if len(items) <= limit:
+    shown: list[str] = []
+    for item in items[:limit]:
+        if shown and sum(len(x) + 2 for x in shown) + len(item) > LIST_CHARS:
+            break
+        shown.append(item)
+    if len(shown) == len(items):
         return ", ".join(items)
-    return ", ".join(items[:limit]) + f", ... ({len(items)} in all{f'; see {see}' if see else ''})"
+    return ", ".join(shown) + f", ... ({len(items)} in all{f'; see {see}' if see else ''})"
 
 
 def cut(text: str) -> str:
