@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -206,6 +205,9 @@ class _Calls:
         self._result_type = fn("clang_getCursorResultType", [ci.Cursor], ci.Type)
         self._type_spelling = fn("clang_getTypeSpelling", [ci.Type], ci._CXString)
         self._cstring = fn("clang_getCString", [ci._CXString], ctypes.c_char_p)  # _CXString disposes itself
+        self._raw_comment = fn("clang_Cursor_getRawCommentText", [ci.Cursor], ci._CXString)
+        self._enum_value = fn("clang_getEnumConstantDeclValue", [ci.Cursor], ctypes.c_longlong)
+        self._enum_uvalue = fn("clang_getEnumConstantDeclUnsignedValue", [ci.Cursor], ctypes.c_ulonglong)
 
     def arguments(self, c: Any) -> list[Any]:
         tu = c._tu
@@ -232,6 +234,15 @@ class _Calls:
     def type_spelling(self, t: Any) -> str:
         return (self._cstring(self._type_spelling(t)) or b"").decode("utf-8")
 
+    def raw_comment(self, c: Any) -> str | None:
+        """`c.raw_comment`: its doc comment, or None."""
+        text = self._cstring(self._raw_comment(c))
+        return None if text is None else text.decode("utf-8")
+
+    def enum_value(self, c: Any, unsigned: bool) -> int:
+        """`c.enum_value` of a constant of an enum whose type is `unsigned` as cindex tells it."""
+        return int((self._enum_uvalue if unsigned else self._enum_value)(c))
+
 
 class _Builder:
     """Turns the cursors of one translation unit into model objects."""
@@ -253,6 +264,9 @@ class _Builder:
         self._params: dict[tuple[str, str | None, Any, str | None], Param] = {}
         self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
         self.calls = _Calls(self.ci)
+        TK = self.ci.TypeKind
+        self._unsigned_kinds = (TK.CHAR_U, TK.UCHAR, TK.CHAR16, TK.CHAR32, TK.USHORT, TK.UINT, TK.ULONG, TK.ULONGLONG,
+                                TK.UINT128)
 
     # ------------------------------------------------------------------ types
     def _error(self, cursor: Any, message: str) -> HeaderError:
@@ -379,7 +393,7 @@ class _Builder:
         return doc.ingroup(comment) or self.groups.at((location or cursor.location).line)
 
     def function(self, c: Any) -> Function:
-        comment = c.raw_comment
+        comment = self.calls.raw_comment(c)
         tags = doc.param_tags(comment)
         location = c.location
         calls = self.calls
@@ -405,7 +419,7 @@ class _Builder:
             params.append(param)
         result = calls.result_type(c)
         return Function(
-            name=c.spelling,
+            name=calls.spelling(c),
             returns=self.ctype(result, c, calls.type_spelling(result)),
             params=tuple(params),
             group=self._group(c, comment, location),
@@ -441,31 +455,40 @@ class _Builder:
         return None
 
     def enum(self, c: Any) -> Enum:
+        CK = self.ci.CursorKind
+        calls = self.calls
+        constant_kind = CK.ENUM_CONSTANT_DECL
+        enum_type = c.enum_type
+        unsigned = enum_type.kind in self._unsigned_kinds  # as cindex's enum_value decides it
         constants: list[EnumConstant] = []
         first_by_value: dict[int, str] = {}
         for e in c.get_children():
-            if e.kind != self.ci.CursorKind.ENUM_CONSTANT_DECL:
+            if e.kind != constant_kind:
                 continue
-            value = int(e.enum_value)
+            value = calls.enum_value(e, unsigned)
+            name = calls.spelling(e)
             alias = self._alias_target(e) or first_by_value.get(value)
-            first_by_value.setdefault(value, e.spelling)
+            first_by_value.setdefault(value, name)
             constants.append(
                 EnumConstant(
-                    name=e.spelling,
+                    name=name,
                     value=value,
                     alias_of=alias,
-                    deprecated=doc.is_deprecated(e.raw_comment or self._trailing_comment(e), member=True),
+                    deprecated=doc.is_deprecated(calls.raw_comment(e) or self._trailing_comment(e), member=True),
                 )
             )
-        comment = c.raw_comment
         return Enum(
-            name=c.spelling,
-            underlying=c.enum_type.get_canonical().spelling,
+            name=calls.spelling(c),
+            underlying=enum_type.get_canonical().spelling,
             constants=tuple(constants),
-            group=self._group(c, comment),
+            group=self._group(c, calls.raw_comment(c)),
         )
 
     _TRAILING = re.compile(rb"[ \t]*,?[ \t]*(/\*.*?\*/|//[^\n]*)", re.S)
+    # an enumerator's own text: `NAME`, or `NAME = ...` with group 1 set when `...` is one identifier
+    # (comments may sit between tokens; anything else, such as a macro, takes clang's own look)
+    _ALIAS_TEXT = re.compile(rb"[A-Za-z_$][\w$]*(?:(?:\s|/\*.*?\*/|//[^\n]*)*=(?:\s|/\*.*?\*/|//[^\n]*)*"
+                             rb"(?:([A-Za-z_$][\w$]*)|.*))?", re.S)
 
     def _trailing_comment(self, cursor: Any) -> str | None:
         """A member comment right after the declaration (and its comma) that clang did not attach."""
@@ -474,6 +497,12 @@ class _Builder:
 
     def _alias_target(self, e: Any) -> str | None:
         """The constant this one is defined as (`A = B`), if any."""
+        ext = e.extent
+        start, end = ext.start, ext.end
+        if self._from_main(start) and self._from_main(end):  # its text is in self.data: one token after `=`?
+            m = self._ALIAS_TEXT.fullmatch(self.data, start.offset, end.offset)
+            if m is None or m.group(1) is None:
+                return None  # no `= IDENTIFIER` of one token: not `A = B`
         CK = self.ci.CursorKind
         for ch in e.walk_preorder():
             if ch.kind == CK.DECL_REF_EXPR and ch.referenced is not None and ch.referenced.kind == CK.ENUM_CONSTANT_DECL:
@@ -650,9 +679,10 @@ def _one_pass_beta(header: Path, text: str, opts: ParseOptions, target: Target) 
         if c.kind == CK.ENUM_DECL:
             where, first, last = span(c)
             kept = constants[c.spelling] = set()
+            cut = any(n in where for n in range(first, last + 1))  # a beta block inside the enum
             for e in c.get_children():  # a stable enum may hold beta constants
                 if e.kind == CK.ENUM_CONSTANT_DECL:
-                    eb = beta(e) if any(n in where for n in range(first, last + 1)) else False
+                    eb = beta(e) if cut else False
                     if eb is None:
                         return None
                     if not eb:
@@ -671,7 +701,9 @@ def _flag_beta(items: dict[str, list[Any]], stable: tuple[set[str], dict[str, se
                 v = replace(v, beta=True)
             elif key == "enums":
                 known = constants.get(v.name, set())
-                v = replace(v, constants=tuple(c if c.name in known else replace(c, beta=True) for c in v.constants))
+                if any(c.name not in known for c in v.constants):
+                    v = replace(v, constants=tuple(c if c.name in known else replace(c, beta=True)
+                                                   for c in v.constants))
             flagged.append(v)
         out[key] = flagged
     return out
@@ -753,6 +785,8 @@ def parse_header(
         pass
     elif opts.beta:
         # the two parses run side by side: libclang releases the GIL while it parses
+        from concurrent.futures import ThreadPoolExecutor  # only here: its import costs a tenth of a parse
+
         with ThreadPoolExecutor(max_workers=2) as pool:
             stable_tu = pool.submit(_translation_unit, header, clang_args(opts, target, False), target)
             beta_tu = _translation_unit(header, clang_args(opts, target, True), target)

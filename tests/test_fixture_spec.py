@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from miogen import model
+from miogen.parser import ParseOptions, parse_header
 from miogen.spec_io import dumps, loads
 
-from .helpers import check_golden, fixture_spec
+from .helpers import check_golden, fixture_spec, release_header, target
 
 
 def test_golden_beta() -> None:
@@ -215,3 +218,24 @@ def test_round_trip_byte_for_byte() -> None:
         again = loads(text)
         assert again == fixture_spec(beta)
         assert dumps(again) == text
+
+
+def test_enum_aliases_every_spelling(tmp_path: Path) -> None:
+    """`A = B` (three tokens; B may be a macro spelling B) names B; any other initializer (a comment among
+    its tokens, arithmetic, parentheses, a function-like macro) names the first constant of the value;
+    values keep their sign."""
+    header = release_header(tmp_path, """
+#define NAMES_X2 x2
+#define SAME(x) x
+typedef enum { x0 = -2, x1 = 1, x2 = 1, x3 = x2, x4 = /* c */ x2, x5 = // c
+    x2, x6 = NAMES_X2, x7 = (x2), x8 = SAME(x2), x9 = x2 + 0, x10 = 3, x11, x12 = x0 } xEnum_t;
+typedef enum : unsigned long long { bigA = 0xFFFFFFFFFFFFFFFFull, bigB = bigA } bigEnum_t;
+""")
+    spec = parse_header(header, target(), ParseOptions(beta=True))
+    got = [(c.name, c.value, c.alias_of) for c in spec.enum("xEnum_t").constants]
+    assert got == [
+        ("x0", -2, None), ("x1", 1, None), ("x2", 1, "x1"), ("x3", 1, "x2"), ("x4", 1, "x1"), ("x5", 1, "x1"),
+        ("x6", 1, "x2"), ("x7", 1, "x1"), ("x8", 1, "x1"), ("x9", 1, "x1"), ("x10", 3, None), ("x11", 4, None),
+        ("x12", -2, "x0"),
+    ]
+    assert [(c.value, c.alias_of) for c in spec.enum("bigEnum_t").constants] == [(2**64 - 1, None), (2**64 - 1, "bigA")]
