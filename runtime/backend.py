@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import sys
 import threading
 from collections.abc import Hashable, Iterator
 from typing import Any, Protocol
@@ -246,6 +247,12 @@ class OpenCLAllocator:
         return "OpenCLAllocator()"
 
 
+class _Local(threading.local):
+    """Per-thread state of the OpenCL backend: the current device (0 until set)."""
+
+    device = 0
+
+
 class OpenCLBackend:
     """MIOpen's OpenCL backend: queues, buffers and devices through pyopencl."""
 
@@ -261,13 +268,15 @@ class OpenCLBackend:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._local = threading.local()
+        self._local = _Local()
         self._devices: list[Any] | None = None
         self._queues: dict[int, Any] = {}
         self._allocator: OpenCLAllocator | None = None
         #: cl_command_queue -> (its pyopencl queue, holding a reference, so that the address cannot become another
         #: queue's while it is here; the cl_context it was created in, which a queue never changes); bounded
         self._known: dict[int, tuple[Any, int]] = {}
+        #: pyopencl's CommandQueue class once a stream of it was seen: its instances' `int_ptr` is the stream
+        self._queue_type: type | None = None
 
     # ---------------------------------------------------------------- devices
     def devices(self) -> list[Any]:
@@ -287,10 +296,10 @@ class OpenCLBackend:
         return device
 
     def current_device(self) -> int:
-        return int(getattr(self._local, "device", 0))
+        return self._local.device
 
     def set_device(self, device: int) -> None:
-        self._local.device = self._check_device(device, "set_device")
+        self._local.device = int(self._check_device(device, "set_device"))
 
     @contextlib.contextmanager
     def _guard(self, device: int | None) -> Iterator[None]:
@@ -299,7 +308,7 @@ class OpenCLBackend:
             return
         self._check_device(device, "device_guard")
         previous = self.current_device()
-        self._local.device = device
+        self._local.device = int(device)
         try:
             yield
         finally:
@@ -315,6 +324,9 @@ class OpenCLBackend:
     def default_queue(self, device: int | None = None) -> Any:
         """The backend's in-order pyopencl queue of `device` (default: current), in a context of that device."""
         dev = self.current_device() if device is None else self._check_device(device, "default_queue")
+        q = self._queues.get(dev)
+        if q is not None:
+            return q
         with self._lock:
             q = self._queues.get(dev)
             if q is None:
@@ -327,6 +339,8 @@ class OpenCLBackend:
         """A cl_command_queue as an int: an int, a pyopencl CommandQueue (`int_ptr`), None (the default queue)."""
         if stream is None:
             return None
+        if stream.__class__ is self._queue_type:  # a pyopencl queue: its int_ptr is a cl_command_queue
+            return stream.int_ptr or None  # type: ignore[attr-defined]
         if isinstance(stream, bool):
             raise TypeError(f"{fn}: stream must be a cl_command_queue (an int or a pyopencl CommandQueue); got bool")
         value: object = stream
@@ -334,6 +348,10 @@ class OpenCLBackend:
             value = getattr(stream, "int_ptr", None)
             if value is None:
                 value = getattr(stream, "handle", None)  # a state's queue
+            elif self._queue_type is None:
+                cl = sys.modules.get("pyopencl")
+                if cl is not None and stream.__class__ is getattr(cl, "CommandQueue", None):
+                    self._queue_type = stream.__class__
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{fn}: stream must be None, an int cl_command_queue or a pyopencl CommandQueue on the "
                             f"OpenCL backend; got {type(stream).__name__}")
@@ -375,6 +393,10 @@ class OpenCLBackend:
         return handle if handle is not None else int(self.default_queue(device).int_ptr)
 
     def handle_key(self, device: int, stream: int | None) -> Hashable:
+        if stream.__class__ is int:  # a queue seen before: its context, without asking again
+            known = self._known.get(stream)
+            if known is not None:
+                return device, known[1]
         handle = self.as_stream_handle(stream)
         ctx = int(self.default_queue().context.int_ptr) if handle is None else self._queue_info(handle)[1]
         return device, ctx

@@ -14,7 +14,7 @@ import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias, TypeVar
 
 from . import layout
 from ._args import enum_arg, int_seq
@@ -73,6 +73,7 @@ _DESCRIPTOR_CACHES: weakref.WeakSet[DescriptorCache] = weakref.WeakSet()
 
 
 _Key = tuple[int, tuple[int, ...], tuple[int, ...]]
+_K = TypeVar("_K", bound=tuple[object, ...])
 _generation = [0]
 _on_clear: list[Callable[[], None]] = []
 
@@ -115,11 +116,9 @@ class DescriptorCache:
         seen = self._seen.get((dtype, dims, strides))
         if seen is not None:  # this exact (member, dims, strides) was checked before
             key, desc = seen
-            with self._lock:
-                if self._items.get(key) is desc and not desc.closed:
-                    self._items.move_to_end(key)
-                    self.hits += 1
-                    return desc
+            if not desc.closed and _touch(self._items, key, desc):
+                self.hits += 1
+                return desc
         return self._get(dtype, dims, strides, exact=True)
 
     def _get(self, dtype: DataTypeLike, dims: Sequence[int], strides: Sequence[int] | None, exact: bool = False
@@ -171,6 +170,18 @@ class DescriptorCache:
 
     def __len__(self) -> int:
         return len(self._items)
+
+
+def _touch(items: OrderedDict[Any, Any], key: object, value: object) -> bool:
+    """Whether `items` holds `value` at `key`, marking it most recently used; without a lock (each dict call is
+    atomic under the GIL; a key another thread evicts meanwhile only answers False)."""
+    if items.get(key) is not value:
+        return False
+    try:
+        items.move_to_end(key)
+    except KeyError:
+        return False
+    return True
 
 
 def _make(dt: api.DataType, dims: tuple[int, ...], strides: tuple[int, ...]) -> FrozenTensorDescriptor:
@@ -350,12 +361,14 @@ def cache_generation() -> int:
 
 
 def clear_descriptor_caches() -> None:
-    """Forget every cached tensor, convolution and activation descriptor (destroyed when no longer held)."""
+    """Forget every cached tensor, convolution, activation and pooling descriptor (destroyed when no longer
+    held)."""
     _cache.clear()
     with _conv_lock:
         _conv_cache.clear()
     with _act_lock:
         _act_cache.clear()
+        _pool_cache.clear()
 
 
 def _library_changed() -> None:
@@ -392,27 +405,39 @@ def activation_descriptor(mode: api.ActivationMode | int, alpha: float = 0.0, be
 
 _act_lock = threading.Lock()
 _act_cache: OrderedDict[tuple[int, float, float, float], api.ActivationDescriptor] = OrderedDict()
+_pool_cache: OrderedDict[tuple[object, ...], api.PoolingDescriptor] = OrderedDict()
 ACTIVATION_CACHE_SIZE = 64
+_HD = TypeVar("_HD", bound=_gs.HandleBase)
+
+
+def _shared(cache: OrderedDict[_K, _HD], key: _K, make: Callable[[], _HD]) -> _HD:
+    """The descriptor `cache` keeps for `key` (an LRU of ACTIVATION_CACHE_SIZE, filled under `_act_lock`), made once.
+
+    Like the cached tensor descriptors a shared descriptor must not be modified; one the cache forgets is
+    destroyed once nobody holds it any more."""
+    desc = cache.get(key)
+    if desc is not None and not desc.closed and _touch(cache, key, desc):
+        return desc
+    desc = make()
+    with _act_lock:
+        cache[key] = desc
+        while len(cache) > ACTIVATION_CACHE_SIZE:
+            cache.popitem(last=False)
+    return desc
 
 
 def cached_activation_descriptor(mode: api.ActivationMode, alpha: float, beta: float, gamma: float
                                  ) -> api.ActivationDescriptor:
-    """The shared activation descriptor of (mode, alpha, beta, gamma), made once (LRU of 64).
-
-    Like the cached tensor descriptors it must not be modified; one the cache forgets is destroyed
-    once nobody holds it any more."""
+    """The shared activation descriptor of (mode, alpha, beta, gamma), made once (`_shared`)."""
     key = (int(mode), float(alpha), float(beta), float(gamma))
-    with _act_lock:
-        desc = _act_cache.get(key)
-        if desc is not None and not desc.closed:
-            _act_cache.move_to_end(key)
-            return desc
-    desc = activation_descriptor(mode, *key[1:])
-    with _act_lock:
-        _act_cache[key] = desc
-        while len(_act_cache) > ACTIVATION_CACHE_SIZE:
-            _act_cache.popitem(last=False)
-    return desc
+    return _shared(_act_cache, key, lambda: activation_descriptor(mode, *key[1:]))
+
+
+def cached_pooling_descriptor(mode: api.PoolingMode, window: tuple[int, ...], pads: tuple[int, ...],
+                              strides: tuple[int, ...]) -> api.PoolingDescriptor:
+    """The shared pooling descriptor of checked (mode, window, pads, strides), made once (`_shared`)."""
+    return _shared(_pool_cache, (int(mode), window, pads, strides),
+                   lambda: pooling_descriptor(mode, list(window), list(pads), list(strides)))
 
 
 def lrn_descriptor(mode: api.LRNMode | int, n: int, alpha: float, beta: float, k: float) -> api.LRNDescriptor:

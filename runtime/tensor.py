@@ -131,9 +131,13 @@ def _torch_fast(obj: object) -> Tensor | None:
     return _checked_tensor(ptr, *meta)
 
 
-#: pyopencl-Array-like (type, shape, strides, dtype) already checked -> (dims, strides, data type); bounded
-_CL_META: dict[tuple[type, object, object, object], tuple[tuple[int, ...], tuple[int, ...], api.DataType]] = {}
+#: pyopencl-Array-like (type, shape, strides, dtype) already checked -> (dims, strides, data type, and the
+#: Tensors made of them, by cl_mem: a Tensor is a value, so one per (layout, address) serves every call); bounded
+_CL_META: dict[tuple[type, object, object, object],
+               tuple[tuple[int, ...], tuple[int, ...], api.DataType, dict[int, Tensor]]] = {}
 _CL_META_MAX = 1024
+#: how many Tensors one layout keeps (then it starts again)
+_CL_PTRS_MAX = 64
 #: the types in _CL_META's keys: only their instances try the pyopencl fast path
 _CL_TYPES: set[type] = set()
 
@@ -141,7 +145,7 @@ _CL_TYPES: set[type] = set()
 def _cl_fast(obj: object) -> Tensor | None:
     """A pyopencl Array whose type, shape, strides and dtype were checked before, at byte offset 0 of a buffer
     with an int cl_mem in (0, 2**64): its Tensor without checking them again; None otherwise (the full path
-    decides and reports)."""
+    decides and reports). The buffer's cl_mem is read on every call (an Array's buffer may change)."""
     try:
         meta = _CL_META.get((type(obj), obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
         if meta is None or obj.offset != 0:  # type: ignore[attr-defined]
@@ -149,9 +153,19 @@ def _cl_fast(obj: object) -> Tensor | None:
         ptr = obj.base_data.int_ptr  # type: ignore[attr-defined]
     except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
         return None
-    if type(ptr) is not int or not 0 < ptr < 1 << 64:
+    if type(ptr) is not int:
         return None
-    return _checked_tensor(ptr, *meta)
+    made = meta[3]
+    t = made.get(ptr)
+    if t is not None:
+        return t
+    if not 0 < ptr < 1 << 64:
+        return None
+    t = _checked_tensor(ptr, meta[0], meta[1], meta[2])
+    if len(made) >= _CL_PTRS_MAX:
+        made.clear()
+    made[ptr] = t
+    return t
 
 
 def as_tensor(obj: object, name: str = "tensor") -> Tensor:
@@ -212,6 +226,18 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
                     f"__cuda_array_interface__; got {type(obj).__name__}")
 
 
+def as_tensor_of(obj: object, fn: str, name: str) -> Tensor:
+    """`as_tensor(obj, f"{fn}: {name}")` for an op's argument; the name is formatted only where the full path
+    runs (a pyopencl Array seen before takes the fast path without it)."""
+    if type(obj) is Tensor:
+        return obj
+    if type(obj) in _CL_TYPES:
+        fast = _cl_fast(obj)
+        if fast is not None:
+            return fast
+    return as_tensor(obj, f"{fn}: {name}")
+
+
 def _opencl_array(obj: object, name: str) -> Tensor | None:
     """A pyopencl Array's Tensor (its buffer's cl_mem, shape, strides, dtype); None for anything else."""
     base = getattr(obj, "base_data", None)
@@ -234,7 +260,7 @@ def _opencl_array(obj: object, name: str) -> Tensor | None:
             key = (kind, getattr(obj, "shape"), getattr(obj, "strides"), getattr(obj, "dtype"))
             if len(_CL_META) >= _CL_META_MAX:
                 _CL_META.clear()
-            _CL_META[key] = (t.dims, t.strides, t.dtype)
+            _CL_META[key] = (t.dims, t.strides, t.dtype, {})
             _CL_TYPES.add(kind)
         except TypeError:  # unhashable parts: never taken by the fast path
             pass

@@ -76,3 +76,30 @@ def test_queue_memo_holds_its_queues_is_bounded_and_forgotten_on_library_change(
         assert not b._known
     finally:
         backend._opencl[0] = saved
+
+
+def test_queue_objects_and_the_current_device_read_on_every_call(cl: Any) -> None:
+    """The per-call shortcuts (a CommandQueue's int_ptr once its class is known, the per-thread current device)
+    answer what the full path answers, on every call."""
+    import threading
+
+    from miopen.backend import OpenCLBackend
+
+    b = OpenCLBackend()
+    dev = b.devices()[0]
+    ctx = cl.Context([dev])
+    queues = [cl.CommandQueue(ctx, dev) for _ in range(2)]
+    for q in queues * 2:
+        assert b.as_stream_handle(q) == b.bound_stream(q, 0) == q.int_ptr
+        assert b.handle_key(0, b.bound_stream(q, 0)) == (0, ctx.int_ptr)
+    assert b._queue_type is cl.CommandQueue
+    with pytest.raises(TypeError, match="stream"):
+        b.as_stream_handle(object())
+    b.set_device(0)
+    seen: list[int] = []
+    t = threading.Thread(target=lambda: seen.append(b.current_device()))
+    t.start()
+    t.join()
+    assert seen == [0] and b.current_device() == 0
+    with pytest.raises(ValueError, match="device must be an int"):
+        b.set_device(len(b.devices()))

@@ -742,6 +742,10 @@ def test_op_tensor_broadcasting_and_scalars(libs: Libs) -> None:
         op_tensor("add", a, _t(W, (1, 8, 1, 1), "float16"), c)
     with pytest.raises(errors.ShapeError, match="must have 1, 2, 3, 4, 5 dims"):
         op_tensor("add", _t(X, (1,) * 6), _t(W, (1,) * 6), _t(Y, (1,) * 6))
+    with pytest.raises(ValueError, match="beta must not be NaN"):  # a layout seen before: the scalars still checked
+        op_tensor("add", a, a, c, 1.0, 1.0, float("nan"))
+    with pytest.raises(TypeError, match="alpha1 must be a real number; got bool"):
+        op_tensor("add", a, a, c, True)
     assert libs.calls() == before
 
 

@@ -34,20 +34,23 @@ class OpState(Generic[_D]):
     desc: _D
     workspace: PersistentBuffer | None
     _closed: bool
+    #: False where `desc` is a cached, shared descriptor: close() leaves it to the cache
+    _owns_desc = True
 
     @property
     def closed(self) -> bool:
         return self._closed
 
     def close(self) -> None:
-        """Free the workspace and destroy the descriptor (idempotent)."""
+        """Free the workspace and destroy the descriptor unless it is a shared one (idempotent)."""
         if self._closed:
             return
         self._closed = True
         if self.workspace is not None:
             self.workspace.close()
             self.workspace = None
-        self.desc.close()
+        if self._owns_desc:
+            self.desc.close()
 
     def __enter__(self: _S) -> _S:
         return self

@@ -35,7 +35,7 @@ from .._generated import api
 from ..descriptors import (cache_generation, cached_activation_descriptor, on_clear, scaling_params,
                            tensor_descriptor_of)
 from ..errors import ScalingRuleError, ShapeError
-from ..tensor import Tensor, as_tensor, same_dims, same_dtype
+from ..tensor import Tensor, as_tensor_of, same_dims, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import resolve_handle
 
@@ -185,7 +185,7 @@ def _bool_arg(value: object, name: str, fn: str) -> bool:
 
 def _as(fn: str, name: str, obj: object) -> Tensor:
     """`obj` as a `Tensor` (errors name the argument)."""
-    return obj if type(obj) is Tensor else as_tensor(obj, f"{fn}: {name}")
+    return as_tensor_of(obj, fn, name)
 
 
 def _alike(fn: str, **tensors: Tensor) -> api.DataType:
@@ -203,7 +203,7 @@ def _alike(fn: str, **tensors: Tensor) -> api.DataType:
 
 def _tensors(fn: str, **objs: object) -> dict[str, Tensor]:
     """Each argument as a `Tensor` (errors name the argument)."""
-    return {name: obj if type(obj) is Tensor else as_tensor(obj, f"{fn}: {name}") for name, obj in objs.items()}
+    return {name: as_tensor_of(obj, fn, name) for name, obj in objs.items()}
 
 
 def _check_rank(fn: str, name: str, t: Tensor, allowed: tuple[int, ...], what: str) -> None:

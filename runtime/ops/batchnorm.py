@@ -92,7 +92,7 @@ _CHECKED: dict[tuple[object, ...], api.DataType] = {}
 def _check_params(fn: str, x_dtype: api.DataType, shape: tuple[int, ...], mode: api.BatchNormMode,
                   params: dict[str, Tensor]) -> api.DataType:
     """Check the parameter tensors against the derived shape and each other; return their dtype."""
-    key = (fn, x_dtype, shape, mode, *((n, t.dims, t.strides, t.dtype) for n, t in params.items()))
+    key = (fn, x_dtype, shape, mode, *[(n, t.dims, t.strides, t.dtype) for n, t in params.items()])
     known = _CHECKED.get(key)
     if known is not None:
         return known

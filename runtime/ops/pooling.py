@@ -5,7 +5,8 @@ with ``do_backward=True``, the index workspace MIOpen fills with the positions o
 (a persistent buffer sized by `miopenPoolingGetWorkSpaceSizeV2`; never shared scratch).
 `pooling_backward` needs that state. Pass ``state=`` to the next forward of the same shape to
 reuse its buffer instead of allocating a new one (stream order keeps this safe as long as the
-previous backward was queued first).
+previous backward was queued first). A state made without ``state=`` holds the shared pooling descriptor
+of its (mode, window, pads, strides), cached like the activation descriptors: do not modify it.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from .._generated._handles import PoolingDescriptor
-from ..descriptors import cache_generation, pooling_descriptor
+from ..descriptors import cache_generation, cached_pooling_descriptor, on_clear
 from ..errors import ShapeError
 from ..tensor import Tensor, same_dtype
 from ..workspace import PersistentBuffer
@@ -75,6 +76,10 @@ class PoolingState(OpState[PoolingDescriptor]):
 
 
 _GEOMETRY: dict[tuple[object, ...], tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]] = {}
+#: ids of (shared descriptor, x descriptor) -> (those descriptors, held, and MIOpen's output dims for them): what
+#: a call without a state does not ask again (forgotten with the cached descriptors)
+_OUT_DIMS: dict[tuple[int, int], tuple[object, object, tuple[int, ...]]] = {}
+on_clear(_OUT_DIMS.clear)
 
 
 def _geometry(fn: str, nd: int, window: object, pads: object, strides: object
@@ -149,13 +154,20 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
         x_desc, y_desc, out, ws_bytes = known[1], known[2], known[3], known[4]
     else:
         x_desc, y_desc, out, ws_bytes = _desc(xt), _desc(yt), None, None
-    fresh = state is None
-    desc = pooling_descriptor(m, list(win), list(pad), list(stride)) if state is None else state.desc
+    desc = cached_pooling_descriptor(m, win, pad, stride) if state is None else state.desc
     new_ws: PersistentBuffer | None = None
     ws: PersistentBuffer | None = None
     try:
+        if out is None and state is None:
+            seen = _OUT_DIMS.get((id(desc), id(x_desc)))
+            if seen is not None and seen[0] is desc and seen[1] is x_desc:
+                out = seen[2]
         if out is None:
             out = tuple(api.get_pooling_nd_forward_output_dim(desc, x_desc, rank))
+            if state is None:
+                if len(_OUT_DIMS) >= 256:
+                    _OUT_DIMS.clear()
+                _OUT_DIMS[(id(desc), id(x_desc))] = (desc, x_desc, out)
         if out != yt.dims:
             raise ShapeError(f"{fn}: y must have dims {out} for x dims {xt.dims}, window {win}, pads {pad}, strides "
                              f"{stride}; got {yt.dims}")
@@ -170,11 +182,10 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     except BaseException:
         if new_ws is not None:
             new_ws.close()
-        if fresh:
-            desc.close()
         raise
     if state is None:
         state = PoolingState(desc, m, win, pad, stride, xt.dims, yt.dims, dtype, dev)
+        state._owns_desc = False
     if new_ws is not None and state.workspace is not None:
         state.workspace.close()  # outgrown: the forward above ran with the new one
     if ws is not None:

@@ -16,7 +16,8 @@ from __future__ import annotations
 import contextlib
 import math
 import numbers
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from .. import backend as _backend
 from .. import quirks
@@ -24,6 +25,7 @@ from .. import layout
 from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
+from ..descriptors import cache_generation, on_clear
 from ..errors import ShapeError
 from ..tensor import Tensor, as_tensor
 from ._common import resolve_handle
@@ -41,6 +43,8 @@ TENSOR_OPS: EnumMap[api.TensorOp] = EnumMap("TensorOp", {
 
 def _scalar(value: object, name: str, op: str) -> float:
     """A real number (bool refused) as float, or a TypeError naming the argument."""
+    if value.__class__ is float and value == value:  # the usual case: a float, not NaN
+        return value
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise TypeError(f"{op}: {name} must be a real number; got {type(value).__name__} {value!r}")
     out = float(value)
@@ -74,14 +78,12 @@ def _rank(op: str, name: str, t: Tensor, allowed: Sequence[int]) -> None:
         raise ShapeError(f"{op}: {name} must have {want} dims; got {t.ndim} ({t.dims})")
 
 
-@contextlib.contextmanager
-def _on_device(device: int | None) -> Iterator[None]:
-    """Run under a device guard when a device is named (workspaces are allocated on the current device)."""
-    if device is None:
-        yield
-    else:
-        with _backend.current().device_guard(device):
-            yield
+_NO_GUARD = contextlib.nullcontext()
+
+
+def _on_device(device: int | None) -> contextlib.AbstractContextManager[None]:
+    """A device guard when a device is named (workspaces are allocated on the current device)."""
+    return _NO_GUARD if device is None else _backend.current().device_guard(device)
 
 
 # --------------------------------------------------------------------------- ops
@@ -102,6 +104,27 @@ def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alp
     top = _tensor_op(op)
     ta, tb, tc = _tensor(a, "a", name), _tensor(b, "b", name), _tensor(c, "c", name)
     s1, s2, sb = _scalar(alpha1, "alpha1", name), _scalar(alpha2, "alpha2", name), _scalar(beta, "beta", name)
+    key = (ta.dims, ta.strides, tb.dims, tb.strides, tc.dims, tc.strides)
+    known = _LAYOUTS.get(key)
+    if (known is None or known[0] is not ta.dtype or known[1] is not tb.dtype or known[2] is not tc.dtype
+            or known[6] != cache_generation() or known[3].closed or known[4].closed or known[5].closed):
+        if len(_LAYOUTS) >= 256:
+            _LAYOUTS.clear()
+        known = _LAYOUTS[key] = _check_layouts(ta, tb, tc)
+    with _on_device(device):
+        h = resolve_handle(handle, stream, device)
+        api.op_tensor(h, top, s1, known[3], ta.ptr, s2, known[4], tb.ptr, sb, known[5], tc.ptr)
+
+
+#: the layouts op_tensor has checked: (a, b, c dims and strides) -> (their dtypes, descriptors, descriptor-cache
+#: generation); bounded
+_LAYOUTS: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
+on_clear(_LAYOUTS.clear)
+
+
+def _check_layouts(ta: Tensor, tb: Tensor, tc: Tensor) -> tuple[Any, ...]:
+    """op_tensor's shape and dtype checks; (the dtypes, descriptors and generation) a layout seen again reuses."""
+    name = "op_tensor"
     for nm, t in (("a", ta), ("b", tb), ("c", tc)):
         _rank(name, nm, t, range(1, MAX_DIMS + 1))
     if ta.dims != tc.dims:
@@ -113,9 +136,7 @@ def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alp
         raise ShapeError(f"{name}: each of b's dims must be 1 or equal to c's (MIOpen broadcasting); got "
                          f"b={tb.dims}, c={tc.dims} (dim {bad[0]})")
     _same_dtype(name, a=ta, b=tb, c=tc)
-    with _on_device(device):
-        h = resolve_handle(handle, stream, device)
-        api.op_tensor(h, top, s1, ta.desc, ta.ptr, s2, tb.desc, tb.ptr, sb, tc.desc, tc.ptr)
+    return ta.dtype, tb.dtype, tc.dtype, ta.desc, tb.desc, tc.desc, cache_generation()
 
 
 def _fill(op: str, y: object, value: object, what: str) -> tuple[Tensor, int | float]:

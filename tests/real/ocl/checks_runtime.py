@@ -46,7 +46,32 @@ def selection() -> dict[tuple[str, str, str], str]:
     h = miopen.handles.inline_miopen_handle(queue())
     assert miopen.get_stream(h) == queue().int_ptr
     assert miopen.handles.inline_miopen_handle(queue()) is h
+    _queue_changes()
     return {("backend", "-", f"{RT}: chosen from the library"): CHECKED}
+
+
+def _queue_changes() -> None:
+    """What the dispatch memos must not hide: the op runs on the queue passed each call (another queue of the
+    context re-binds the handle, a queue of another context gets that context's handle), and a queue object's
+    handle is read again after the memo forgets it."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    q = queue()
+    x = np.arange(-8, 8, dtype=np.float32).reshape(1, 1, 4, 4)
+    want = np.maximum(x, 0)
+    other_ctx = cl.CommandQueue(cl.Context([q.device]), q.device)
+    for qq in (q, cl.CommandQueue(q.context, q.device), q, other_ctx, q):
+        xa = cla.to_device(qq, x)
+        ya = cla.zeros(qq, x.shape, np.float32)
+        for _ in range(2):  # the second call through the memos
+            activation.activation_forward(xa, ya, "relu", stream=qq)
+            h = miopen.handles.inline_miopen_handle(qq)
+            assert miopen.get_stream(h) == qq.int_ptr, "the pooled handle is not bound to the call's queue"
+            qq.finish()
+            close(ya.get(qq), want, "runtime relu on the call's queue", 0)
+        backend.opencl().forget_queues()
+    assert (miopen.handles.inline_miopen_handle(other_ctx) is not miopen.handles.inline_miopen_handle(q))
 
 
 @numeric(("Activation (10 modes)", F32, f"{RT}: forward, backward (POWER: MIOpen's dx)"))
@@ -133,6 +158,24 @@ def pooling_ops() -> dict[tuple[str, str, str], str]:
             pooling.pooling_backward(ya, _arr(dy), xa, dxa, st, stream=q)
             close(_get(dxa), want_dx, f"runtime pooling {mode} k{k} backward", 1e-5)
             st.close()
+    # stateless calls share the cached descriptor of their parameters: closing one state leaves the others whole
+    x = r.standard_normal((1, 2, 4, 4)).astype(np.float32)
+    want_y, _ = _pool_ref(x.astype(np.float64), None, "max", 2, 2, 0)
+    xa = _arr(x)
+    states = []
+    for _ in range(2):
+        ya = _zeros(want_y.shape)
+        states.append(pooling.pooling_forward(xa, ya, "max", 2, 0, 2, stream=q))
+        close(_get(ya), want_y, "runtime pooling, no state passed", 0)
+    assert states[0].desc is states[1].desc
+    states[0].close()
+    assert not states[1].desc.closed
+    dy = r.standard_normal(want_y.shape).astype(np.float32)
+    _, want_dx = _pool_ref(x.astype(np.float64), dy.astype(np.float64), "max", 2, 2, 0)
+    dxa = _zeros(x.shape)
+    pooling.pooling_backward(ya, _arr(dy), xa, dxa, states[1], stream=q)
+    close(_get(dxa), want_dx, "runtime pooling backward after another state closed", 1e-6)
+    states[1].close()
     return {("Pooling max, average, average-inclusive", F32, f"{RT}: forward, backward (persistent workspace)"):
             CHECKED}
 
@@ -251,11 +294,44 @@ def tensor_op_ops() -> dict[tuple[str, str, str], str]:
             assert "wrong offsets" in str(exc)
             refused += 1
     assert refused == 2
+    _buffer_changes(r)
     return {("OpTensor add, mul, min, max", F32, f"{RT}: alpha1, alpha2, beta; broadcast B"): CHECKED,
             ("SetTensor, ScaleTensor", F32, f"{RT}: -"): CHECKED,
             ("TransformTensor", F32, f"{RT}: padded y; alpha, beta"): CHECKED,
             ("TransformTensor", F32, f"{RT}: y n-stride not a multiple of its c-stride, or channels-last"):
                 "refused by the runtime"}
+
+
+def _buffer_changes(r: np.random.Generator) -> None:
+    """What the dispatch memos must not hide: the buffers (cl_mem) are read on every call, of new Arrays of a seen
+    layout and of an Array whose buffer was swapped; forgotten descriptors are made again."""
+    import pyopencl as cl
+
+    from miopen.descriptors import clear_descriptor_caches
+
+    q = queue()
+    dims = (2, 3, 4)
+    a0, b0 = r.standard_normal(dims).astype(np.float32), r.standard_normal(dims).astype(np.float32)
+    ca = _zeros(dims)
+    for i in range(3):  # new Arrays, the same layout: each call's own buffers
+        a, b = a0 + i, b0 * i
+        tensor_ops.op_tensor("add", _arr(a), _arr(b), ca, stream=q)
+        close(_get(ca), a.astype(np.float64) + b, f"runtime op_tensor, new arrays #{i}", 1e-6)
+    aa, ba = _arr(a0), _arr(b0)
+    tensor_ops.op_tensor("mul", aa, ba, ca, stream=q)
+    close(_get(ca), a0.astype(np.float64) * b0, "runtime op_tensor mul", 1e-6)
+    swapped = r.standard_normal(dims).astype(np.float32)  # the same Array object on another buffer
+    aa.base_data = cl.Buffer(q.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=swapped)
+    c2 = _zeros(dims)
+    tensor_ops.op_tensor("mul", aa, ba, c2, stream=q)
+    close(_get(c2), swapped.astype(np.float64) * b0, "runtime op_tensor after the Array's buffer changed", 1e-6)
+    close(_get(ca), a0.astype(np.float64) * b0, "runtime op_tensor: the earlier output untouched", 1e-6)
+    clear_descriptor_caches()
+    for _ in range(2):
+        activation.activation_forward(aa, c2, "relu", stream=q)
+        tensor_ops.op_tensor("add", aa, ba, ca, stream=q)
+    close(_get(c2), np.maximum(swapped, 0), "runtime relu after the descriptors were forgotten", 0)
+    close(_get(ca), swapped.astype(np.float64) + b0, "runtime op_tensor after the descriptors were forgotten", 1e-6)
 
 
 @numeric(("Convolution", F32, f"{RT}: forward, backward data, backward weights; immediate (after a Find) and find"),
