@@ -13,7 +13,8 @@ from . import GENERATOR_VERSION, escape
 from .errors import CodegenError
 from .files import write_tree
 from .direct import DIRECT_ALIASES
-from .jinja_env import environment, private_cache
+from .cache import private_cache
+from .jinja_env import environment
 from .planner import plan
 from .plans import HandlePlan, Plan
 from .releases import Releases, Version
