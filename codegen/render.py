@@ -4,6 +4,7 @@ to generated/. Output is deterministic: no hashes of sets, no absolute paths.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import pickle
 import sys
@@ -180,7 +181,7 @@ def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Pa
     """Render every spec in `spec_paths` (one sub-package each) with `ann_path` into `out_dir`. The plan of a
     spec planned before with the same inputs comes from the per-user cache (`cache.remembered`)."""
     from .annotate import Annotations, load_annotations
-    from .spec_io import load
+    from .spec_io import load, read_bytes
 
     ann_bytes = ann_path.read_bytes()
     ann_sha = hashlib.sha256(ann_bytes).hexdigest()
@@ -192,11 +193,15 @@ def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Pa
             loaded.append(load_annotations(ann_path))
         return loaded[0]
 
+    def planned(spec_path: Path, data: bytes, info: str) -> Plan:
+        return plan(load(spec_path, data), annotations(), target, info, added)
+
     inputs = hashlib.sha256(pickle.dumps((target, sorted(added.items())), protocol=pickle.HIGHEST_PROTOCOL))
     plans = []
     for spec_path in spec_paths:
-        spec_sha = hashlib.sha256(spec_path.read_bytes()).hexdigest()
+        data = read_bytes(spec_path)  # read once: the key and the plan are of the same bytes
+        spec_sha = hashlib.sha256(data).hexdigest()
         info = banner(spec_path.name, spec_sha, ann_sha)
         key = f"plan\0{spec_sha}\0{ann_sha}\0{inputs.hexdigest()}\0{info}"
-        plans.append(remembered(key, Plan, lambda p=spec_path, i=info: plan(load(p), annotations(), target, i, added)))
+        plans.append(remembered(key, Plan, functools.partial(planned, spec_path, data, info)))
     return write_tree(render(*plans), out_dir)

@@ -435,7 +435,7 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
 def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
     """Load and validate any YAML file into the dataclass `cls` (errors name the YAML path); a file loaded
     before comes from the per-user cache (`cache.remembered`)."""
-    data = _read_bytes(path)
+    data = read_bytes(path)
     return _remembered(data, cls, skip, lambda: loads_as(cls, _decode(data, path), str(path), skip))
 
 
@@ -454,7 +454,8 @@ def _remembered(data: bytes, cls: type[T], skip: tuple[str, ...], build: Callabl
     return cache.remembered(key, cls, build)
 
 
-def _read_bytes(path: Path) -> bytes:
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a YAML file miogen reads: a regular file of at most MAX_YAML_BYTES (else SpecError)."""
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a directory, a FIFO, /dev/zero: nothing to read
             raise SpecError(f"{path}: not a regular file")
@@ -475,9 +476,11 @@ def _decode(data: bytes, path: Path) -> str:
         raise SpecError(f"{path}:{line}: not a UTF-8 text file") from None
 
 
-def load(path: Path) -> model.Spec:
-    """`loads` of a spec file; a file loaded before comes from the per-user cache (`cache.remembered`)."""
-    data = _read_bytes(path)
+def load(path: Path, data: bytes | None = None) -> model.Spec:
+    """`loads` of a spec file (`data`: its bytes, when already read); a file loaded before comes from the
+    per-user cache (`cache.remembered`)."""
+    if data is None:
+        data = read_bytes(path)
     spec = _remembered(data, model.Spec, (), lambda: loads(_decode(data, path), str(path)))
     validate.mark_valid(spec)
     return spec

@@ -274,7 +274,7 @@ def test_plans_are_remembered_and_change_nothing(tmp_path: Path, monkeypatch: py
 
     def spy(*args: object, **kwargs: object) -> object:
         planned.append("plan")
-        return real_plan(*args, **kwargs)  # type: ignore[arg-type]
+        return real_plan(*args, **kwargs)
 
     monkeypatch.setattr(render, "plan", spy)
 
