@@ -12,11 +12,14 @@ same text where a language reads it back (string literals). Every filter returns
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .errors import CodegenError
 
 _SIMPLE = {"\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t"}
+#: text that is its own string-literal body: printable ASCII without `"` and `\\` (most texts)
+_PLAIN = re.compile(r'[ !#-\[\]-~]*')
 
 
 def _escape_char(c: str) -> str:
@@ -30,6 +33,8 @@ def _escape_char(c: str) -> str:
 
 def py_str_text(text: str) -> str:
     """The body of a double-quoted Python string literal that reads back as `text` (no quotes)."""
+    if _PLAIN.fullmatch(text):
+        return text
     out = []
     for c in text:
         if c in _SIMPLE:
@@ -59,6 +64,8 @@ def docstring_text(text: str) -> str:
     bend it (quotes and backslashes are escaped, so the docstring reads back as `text`). A lone
     surrogate is written as its visible escape (`\\ud800`): a class whose docstring holds one cannot
     even be created (CPython encodes class docstrings to UTF-8)."""
+    if text.isascii():  # no surrogate
+        return py_str_text(text)
     return py_str_text("".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text))
 
 

@@ -4,7 +4,9 @@ to generated/. Output is deterministic: no hashes of sets, no absolute paths.
 
 from __future__ import annotations
 
+import functools
 import hashlib
+import pickle
 import sys
 from pathlib import Path
 
@@ -13,7 +15,8 @@ from . import GENERATOR_VERSION, escape
 from .errors import CodegenError
 from .files import write_tree
 from .direct import DIRECT_ALIASES
-from .jinja_env import environment, private_cache
+from .cache import private_cache, remembered
+from .jinja_env import environment
 from .planner import plan
 from .plans import HandlePlan, Plan
 from .releases import Releases, Version
@@ -175,15 +178,30 @@ def sha256_text(text: str) -> str:
 
 
 def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Path, history: Path | None) -> list[Path]:
-    """Render every spec in `spec_paths` (one sub-package each) with `ann_path` into `out_dir`."""
-    from .annotate import load_annotations
-    from .spec_io import load
+    """Render every spec in `spec_paths` (one sub-package each) with `ann_path` into `out_dir`. The plan of a
+    spec planned before with the same inputs comes from the per-user cache (`cache.remembered`)."""
+    from .annotate import Annotations, load_annotations
+    from .spec_io import load, read_bytes
 
-    ann = load_annotations(ann_path)
-    ann_sha = hashlib.sha256(ann_path.read_bytes()).hexdigest()
+    ann_bytes = ann_path.read_bytes()
+    ann_sha = hashlib.sha256(ann_bytes).hexdigest()
     added = Releases.of(history).added_in() if history else {}
+    loaded: list[Annotations] = []
+
+    def annotations() -> Annotations:
+        if not loaded:
+            loaded.append(load_annotations(ann_path))
+        return loaded[0]
+
+    def planned(spec_path: Path, data: bytes, info: str) -> Plan:
+        return plan(load(spec_path, data), annotations(), target, info, added)
+
+    inputs = hashlib.sha256(pickle.dumps((target, sorted(added.items())), protocol=pickle.HIGHEST_PROTOCOL))
     plans = []
     for spec_path in spec_paths:
-        info = banner(spec_path.name, hashlib.sha256(spec_path.read_bytes()).hexdigest(), ann_sha)
-        plans.append(plan(load(spec_path), ann, target, info, added))
+        data = read_bytes(spec_path)  # read once: the key and the plan are of the same bytes
+        spec_sha = hashlib.sha256(data).hexdigest()
+        info = banner(spec_path.name, spec_sha, ann_sha)
+        key = f"plan\0{spec_sha}\0{ann_sha}\0{inputs.hexdigest()}\0{info}"
+        plans.append(remembered(key, Plan, functools.partial(planned, spec_path, data, info)))
     return write_tree(render(*plans), out_dir)

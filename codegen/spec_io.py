@@ -7,6 +7,7 @@ Serialisation is driven by the model's dataclass fields (their order, defaults a
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import re
 import stat
 import types
@@ -17,7 +18,7 @@ from typing import Any, TypeVar
 
 import yaml
 
-from . import model, validate, yamlread
+from . import cache, model, validate, yamlread
 from .errors import SpecError
 
 T = TypeVar("T")
@@ -432,8 +433,10 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
 
 
 def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
-    """Load and validate any YAML file into the dataclass `cls` (errors name the YAML path)."""
-    return loads_as(cls, _read(path), str(path), skip)
+    """Load and validate any YAML file into the dataclass `cls` (errors name the YAML path); a file loaded
+    before comes from the per-user cache (`cache.remembered`)."""
+    data = read_bytes(path)
+    return _remembered(data, cls, skip, lambda: loads_as(cls, _decode(data, path), str(path), skip))
 
 
 def loads_as(cls: type[T], text: str, source: str, skip: tuple[str, ...] = ()) -> T:
@@ -445,7 +448,14 @@ def loads_as(cls: type[T], text: str, source: str, skip: tuple[str, ...] = ()) -
         raise yamlread.error(source, yamlread.line_of(text, exc.parts), exc.parts, exc.message) from None
 
 
-def _read(path: Path) -> str:
+def _remembered(data: bytes, cls: type[T], skip: tuple[str, ...], build: Callable[[], T]) -> T:
+    """What `build` makes of the file bytes `data` as a `cls`, from the per-user cache when loaded before."""
+    key = f"{cls.__module__}.{cls.__qualname__}\0{skip}\0{yaml.__version__}\0{hashlib.sha256(data).hexdigest()}"
+    return cache.remembered(key, cls, build)
+
+
+def read_bytes(path: Path) -> bytes:
+    """The bytes of a YAML file miogen reads: a regular file of at most MAX_YAML_BYTES (else SpecError)."""
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a directory, a FIFO, /dev/zero: nothing to read
             raise SpecError(f"{path}: not a regular file")
@@ -455,6 +465,10 @@ def _read(path: Path) -> str:
         raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_YAML_BYTES:
         raise SpecError(f"{path}: larger than {MAX_YAML_BYTES} bytes; not a YAML file miogen reads")
+    return data
+
+
+def _decode(data: bytes, path: Path) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -462,5 +476,11 @@ def _read(path: Path) -> str:
         raise SpecError(f"{path}:{line}: not a UTF-8 text file") from None
 
 
-def load(path: Path) -> model.Spec:
-    return loads(_read(path), str(path))
+def load(path: Path, data: bytes | None = None) -> model.Spec:
+    """`loads` of a spec file (`data`: its bytes, when already read); a file loaded before comes from the
+    per-user cache (`cache.remembered`)."""
+    if data is None:
+        data = read_bytes(path)
+    spec = _remembered(data, model.Spec, (), lambda: loads(_decode(data, path), str(path)))
+    validate.mark_valid(spec)
+    return spec

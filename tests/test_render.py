@@ -254,3 +254,43 @@ def test_syntax_check_remembers_only_texts_that_compiled(tmp_path: Path, monkeyp
     compiled.clear()
     render._check_python(good)
     assert compiled == ["a.py", "b.pyi"]
+
+
+def test_plans_are_remembered_and_change_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`generate` takes a spec's plan from the per-user cache when the spec, annotations, target, banner and
+    history are the same; the output is the same with the cache off, cold, warm or corrupt, and a changed input
+    is planned again."""
+    from miogen import render
+    from miogen.target import load_target
+
+    from .helpers import SPECS
+
+    spec = sorted(SPECS.glob("*.*.*.yaml"))[0]
+    ann = tmp_path / "annotations.yaml"
+    ann.write_bytes((SPECS / "annotations.yaml").read_bytes())
+    target = load_target()
+    planned: list[str] = []
+    real_plan = render.plan
+
+    def spy(*args: object, **kwargs: object) -> object:
+        planned.append("plan")
+        return real_plan(*args, **kwargs)
+
+    monkeypatch.setattr(render, "plan", spy)
+
+    def tree(name: str, history: Path | None = None) -> dict[str, bytes]:
+        out = tmp_path / name
+        return {str(p.relative_to(out)): p.read_bytes() for p in render.generate([spec], ann, target, out, history)}
+
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
+    expected = tree("off")
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(cache))
+    assert tree("cold") == expected and len(planned) == 2
+    assert tree("warm") == expected and len(planned) == 2
+    for entry in (cache / "models").iterdir():
+        entry.write_bytes(b"corrupt")
+    assert tree("corrupt") == expected and len(planned) == 3
+    assert tree("history", SPECS) != expected and len(planned) == 4  # another history: planned again
+    ann.write_bytes(ann.read_bytes() + b"# a comment\n")
+    assert tree("annotations") != expected and len(planned) == 5  # the banner names the annotations' sha256

@@ -225,3 +225,56 @@ def test_pasted_parameters_give_the_emitters_own_text(monkeypatch: pytest.Monkey
     wide = replace(shared, c="const int " + "x" * 4000)  # past the width the paste is trusted with
     spec = replace(repeated, functions=tuple(replace(f, params=(wide, *f.params)) for f in repeated.functions))
     assert dumps(spec) == dumps_events(spec) and fallbacks == [spec]
+
+
+def test_loaded_files_are_remembered_and_a_bad_entry_changes_nothing(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """A spec or YAML file loaded once comes back from the per-user cache (keyed by its bytes and the generator)
+    equal to a fresh load; an empty, truncated, corrupt or foreign entry, another generator, a changed file or the
+    cache turned off all load the file again; a file that fails is never remembered."""
+    import pickle
+    import stat
+
+    from miogen import cache, spec_io
+    from miogen.annotate import Annotations, load_annotations
+
+    src = tmp_path / "spec.yaml"
+    src.write_bytes(sorted(SPECS.glob("*.*.*.yaml"))[0].read_bytes())
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
+    expected = load(src)
+    built: list[str] = []
+
+    def spy(text: str, source: str = "<spec>") -> object:
+        built.append(source)
+        return loads(text, source)
+
+    monkeypatch.setattr(spec_io, "loads", spy)
+    load(src)
+    assert len(built) == 1  # cache off: loaded every time
+    root = tmp_path / "cache"
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(root))
+    assert load(src) == expected and len(built) == 2  # cold: loaded and stored
+    (entry,) = (root / "models").iterdir()
+    assert stat.S_IMODE(entry.parent.stat().st_mode) == 0o700
+    again = load(src)
+    assert again == expected and again is not expected and len(built) == 2  # warm
+    good = entry.read_bytes()
+    for bad in (b"", good[: len(good) // 2], b"not a pickle", pickle.dumps("a str"), pickle.dumps(expected.functions)):
+        entry.write_bytes(bad)
+        assert load(src) == expected
+        assert entry.read_bytes() == good  # rewritten
+    assert len(built) == 7
+    monkeypatch.setattr(cache, "_FINGERPRINT", ["another generator"])
+    assert load(src) == expected and len(built) == 8
+    src.write_bytes(src.read_bytes() + b"# changed\n")
+    assert load(src) == expected and len(built) == 9
+    src.write_bytes(src.read_bytes().replace(b"schema_version:", b"schema_versions:", 1))
+    for _ in range(2):
+        with pytest.raises(SpecError, match="no schema_version"):
+            load(src)
+    assert len(built) == 11
+    ann = load_annotations(SPECS / "annotations.yaml")
+    assert type(ann) is Annotations and load_annotations(SPECS / "annotations.yaml") == ann
+    monkeypatch.setattr(cache, "MAX_MODELS", 2)
+    load(sorted(SPECS.glob("*.*.*.yaml"))[1])
+    assert len(list((root / "models").iterdir())) == 2  # the oldest beyond MAX_MODELS are removed

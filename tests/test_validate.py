@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+import hypothesis
 import pytest
 import yaml
 
@@ -344,3 +345,16 @@ def test_limits_doc_states_the_real_limits() -> None:
                  f"{validate.MAX_ARRAY:,} elements", f"at most {validate.MAX_TEXT}"):
         assert text in doc, text
     assert workspace.MAX_WORKSPACE_BYTES == 2**63 - 1 and "2^63 − 1" in doc
+
+
+@hypothesis.given(hypothesis.strategies.text(alphabet=hypothesis.strategies.characters(min_codepoint=0, max_codepoint=0x10FFFF)
+                                             | hypothesis.strategies.sampled_from('"\\ ~\x7f\n\t{}')))
+def test_py_str_and_docstrings_read_back_as_the_text_on_every_path(text: str) -> None:
+    """The class of texts: plain printable ASCII (returned as it is) and anything else (escaped char by char) give
+    ASCII literals that read back as the text; a docstring reads back as the text with its lone surrogates
+    spelled as escapes."""
+    literal = escape.py_str(text)
+    assert literal.isascii() and eval(literal) == text  # noqa: S307 - our own literal
+    doc = escape.docstring_text(text)
+    shown = "".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)
+    assert doc.isascii() and eval(f'"""{doc}"""') == shown  # noqa: S307 - our own literal
