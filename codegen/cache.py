@@ -50,11 +50,11 @@ def private_cache(name: str) -> Path | None:
 
 
 def fingerprint() -> str:
-    """The generator as a cached result depends on it: its version, the sha256 of its modules' sources, and
+    """The generator as a cached result depends on it: its version, the sha256 of every module's source (subpackages too), and
     the Python version."""
     if not _FINGERPRINT:
         h = hashlib.sha256(f"{GENERATOR_VERSION}\0{sys.version}\0".encode())
-        for path in sorted(_PACKAGE.glob("*.py")):
+        for path in sorted(_PACKAGE.rglob("*.py")):  # every module, the support/ and audit/ packages too
             h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
         _FINGERPRINT.append(h.hexdigest())
     return _FINGERPRINT[0]
