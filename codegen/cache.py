@@ -55,7 +55,7 @@ def fingerprint() -> str:
     if not _FINGERPRINT:
         h = hashlib.sha256(f"{GENERATOR_VERSION}\0{sys.version}\0".encode())
         for path in sorted(_PACKAGE.rglob("*.py")):  # every module, the support/ and audit/ packages too
-            h.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+            h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
         _FINGERPRINT.append(h.hexdigest())
     return _FINGERPRINT[0]
 
