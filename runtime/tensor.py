@@ -115,9 +115,15 @@ def _checked_tensor(ptr: int, dims: tuple[int, ...], strides: tuple[int, ...], d
     return t
 
 
-def _torch_fast(obj: object) -> Tensor | None:
-    """A PyTorch-like tensor whose shape, strides and dtype were checked before, with an int address in
-    (0, 2**64): its Tensor without checking them again; None for anything else (the full path decides)."""
+Layout = tuple[tuple[int, ...], tuple[int, ...], api.DataType]
+
+
+def layout_of(obj: object) -> tuple[int, Layout] | None:
+    """(address, (dims, strides, dtype)) of a `Tensor`, or of a PyTorch-like tensor whose shape, strides and dtype
+    `as_tensor` has checked before (its address and device read afresh): what the ops' fast paths key on, without
+    making a Tensor. None for anything else: `as_tensor` decides (and reports)."""
+    if type(obj) is Tensor:
+        return obj.ptr, (obj.dims, obj.strides, obj.dtype)
     try:
         shape, stride, dtype = obj.shape, obj.stride(), obj.dtype  # type: ignore[attr-defined]
         meta = _TORCH_META.get((shape, stride, dtype))
@@ -128,7 +134,14 @@ def _torch_fast(obj: object) -> Tensor | None:
         return None
     if type(ptr) is not int or not 0 < ptr < 1 << 64:
         return None
-    return _checked_tensor(ptr, *meta)
+    return ptr, meta
+
+
+def _torch_fast(obj: object) -> Tensor | None:
+    """A PyTorch-like tensor whose shape, strides and dtype were checked before, with an int address in
+    (0, 2**64): its Tensor without checking them again; None for anything else (the full path decides)."""
+    parts = layout_of(obj)
+    return None if parts is None else _checked_tensor(parts[0], *parts[1])
 
 
 #: pyopencl-Array-like (type, shape, strides, dtype) already checked -> (dims, strides, data type); bounded

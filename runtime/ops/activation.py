@@ -32,12 +32,13 @@ from .. import backend as _backend
 from .._args import enum_arg, int_per_dim
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import (cache_generation, cached_activation_descriptor, on_clear, scaling_params,
+from ..descriptors import (_generation, cache_generation, cached_activation_descriptor, on_clear, scaling_params,
                            tensor_descriptor_of)
 from ..errors import ScalingRuleError, ShapeError
-from ..tensor import Tensor, as_tensor, same_dims, same_dtype
+from ..handles import inline_miopen_handle
+from ..tensor import Tensor, as_tensor, layout_of, same_dims, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import resolve_handle
+from ._common import PLAIN_NUMBERS, PLAIN_OPTIONAL, ShapeMemo, resolve_handle
 
 __all__ = ["ActivationModeLike", "activation_forward", "activation_backward", "activation_mode",
            "activation_params"]
@@ -131,7 +132,22 @@ def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: fl
                        shift: float = 0.0, handle: api.Handle | None = None, stream: object = None,
                        device: int | None = None) -> None:
     """y = scale * f(x) + shift * y (`miopenActivationForward`); x and y share dims and dtype."""
+    xl, yl = layout_of(x), layout_of(y)
+    key: tuple[object, ...] | None = None
+    if (xl is not None and yl is not None and type(alpha) in PLAIN_OPTIONAL and type(beta) in PLAIN_OPTIONAL
+            and type(gamma) in PLAIN_OPTIONAL and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
+        key = (xl[1], yl[1], mode, mode.__class__, alpha, beta, gamma, scale, shift)
+        try:
+            known = _FORWARD.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            desc, xd, yd, s_alpha, s_beta = known
+            api.activation_forward(handle if handle is not None else inline_miopen_handle(stream, device), desc,
+                                   s_alpha, xd, xl[0], s_beta, yd, yl[0])
+            return
     fn = "activation_forward"
+    generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     dtype = _alike(fn, x=xt, y=yt)
     checked = _activation_args(mode, alpha, beta, gamma, fn)
@@ -140,7 +156,15 @@ def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: fl
     desc = _activation_desc(checked)
     xd = _desc(xt)
     yd = xd if yt.strides == xt.strides else _desc(yt)  # same dims, dtype and strides: the same descriptor
+    if key is not None:
+        _FORWARD.put(key, generation, (desc, xd, yd), (desc, xd, yd, s_alpha, s_beta))
     api.activation_forward(h, desc, s_alpha, xd, xt.ptr, s_beta, yd, yt.ptr)
+
+
+#: activation_forward's fast path: (x and y layouts, mode and its type, alpha, beta, gamma, scale, shift) ->
+#: (activation descriptor, x and y descriptors, blending factors)
+_FORWARD: ShapeMemo[tuple[api.ActivationDescriptor, api.TensorDescriptor, api.TensorDescriptor, float, float]] = \
+    ShapeMemo()
 
 
 def activation_backward(y: object, dy: object, x: object, dx: object, mode: ActivationModeLike,

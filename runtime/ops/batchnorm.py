@@ -23,10 +23,11 @@ from .. import layout
 from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import tensor_descriptor_of
+from ..descriptors import _generation, tensor_descriptor_of
 from ..errors import ShapeError
-from ..tensor import Tensor, same_dtype
-from ._common import resolve_handle
+from ..handles import inline_miopen_handle
+from ..tensor import Tensor, layout_of, same_dtype
+from ._common import PLAIN_NUMBERS, ShapeMemo, resolve_handle
 from .activation import _alike, _as, _desc, _float_arg, _scaling, _tensors
 
 __all__ = ["BatchNormModeLike", "batch_norm_mode", "bn_param_shape", "batch_norm_forward_training",
@@ -186,6 +187,25 @@ def batch_norm_forward_inference(x: object, y: object, weight: object, bias: obj
     Passing None for both statistics makes MIOpen use the batch's own statistics.
     """
     fn = "batch_norm_forward_inference"
+    xl, yl, wl, bl = layout_of(x), layout_of(y), layout_of(weight), layout_of(bias)
+    ml = None if running_mean is None else layout_of(running_mean)
+    vl = None if running_var is None else layout_of(running_var)
+    key: tuple[object, ...] | None = None
+    if (xl is not None and yl is not None and wl is not None and bl is not None
+            and (ml is not None or running_mean is None) and (vl is not None or running_var is None)
+            and type(epsilon) in PLAIN_NUMBERS and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
+        key = (xl[1], yl[1], wl[1], bl[1], ml and ml[1], vl and vl[1], mode, mode.__class__, epsilon, scale, shift)
+        try:
+            known = _INFERENCE.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            m_, s_alpha_, s_beta_, x_desc_, y_desc_, p_desc_, eps_ = known
+            api.batch_normalization_forward_inference(
+                handle if handle is not None else inline_miopen_handle(stream, device), m_, s_alpha_, s_beta_,
+                x_desc_, xl[0], y_desc_, yl[0], p_desc_, wl[0], bl[0], ml and ml[0], vl and vl[0], eps_)
+            return
+    generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     x_dtype = _alike(fn, x=xt, y=yt)
     xv = _x_view(fn, "x", xt)
@@ -201,11 +221,21 @@ def batch_norm_forward_inference(x: object, y: object, weight: object, bias: obj
     s_alpha, s_beta = _scaling(x_dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)
     x_desc = _desc(xt, *xv)
+    y_desc = x_desc if yv is xv else _desc(yt, *yv)
+    p_desc = tensor_descriptor_of(p_dtype, shape, None)
+    if key is not None:
+        _INFERENCE.put(key, generation, (x_desc, y_desc, p_desc), (m, s_alpha, s_beta, x_desc, y_desc, p_desc, eps))
     api.batch_normalization_forward_inference(
-        h, m, s_alpha, s_beta, x_desc, xt.ptr, x_desc if yv is xv else _desc(yt, *yv), yt.ptr,
-        tensor_descriptor_of(p_dtype, shape, None),
+        h, m, s_alpha, s_beta, x_desc, xt.ptr, y_desc, yt.ptr, p_desc,
         params["weight"].ptr, params["bias"].ptr, _ptr(params.get("running_mean")),
         _ptr(params.get("running_var")), eps)
+
+
+#: batch_norm_forward_inference's fast path: (the layouts of x, y, weight, bias and the statistics (None when not
+#: given), mode and its type, epsilon, scale, shift) -> (mode, blending factors, x, y and parameter descriptors,
+#: epsilon)
+_INFERENCE: ShapeMemo[tuple[api.BatchNormMode, float, float, api.TensorDescriptor, api.TensorDescriptor,
+                            api.TensorDescriptor, float]] = ShapeMemo()
 
 
 def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweight: object, dbias: object,

@@ -28,9 +28,10 @@ from .._generated import _support, api
 from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_key
 from ..descriptors import FrozenTensorDescriptor, check_conv_scaling, convolution_descriptor
 from ..errors import ScalingRuleError, ShapeError
-from ..tensor import Tensor
-from ..workspace import MIOpenWorkspace, PersistentBuffer
-from ._common import resolve_handle, resolve_workspace
+from ..tensor import Tensor, layout_of
+from ..handles import inline_miopen_handle
+from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
+from ._common import PLAIN_NUMBERS, resolve_handle, resolve_workspace
 from .tensor_ops import _on_device, _same_dtype, _scalar, _tensor, op_tensor
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_weights", "conv_backward_bias", "conv_output_dims",
@@ -177,7 +178,51 @@ descriptors.on_clear(_PLANS.clear)
 
 def _plain(v: object) -> bool:
     """An exact int, None, or a tuple of exact ints (hashable, and equal only to what means the same)."""
-    return type(v) is int or v is None or (isinstance(v, tuple) and all(type(e) is int for e in v))
+    if type(v) is int or v is None:
+        return True
+    if type(v) is not tuple:
+        return False
+    for e in v:
+        if type(e) is not int:
+            return False
+    return True
+
+
+def _fast(direction: Direction, x: object, w: object, y: object, pads: object, strides: object, dilations: object,
+          groups: object, transpose: object, alpha: object, beta: object, output_pads: object,
+          planner: ConvPlanner | None, handle: api.Handle | None, stream: object, device: int | None,
+          workspace: MIOpenWorkspace | None) -> ConvPlan | None:
+    """A repeated unscaled call on the current device: the checks of a problem seen before (`_CHECKED`, keyed by the
+    tensors' layouts, whose addresses are read afresh) and its plan (`_PLANS`, still confirmed by the planner's
+    cache), without making Tensors or a `_Problem`. None: the full path decides."""
+    xl, wl, yl = layout_of(x), layout_of(w), layout_of(y)
+    if (xl is None or wl is None or yl is None or device is not None or type(transpose) is not bool
+            or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
+            or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
+            or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
+            or not (output_pads is None or _plain(output_pads))):
+        return None
+    checked = _CHECKED.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
+                            output_pads))
+    pl = planner if planner is not None else _default[0]
+    if checked is None or checked[1] != 1.0 or checked[2] != 0.0 or type(pl) is not ConvPlanner:
+        return None
+    # as _run_on does, in its order
+    b = _backend.current()
+    dev = b.current_device()
+    h = handle if handle is not None else inline_miopen_handle(stream, dev)
+    ws = workspace if workspace is not None else scratch(dev, stream)
+    mode = pl.mode
+    known = _PLANS.get((pl, mode, pl.deterministic, pl.benchmark, checked[3], dev, h.address if mode == "find" else 0,
+                        pl.cap(ws), id(_support.library()), b.library_id()))
+    if (known is None or known[5] != descriptors._generation[0] or known[1]._ptr is None or known[2]._ptr is None
+            or known[3]._ptr is None or known[4]._ptr is None):
+        return None
+    plan = pl.cache.hit(known[0].key)  # the planner's cache decides, as on the full path
+    if plan is None:
+        return None
+    pl.run(plan, h, known[2], xl[0], known[3], wl[0], known[4], yl[0], known[1], ws, planned=True)
+    return plan
 
 
 def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: object, w: object, y: object,
@@ -189,8 +234,8 @@ def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: obje
     key: tuple[object, ...] | None = None
     if (type(transpose) is bool and type(alpha) in (float, int) and type(beta) in (float, int) and _plain(pads)
             and _plain(strides) and _plain(dilations) and _plain(groups) and _plain(output_pads)):
-        key = (direction, tx.dims, tx.strides, tx.dtype, tw.dims, tw.strides, tw.dtype, ty.dims, ty.strides, ty.dtype,
-               pads, strides, dilations, groups, transpose, alpha, beta, output_pads)
+        key = (direction, (tx.dims, tx.strides, tx.dtype), (tw.dims, tw.strides, tw.dtype),
+               (ty.dims, ty.strides, ty.dtype), pads, strides, dilations, groups, transpose, alpha, beta, output_pads)
         known = _CHECKED.get(key)
         if known is not None:
             return _Problem(direction, tx, tw, ty, *known)
@@ -241,10 +286,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
             workspace: MIOpenWorkspace | None) -> ConvPlan:
     cp = pb.params
     b = _backend.current()
-    find_mode: api.ConvolutionFindMode | int | None = (
-        b.conv_find_mode if b.conv_find_mode is not None else
-        api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
-    scaled = (pb.alpha, pb.beta) != (1.0, 0.0)
+    scaled = pb.alpha != 1.0 or pb.beta != 0.0
     dev = b.current_device() if device is None else device
     h = resolve_handle(handle, stream, dev)
     ws = resolve_workspace(workspace, dev, stream)
@@ -255,13 +297,16 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
                 pl.cap(ws), id(_support.library()), b.library_id())
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
-    if (known is not None and known[5] == descriptors.cache_generation() and not known[1].closed
-            and not known[2].closed and not known[3].closed and not known[4].closed):
+    if (known is not None and known[5] == descriptors._generation[0] and known[1]._ptr is not None
+            and known[2]._ptr is not None and known[3]._ptr is not None and known[4]._ptr is not None):
         _, conv, xd, wd, yd, _ = known
         # the planner's cache decides (as in ConvPlanner.plan, this counts a hit); after its clear() the
         # planner runs again below (which counts a second miss)
         current = pl.cache.get(known[0].key)
     else:
+        find_mode: api.ConvolutionFindMode | int | None = (
+            b.conv_find_mode if b.conv_find_mode is not None else
+            api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
         conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
                                       "transpose" if cp.transpose else "conv", pl.deterministic, find_mode,
                                       cp.output_pads)
@@ -320,6 +365,10 @@ def conv_forward(x: object, w: object, y: object, *, pads: IntOrSeq, strides: In
                  planner: ConvPlanner | None = None, handle: api.Handle | None = None, stream: object = None,
                  device: int | None = None, workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """y = alpha * conv(x, w) + beta * y. Returns the plan used (algorithm, workspace, fallback)."""
+    plan = _fast("forward", x, w, y, pads, strides, dilations, groups, transpose, alpha, beta, output_pads, planner,
+                 handle, stream, device, workspace)
+    if plan is not None:
+        return plan
     pb = _problem("forward", "conv_forward", ("x", "w", "y"), x, w, y, pads, strides, dilations, groups, transpose,
                   alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
@@ -332,6 +381,10 @@ def conv_backward_data(dy: object, w: object, dx: object, *, pads: IntOrSeq, str
                        stream: object = None, device: int | None = None,
                        workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """dx = alpha * conv_backward_data(dy, w) + beta * dx; dx has the forward input's dims, dy the output's."""
+    plan = _fast("backward_data", dx, w, dy, pads, strides, dilations, groups, transpose, alpha, beta, output_pads,
+                 planner, handle, stream, device, workspace)
+    if plan is not None:
+        return plan
     pb = _problem("backward_data", "conv_backward_data", ("dx", "w", "dy"), dx, w, dy, pads, strides, dilations,
                   groups, transpose, alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
@@ -344,6 +397,10 @@ def conv_backward_weights(dy: object, x: object, dw: object, *, pads: IntOrSeq, 
                           stream: object = None, device: int | None = None,
                           workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """dw = alpha * conv_backward_weights(dy, x) + beta * dw; dw has the filter's dims."""
+    plan = _fast("backward_weights", x, dw, dy, pads, strides, dilations, groups, transpose, alpha, beta, output_pads,
+                 planner, handle, stream, device, workspace)
+    if plan is not None:
+        return plan
     pb = _problem("backward_weights", "conv_backward_weights", ("x", "dw", "dy"), x, dw, dy, pads, strides,
                   dilations, groups, transpose, alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
