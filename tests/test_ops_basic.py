@@ -1045,3 +1045,199 @@ def test_pyopencl_like_arrays_seen_before_skip_only_the_repeated_checks(libs: Li
     for k in range(tensor_mod._CL_META_MAX + 5):
         as_tensor(_CLish(0x1000, (k + 1,), (4,)))
         assert len(tensor_mod._CL_META) <= tensor_mod._CL_META_MAX
+
+
+# ====================================================================== repeated-shape fast paths
+
+
+def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
+    """Every op with a repeated-shape fast path, as f(x, y, **kw) on DIMS-shaped (or conv-shaped) tensors."""
+    from miopen.ops import activation, batchnorm, conv, pooling, softmax
+
+    _script_pool_out(libs, (2, 3, 2, 2))
+    sols = "miopenConvolutionForward"
+    libs.set_out(f"{sols}GetSolutionCount/solutionCount", 1)
+    libs.set_out(f"{sols}GetSolution/solutionCount", 1)
+    libs.set_out(f"{sols}GetSolution/solutions[0].time", 1.0)
+    libs.set_out(f"{sols}GetSolution/solutions[0].workspace_size", 0)
+    libs.set_out(f"{sols}GetSolution/solutions[0].solution_id", 11)
+    for d in ("BackwardData", "BackwardWeights"):
+        libs.set_out(f"miopenConvolution{d}GetSolutionCount/solutionCount", 1)
+        libs.set_out(f"miopenConvolution{d}GetSolution/solutionCount", 1)
+        libs.set_out(f"miopenConvolution{d}GetSolution/solutions[0].workspace_size", 0)
+        libs.set_out(f"miopenConvolution{d}GetSolution/solutions[0].solution_id", 12)
+    p = {k: T(0x8000 + i * 0x100, (3,)) for i, k in enumerate(("w", "b", "m", "v"))}
+    states: dict[tuple[int, int], Any] = {}
+
+    def pool(x: Any, y: Any, **kw: Any) -> Any:
+        from miopen import hip
+
+        key = (hip.current_device(), kw.pop("_state_from", 0))
+        if key not in states:
+            states[key] = pooling.pooling_forward(T(X, DIMS), T(Y, (2, 3, 2, 2)), "max", 2)
+        return pooling.pooling_forward(x, y, kw.pop("mode", "max"), 2, state=states[key], **kw)
+
+    w = T(0x9000, (4, 3, 3, 3))
+    return {
+        "activation_forward": lambda x, y, **kw: activation.activation_forward(x, y, kw.pop("mode", "relu"), **kw),
+        "softmax_forward": lambda x, y, **kw: softmax.softmax_forward(x, y, **kw),
+        "log_softmax_forward": lambda x, y, **kw: softmax.log_softmax_forward(x, y, **kw),
+        "batch_norm_forward_inference": lambda x, y, **kw: batchnorm.batch_norm_forward_inference(
+            x, y, p["w"], p["b"], p["m"], p["v"], kw.pop("mode", "spatial"), **kw),
+        "pooling_forward": pool,
+        "conv_forward": lambda x, y, **kw: conv.conv_forward(x, w, y, pads=kw.pop("pads", (1, 1)), strides=1,
+                                                             dilations=1, **kw),
+        "conv_backward_data": lambda x, y, **kw: conv.conv_backward_data(y, w, x, pads=kw.pop("pads", (1, 1)), strides=1,
+                                                                         dilations=1, **kw),
+        "conv_backward_weights": lambda x, y, **kw: conv.conv_backward_weights(
+            y, x, T(0x9000, (4, 3, 3, 3)), pads=kw.pop("pads", (1, 1)), strides=1, dilations=1, **kw),
+    }
+
+
+def _y_dims(op: str) -> tuple[int, ...]:
+    return {"pooling_forward": (2, 3, 2, 2)}.get(op, (2, 4, 4, 5) if op.startswith("conv") else DIMS)
+
+
+def _forget_fast_paths() -> None:
+    from miopen.ops import activation, batchnorm, conv, pooling, softmax
+
+    for memo in (activation._FORWARD, softmax._FORWARD, batchnorm._INFERENCE):
+        memo._items.clear()
+    conv._FAST.clear()
+    for obj in gc.get_objects():
+        if isinstance(obj, pooling.PoolingState):
+            obj._fast = None
+
+
+def _logged(libs: Libs, call: Callable[[], Any]) -> tuple[object, list[dict[str, str]]]:
+    start = len(libs.log())
+    out = _outcome(call)
+    return (out if isinstance(out, tuple) else id(out)), libs.log()[start:]
+
+
+@pytest.mark.parametrize("op", ["activation_forward", "softmax_forward", "log_softmax_forward",
+                                "batch_norm_forward_inference", "pooling_forward", "conv_forward",
+                                "conv_backward_data", "conv_backward_weights"])
+def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
+    """The class: an op with a repeated-shape fast path answers a call on a shape seen before exactly as its full
+    path does (the same MIOpen calls with the same arguments, or the same error), whatever changes between the
+    calls: addresses (read on every call), PyTorch-like tensors (on the host too), scalars of other types (bools,
+    numpy scalars), modes spelled otherwise or members of another enum, a stream or a handle given."""
+    import numpy as np
+
+    from miopen import api, handles
+
+    fn = _fast_path_ops(libs)[op]
+    yd = _y_dims(op)
+    from miopen.layout import packed_strides
+
+    other_enum = next(m for m in api.DataType if int(m) == 1)  # an IntEnum member equal to 1 (a valid mode value)
+    variants: list[tuple[str, Callable[[], Any]]] = [
+        ("again", lambda: fn(T(X, DIMS), T(Y, yd))),
+        ("other addresses", lambda: fn(T(0x5000, DIMS), T(0x6000, yd))),
+        ("torch-like", lambda: fn(_Torchish(0x5000, DIMS, packed_strides(DIMS)),
+                                  _Torchish(0x6000, yd, packed_strides(yd)))),
+        ("torch-like on the host", lambda: fn(_Torchish(0x5000, DIMS, packed_strides(DIMS), is_cuda=False),
+                                              T(Y, yd))),
+        ("torch-like null", lambda: fn(_Torchish(0, DIMS, packed_strides(DIMS)), T(Y, yd))),
+        ("stream", lambda: fn(T(X, DIMS), T(Y, yd), stream=0x700)),
+        ("bad stream", lambda: fn(T(X, DIMS), T(Y, yd), stream=True)),
+        ("handle", lambda: fn(T(X, DIMS), T(Y, yd), handle=handles.inline_miopen_handle())),
+    ]
+    if not op.startswith("conv"):
+        variants += [
+            ("int scale", lambda: fn(T(X, DIMS), T(Y, yd), scale=1, shift=0)),
+            ("bool scale", lambda: fn(T(X, DIMS), T(Y, yd), scale=True)),
+            ("numpy scale", lambda: fn(T(X, DIMS), T(Y, yd), scale=np.float32(1.0))),
+            ("scaled", lambda: fn(T(X, DIMS), T(Y, yd), scale=2.0)),
+        ]
+    else:
+        variants += [
+            ("int alpha", lambda: fn(T(X, DIMS), T(Y, yd), alpha=1, beta=0)),
+            ("bool alpha", lambda: fn(T(X, DIMS), T(Y, yd), alpha=True)),
+            ("numpy alpha", lambda: fn(T(X, DIMS), T(Y, yd), alpha=np.float32(1.0))),
+            ("bool pads", lambda: fn(T(X, DIMS), T(Y, yd), pads=(True, True))),
+            ("list pads", lambda: fn(T(X, DIMS), T(Y, yd), pads=[1, 1])),
+            ("planner", lambda: fn(T(X, DIMS), T(Y, yd), planner=object())),
+        ]
+    if op in ("activation_forward", "batch_norm_forward_inference", "pooling_forward"):
+        variants += [
+            ("mode member", lambda: fn(T(X, DIMS), T(Y, yd), mode={
+                "activation_forward": api.ActivationMode.miopenActivationRELU,
+                "batch_norm_forward_inference": api.BatchNormMode.miopenBNSpatial,
+                "pooling_forward": api.PoolingMode.miopenPoolingMax}[op])),
+            ("mode of another enum", lambda: fn(T(X, DIMS), T(Y, yd), mode=other_enum)),
+            ("unhashable mode", lambda: fn(T(X, DIMS), T(Y, yd), mode=["relu"])),
+        ]
+    if op.startswith("softmax"):
+        variants.append(("algorithm member", lambda: fn(T(X, DIMS), T(Y, yd),
+                                                        algorithm=api.SoftmaxAlgorithm.MIOPEN_SOFTMAX_ACCURATE)))
+    if op == "pooling_forward":
+        variants.append(("another state's shape", lambda: fn(T(X, (2, 3, 6, 6)), T(Y, yd))))
+    fn(T(X, DIMS), T(Y, yd))  # planned, descriptors made: every later call may take the fast path
+    for name, call in variants:
+        _outcome(call)  # its own shape seen once (when valid)
+        fn(T(X, DIMS), T(Y, yd))
+        fast = _logged(libs, call)
+        _forget_fast_paths()
+        handles.inline_miopen_handle()  # bound to the null stream again, as before the first
+        full = _logged(libs, call)
+        assert fast == full, f"{op}, {name}: the fast path answered {fast}, the full path {full}"
+
+
+def test_fast_paths_never_use_a_closed_descriptor(libs: Libs) -> None:
+    """A descriptor a fast path holds that was closed meanwhile (by the caller, or with its library) is not used:
+    the call makes the descriptor again, as the full path does."""
+    from miopen import descriptors
+    from miopen.ops import activation, batchnorm, softmax
+
+    p = [T(0x8000 + i * 0x100, (3,)) for i in range(4)]
+    for call in (lambda: activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu"),
+                 lambda: softmax.softmax_forward(T(X, DIMS), T(Y, DIMS)),
+                 lambda: batchnorm.batch_norm_forward_inference(T(X, DIMS), T(Y, DIMS), *p)):
+        call()
+        descriptors.tensor_descriptor("float32", DIMS).close()
+        rec = Rec(libs)
+        call()
+        assert rec.calls()[:2] == ["miopenCreateTensorDescriptor", "miopenSetTensorDescriptor"], rec.calls()
+        assert not descriptors.tensor_descriptor("float32", DIMS).closed
+
+
+def test_ops_follow_the_current_device_however_it_was_set(libs: Libs) -> None:
+    """The class: every op call asks HIP for the current device, on its fast path too: a device made current
+    through miopen.hip, through hipSetDevice called directly (as PyTorch does), or by a device guard gets that
+    device's pooled handle on the very next call."""
+    from miopen import handles, hip
+
+    ops = _fast_path_ops(libs)
+    libs.set_out("miopenCreate/handle", 0x5A000)
+    handles.inline_miopen_handle()
+    hip.set_device(1)
+    libs.set_out("miopenCreate/handle", 0x5B000)
+    handles.inline_miopen_handle()
+    hip.set_device(0)
+    handle_of = {0: str(0x5A000), 1: str(0x5B000)}
+    setters: dict[str, Callable[[int], object]] = {"miopen.hip": hip.set_device,
+                                                   "hipSetDevice": lambda d: libs.hip.hipSetDevice(d)}
+    try:
+        for op, fn in ops.items():
+            yd = _y_dims(op)
+            for how, set_device in setters.items():
+                for dev in (0, 1, 0, 1):
+                    set_device(dev)
+                    assert hip.current_device() == dev
+                    for _ in range(2):  # the second call on the fast path
+                        rec = Rec(libs)
+                        fn(T(X, DIMS), T(Y, yd))
+                        used = {e["handle"] for e in rec.entries() if "handle" in e}
+                        assert used == {handle_of[dev]}, f"{op} after {how}({dev}): handles {used}"
+            hip.set_device(0)
+            with hip.device_guard(1):
+                rec = Rec(libs)
+                fn(T(X, DIMS), T(Y, yd))
+                assert {e["handle"] for e in rec.entries() if "handle" in e} == {handle_of[1]}
+            rec = Rec(libs)
+            fn(T(X, DIMS), T(Y, yd))
+            assert {e["handle"] for e in rec.entries() if "handle" in e} == {handle_of[0]}
+    finally:
+        hip.set_device(0)

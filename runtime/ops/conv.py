@@ -150,12 +150,13 @@ class _Problem:
     checked shape (see `_CHECKED`), None when its arguments were not memoisable. A slotted class, not a frozen
     dataclass: one is made per call, and a frozen dataclass's __init__ costs a setattr per field."""
 
-    __slots__ = ("direction", "x", "w", "y", "params", "alpha", "beta", "shape")
+    __slots__ = ("direction", "x", "w", "y", "params", "alpha", "beta", "shape", "key")
 
     def __init__(self, direction: Direction, x: Tensor, w: Tensor, y: Tensor, params: ConvParams, alpha: float,
                  beta: float, shape: object = None) -> None:
         self.direction, self.x, self.w, self.y = direction, x, w, y
         self.params, self.alpha, self.beta, self.shape = params, alpha, beta, shape
+        self.key: tuple[object, ...] | None = None  # its `_CHECKED` key (None: not memoisable)
 
     @property
     def out(self) -> Tensor:
@@ -202,27 +203,36 @@ def _fast(direction: Direction, x: object, w: object, y: object, pads: object, s
             or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
             or not (output_pads is None or _plain(output_pads))):
         return None
-    checked = _CHECKED.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
-                            output_pads))
     pl = planner if planner is not None else _default[0]
-    if checked is None or checked[1] != 1.0 or checked[2] != 0.0 or type(pl) is not ConvPlanner:
+    if type(pl) is not ConvPlanner:
+        return None
+    mode = pl.mode
+    known = _FAST.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
+                       output_pads, pl, mode, pl.deterministic, pl.benchmark))
+    if known is None:  # not checked before (or scaled): nothing may happen before the full path's checks
         return None
     # as _run_on does, in its order
     b = _backend.current()
     dev = b.current_device()
     h = handle if handle is not None else inline_miopen_handle(stream, dev)
     ws = workspace if workspace is not None else scratch(dev, stream)
-    mode = pl.mode
-    known = _PLANS.get((pl, mode, pl.deterministic, pl.benchmark, checked[3], dev, h.address if mode == "find" else 0,
-                        pl.cap(ws), id(_support.library()), b.library_id()))
-    if (known is None or known[5] != descriptors._generation[0] or known[1]._ptr is None or known[2]._ptr is None
-            or known[3]._ptr is None or known[4]._ptr is None):
+    if (known[0] != (dev, h.address if mode == "find" else 0, pl.cap(ws), b.library_id())
+            or known[6] != descriptors._generation[0] or known[2]._ptr is None or known[3]._ptr is None
+            or known[4]._ptr is None or known[5]._ptr is None):
         return None
-    plan = pl.cache.hit(known[0].key)  # the planner's cache decides, as on the full path
+    plan = pl.cache.hit(known[1])  # the planner's cache decides, as on the full path
     if plan is None:
         return None
-    pl.run(plan, h, known[2], xl[0], known[3], wl[0], known[4], yl[0], known[1], ws, planned=True)
+    pl.run(plan, h, known[3], xl[0], known[4], wl[0], known[5], yl[0], known[2], ws, planned=True)
     return plan
+
+
+#: `_fast`'s memo, filled by `_run_on`: (direction, the layouts and arguments `_CHECKED` keys on, the planner and its
+#: settings) -> (the rest of `_PLANS`' key: device, handle (Find), workspace cap, HIP library; the plan's key, the
+#: convolution, x, w and y descriptors, the descriptor-cache generation)
+_FAST: dict[tuple[object, ...], tuple[tuple[object, ...], ConvKey, api.ConvolutionDescriptor, FrozenTensorDescriptor,
+                                     FrozenTensorDescriptor, FrozenTensorDescriptor, int]] = {}
+descriptors.on_clear(_FAST.clear)
 
 
 def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: object, w: object, y: object,
@@ -238,13 +248,16 @@ def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: obje
                (ty.dims, ty.strides, ty.dtype), pads, strides, dilations, groups, transpose, alpha, beta, output_pads)
         known = _CHECKED.get(key)
         if known is not None:
-            return _Problem(direction, tx, tw, ty, *known)
+            pb = _Problem(direction, tx, tw, ty, *known)
+            pb.key = key
+            return pb
     pb = _check_problem(direction, op, names, tx, tw, ty, pads, strides, dilations, groups, transpose, alpha, beta,
                         output_pads)
     if key is not None:
         if len(_CHECKED) >= _MEMO_SIZE:
             _CHECKED.clear()
         pb.shape = object()
+        pb.key = key
         _CHECKED[key] = (pb.params, pb.alpha, pb.beta, pb.shape)
     return pb
 
@@ -285,6 +298,7 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
 def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: object, device: int | None,
             workspace: MIOpenWorkspace | None) -> ConvPlan:
     cp = pb.params
+    generation = descriptors._generation[0]
     b = _backend.current()
     scaled = pb.alpha != 1.0 or pb.beta != 0.0
     dev = b.current_device() if device is None else device
@@ -293,8 +307,8 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
     x, w, y = pb.x, pb.w, pb.y
     shape: object = pb.shape if pb.shape is not None else (pb.direction, x.dtype, x.dims, x.strides, w.dims,
                                                            w.strides, y.dims, y.strides, cp)
-    memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, shape, dev, h.address if pl.mode == "find" else 0,
-                pl.cap(ws), id(_support.library()), b.library_id())
+    per_call = (dev, h.address if pl.mode == "find" else 0, pl.cap(ws), id(_support.library()), b.library_id())
+    memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, shape, *per_call)
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
     if (known is not None and known[5] == descriptors._generation[0] and known[1]._ptr is not None
@@ -331,7 +345,14 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
                 scratch.close()
         if len(_PLANS) >= _MEMO_SIZE:
             _PLANS.clear()
-        _PLANS[memo_key] = (plan, conv, xd, wd, yd, descriptors.cache_generation())
+        _PLANS[memo_key] = (plan, conv, xd, wd, yd, generation)
+    if pb.key is not None and not scaled and device is None and type(pl) is ConvPlanner:
+        if len(_FAST) >= _MEMO_SIZE:
+            _FAST.clear()
+        if generation == descriptors._generation[0]:
+            # (a library change bumps the generation and empties _FAST: the library's id is left out)
+            _FAST[pb.key + (pl, pl.mode, pl.deterministic, pl.benchmark)] = (
+                (dev, per_call[1], per_call[2], per_call[4]), plan.key, conv, xd, wd, yd, generation)
     if not scaled or plan.mode == "find":
         pl.run(plan, h, xd, pb.x.ptr, wd, pb.w.ptr, yd, pb.y.ptr, conv, ws, pb.alpha, pb.beta)
         return plan
