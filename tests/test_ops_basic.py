@@ -1080,7 +1080,15 @@ def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
     w = T(0x9000, (4, 3, 3, 3))
     return {
         "activation_forward": lambda x, y, **kw: activation.activation_forward(x, y, kw.pop("mode", "relu"), **kw),
+        "activation_backward": lambda x, y, **kw: activation.activation_backward(
+            T(0xA000, DIMS), T(0xB000, DIMS), x, y, kw.pop("mode", "relu"), **kw),
         "softmax_forward": lambda x, y, **kw: softmax.softmax_forward(x, y, **kw),
+        "softmax_backward": lambda x, y, **kw: softmax.softmax_backward(x, T(0xB000, DIMS), y, **kw),
+        "log_softmax_backward": lambda x, y, **kw: softmax.log_softmax_backward(x, T(0xB000, DIMS), y, **kw),
+        "batch_norm_forward_training": lambda x, y, **kw: batchnorm.batch_norm_forward_training(
+            x, y, p["w"], p["b"], kw.pop("mode", "spatial"), running_mean=p["m"], running_var=p["v"], **kw),
+        "batch_norm_backward": lambda x, y, **kw: batchnorm.batch_norm_backward(
+            x, T(0xB000, DIMS), y, p["w"], T(0x8800, (3,)), T(0x8900, (3,)), kw.pop("mode", "spatial"), **kw),
         "log_softmax_forward": lambda x, y, **kw: softmax.log_softmax_forward(x, y, **kw),
         "batch_norm_forward_inference": lambda x, y, **kw: batchnorm.batch_norm_forward_inference(
             x, y, p["w"], p["b"], p["m"], p["v"], kw.pop("mode", "spatial"), **kw),
@@ -1101,7 +1109,8 @@ def _y_dims(op: str) -> tuple[int, ...]:
 def _forget_fast_paths() -> None:
     from miopen.ops import activation, batchnorm, conv, pooling, softmax
 
-    for memo in (activation._FORWARD, softmax._FORWARD, batchnorm._INFERENCE):
+    for memo in (activation._FORWARD, activation._BACKWARD, softmax._FORWARD, softmax._BACKWARD,
+                 batchnorm._INFERENCE, batchnorm._TRAINING, batchnorm._BACKWARD):
         memo._items.clear()
     conv._FAST.clear()
     for obj in gc.get_objects():
@@ -1115,9 +1124,10 @@ def _logged(libs: Libs, call: Callable[[], Any]) -> tuple[object, list[dict[str,
     return (out if isinstance(out, tuple) else id(out)), libs.log()[start:]
 
 
-@pytest.mark.parametrize("op", ["activation_forward", "softmax_forward", "log_softmax_forward",
-                                "batch_norm_forward_inference", "pooling_forward", "conv_forward",
-                                "conv_backward_data", "conv_backward_weights"])
+@pytest.mark.parametrize("op", ["activation_forward", "activation_backward", "softmax_forward", "softmax_backward",
+                                "log_softmax_forward", "log_softmax_backward", "batch_norm_forward_inference",
+                                "batch_norm_forward_training", "batch_norm_backward", "pooling_forward",
+                                "conv_forward", "conv_backward_data", "conv_backward_weights"])
 def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
     """The class: an op with a repeated-shape fast path answers a call on a shape seen before exactly as its full
     path does (the same MIOpen calls with the same arguments, or the same error), whatever changes between the
@@ -1160,16 +1170,16 @@ def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
             ("list pads", lambda: fn(T(X, DIMS), T(Y, yd), pads=[1, 1])),
             ("planner", lambda: fn(T(X, DIMS), T(Y, yd), planner=object())),
         ]
-    if op in ("activation_forward", "batch_norm_forward_inference", "pooling_forward"):
+    if op.startswith(("activation", "batch_norm", "pooling")):
         variants += [
             ("mode member", lambda: fn(T(X, DIMS), T(Y, yd), mode={
-                "activation_forward": api.ActivationMode.miopenActivationRELU,
-                "batch_norm_forward_inference": api.BatchNormMode.miopenBNSpatial,
-                "pooling_forward": api.PoolingMode.miopenPoolingMax}[op])),
+                "activation": api.ActivationMode.miopenActivationRELU,
+                "batch": api.BatchNormMode.miopenBNSpatial,
+                "pooling": api.PoolingMode.miopenPoolingMax}[op.split("_")[0]])),
             ("mode of another enum", lambda: fn(T(X, DIMS), T(Y, yd), mode=other_enum)),
             ("unhashable mode", lambda: fn(T(X, DIMS), T(Y, yd), mode=["relu"])),
         ]
-    if op.startswith("softmax"):
+    if "softmax" in op and not op.startswith("log"):
         variants.append(("algorithm member", lambda: fn(T(X, DIMS), T(Y, yd),
                                                         algorithm=api.SoftmaxAlgorithm.MIOPEN_SOFTMAX_ACCURATE)))
     if op == "pooling_forward":

@@ -172,7 +172,23 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
                         scale: float = 1.0, shift: float = 0.0, handle: api.Handle | None = None,
                         stream: object = None, device: int | None = None) -> None:
     """dx = scale * f'(x) * dy + shift * dx (`miopenActivationBackward`); y is the forward output."""
+    yl, dyl, xl, dxl = layout_of(y), layout_of(dy), layout_of(x), layout_of(dx)
+    key: tuple[object, ...] | None = None
+    if (yl is not None and dyl is not None and xl is not None and dxl is not None and type(alpha) in PLAIN_OPTIONAL
+            and type(beta) in PLAIN_OPTIONAL and type(gamma) in PLAIN_OPTIONAL and type(scale) in PLAIN_NUMBERS
+            and type(shift) in PLAIN_NUMBERS):
+        key = (yl[1], dyl[1], xl[1], dxl[1], mode, mode.__class__, alpha, beta, gamma, scale, shift)
+        try:
+            known = _BACKWARD.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            desc_, s_alpha_, s_beta_, yd_, dyd_, xd_, dxd_ = known
+            api.activation_backward(handle if handle is not None else inline_miopen_handle(stream, device), desc_,
+                                    s_alpha_, yd_, yl[0], dyd_, dyl[0], xd_, xl[0], s_beta_, dxd_, dxl[0])
+            return
     fn = "activation_backward"
+    generation = _generation[0]
     t = _tensors(fn, y=y, dy=dy, x=x, dx=dx)
     dtype = _alike(fn, **t)
     checked = _activation_args(mode, alpha, beta, gamma, fn)
@@ -180,8 +196,16 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
     h = resolve_handle(handle, stream, device)
     desc = _activation_desc(checked)
     yt, dyt, xt, dxt = t["y"], t["dy"], t["x"], t["dx"]
-    api.activation_backward(h, desc, s_alpha, _desc(yt), yt.ptr, _desc(dyt), dyt.ptr, _desc(xt), xt.ptr, s_beta,
-                            _desc(dxt), dxt.ptr)
+    yd, dyd, xd, dxd = _desc(yt), _desc(dyt), _desc(xt), _desc(dxt)
+    if key is not None:
+        _BACKWARD.put(key, generation, (desc, yd, dyd, xd, dxd), (desc, s_alpha, s_beta, yd, dyd, xd, dxd))
+    api.activation_backward(h, desc, s_alpha, yd, yt.ptr, dyd, dyt.ptr, xd, xt.ptr, s_beta, dxd, dxt.ptr)
+
+
+#: activation_backward's fast path: (the layouts of y, dy, x, dx, mode and its type, alpha, beta, gamma, scale,
+#: shift) -> (activation descriptor, blending factors, the four tensor descriptors)
+_BACKWARD: ShapeMemo[tuple[api.ActivationDescriptor, float, float, api.TensorDescriptor, api.TensorDescriptor,
+                           api.TensorDescriptor, api.TensorDescriptor]] = ShapeMemo()
 
 
 # --------------------------------------------------------------------------- helpers shared by the ops modules

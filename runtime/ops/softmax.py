@@ -119,13 +119,36 @@ def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mod
 
 def _backward(fn: str, y: object, dy: object, dx: object, algorithm: SoftmaxAlgorithmLike, mode: SoftmaxModeLike,
               scale: float, shift: float, handle: api.Handle | None, stream: object, device: int | None) -> None:
+    yl, dyl, dxl = layout_of(y), layout_of(dy), layout_of(dx)
+    key: tuple[object, ...] | None = None
+    if (yl is not None and dyl is not None and dxl is not None and type(scale) in PLAIN_NUMBERS
+            and type(shift) in PLAIN_NUMBERS):
+        key = (fn, yl[1], dyl[1], dxl[1], algorithm, algorithm.__class__, mode, mode.__class__, scale, shift)
+        try:
+            known = _BACKWARD.get(key)
+        except TypeError:  # an unhashable algorithm or mode: the full path reports it
+            known = key = None
+        if known is not None:
+            yd_, dyd_, dxd_, algo_, m_, s_alpha_, s_beta_ = known
+            api.softmax_backward_v2(handle if handle is not None else inline_miopen_handle(stream, device), s_alpha_,
+                                    yd_, yl[0], dyd_, dyl[0], s_beta_, dxd_, dxl[0], algo_, m_)
+            return
+    generation = _generation[0]
     t = _tensors(fn, y=y, dy=dy, dx=dx)
     dtype = _alike(fn, **t)
     yt, dyt, dxt = t["y"], t["dy"], t["dx"]
-    yd, dyd, dxd = _as_4d(fn, "y", yt), _as_4d(fn, "dy", dyt), _as_4d(fn, "dx", dxt)
+    yv, dyv, dxv = _as_4d(fn, "y", yt), _as_4d(fn, "dy", dyt), _as_4d(fn, "dx", dxt)
     algo = softmax_algorithm(algorithm, fn)
     m = softmax_mode(mode, fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn, blend=True)
     h = resolve_handle(handle, stream, device)
-    api.softmax_backward_v2(h, s_alpha, _desc(yt, *yd), yt.ptr, _desc(dyt, *dyd), dyt.ptr, s_beta, _desc(dxt, *dxd),
-                            dxt.ptr, algo, m)
+    yd, dyd, dxd = _desc(yt, *yv), _desc(dyt, *dyv), _desc(dxt, *dxv)
+    if key is not None:
+        _BACKWARD.put(key, generation, (yd, dyd, dxd), (yd, dyd, dxd, algo, m, s_alpha, s_beta))
+    api.softmax_backward_v2(h, s_alpha, yd, yt.ptr, dyd, dyt.ptr, s_beta, dxd, dxt.ptr, algo, m)
+
+
+#: the backwards' fast path: (fn, the layouts of y, dy, dx, algorithm, mode and their types, scale, shift) -> (the
+#: three descriptors, algorithm, mode, blending factors)
+_BACKWARD: ShapeMemo[tuple[api.TensorDescriptor, api.TensorDescriptor, api.TensorDescriptor, api.SoftmaxAlgorithm,
+                           api.SoftmaxMode, float, float]] = ShapeMemo()
