@@ -1077,6 +1077,14 @@ def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
             states[key] = pooling.pooling_forward(T(X, DIMS), T(Y, (2, 3, 2, 2)), "max", 2)
         return pooling.pooling_forward(x, y, kw.pop("mode", "max"), 2, state=states[key], **kw)
 
+    def pool_backward(x: Any, y: Any, **kw: Any) -> Any:
+        from miopen import hip
+
+        key = (hip.current_device(), 0)
+        if key not in states:
+            states[key] = pooling.pooling_forward(T(X, DIMS), T(Y, (2, 3, 2, 2)), "max", 2)
+        return pooling.pooling_backward(y, T(0xB000, (2, 3, 2, 2)), x, T(0xC000, DIMS), states[key], **kw)
+
     w = T(0x9000, (4, 3, 3, 3))
     return {
         "activation_forward": lambda x, y, **kw: activation.activation_forward(x, y, kw.pop("mode", "relu"), **kw),
@@ -1093,6 +1101,7 @@ def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
         "batch_norm_forward_inference": lambda x, y, **kw: batchnorm.batch_norm_forward_inference(
             x, y, p["w"], p["b"], p["m"], p["v"], kw.pop("mode", "spatial"), **kw),
         "pooling_forward": pool,
+        "pooling_backward": pool_backward,
         "conv_forward": lambda x, y, **kw: conv.conv_forward(x, w, y, pads=kw.pop("pads", (1, 1)), strides=1,
                                                              dilations=1, **kw),
         "conv_backward_data": lambda x, y, **kw: conv.conv_backward_data(y, w, x, pads=kw.pop("pads", (1, 1)), strides=1,
@@ -1103,14 +1112,14 @@ def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
 
 
 def _y_dims(op: str) -> tuple[int, ...]:
-    return {"pooling_forward": (2, 3, 2, 2)}.get(op, (2, 4, 4, 5) if op.startswith("conv") else DIMS)
+    return {"pooling_forward": (2, 3, 2, 2), "pooling_backward": (2, 3, 2, 2)}.get(op, (2, 4, 4, 5) if op.startswith("conv") else DIMS)
 
 
 def _forget_fast_paths() -> None:
     from miopen.ops import activation, batchnorm, conv, pooling, softmax
 
     for memo in (activation._FORWARD, activation._BACKWARD, softmax._FORWARD, softmax._BACKWARD,
-                 batchnorm._INFERENCE, batchnorm._TRAINING, batchnorm._BACKWARD):
+                 batchnorm._INFERENCE, batchnorm._TRAINING, batchnorm._BACKWARD, pooling._BACKWARD):
         memo._items.clear()
     conv._FAST.clear()
     for obj in gc.get_objects():
@@ -1127,6 +1136,7 @@ def _logged(libs: Libs, call: Callable[[], Any]) -> tuple[object, list[dict[str,
 @pytest.mark.parametrize("op", ["activation_forward", "activation_backward", "softmax_forward", "softmax_backward",
                                 "log_softmax_forward", "log_softmax_backward", "batch_norm_forward_inference",
                                 "batch_norm_forward_training", "batch_norm_backward", "pooling_forward",
+                                "pooling_backward",
                                 "conv_forward", "conv_backward_data", "conv_backward_weights"])
 def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
     """The class: an op with a repeated-shape fast path answers a call on a shape seen before exactly as its full
@@ -1170,7 +1180,7 @@ def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
             ("list pads", lambda: fn(T(X, DIMS), T(Y, yd), pads=[1, 1])),
             ("planner", lambda: fn(T(X, DIMS), T(Y, yd), planner=object())),
         ]
-    if op.startswith(("activation", "batch_norm", "pooling")):
+    if op.startswith(("activation", "batch_norm", "pooling_forward")):
         variants += [
             ("mode member", lambda: fn(T(X, DIMS), T(Y, yd), mode={
                 "activation": api.ActivationMode.miopenActivationRELU,
@@ -1251,3 +1261,21 @@ def test_ops_follow_the_current_device_however_it_was_set(libs: Libs) -> None:
             assert {e["handle"] for e in rec.entries() if "handle" in e} == {handle_of[0]}
     finally:
         hip.set_device(0)
+
+
+def test_pooling_backward_fast_path_reads_the_state_on_every_call(libs: Libs) -> None:
+    """What a state says can change between calls (a forward without do_backward, close()): the repeated-shape
+    path of pooling_backward reads it each time, as the full path does."""
+    from miopen.ops import pooling
+
+    _script_pool_out(libs, (2, 3, 2, 2))
+    x, y, dy, dx = T(X, DIMS), T(Y, (2, 3, 2, 2)), T(DY, (2, 3, 2, 2)), T(DX, DIMS)
+    state = pooling.pooling_forward(x, y, "max", 2)
+    for _ in range(2):
+        pooling.pooling_backward(y, dy, x, dx, state)
+    pooling.pooling_forward(x, y, "max", 2, state=state, do_backward=False)
+    raises_first(libs, ValueError, "do_backward=False", lambda: pooling.pooling_backward(y, dy, x, dx, state))
+    pooling.pooling_forward(x, y, "max", 2, state=state)
+    pooling.pooling_backward(y, dy, x, dx, state)
+    state.close()
+    raises_first(libs, ValueError, "state is closed", lambda: pooling.pooling_backward(y, dy, x, dx, state))
