@@ -127,12 +127,13 @@ class AlgoCache:
             return plan
 
     def hit(self, key: ConvKey) -> ConvPlan | None:
-        """`get` that counts only a hit (the caller asks `get` when this finds nothing)."""
-        with self._lock:
-            plan = self._plans.get(key)
-            if plan is not None:
-                self.hits += 1
-            return plan
+        """`get` that counts only a hit (the caller asks `get` when this finds nothing), without the lock: every op
+        call on a planned shape asks it, and a dict lookup is atomic. `hits` is a statistic: two threads counting
+        at the same instant could undercount it, never change a plan."""
+        plan = self._plans.get(key)
+        if plan is not None:
+            self.hits += 1
+        return plan
 
     def put(self, plan: ConvPlan) -> None:
         with self._lock:
