@@ -1279,3 +1279,66 @@ def test_pooling_backward_fast_path_reads_the_state_on_every_call(libs: Libs) ->
     pooling.pooling_backward(y, dy, x, dx, state)
     state.close()
     raises_first(libs, ValueError, "state is closed", lambda: pooling.pooling_backward(y, dy, x, dx, state))
+
+
+class _CAIish:
+    """What the ops read of a CuPy/Numba array: __cuda_array_interface__ (shape, strides in bytes, typestr, data)."""
+
+    def __init__(self, iface: object) -> None:
+        self.iface = iface
+
+    @property
+    def __cuda_array_interface__(self) -> object:
+        return self.iface
+
+
+def test_cuda_array_interface_seen_before_skips_only_the_repeated_checks(libs: Libs) -> None:
+    """The class: an interface (type, shape, strides, typestr) seen before is not checked again; the address and
+    everything that cannot be the same (lists, a bool in the shape, other types of address, a PyTorch-like
+    instance) always are: every object gives what the full path gives (the Tensor, or the error), and an op on it
+    takes the op's fast path."""
+    from miopen import tensor as tensor_mod
+    from miopen.ops import activation
+    from miopen.tensor import as_tensor, layout_of
+
+    def cai(ptr: object = 0x1000, shape: object = (2, 3, 4, 5), strides: object = None, typestr: object = "<f4",
+            data: object = None) -> _CAIish:
+        return _CAIish({"shape": shape, "strides": strides, "typestr": typestr, "version": 3,
+                        "data": (ptr, False) if data is None else data})
+
+    class WithDataPtr(_CAIish):
+        pass
+
+    torchish_instance = cai(0x2000)
+    torchish_instance.data_ptr = lambda: 0x2000  # type: ignore[attr-defined]
+    torchish_instance.stride = lambda: (60, 20, 5, 1)  # type: ignore[attr-defined]
+    torchish_instance.shape = (2, 3, 4, 5)  # type: ignore[attr-defined]
+    objects = [
+        cai(), cai(0x3000), cai(strides=(240, 80, 20, 4)), cai(strides=(480, 80, 20, 4)), cai(typestr="<f2"),
+        cai(0), cai(True), cai(2**64), cai(-1), cai(1.5), cai(data=[0x1000, False]), cai(data=(0x1000,)),
+        cai(shape=(1, 3, 4, 5)), cai(shape=(True, 3, 4, 5)), cai(shape=[2, 3, 4, 5]), cai(strides=[240, 80, 20, 4]), cai(typestr=b"<f4"),
+        cai(shape=(2, 3, 4, 0)), cai(strides=(6, 80, 20, 4)), torchish_instance, _CAIish(None),
+    ]
+
+    def full(obj: object) -> object:
+        tensor_mod._CAI_META.clear()
+        tensor_mod._CAI_TYPES.clear()
+        return _outcome(lambda: as_tensor(obj, "x"))
+
+    for obj in objects:
+        want = full(obj)
+        for warm in objects:  # every other interface seen first
+            _outcome(lambda: as_tensor(warm, "x"))
+        assert _outcome(lambda: as_tensor(obj, "x")) == want, obj.iface
+    first = as_tensor(cai(), "x")
+    assert tensor_mod._CAI_TYPES == {_CAIish}
+    parts = layout_of(cai(0x4000))
+    assert parts == (0x4000, (first.dims, first.strides, first.dtype))
+    rec = Rec(libs)
+    for _ in range(2):
+        activation.activation_forward(cai(0x4000), cai(0x5000), "relu")
+    assert [e["x"] for e in rec.entries("miopenActivationForward")] == [str(0x4000)] * 2
+    assert len(activation._FORWARD) >= 1
+    for k in range(tensor_mod._CAI_META_MAX + 5):
+        as_tensor(cai(shape=(k + 1,)))
+        assert len(tensor_mod._CAI_META) <= tensor_mod._CAI_META_MAX
