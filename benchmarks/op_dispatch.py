@@ -4,7 +4,8 @@ Both sides run through the stub libMIOpen (generated from the pinned spec, quiet
 libamdhip64, exactly as the runtime tests do. The typed side is the bare `miopen.<function>(...)` call
 with everything prepared (pooled handle, cached descriptors, planned algorithm, scalars); the op side
 is the user's call (`ops.activation.activation_forward(x, y, "relu")`) on the same shape again, so the
-handle, the descriptors and the plan come from the runtime's caches. Goal: op - typed <= 5 us.
+handle, the descriptors and the plan come from the runtime's caches; every op once with `Tensor`s and once with
+PyTorch-like tensors (data_ptr(), shape, stride(), dtype). Goal: op - typed <= 5 us.
 Runs are interleaved (op, typed, op, typed, ...) and the best of each is kept, so machine load hits
 both sides alike. Needs gcc.
 Usage: python benchmarks/op_dispatch.py [--runs N] [--number N]
@@ -126,7 +127,7 @@ def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
                   lambda: activation.activation_forward(x, y, "relu"),
                   lambda: miopen.activation_forward(h, adesc, one, xd, 0x10000, zero, xd, 0x20000)))
     tx, ty = _TorchLike(0x10000, X), _TorchLike(0x20000, X)
-    pairs.append(("activation_forward (relu), torch-like tensors",
+    pairs.append(("activation_forward (relu), torch-like",
                   lambda: activation.activation_forward(tx, ty, "relu"),
                   lambda: miopen.activation_forward(h, adesc, one, xd, 0x10000, zero, xd, 0x20000)))
 
@@ -134,11 +135,15 @@ def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
     C = X[1]
     p = {k: Tensor.make(0x30000 + i * 0x1000, (C,), "float32") for i, k in enumerate(("w", "b", "m", "v"))}
     pd = tensor_descriptor(f32, (1, C, 1, 1))
+    bn_typed = lambda: miopen.batch_normalization_forward_inference(  # noqa: E731
+        h, miopen.BatchNormMode.miopenBNSpatial, one, zero, xd, 0x10000, xd, 0x20000, pd, 0x30000, 0x31000, 0x32000,
+        0x33000, 1e-5)
     pairs.append(("batch_norm_forward_inference (spatial)",
-                  lambda: batchnorm.batch_norm_forward_inference(x, y, p["w"], p["b"], p["m"], p["v"]),
-                  lambda: miopen.batch_normalization_forward_inference(
-                      h, miopen.BatchNormMode.miopenBNSpatial, one, zero, xd, 0x10000, xd, 0x20000, pd,
-                      0x30000, 0x31000, 0x32000, 0x33000, 1e-5)))
+                  lambda: batchnorm.batch_norm_forward_inference(x, y, p["w"], p["b"], p["m"], p["v"]), bn_typed))
+    tp = {k: _TorchLike(v.ptr, v.dims) for k, v in p.items()}
+    pairs.append(("batch_norm_forward_inference (spatial), torch-like",
+                  lambda: batchnorm.batch_norm_forward_inference(tx, ty, tp["w"], tp["b"], tp["m"], tp["v"]),
+                  bn_typed))
 
     # max pooling 2x2, the state of the first call passed again (its descriptor and index workspace)
     for k, v in enumerate(Y):
@@ -149,17 +154,21 @@ def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
     state = pooling.pooling_forward(x, py, "max", 2)
     assert state.workspace is not None
     wsp, wsn = state.workspace.ptr, state.workspace.nbytes
+    pool_typed = lambda: miopen.pooling_forward(h, state.desc, one, xd, 0x10000, zero, yd, 0x40000, True, wsp,  # noqa: E731
+                                                wsn)
     pairs.append(("pooling_forward (max 2x2, state reused)",
-                  lambda: pooling.pooling_forward(x, py, "max", 2, state=state),
-                  lambda: miopen.pooling_forward(h, state.desc, one, xd, 0x10000, zero, yd, 0x40000, True, wsp,
-                                                 wsn)))
+                  lambda: pooling.pooling_forward(x, py, "max", 2, state=state), pool_typed))
+    tpy = _TorchLike(0x40000, Y)
+    tstate = pooling.pooling_forward(tx, tpy, "max", 2)
+    pairs.append(("pooling_forward (max 2x2, state reused), torch-like",
+                  lambda: pooling.pooling_forward(tx, tpy, "max", 2, state=tstate), pool_typed))
 
     # softmax (accurate, channel)
-    pairs.append(("softmax_forward",
-                  lambda: softmax.softmax_forward(x, y),
-                  lambda: miopen.softmax_forward_v2(h, one, xd, 0x10000, zero, xd, 0x20000,
-                                                    miopen.SoftmaxAlgorithm.MIOPEN_SOFTMAX_ACCURATE,
-                                                    miopen.SoftmaxMode.MIOPEN_SOFTMAX_MODE_CHANNEL)))
+    sm_typed = lambda: miopen.softmax_forward_v2(h, one, xd, 0x10000, zero, xd, 0x20000,  # noqa: E731
+                                                 miopen.SoftmaxAlgorithm.MIOPEN_SOFTMAX_ACCURATE,
+                                                 miopen.SoftmaxMode.MIOPEN_SOFTMAX_MODE_CHANNEL)
+    pairs.append(("softmax_forward", lambda: softmax.softmax_forward(x, y), sm_typed))
+    pairs.append(("softmax_forward, torch-like", lambda: softmax.softmax_forward(tx, ty), sm_typed))
 
     # convolution forward 3x3, immediate mode: planned on the first call, then from the plan cache
     fn = "miopenConvolutionForward"
@@ -177,10 +186,13 @@ def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
     from miopen.descriptors import convolution_descriptor
 
     cd = convolution_descriptor((1, 1), (1, 1), (1, 1))
+    conv_typed = lambda: miopen.convolution_forward_immediate(h, wd, 0x50000, xd, 0x10000, cd, od, 0x60000,  # noqa: E731
+                                                              None, 0, 42)
     pairs.append(("conv_forward (3x3, immediate plan cached)",
-                  lambda: conv.conv_forward(x, w, o, pads=1, strides=1, dilations=1),
-                  lambda: miopen.convolution_forward_immediate(h, wd, 0x50000, xd, 0x10000, cd, od, 0x60000, None,
-                                                               0, 42)))
+                  lambda: conv.conv_forward(x, w, o, pads=1, strides=1, dilations=1), conv_typed))
+    tw, to = _TorchLike(0x50000, W), _TorchLike(0x60000, O)
+    pairs.append(("conv_forward (3x3, immediate plan cached), torch-like",
+                  lambda: conv.conv_forward(tx, tw, to, pads=1, strides=1, dilations=1), conv_typed))
     for _, op, typed in pairs:  # warm every cache
         op(), typed()
     return pairs
@@ -193,12 +205,12 @@ def main() -> int:
     args = ap.parse_args()
     print(f"op dispatch over the typed call, CPU time, best of {args.runs} interleaved runs x {args.number} calls "
           f"(goal: op - typed <= {GOAL_US:.0f} us)")
-    print(f"  {'op':48s} {'op us':>8s} {'typed us':>9s} {'over':>7s}  result")
+    print(f"  {'op':54s} {'op us':>8s} {'typed us':>9s} {'over':>7s}  result")
     worst = 0.0
     for name, op, typed in measure(args.runs, args.number):
         over = (op - typed) * 1e6
         worst = max(worst, over)
-        print(f"  {name:48s} {op * 1e6:8.2f} {typed * 1e6:9.2f} {over:7.2f}  {'PASS' if over <= GOAL_US else 'MISS'}")
+        print(f"  {name:54s} {op * 1e6:8.2f} {typed * 1e6:9.2f} {over:7.2f}  {'PASS' if over <= GOAL_US else 'MISS'}")
     return 0
 
 

@@ -15,7 +15,7 @@ import threading
 import warnings
 import weakref
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Literal, TypeVar
 
@@ -75,6 +75,17 @@ class ConvKey:
     benchmark: bool = False
     handle_id: int = 0  # legacy Find registers its invokers on the handle it ran on: find plans are per handle
 
+    def __hash__(self) -> int:
+        """The fields' hash, computed once (the plan cache hashes the key on every op call); not pickled."""
+        known: int | None = self.__dict__.get("_hash")
+        if known is None:
+            known = hash(tuple(getattr(self, f.name) for f in fields(self)))
+            object.__setattr__(self, "_hash", known)
+        return known
+
+    def __getstate__(self) -> dict[str, object]:
+        return {k: v for k, v in self.__dict__.items() if k != "_hash"}
+
     def digest(self) -> str:
         return hashlib.sha256(repr(self).encode()).hexdigest()[:32]
 
@@ -114,6 +125,15 @@ class AlgoCache:
             else:
                 self.hits += 1
             return plan
+
+    def hit(self, key: ConvKey) -> ConvPlan | None:
+        """`get` that counts only a hit (the caller asks `get` when this finds nothing), without the lock: every op
+        call on a planned shape asks it, and a dict lookup is atomic. `hits` is a statistic: two threads counting
+        at the same instant could undercount it, never change a plan."""
+        plan = self._plans.get(key)
+        if plan is not None:
+            self.hits += 1
+        return plan
 
     def put(self, plan: ConvPlan) -> None:
         with self._lock:
@@ -355,9 +375,9 @@ class ConvPlanner:
         self.cache_dir = cache_dir
 
     def cap(self, workspace: MIOpenWorkspace | None) -> int | None:
-        caps = [c for c in (self.workspace_limit_bytes, workspace_limit(), workspace.cap() if workspace else None)
-                if c is not None]
-        return min(caps) if caps else None
+        other = workspace.cap() if workspace is not None else workspace_limit()  # a workspace's cap holds the global
+        own = self.workspace_limit_bytes
+        return other if own is None else (own if other is None else min(own, other))
 
     def key(self, handle: api.Handle, direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
             y: FrozenTensorDescriptor, conv: ConvParams, workspace: MIOpenWorkspace | None = None,
@@ -550,11 +570,13 @@ class ConvPlanner:
     # ---------------------------------------------------------------- running
     def run(self, plan: ConvPlan, handle: api.Handle, x: FrozenTensorDescriptor, xp: int, w: FrozenTensorDescriptor,
             wp: int, y: FrozenTensorDescriptor, yp: int, conv: api.ConvolutionDescriptor,
-            workspace: MIOpenWorkspace | None, alpha: float = 1.0, beta: float = 0.0) -> None:
+            workspace: MIOpenWorkspace | None, alpha: float = 1.0, beta: float = 0.0, *, planned: bool = False
+            ) -> None:
         """Run the planned convolution (x, w, y are the forward roles: for backward_data y is dy and x is dx).
 
         Only legacy find mode takes alpha/beta; immediate mode and Find 2.0 compute y = conv(x, w)
         (ops.conv blends other scalings itself), so other values raise here rather than being dropped.
+        `planned`: x, w and y are the descriptors the plan was made with (an immediate solution is not checked again).
         """
         if plan.mode != "find" and (alpha != 1.0 or beta != 0.0):
             raise ValueError(f"ConvPlanner.run: {plan.mode} mode computes y = conv(x, w) only; got alpha={alpha}, "
@@ -566,7 +588,8 @@ class ConvPlanner:
         d = plan.key.direction
         if plan.mode == "immediate":
             assert plan.solution_id is not None
-            _check_solution(handle, plan, x, w, y, conv)
+            if not planned:
+                _check_solution(handle, plan, x, w, y, conv)
             if d == "forward":
                 api.convolution_forward_immediate(handle, w, wp, x, xp, conv, y, yp, ws, size, plan.solution_id)
             elif d == "backward_data":

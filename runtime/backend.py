@@ -113,17 +113,15 @@ class HipBackend:
     name = "HIP"
     conv_find_mode: int | None = None
 
-    def current_device(self) -> int:
-        return hip.current_device()
+    current_device = staticmethod(hip.current_device)  # every op asks: no extra layer
 
     def device_guard(self, device: int | None) -> contextlib.AbstractContextManager[None]:
         return hip.device_guard(device)
 
-    def as_stream_handle(self, stream: object, fn: str = "as_stream_handle") -> int | None:
-        return hip.as_stream_handle(stream, fn)
+    as_stream_handle = staticmethod(hip.as_stream_handle)
 
     def bound_stream(self, stream: object, device: int) -> int | None:
-        return hip.as_stream_handle(stream)
+        return None if stream is None else hip.as_stream_handle(stream)
 
     def handle_key(self, device: int, stream: int | None) -> Hashable:
         return device

@@ -192,7 +192,19 @@ def inline_miopen_handle(stream: object = None, device: int | None = None) -> ap
     """
     b = _backend.current()
     dev = b.current_device() if device is None else device
+    # the thread's handle for this key, already bound to the stream: what almost every op call finds
+    window: dict[object, PooledHandle] | None = getattr(_pool._local, "window", None)
+    if window is not None and stream is None:
+        # HIP's null stream: the device's handle (keyed by the device), bound to no stream; an OpenCL handle is
+        # keyed by (device, context) and bound to a queue, so it is never found here
+        ph = window.get(dev)
+        if ph is not None and ph.stream is None and ph.handle._ptr is not None:
+            return ph.handle
     s = b.bound_stream(stream, dev)
+    if window is not None:
+        ph = window.get(b.handle_key(dev, s))
+        if ph is not None and ph.stream == s and ph.handle._ptr is not None:
+            return ph.handle
     return _pool.acquire(dev, s).bind(s)
 
 

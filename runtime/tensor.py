@@ -115,9 +115,17 @@ def _checked_tensor(ptr: int, dims: tuple[int, ...], strides: tuple[int, ...], d
     return t
 
 
-def _torch_fast(obj: object) -> Tensor | None:
-    """A PyTorch-like tensor whose shape, strides and dtype were checked before, with an int address in
-    (0, 2**64): its Tensor without checking them again; None for anything else (the full path decides)."""
+Layout = tuple[tuple[int, ...], tuple[int, ...], api.DataType]
+
+
+def layout_of(obj: object) -> tuple[int, Layout] | None:
+    """(address, (dims, strides, dtype)) of a `Tensor`, or of a PyTorch-like tensor whose shape, strides and dtype
+    `as_tensor` has checked before (its address and device read afresh): what the ops' fast paths key on, without
+    making a Tensor. None for anything else: `as_tensor` decides (and reports)."""
+    if type(obj) is Tensor:
+        return obj.ptr, (obj.dims, obj.strides, obj.dtype)
+    if type(obj) in _CAI_TYPES:
+        return _cai_parts(obj)
     try:
         shape, stride, dtype = obj.shape, obj.stride(), obj.dtype  # type: ignore[attr-defined]
         meta = _TORCH_META.get((shape, stride, dtype))
@@ -128,7 +136,44 @@ def _torch_fast(obj: object) -> Tensor | None:
         return None
     if type(ptr) is not int or not 0 < ptr < 1 << 64:
         return None
-    return _checked_tensor(ptr, *meta)
+    return ptr, meta
+
+
+#: __cuda_array_interface__ (type, shape, strides, typestr) already checked -> (dims, strides, data type); bounded
+_CAI_META: dict[tuple[type, object, object, str], Layout] = {}
+_CAI_META_MAX = 1024
+#: the types in _CAI_META's keys (not PyTorch-like: as_tensor reads their interface): only they try it
+_CAI_TYPES: set[type] = set()
+
+
+def _cai_parts(obj: object) -> tuple[int, Layout] | None:
+    """(address, layout) of a `__cuda_array_interface__` object of a type in `_CAI_TYPES` whose interface (a dict:
+    shape and strides as tuples of ints, the typestr) was checked before, with an int address in (0, 2**64); None
+    otherwise (the full path decides and reports)."""
+    try:
+        attrs = getattr(obj, "__dict__", None)
+        if attrs and ("data_ptr" in attrs or "stride" in attrs):  # PyTorch-like after all: as_tensor's other path
+            return None
+        iface = obj.__cuda_array_interface__  # type: ignore[attr-defined]
+        if type(iface) is not dict:
+            return None
+        shape, strides, data = iface["shape"], iface.get("strides"), iface["data"]
+        if not _plain(shape) or not (strides is None or _plain(strides)) or type(data) is not tuple or len(data) != 2:
+            return None
+        meta = _CAI_META.get((type(obj), shape, strides, iface["typestr"]))
+        ptr = data[0]
+    except Exception:  # noqa: BLE001 - missing or unhashable parts: the full path reports them
+        return None
+    if meta is None or type(ptr) is not int or not 0 < ptr < 1 << 64:
+        return None
+    return ptr, meta
+
+
+def _torch_fast(obj: object) -> Tensor | None:
+    """A PyTorch-like tensor whose shape, strides and dtype were checked before, with an int address in
+    (0, 2**64): its Tensor without checking them again; None for anything else (the full path decides)."""
+    parts = layout_of(obj)
+    return None if parts is None else _checked_tensor(parts[0], *parts[1])
 
 
 #: pyopencl-Array-like (type, shape, strides, dtype) already checked -> (dims, strides, data type, and the
@@ -177,6 +222,10 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
         fast = _cl_fast(obj)
         if fast is not None:
             return fast
+    if type(obj) in _CAI_TYPES:
+        parts = _cai_parts(obj)
+        if parts is not None:
+            return _checked_tensor(parts[0], *parts[1])
     fast = _torch_fast(obj)
     if fast is not None:
         return fast
@@ -218,7 +267,15 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
         data = iface.get("data")
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise TypeError(f"{name}: __cuda_array_interface__['data'] must be (address, read_only); got {data!r:.60}")
-        return Tensor.make(_address(data[0], name, "__cuda_array_interface__"), shape, dt, strides)
+        t = Tensor.make(_address(data[0], name, "__cuda_array_interface__"), shape, dt, strides)
+        kind, raw_shape = type(obj), iface.get("shape")
+        if (type(iface) is dict and _plain(raw_shape) and (raw is None or _plain(raw))
+                and not any(hasattr(kind, a) for a in ("data_ptr", "stride"))):  # else not this path
+            if len(_CAI_META) >= _CAI_META_MAX:
+                _CAI_META.clear()
+            _CAI_META[(kind, raw_shape, raw, typestr)] = (t.dims, t.strides, t.dtype)
+            _CAI_TYPES.add(kind)
+        return t
     cl_array = _opencl_array(obj, name)
     if cl_array is not None:
         return cl_array

@@ -88,8 +88,8 @@ class MIOpenWorkspace:
         return self._ptr
 
     def cap(self) -> int | None:
-        caps = [c for c in (self.max_bytes, workspace_limit()) if c is not None]
-        return min(caps) if caps else None
+        limit, own = _limit[0], self.max_bytes  # one read of the global cap (atomic: no lock needed)
+        return own if limit is None else (limit if own is None else min(own, limit))
 
     def get(self, nbytes: int, stream: int | None = None) -> int | None:
         """A pointer to at least `nbytes` of scratch (None for 0 bytes); grows, never shrinks."""
@@ -197,7 +197,7 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def scratch(device: int, stream: object = None) -> MIOpenWorkspace:
     """The calling thread's scratch workspace for (`device`, `stream`): work queued on two streams
     never shares scratch. Ops use it when given no workspace."""
-    key = (device, _backend.current().as_stream_handle(stream))
+    key = (device, None if stream is None else _backend.current().as_stream_handle(stream))  # None: None, always
     table: dict[tuple[int, int | None], MIOpenWorkspace] | None = getattr(_scratch, "table", None)
     if table is None:
         table = {}

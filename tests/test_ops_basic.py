@@ -1061,3 +1061,300 @@ def test_pyopencl_like_arrays_seen_before_skip_only_the_repeated_checks(libs: Li
     for k in range(tensor_mod._CL_META_MAX + 5):
         as_tensor(_CLish(0x1000, (k + 1,), (4,)))
         assert len(tensor_mod._CL_META) <= tensor_mod._CL_META_MAX
+
+
+# ====================================================================== repeated-shape fast paths
+
+
+def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
+    """Every op with a repeated-shape fast path, as f(x, y, **kw) on DIMS-shaped (or conv-shaped) tensors."""
+    from miopen.ops import activation, batchnorm, conv, pooling, softmax
+
+    _script_pool_out(libs, (2, 3, 2, 2))
+    sols = "miopenConvolutionForward"
+    libs.set_out(f"{sols}GetSolutionCount/solutionCount", 1)
+    libs.set_out(f"{sols}GetSolution/solutionCount", 1)
+    libs.set_out(f"{sols}GetSolution/solutions[0].time", 1.0)
+    libs.set_out(f"{sols}GetSolution/solutions[0].workspace_size", 0)
+    libs.set_out(f"{sols}GetSolution/solutions[0].solution_id", 11)
+    for d in ("BackwardData", "BackwardWeights"):
+        libs.set_out(f"miopenConvolution{d}GetSolutionCount/solutionCount", 1)
+        libs.set_out(f"miopenConvolution{d}GetSolution/solutionCount", 1)
+        libs.set_out(f"miopenConvolution{d}GetSolution/solutions[0].workspace_size", 0)
+        libs.set_out(f"miopenConvolution{d}GetSolution/solutions[0].solution_id", 12)
+    p = {k: T(0x8000 + i * 0x100, (3,)) for i, k in enumerate(("w", "b", "m", "v"))}
+    states: dict[tuple[int, int], Any] = {}
+
+    def pool(x: Any, y: Any, **kw: Any) -> Any:
+        from miopen import hip
+
+        key = (hip.current_device(), kw.pop("_state_from", 0))
+        if key not in states:
+            states[key] = pooling.pooling_forward(T(X, DIMS), T(Y, (2, 3, 2, 2)), "max", 2)
+        return pooling.pooling_forward(x, y, kw.pop("mode", "max"), 2, state=states[key], **kw)
+
+    def pool_backward(x: Any, y: Any, **kw: Any) -> Any:
+        from miopen import hip
+
+        key = (hip.current_device(), 0)
+        if key not in states:
+            states[key] = pooling.pooling_forward(T(X, DIMS), T(Y, (2, 3, 2, 2)), "max", 2)
+        return pooling.pooling_backward(y, T(0xB000, (2, 3, 2, 2)), x, T(0xC000, DIMS), states[key], **kw)
+
+    w = T(0x9000, (4, 3, 3, 3))
+    return {
+        "activation_forward": lambda x, y, **kw: activation.activation_forward(x, y, kw.pop("mode", "relu"), **kw),
+        "activation_backward": lambda x, y, **kw: activation.activation_backward(
+            T(0xA000, DIMS), T(0xB000, DIMS), x, y, kw.pop("mode", "relu"), **kw),
+        "softmax_forward": lambda x, y, **kw: softmax.softmax_forward(x, y, **kw),
+        "softmax_backward": lambda x, y, **kw: softmax.softmax_backward(x, T(0xB000, DIMS), y, **kw),
+        "log_softmax_backward": lambda x, y, **kw: softmax.log_softmax_backward(x, T(0xB000, DIMS), y, **kw),
+        "batch_norm_forward_training": lambda x, y, **kw: batchnorm.batch_norm_forward_training(
+            x, y, p["w"], p["b"], kw.pop("mode", "spatial"), running_mean=p["m"], running_var=p["v"], **kw),
+        "batch_norm_backward": lambda x, y, **kw: batchnorm.batch_norm_backward(
+            x, T(0xB000, DIMS), y, p["w"], T(0x8800, (3,)), T(0x8900, (3,)), kw.pop("mode", "spatial"), **kw),
+        "log_softmax_forward": lambda x, y, **kw: softmax.log_softmax_forward(x, y, **kw),
+        "batch_norm_forward_inference": lambda x, y, **kw: batchnorm.batch_norm_forward_inference(
+            x, y, p["w"], p["b"], p["m"], p["v"], kw.pop("mode", "spatial"), **kw),
+        "pooling_forward": pool,
+        "pooling_backward": pool_backward,
+        "conv_forward": lambda x, y, **kw: conv.conv_forward(x, w, y, pads=kw.pop("pads", (1, 1)), strides=1,
+                                                             dilations=1, **kw),
+        "conv_backward_data": lambda x, y, **kw: conv.conv_backward_data(y, w, x, pads=kw.pop("pads", (1, 1)), strides=1,
+                                                                         dilations=1, **kw),
+        "conv_backward_weights": lambda x, y, **kw: conv.conv_backward_weights(
+            y, x, T(0x9000, (4, 3, 3, 3)), pads=kw.pop("pads", (1, 1)), strides=1, dilations=1, **kw),
+    }
+
+
+def _y_dims(op: str) -> tuple[int, ...]:
+    return {"pooling_forward": (2, 3, 2, 2), "pooling_backward": (2, 3, 2, 2)}.get(op, (2, 4, 4, 5) if op.startswith("conv") else DIMS)
+
+
+def _forget_fast_paths() -> None:
+    from miopen.ops import activation, batchnorm, conv, pooling, softmax
+
+    for memo in (activation._FORWARD, activation._BACKWARD, softmax._FORWARD, softmax._BACKWARD,
+                 batchnorm._INFERENCE, batchnorm._TRAINING, batchnorm._BACKWARD, pooling._BACKWARD):
+        memo._items.clear()
+    conv._FAST.clear()
+    for obj in gc.get_objects():
+        if isinstance(obj, pooling.PoolingState):
+            obj._fast = None
+
+
+def _logged(libs: Libs, call: Callable[[], Any]) -> tuple[object, list[dict[str, str]]]:
+    start = len(libs.log())
+    out = _outcome(call)
+    return (out if isinstance(out, tuple) else id(out)), libs.log()[start:]
+
+
+@pytest.mark.parametrize("op", ["activation_forward", "activation_backward", "softmax_forward", "softmax_backward",
+                                "log_softmax_forward", "log_softmax_backward", "batch_norm_forward_inference",
+                                "batch_norm_forward_training", "batch_norm_backward", "pooling_forward",
+                                "pooling_backward",
+                                "conv_forward", "conv_backward_data", "conv_backward_weights"])
+def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
+    """The class: an op with a repeated-shape fast path answers a call on a shape seen before exactly as its full
+    path does (the same MIOpen calls with the same arguments, or the same error), whatever changes between the
+    calls: addresses (read on every call), PyTorch-like tensors (on the host too), scalars of other types (bools,
+    numpy scalars), modes spelled otherwise or members of another enum, a stream or a handle given."""
+    import numpy as np
+
+    from miopen import api, handles
+
+    fn = _fast_path_ops(libs)[op]
+    yd = _y_dims(op)
+    from miopen.layout import packed_strides
+
+    other_enum = next(m for m in api.DataType if int(m) == 1)  # an IntEnum member equal to 1 (a valid mode value)
+    variants: list[tuple[str, Callable[[], Any]]] = [
+        ("again", lambda: fn(T(X, DIMS), T(Y, yd))),
+        ("other addresses", lambda: fn(T(0x5000, DIMS), T(0x6000, yd))),
+        ("torch-like", lambda: fn(_Torchish(0x5000, DIMS, packed_strides(DIMS)),
+                                  _Torchish(0x6000, yd, packed_strides(yd)))),
+        ("torch-like on the host", lambda: fn(_Torchish(0x5000, DIMS, packed_strides(DIMS), is_cuda=False),
+                                              T(Y, yd))),
+        ("torch-like null", lambda: fn(_Torchish(0, DIMS, packed_strides(DIMS)), T(Y, yd))),
+        ("stream", lambda: fn(T(X, DIMS), T(Y, yd), stream=0x700)),
+        ("bad stream", lambda: fn(T(X, DIMS), T(Y, yd), stream=True)),
+        ("handle", lambda: fn(T(X, DIMS), T(Y, yd), handle=handles.inline_miopen_handle())),
+    ]
+    if not op.startswith("conv"):
+        variants += [
+            ("int scale", lambda: fn(T(X, DIMS), T(Y, yd), scale=1, shift=0)),
+            ("bool scale", lambda: fn(T(X, DIMS), T(Y, yd), scale=True)),
+            ("numpy scale", lambda: fn(T(X, DIMS), T(Y, yd), scale=np.float32(1.0))),
+            ("scaled", lambda: fn(T(X, DIMS), T(Y, yd), scale=2.0)),
+        ]
+    else:
+        variants += [
+            ("int alpha", lambda: fn(T(X, DIMS), T(Y, yd), alpha=1, beta=0)),
+            ("bool alpha", lambda: fn(T(X, DIMS), T(Y, yd), alpha=True)),
+            ("numpy alpha", lambda: fn(T(X, DIMS), T(Y, yd), alpha=np.float32(1.0))),
+            ("bool pads", lambda: fn(T(X, DIMS), T(Y, yd), pads=(True, True))),
+            ("list pads", lambda: fn(T(X, DIMS), T(Y, yd), pads=[1, 1])),
+            ("planner", lambda: fn(T(X, DIMS), T(Y, yd), planner=object())),
+        ]
+    if op.startswith(("activation", "batch_norm", "pooling_forward")):
+        variants += [
+            ("mode member", lambda: fn(T(X, DIMS), T(Y, yd), mode={
+                "activation": api.ActivationMode.miopenActivationRELU,
+                "batch": api.BatchNormMode.miopenBNSpatial,
+                "pooling": api.PoolingMode.miopenPoolingMax}[op.split("_")[0]])),
+            ("mode of another enum", lambda: fn(T(X, DIMS), T(Y, yd), mode=other_enum)),
+            ("unhashable mode", lambda: fn(T(X, DIMS), T(Y, yd), mode=["relu"])),
+        ]
+    if "softmax" in op and not op.startswith("log"):
+        variants.append(("algorithm member", lambda: fn(T(X, DIMS), T(Y, yd),
+                                                        algorithm=api.SoftmaxAlgorithm.MIOPEN_SOFTMAX_ACCURATE)))
+    if op == "pooling_forward":
+        variants.append(("another state's shape", lambda: fn(T(X, (2, 3, 6, 6)), T(Y, yd))))
+    fn(T(X, DIMS), T(Y, yd))  # planned, descriptors made: every later call may take the fast path
+    for name, call in variants:
+        _outcome(call)  # its own shape seen once (when valid)
+        fn(T(X, DIMS), T(Y, yd))
+        fast = _logged(libs, call)
+        _forget_fast_paths()
+        handles.inline_miopen_handle()  # bound to the null stream again, as before the first
+        full = _logged(libs, call)
+        assert fast == full, f"{op}, {name}: the fast path answered {fast}, the full path {full}"
+
+
+def test_fast_paths_never_use_a_closed_descriptor(libs: Libs) -> None:
+    """A descriptor a fast path holds that was closed meanwhile (by the caller, or with its library) is not used:
+    the call makes the descriptor again, as the full path does."""
+    from miopen import descriptors
+    from miopen.ops import activation, batchnorm, softmax
+
+    p = [T(0x8000 + i * 0x100, (3,)) for i in range(4)]
+    for call in (lambda: activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu"),
+                 lambda: softmax.softmax_forward(T(X, DIMS), T(Y, DIMS)),
+                 lambda: batchnorm.batch_norm_forward_inference(T(X, DIMS), T(Y, DIMS), *p)):
+        call()
+        descriptors.tensor_descriptor("float32", DIMS).close()
+        rec = Rec(libs)
+        call()
+        assert rec.calls()[:2] == ["miopenCreateTensorDescriptor", "miopenSetTensorDescriptor"], rec.calls()
+        assert not descriptors.tensor_descriptor("float32", DIMS).closed
+
+
+def test_ops_follow_the_current_device_however_it_was_set(libs: Libs) -> None:
+    """The class: every op call asks HIP for the current device, on its fast path too: a device made current
+    through miopen.hip, through hipSetDevice called directly (as PyTorch does), or by a device guard gets that
+    device's pooled handle on the very next call."""
+    from miopen import handles, hip
+
+    ops = _fast_path_ops(libs)
+    libs.set_out("miopenCreate/handle", 0x5A000)
+    handles.inline_miopen_handle()
+    hip.set_device(1)
+    libs.set_out("miopenCreate/handle", 0x5B000)
+    handles.inline_miopen_handle()
+    hip.set_device(0)
+    handle_of = {0: str(0x5A000), 1: str(0x5B000)}
+    setters: dict[str, Callable[[int], object]] = {"miopen.hip": hip.set_device,
+                                                   "hipSetDevice": lambda d: libs.hip.hipSetDevice(d)}
+    try:
+        for op, fn in ops.items():
+            yd = _y_dims(op)
+            for how, set_device in setters.items():
+                for dev in (0, 1, 0, 1):
+                    set_device(dev)
+                    assert hip.current_device() == dev
+                    for _ in range(2):  # the second call on the fast path
+                        rec = Rec(libs)
+                        fn(T(X, DIMS), T(Y, yd))
+                        used = {e["handle"] for e in rec.entries() if "handle" in e}
+                        assert used == {handle_of[dev]}, f"{op} after {how}({dev}): handles {used}"
+            hip.set_device(0)
+            with hip.device_guard(1):
+                rec = Rec(libs)
+                fn(T(X, DIMS), T(Y, yd))
+                assert {e["handle"] for e in rec.entries() if "handle" in e} == {handle_of[1]}
+            rec = Rec(libs)
+            fn(T(X, DIMS), T(Y, yd))
+            assert {e["handle"] for e in rec.entries() if "handle" in e} == {handle_of[0]}
+    finally:
+        hip.set_device(0)
+
+
+def test_pooling_backward_fast_path_reads_the_state_on_every_call(libs: Libs) -> None:
+    """What a state says can change between calls (a forward without do_backward, close()): the repeated-shape
+    path of pooling_backward reads it each time, as the full path does."""
+    from miopen.ops import pooling
+
+    _script_pool_out(libs, (2, 3, 2, 2))
+    x, y, dy, dx = T(X, DIMS), T(Y, (2, 3, 2, 2)), T(DY, (2, 3, 2, 2)), T(DX, DIMS)
+    state = pooling.pooling_forward(x, y, "max", 2)
+    for _ in range(2):
+        pooling.pooling_backward(y, dy, x, dx, state)
+    pooling.pooling_forward(x, y, "max", 2, state=state, do_backward=False)
+    raises_first(libs, ValueError, "do_backward=False", lambda: pooling.pooling_backward(y, dy, x, dx, state))
+    pooling.pooling_forward(x, y, "max", 2, state=state)
+    pooling.pooling_backward(y, dy, x, dx, state)
+    state.close()
+    raises_first(libs, ValueError, "state is closed", lambda: pooling.pooling_backward(y, dy, x, dx, state))
+
+
+class _CAIish:
+    """What the ops read of a CuPy/Numba array: __cuda_array_interface__ (shape, strides in bytes, typestr, data)."""
+
+    def __init__(self, iface: object) -> None:
+        self.iface = iface
+
+    @property
+    def __cuda_array_interface__(self) -> object:
+        return self.iface
+
+
+def test_cuda_array_interface_seen_before_skips_only_the_repeated_checks(libs: Libs) -> None:
+    """The class: an interface (type, shape, strides, typestr) seen before is not checked again; the address and
+    everything that cannot be the same (lists, a bool in the shape, other types of address, a PyTorch-like
+    instance) always are: every object gives what the full path gives (the Tensor, or the error), and an op on it
+    takes the op's fast path."""
+    from miopen import tensor as tensor_mod
+    from miopen.ops import activation
+    from miopen.tensor import as_tensor, layout_of
+
+    def cai(ptr: object = 0x1000, shape: object = (2, 3, 4, 5), strides: object = None, typestr: object = "<f4",
+            data: object = None) -> _CAIish:
+        return _CAIish({"shape": shape, "strides": strides, "typestr": typestr, "version": 3,
+                        "data": (ptr, False) if data is None else data})
+
+    class WithDataPtr(_CAIish):
+        pass
+
+    torchish_instance = cai(0x2000)
+    torchish_instance.data_ptr = lambda: 0x2000  # type: ignore[attr-defined]
+    torchish_instance.stride = lambda: (60, 20, 5, 1)  # type: ignore[attr-defined]
+    torchish_instance.shape = (2, 3, 4, 5)  # type: ignore[attr-defined]
+    objects = [
+        cai(), cai(0x3000), cai(strides=(240, 80, 20, 4)), cai(strides=(480, 80, 20, 4)), cai(typestr="<f2"),
+        cai(0), cai(True), cai(2**64), cai(-1), cai(1.5), cai(data=[0x1000, False]), cai(data=(0x1000,)),
+        cai(shape=(1, 3, 4, 5)), cai(shape=(True, 3, 4, 5)), cai(shape=[2, 3, 4, 5]), cai(strides=[240, 80, 20, 4]), cai(typestr=b"<f4"),
+        cai(shape=(2, 3, 4, 0)), cai(strides=(6, 80, 20, 4)), torchish_instance, _CAIish(None),
+    ]
+
+    def full(obj: object) -> object:
+        tensor_mod._CAI_META.clear()
+        tensor_mod._CAI_TYPES.clear()
+        return _outcome(lambda: as_tensor(obj, "x"))
+
+    for obj in objects:
+        want = full(obj)
+        for warm in objects:  # every other interface seen first
+            _outcome(lambda: as_tensor(warm, "x"))
+        assert _outcome(lambda: as_tensor(obj, "x")) == want, obj.iface
+    first = as_tensor(cai(), "x")
+    assert tensor_mod._CAI_TYPES == {_CAIish}
+    parts = layout_of(cai(0x4000))
+    assert parts == (0x4000, (first.dims, first.strides, first.dtype))
+    rec = Rec(libs)
+    for _ in range(2):
+        activation.activation_forward(cai(0x4000), cai(0x5000), "relu")
+    assert [e["x"] for e in rec.entries("miopenActivationForward")] == [str(0x4000)] * 2
+    assert len(activation._FORWARD) >= 1
+    for k in range(tensor_mod._CAI_META_MAX + 5):
+        as_tensor(cai(shape=(k + 1,)))
+        assert len(tensor_mod._CAI_META) <= tensor_mod._CAI_META_MAX

@@ -8,9 +8,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .library import (
-    HIP_ERROR_NOT_SUPPORTED, HIP_ERROR_NO_DEVICE, HIP_SUCCESS, HipError, _Hip, _PROPS_ARCH_OFFSET,
+    HIP_ERROR_NOT_SUPPORTED, HIP_ERROR_NO_DEVICE, HIP_SUCCESS, HipError, _PROPS_ARCH_OFFSET,
     _PROPS_BUFFER_BYTES, _PROPS_NAME_OFFSET, _PROPS_STRING_BYTES, _lib,
 )
+from . import library as _library
 from ._checks import _check_device
 
 _log = logging.getLogger(__package__)
@@ -30,15 +31,20 @@ def device_count() -> int:
     return count.value
 
 
-def _current(hip: _Hip) -> int:
-    device = ctypes.c_int(-1)
-    hip.call("hipGetDevice", ctypes.byref(device))
-    return device.value
+_c_int = ctypes.c_int
 
 
 def current_device() -> int:
-    """The calling thread's current device (HIP keeps one per thread)."""
-    return _current(_lib())
+    """The calling thread's current device (HIP keeps one per thread), asked of HIP on every call: a device
+    set behind our back (torch.cuda.set_device, hipSetDevice through ctypes) is seen at once."""
+    hip = _library._hip
+    if hip is None:
+        hip = _lib()
+    device = _c_int(-1)
+    code: int = hip.get_device(device)
+    if code != HIP_SUCCESS:
+        raise hip.error(code, "hipGetDevice")
+    return device.value
 
 
 def set_device(device: int) -> None:
@@ -58,7 +64,7 @@ def device_guard(device: int | None) -> Iterator[None]:
         return
     d = _check_device(device, "device_guard")
     hip = _lib()
-    previous = _current(hip)
+    previous = current_device()
     if previous == d:
         yield
         return
@@ -82,7 +88,7 @@ def _properties(device: int | None, fn: str) -> tuple[str, str] | None:
     dev = None if device is None else _check_device(device, fn)
     hip = _lib()
     if dev is None:
-        dev = _current(hip)
+        dev = current_device()
     with hip.props_lock:
         if dev in hip.props:
             return hip.props[dev]

@@ -204,6 +204,8 @@ class _Hip:
         if missing:
             raise HipLibraryNotFoundError(f"{path} is not a usable HIP runtime: it does not export {', '.join(missing)}",
                                           (path,))
+        #: hipGetDevice, bound once: every op asks it (a c_int passed to it goes by reference)
+        self.get_device: Any = self.fns["hipGetDevice"]
 
     def status(self, function: str, *args: Any) -> int:
         code: int = self.fns[function](*args)

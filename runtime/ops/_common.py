@@ -2,16 +2,58 @@
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import Any, Generic, TypeVar
 
 from .. import backend as _backend
 from .._generated import api
 from .._generated._support import HandleBase
+from ..descriptors import _generation, on_clear
 from ..handles import inline_miopen_handle
 from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
 
 
 _S = TypeVar("_S", bound="OpState[Any]")
+_V = TypeVar("_V")
+
+#: the scalar types an op's fast path puts in its shape key as they are (a bool, a numpy scalar, ... takes the
+#: full path, whose checks decide): ints and floats of equal value mean the same to every check of the ops
+PLAIN_NUMBERS = frozenset({float, int})
+PLAIN_OPTIONAL = frozenset({float, int, type(None)})
+
+
+class ShapeMemo(Generic[_V]):
+    """An op's fast path: per shape key (everything its checks read but the addresses, which are read on every
+    call), the checked values and descriptors of the first call on it. An entry holds while none of its
+    descriptors is closed; emptied with the descriptor caches (and so on a library change); bounded."""
+
+    __slots__ = ("_items", "size")
+
+    def __init__(self, size: int = 256) -> None:
+        self._items: dict[Hashable, tuple[tuple[HandleBase, ...], _V]] = {}
+        self.size = size
+        on_clear(self._items.clear)
+
+    def get(self, key: Hashable) -> _V | None:
+        entry = self._items.get(key)
+        if entry is None:
+            return None
+        for desc in entry[0]:
+            if desc._ptr is None:
+                return None
+        return entry[1]
+
+    def put(self, key: Hashable, generation: int, descs: tuple[HandleBase, ...], value: _V) -> None:
+        """Remember `value` for `key`, unless the descriptor caches were cleared since `generation` (theirs when
+        the checks started)."""
+        if generation != _generation[0]:
+            return
+        if len(self._items) >= self.size:
+            self._items.clear()
+        self._items[key] = (descs, value)
+
+    def __len__(self) -> int:
+        return len(self._items)
 
 
 def resolve_handle(handle: api.Handle | None, stream: object, device: int | None) -> api.Handle:

@@ -32,12 +32,13 @@ from .. import backend as _backend
 from .._args import enum_arg, int_per_dim
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import (cache_generation, cached_activation_descriptor, on_clear, scaling_params,
+from ..descriptors import (_generation, cache_generation, cached_activation_descriptor, on_clear, scaling_params,
                            tensor_descriptor_of)
 from ..errors import ScalingRuleError, ShapeError
-from ..tensor import Tensor, as_tensor_of, same_dims, same_dtype
+from ..handles import inline_miopen_handle
+from ..tensor import Tensor, as_tensor_of, layout_of, same_dims, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import resolve_handle
+from ._common import PLAIN_NUMBERS, PLAIN_OPTIONAL, ShapeMemo, resolve_handle
 
 __all__ = ["ActivationModeLike", "activation_forward", "activation_backward", "activation_mode",
            "activation_params"]
@@ -131,7 +132,22 @@ def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: fl
                        shift: float = 0.0, handle: api.Handle | None = None, stream: object = None,
                        device: int | None = None) -> None:
     """y = scale * f(x) + shift * y (`miopenActivationForward`); x and y share dims and dtype."""
+    xl, yl = layout_of(x), layout_of(y)
+    key: tuple[object, ...] | None = None
+    if (xl is not None and yl is not None and type(alpha) in PLAIN_OPTIONAL and type(beta) in PLAIN_OPTIONAL
+            and type(gamma) in PLAIN_OPTIONAL and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
+        key = (xl[1], yl[1], mode, mode.__class__, alpha, beta, gamma, scale, shift)
+        try:
+            known = _FORWARD.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            desc, xd, yd, s_alpha, s_beta = known
+            api.activation_forward(handle if handle is not None else inline_miopen_handle(stream, device), desc,
+                                   s_alpha, xd, xl[0], s_beta, yd, yl[0])
+            return
     fn = "activation_forward"
+    generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     dtype = _alike(fn, x=xt, y=yt)
     checked = _activation_args(mode, alpha, beta, gamma, fn)
@@ -140,7 +156,15 @@ def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: fl
     desc = _activation_desc(checked)
     xd = _desc(xt)
     yd = xd if yt.strides == xt.strides else _desc(yt)  # same dims, dtype and strides: the same descriptor
+    if key is not None:
+        _FORWARD.put(key, generation, (desc, xd, yd), (desc, xd, yd, s_alpha, s_beta))
     api.activation_forward(h, desc, s_alpha, xd, xt.ptr, s_beta, yd, yt.ptr)
+
+
+#: activation_forward's fast path: (x and y layouts, mode and its type, alpha, beta, gamma, scale, shift) ->
+#: (activation descriptor, x and y descriptors, blending factors)
+_FORWARD: ShapeMemo[tuple[api.ActivationDescriptor, api.TensorDescriptor, api.TensorDescriptor, float, float]] = \
+    ShapeMemo()
 
 
 def activation_backward(y: object, dy: object, x: object, dx: object, mode: ActivationModeLike,
@@ -148,7 +172,23 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
                         scale: float = 1.0, shift: float = 0.0, handle: api.Handle | None = None,
                         stream: object = None, device: int | None = None) -> None:
     """dx = scale * f'(x) * dy + shift * dx (`miopenActivationBackward`); y is the forward output."""
+    yl, dyl, xl, dxl = layout_of(y), layout_of(dy), layout_of(x), layout_of(dx)
+    key: tuple[object, ...] | None = None
+    if (yl is not None and dyl is not None and xl is not None and dxl is not None and type(alpha) in PLAIN_OPTIONAL
+            and type(beta) in PLAIN_OPTIONAL and type(gamma) in PLAIN_OPTIONAL and type(scale) in PLAIN_NUMBERS
+            and type(shift) in PLAIN_NUMBERS):
+        key = (yl[1], dyl[1], xl[1], dxl[1], mode, mode.__class__, alpha, beta, gamma, scale, shift)
+        try:
+            known = _BACKWARD.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            desc_, s_alpha_, s_beta_, yd_, dyd_, xd_, dxd_ = known
+            api.activation_backward(handle if handle is not None else inline_miopen_handle(stream, device), desc_,
+                                    s_alpha_, yd_, yl[0], dyd_, dyl[0], xd_, xl[0], s_beta_, dxd_, dxl[0])
+            return
     fn = "activation_backward"
+    generation = _generation[0]
     t = _tensors(fn, y=y, dy=dy, x=x, dx=dx)
     dtype = _alike(fn, **t)
     checked = _activation_args(mode, alpha, beta, gamma, fn)
@@ -156,8 +196,16 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
     h = resolve_handle(handle, stream, device)
     desc = _activation_desc(checked)
     yt, dyt, xt, dxt = t["y"], t["dy"], t["x"], t["dx"]
-    api.activation_backward(h, desc, s_alpha, _desc(yt), yt.ptr, _desc(dyt), dyt.ptr, _desc(xt), xt.ptr, s_beta,
-                            _desc(dxt), dxt.ptr)
+    yd, dyd, xd, dxd = _desc(yt), _desc(dyt), _desc(xt), _desc(dxt)
+    if key is not None:
+        _BACKWARD.put(key, generation, (desc, yd, dyd, xd, dxd), (desc, s_alpha, s_beta, yd, dyd, xd, dxd))
+    api.activation_backward(h, desc, s_alpha, yd, yt.ptr, dyd, dyt.ptr, xd, xt.ptr, s_beta, dxd, dxt.ptr)
+
+
+#: activation_backward's fast path: (the layouts of y, dy, x, dx, mode and its type, alpha, beta, gamma, scale,
+#: shift) -> (activation descriptor, blending factors, the four tensor descriptors)
+_BACKWARD: ShapeMemo[tuple[api.ActivationDescriptor, float, float, api.TensorDescriptor, api.TensorDescriptor,
+                           api.TensorDescriptor, api.TensorDescriptor]] = ShapeMemo()
 
 
 # --------------------------------------------------------------------------- helpers shared by the ops modules

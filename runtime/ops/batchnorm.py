@@ -23,10 +23,11 @@ from .. import layout
 from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import tensor_descriptor_of
+from ..descriptors import _generation, tensor_descriptor_of
 from ..errors import ShapeError
-from ..tensor import Tensor, same_dtype
-from ._common import resolve_handle
+from ..handles import inline_miopen_handle
+from ..tensor import Layout, Tensor, layout_of, same_dtype
+from ._common import PLAIN_NUMBERS, ShapeMemo, resolve_handle
 from .activation import _alike, _as, _desc, _float_arg, _scaling, _tensors
 
 __all__ = ["BatchNormModeLike", "batch_norm_mode", "bn_param_shape", "batch_norm_forward_training",
@@ -149,7 +150,28 @@ def batch_norm_forward_training(x: object, y: object, weight: object, bias: obje
     cumulative average). save_mean/save_inv_var (both or neither) receive the batch mean and
     1/sqrt(var + epsilon) for `batch_norm_backward`.
     """
+    xl, yl, wl, bl = layout_of(x), layout_of(y), layout_of(weight), layout_of(bias)
+    opt = [None if t is None else layout_of(t) for t in (running_mean, running_var, save_mean, save_inv_var)]
+    key: tuple[object, ...] | None = None
+    if (xl is not None and yl is not None and wl is not None and bl is not None
+            and _given(opt, running_mean, running_var, save_mean, save_inv_var)
+            and type(exp_avg_factor) in PLAIN_NUMBERS and type(epsilon) in PLAIN_NUMBERS
+            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
+        key = (xl[1], yl[1], wl[1], bl[1], *[o and o[1] for o in opt], mode, mode.__class__, exp_avg_factor, epsilon,
+               scale, shift)
+        try:
+            known = _TRAINING.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            m_, s_alpha_, s_beta_, x_desc_, y_desc_, p_desc_, factor_, eps_ = known
+            rm, rv, sm, sv = [o and o[0] for o in opt]
+            api.batch_normalization_forward_training(
+                handle if handle is not None else inline_miopen_handle(stream, device), m_, s_alpha_, s_beta_,
+                x_desc_, xl[0], y_desc_, yl[0], p_desc_, wl[0], bl[0], factor_, rm, rv, eps_, sm, sv)
+            return
     fn = "batch_norm_forward_training"
+    generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     x_dtype = _alike(fn, x=xt, y=yt)
     xv = _x_view(fn, "x", xt)
@@ -169,11 +191,30 @@ def batch_norm_forward_training(x: object, y: object, weight: object, bias: obje
     s_alpha, s_beta = _scaling(x_dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)
     x_desc = _desc(xt, *xv)
+    y_desc = x_desc if yv is xv else _desc(yt, *yv)
+    p_desc = tensor_descriptor_of(p_dtype, shape, None)
+    if key is not None:
+        _TRAINING.put(key, generation, (x_desc, y_desc, p_desc), (m, s_alpha, s_beta, x_desc, y_desc, p_desc, factor,
+                                                                  eps))
     api.batch_normalization_forward_training(
-        h, m, s_alpha, s_beta, x_desc, xt.ptr, x_desc if yv is xv else _desc(yt, *yv), yt.ptr,
-        tensor_descriptor_of(p_dtype, shape, None),
+        h, m, s_alpha, s_beta, x_desc, xt.ptr, y_desc, yt.ptr, p_desc,
         params["weight"].ptr, params["bias"].ptr, factor, _ptr(params.get("running_mean")),
         _ptr(params.get("running_var")), eps, _ptr(params.get("save_mean")), _ptr(params.get("save_inv_var")))
+
+
+def _given(layouts: list[tuple[int, Layout] | None], *objs: object) -> bool:
+    """Each optional tensor either not given or with a known layout (the fast paths' condition)."""
+    for layout, obj in zip(layouts, objs):
+        if layout is None and obj is not None:
+            return False
+    return True
+
+
+#: batch_norm_forward_training's fast path: (the layouts of x, y, weight, bias and the optional statistics (None:
+#: not given), mode and its type, exp_avg_factor, epsilon, scale, shift) -> (mode, blending factors, x, y and
+#: parameter descriptors, factor, epsilon)
+_TRAINING: ShapeMemo[tuple[api.BatchNormMode, float, float, api.TensorDescriptor, api.TensorDescriptor,
+                           api.TensorDescriptor, float, float]] = ShapeMemo()
 
 
 def batch_norm_forward_inference(x: object, y: object, weight: object, bias: object, running_mean: object,
@@ -186,6 +227,25 @@ def batch_norm_forward_inference(x: object, y: object, weight: object, bias: obj
     Passing None for both statistics makes MIOpen use the batch's own statistics.
     """
     fn = "batch_norm_forward_inference"
+    xl, yl, wl, bl = layout_of(x), layout_of(y), layout_of(weight), layout_of(bias)
+    ml = None if running_mean is None else layout_of(running_mean)
+    vl = None if running_var is None else layout_of(running_var)
+    key: tuple[object, ...] | None = None
+    if (xl is not None and yl is not None and wl is not None and bl is not None
+            and (ml is not None or running_mean is None) and (vl is not None or running_var is None)
+            and type(epsilon) in PLAIN_NUMBERS and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
+        key = (xl[1], yl[1], wl[1], bl[1], ml and ml[1], vl and vl[1], mode, mode.__class__, epsilon, scale, shift)
+        try:
+            known = _INFERENCE.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            m_, s_alpha_, s_beta_, x_desc_, y_desc_, p_desc_, eps_ = known
+            api.batch_normalization_forward_inference(
+                handle if handle is not None else inline_miopen_handle(stream, device), m_, s_alpha_, s_beta_,
+                x_desc_, xl[0], y_desc_, yl[0], p_desc_, wl[0], bl[0], ml and ml[0], vl and vl[0], eps_)
+            return
+    generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     x_dtype = _alike(fn, x=xt, y=yt)
     xv = _x_view(fn, "x", xt)
@@ -201,11 +261,21 @@ def batch_norm_forward_inference(x: object, y: object, weight: object, bias: obj
     s_alpha, s_beta = _scaling(x_dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)
     x_desc = _desc(xt, *xv)
+    y_desc = x_desc if yv is xv else _desc(yt, *yv)
+    p_desc = tensor_descriptor_of(p_dtype, shape, None)
+    if key is not None:
+        _INFERENCE.put(key, generation, (x_desc, y_desc, p_desc), (m, s_alpha, s_beta, x_desc, y_desc, p_desc, eps))
     api.batch_normalization_forward_inference(
-        h, m, s_alpha, s_beta, x_desc, xt.ptr, x_desc if yv is xv else _desc(yt, *yv), yt.ptr,
-        tensor_descriptor_of(p_dtype, shape, None),
+        h, m, s_alpha, s_beta, x_desc, xt.ptr, y_desc, yt.ptr, p_desc,
         params["weight"].ptr, params["bias"].ptr, _ptr(params.get("running_mean")),
         _ptr(params.get("running_var")), eps)
+
+
+#: batch_norm_forward_inference's fast path: (the layouts of x, y, weight, bias and the statistics (None when not
+#: given), mode and its type, epsilon, scale, shift) -> (mode, blending factors, x, y and parameter descriptors,
+#: epsilon)
+_INFERENCE: ShapeMemo[tuple[api.BatchNormMode, float, float, api.TensorDescriptor, api.TensorDescriptor,
+                            api.TensorDescriptor, float]] = ShapeMemo()
 
 
 def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweight: object, dbias: object,
@@ -219,7 +289,28 @@ def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweig
     saved_mean/saved_inv_var (both or neither) are the training forward's save_mean/save_inv_var;
     without them MIOpen recomputes the statistics from x. Use the forward's epsilon.
     """
+    ls = [layout_of(v) for v in (x, dy, dx, weight, dweight, dbias)]
+    opt = [None if v is None else layout_of(v) for v in (saved_mean, saved_inv_var)]
+    key: tuple[object, ...] | None = None
+    if (None not in ls and _given(opt, saved_mean, saved_inv_var) and type(epsilon) in PLAIN_NUMBERS
+            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS
+            and type(param_scale) in PLAIN_NUMBERS and type(param_shift) in PLAIN_NUMBERS):
+        key = (*[v[1] for v in ls], *[o and o[1] for o in opt], mode, mode.__class__, epsilon,  # type: ignore[index]
+               scale, shift, param_scale, param_shift)
+        try:
+            known = _BACKWARD.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            known = key = None
+        if known is not None:
+            m_, d_alpha_, d_beta_, p_alpha_, p_beta_, xd_, dyd_, dxd_, pd_, eps_ = known
+            (xp, _), (dyp, _), (dxp, _), (wp, _), (dwp, _), (dbp, _) = ls  # type: ignore[misc]
+            api.batch_normalization_backward(
+                handle if handle is not None else inline_miopen_handle(stream, device), m_, d_alpha_, d_beta_,
+                p_alpha_, p_beta_, xd_, xp, dyd_, dyp, dxd_, dxp, pd_, wp, dwp, dbp, eps_, opt[0] and opt[0][0],
+                opt[1] and opt[1][0])
+            return
     fn = "batch_norm_backward"
+    generation = _generation[0]
     t = _tensors(fn, x=x, dy=dy, dx=dx)
     x_dtype = _alike(fn, **t)
     xt, dyt, dxt = t["x"], t["dy"], t["dx"]
@@ -236,7 +327,18 @@ def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweig
     p_alpha, p_beta = _scaling(x_dtype, _float_arg(param_scale, "param_scale", fn),
                                _float_arg(param_shift, "param_shift", fn), fn)
     h = resolve_handle(handle, stream, device)
+    xd, dyd, dxd = _desc(xt, *xv), _desc(dyt, *dyv), _desc(dxt, *dxv)
+    pd = tensor_descriptor_of(p_dtype, shape, None)
+    if key is not None:
+        _BACKWARD.put(key, generation, (xd, dyd, dxd, pd), (m, d_alpha, d_beta, p_alpha, p_beta, xd, dyd, dxd, pd, eps))
     api.batch_normalization_backward(
-        h, m, d_alpha, d_beta, p_alpha, p_beta, _desc(xt, *xv), xt.ptr, _desc(dyt, *dyv), dyt.ptr, _desc(dxt, *dxv),
-        dxt.ptr, tensor_descriptor_of(p_dtype, shape, None), params["weight"].ptr, params["dweight"].ptr, params["dbias"].ptr,
+        h, m, d_alpha, d_beta, p_alpha, p_beta, xd, xt.ptr, dyd, dyt.ptr, dxd,
+        dxt.ptr, pd, params["weight"].ptr, params["dweight"].ptr, params["dbias"].ptr,
         eps, _ptr(params.get("saved_mean")), _ptr(params.get("saved_inv_var")))
+
+
+#: batch_norm_backward's fast path: (the layouts of x, dy, dx, weight, dweight, dbias and the optional saved
+#: statistics, mode and its type, epsilon, the four blending factors) -> (mode, blending factors, x, dy, dx and
+#: parameter descriptors, epsilon)
+_BACKWARD: ShapeMemo[tuple[api.BatchNormMode, float, float, float, float, api.TensorDescriptor, api.TensorDescriptor,
+                           api.TensorDescriptor, api.TensorDescriptor, float]] = ShapeMemo()

@@ -28,9 +28,10 @@ from .._generated import _support, api
 from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_key
 from ..descriptors import FrozenTensorDescriptor, check_conv_scaling, convolution_descriptor
 from ..errors import ScalingRuleError, ShapeError
-from ..tensor import Tensor
-from ..workspace import MIOpenWorkspace, PersistentBuffer
-from ._common import resolve_handle, resolve_workspace
+from ..tensor import Tensor, layout_of
+from ..handles import inline_miopen_handle
+from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
+from ._common import PLAIN_NUMBERS, resolve_handle, resolve_workspace
 from .tensor_ops import _on_device, _same_dtype, _scalar, _tensor, op_tensor
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_weights", "conv_backward_bias", "conv_output_dims",
@@ -149,12 +150,13 @@ class _Problem:
     checked shape (see `_CHECKED`), None when its arguments were not memoisable. A slotted class, not a frozen
     dataclass: one is made per call, and a frozen dataclass's __init__ costs a setattr per field."""
 
-    __slots__ = ("direction", "x", "w", "y", "params", "alpha", "beta", "shape")
+    __slots__ = ("direction", "x", "w", "y", "params", "alpha", "beta", "shape", "key")
 
     def __init__(self, direction: Direction, x: Tensor, w: Tensor, y: Tensor, params: ConvParams, alpha: float,
                  beta: float, shape: object = None) -> None:
         self.direction, self.x, self.w, self.y = direction, x, w, y
         self.params, self.alpha, self.beta, self.shape = params, alpha, beta, shape
+        self.key: tuple[object, ...] | None = None  # its `_CHECKED` key (None: not memoisable)
 
     @property
     def out(self) -> Tensor:
@@ -177,7 +179,60 @@ descriptors.on_clear(_PLANS.clear)
 
 def _plain(v: object) -> bool:
     """An exact int, None, or a tuple of exact ints (hashable, and equal only to what means the same)."""
-    return type(v) is int or v is None or (isinstance(v, tuple) and all(type(e) is int for e in v))
+    if type(v) is int or v is None:
+        return True
+    if type(v) is not tuple:
+        return False
+    for e in v:
+        if type(e) is not int:
+            return False
+    return True
+
+
+def _fast(direction: Direction, x: object, w: object, y: object, pads: object, strides: object, dilations: object,
+          groups: object, transpose: object, alpha: object, beta: object, output_pads: object,
+          planner: ConvPlanner | None, handle: api.Handle | None, stream: object, device: int | None,
+          workspace: MIOpenWorkspace | None) -> ConvPlan | None:
+    """A repeated unscaled call on the current device: the checks of a problem seen before (`_CHECKED`, keyed by the
+    tensors' layouts, whose addresses are read afresh) and its plan (`_PLANS`, still confirmed by the planner's
+    cache), without making Tensors or a `_Problem`. None: the full path decides."""
+    xl, wl, yl = layout_of(x), layout_of(w), layout_of(y)
+    if (xl is None or wl is None or yl is None or device is not None or type(transpose) is not bool
+            or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
+            or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
+            or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
+            or not (output_pads is None or _plain(output_pads))):
+        return None
+    pl = planner if planner is not None else _default[0]
+    if type(pl) is not ConvPlanner:
+        return None
+    mode = pl.mode
+    known = _FAST.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
+                       output_pads, pl, mode, pl.deterministic, pl.benchmark))
+    if known is None:  # not checked before (or scaled): nothing may happen before the full path's checks
+        return None
+    # as _run_on does, in its order
+    b = _backend.current()
+    dev = b.current_device()
+    h = handle if handle is not None else inline_miopen_handle(stream, dev)
+    ws = workspace if workspace is not None else scratch(dev, stream)
+    if (known[0] != (dev, h.address if mode == "find" else 0, pl.cap(ws), b.library_id())
+            or known[6] != descriptors._generation[0] or known[2]._ptr is None or known[3]._ptr is None
+            or known[4]._ptr is None or known[5]._ptr is None):
+        return None
+    plan = pl.cache.hit(known[1])  # the planner's cache decides, as on the full path
+    if plan is None:
+        return None
+    pl.run(plan, h, known[3], xl[0], known[4], wl[0], known[5], yl[0], known[2], ws, planned=True)
+    return plan
+
+
+#: `_fast`'s memo, filled by `_run_on`: (direction, the layouts and arguments `_CHECKED` keys on, the planner and its
+#: settings) -> (the rest of `_PLANS`' key: device, handle (Find), workspace cap, HIP library; the plan's key, the
+#: convolution, x, w and y descriptors, the descriptor-cache generation)
+_FAST: dict[tuple[object, ...], tuple[tuple[object, ...], ConvKey, api.ConvolutionDescriptor, FrozenTensorDescriptor,
+                                     FrozenTensorDescriptor, FrozenTensorDescriptor, int]] = {}
+descriptors.on_clear(_FAST.clear)
 
 
 def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: object, w: object, y: object,
@@ -189,17 +244,20 @@ def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: obje
     key: tuple[object, ...] | None = None
     if (type(transpose) is bool and type(alpha) in (float, int) and type(beta) in (float, int) and _plain(pads)
             and _plain(strides) and _plain(dilations) and _plain(groups) and _plain(output_pads)):
-        key = (direction, tx.dims, tx.strides, tx.dtype, tw.dims, tw.strides, tw.dtype, ty.dims, ty.strides, ty.dtype,
-               pads, strides, dilations, groups, transpose, alpha, beta, output_pads)
+        key = (direction, (tx.dims, tx.strides, tx.dtype), (tw.dims, tw.strides, tw.dtype),
+               (ty.dims, ty.strides, ty.dtype), pads, strides, dilations, groups, transpose, alpha, beta, output_pads)
         known = _CHECKED.get(key)
         if known is not None:
-            return _Problem(direction, tx, tw, ty, *known)
+            pb = _Problem(direction, tx, tw, ty, *known)
+            pb.key = key
+            return pb
     pb = _check_problem(direction, op, names, tx, tw, ty, pads, strides, dilations, groups, transpose, alpha, beta,
                         output_pads)
     if key is not None:
         if len(_CHECKED) >= _MEMO_SIZE:
             _CHECKED.clear()
         pb.shape = object()
+        pb.key = key
         _CHECKED[key] = (pb.params, pb.alpha, pb.beta, pb.shape)
     return pb
 
@@ -240,28 +298,29 @@ def _run(pb: _Problem, planner: ConvPlanner | None, handle: api.Handle | None, s
 def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: object, device: int | None,
             workspace: MIOpenWorkspace | None) -> ConvPlan:
     cp = pb.params
+    generation = descriptors._generation[0]
     b = _backend.current()
-    find_mode: api.ConvolutionFindMode | int | None = (
-        b.conv_find_mode if b.conv_find_mode is not None else
-        api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
-    scaled = (pb.alpha, pb.beta) != (1.0, 0.0)
+    scaled = pb.alpha != 1.0 or pb.beta != 0.0
     dev = b.current_device() if device is None else device
     h = resolve_handle(handle, stream, dev)
     ws = resolve_workspace(workspace, dev, stream)
     x, w, y = pb.x, pb.w, pb.y
     shape: object = pb.shape if pb.shape is not None else (pb.direction, x.dtype, x.dims, x.strides, w.dims,
                                                            w.strides, y.dims, y.strides, cp)
-    memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, shape, dev, h.address if pl.mode == "find" else 0,
-                pl.cap(ws), id(_support.library()), b.library_id())
+    per_call = (dev, h.address if pl.mode == "find" else 0, pl.cap(ws), id(_support.library()), b.library_id())
+    memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, shape, *per_call)
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
-    if (known is not None and known[5] == descriptors.cache_generation() and not known[1].closed
-            and not known[2].closed and not known[3].closed and not known[4].closed):
+    if (known is not None and known[5] == descriptors._generation[0] and known[1]._ptr is not None
+            and known[2]._ptr is not None and known[3]._ptr is not None and known[4]._ptr is not None):
         _, conv, xd, wd, yd, _ = known
         # the planner's cache decides (as in ConvPlanner.plan, this counts a hit); after its clear() the
         # planner runs again below (which counts a second miss)
         current = pl.cache.get(known[0].key)
     else:
+        find_mode: api.ConvolutionFindMode | int | None = (
+            b.conv_find_mode if b.conv_find_mode is not None else
+            api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
         conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
                                       "transpose" if cp.transpose else "conv", pl.deterministic, find_mode,
                                       cp.output_pads)
@@ -286,7 +345,14 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
                 scratch.close()
         if len(_PLANS) >= _MEMO_SIZE:
             _PLANS.clear()
-        _PLANS[memo_key] = (plan, conv, xd, wd, yd, descriptors.cache_generation())
+        _PLANS[memo_key] = (plan, conv, xd, wd, yd, generation)
+    if pb.key is not None and not scaled and device is None and type(pl) is ConvPlanner:
+        if len(_FAST) >= _MEMO_SIZE:
+            _FAST.clear()
+        if generation == descriptors._generation[0]:
+            # (a library change bumps the generation and empties _FAST: the library's id is left out)
+            _FAST[pb.key + (pl, pl.mode, pl.deterministic, pl.benchmark)] = (
+                (dev, per_call[1], per_call[2], per_call[4]), plan.key, conv, xd, wd, yd, generation)
     if not scaled or plan.mode == "find":
         pl.run(plan, h, xd, pb.x.ptr, wd, pb.w.ptr, yd, pb.y.ptr, conv, ws, pb.alpha, pb.beta)
         return plan
@@ -320,6 +386,10 @@ def conv_forward(x: object, w: object, y: object, *, pads: IntOrSeq, strides: In
                  planner: ConvPlanner | None = None, handle: api.Handle | None = None, stream: object = None,
                  device: int | None = None, workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """y = alpha * conv(x, w) + beta * y. Returns the plan used (algorithm, workspace, fallback)."""
+    plan = _fast("forward", x, w, y, pads, strides, dilations, groups, transpose, alpha, beta, output_pads, planner,
+                 handle, stream, device, workspace)
+    if plan is not None:
+        return plan
     pb = _problem("forward", "conv_forward", ("x", "w", "y"), x, w, y, pads, strides, dilations, groups, transpose,
                   alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
@@ -332,6 +402,10 @@ def conv_backward_data(dy: object, w: object, dx: object, *, pads: IntOrSeq, str
                        stream: object = None, device: int | None = None,
                        workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """dx = alpha * conv_backward_data(dy, w) + beta * dx; dx has the forward input's dims, dy the output's."""
+    plan = _fast("backward_data", dx, w, dy, pads, strides, dilations, groups, transpose, alpha, beta, output_pads,
+                 planner, handle, stream, device, workspace)
+    if plan is not None:
+        return plan
     pb = _problem("backward_data", "conv_backward_data", ("dx", "w", "dy"), dx, w, dy, pads, strides, dilations,
                   groups, transpose, alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)
@@ -344,6 +418,10 @@ def conv_backward_weights(dy: object, x: object, dw: object, *, pads: IntOrSeq, 
                           stream: object = None, device: int | None = None,
                           workspace: MIOpenWorkspace | None = None) -> ConvPlan:
     """dw = alpha * conv_backward_weights(dy, x) + beta * dw; dw has the filter's dims."""
+    plan = _fast("backward_weights", x, dw, dy, pads, strides, dilations, groups, transpose, alpha, beta, output_pads,
+                 planner, handle, stream, device, workspace)
+    if plan is not None:
+        return plan
     pb = _problem("backward_weights", "conv_backward_weights", ("x", "dw", "dy"), x, dw, dy, pads, strides,
                   dilations, groups, transpose, alpha, beta, output_pads)
     return _run(pb, planner, handle, stream, device, workspace)

@@ -18,11 +18,13 @@ from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
 from .._generated._handles import PoolingDescriptor
-from ..descriptors import cache_generation, cached_pooling_descriptor, on_clear
+from .. import backend as _backend
+from ..descriptors import _generation, cache_generation, cached_pooling_descriptor, on_clear
 from ..errors import ShapeError
-from ..tensor import Tensor, same_dtype
+from ..handles import inline_miopen_handle
+from ..tensor import Tensor, layout_of, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import OpState, resolve_handle
+from ._common import PLAIN_NUMBERS, OpState, ShapeMemo, resolve_handle
 from .activation import _alike, _as, _bool_arg, _desc, _device, _int_tuple, _persistent, _scaling, _tensors
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
@@ -63,6 +65,10 @@ class PoolingState(OpState[PoolingDescriptor]):
         #: them (None until asked)): what a call on the same layout does not ask MIOpen again
         self._layout: tuple[tuple[object, ...], api.TensorDescriptor, api.TensorDescriptor, tuple[int, ...],
                             int | None] | None = None
+        #: pooling_forward's fast path: the last call's (layouts and arguments, device, x and y descriptors,
+        #: blending factors, index workspace bytes, descriptor-cache generation), all checked
+        self._fast: tuple[tuple[object, ...], int, api.TensorDescriptor, api.TensorDescriptor, float, float,
+                          int, object] | None = None
 
     @property
     def needs_workspace(self) -> bool:
@@ -120,6 +126,27 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     window, pads and strides have one value per spatial dim (or one int for all); strides default
     to the window. y's dims must be those MIOpen computes (`miopenGetPoolingNdForwardOutputDim`).
     """
+    xl, yl = layout_of(x), layout_of(y)
+    if (type(state) is PoolingState and xl is not None and yl is not None and type(do_backward) is bool
+            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and state._fast is not None
+            and not state._closed and _plain(window) and _plain(pads) and _plain(strides)):
+        # the state's last call, again (everything but the device and the addresses compared, checked before)
+        key = (xl[1], yl[1], mode, mode.__class__, window, pads, strides, do_backward, scale, shift)
+        fast = state._fast
+        try:
+            same = fast[0] == key
+        except Exception:  # noqa: BLE001 - a mode whose == raises: the full path reports it
+            same = False
+        if same and fast[7] == _generation[0] and fast[2]._ptr is not None and fast[3]._ptr is not None:
+            dev = _backend.current().current_device() if device is None else device
+            index = state.workspace
+            nbytes = fast[6]
+            if dev == state.device and (nbytes == 0 or (index is not None and index.nbytes >= nbytes)):
+                api.pooling_forward(handle if handle is not None else inline_miopen_handle(stream, dev), state.desc,
+                                    fast[4], fast[2], xl[0], fast[5], fast[3], yl[0], do_backward,
+                                    None if index is None or not nbytes else index.ptr, nbytes)
+                state.do_backward = do_backward
+                return state
     fn = "pooling_forward"
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     if len(xt.dims) not in (4, 5) or len(yt.dims) not in (4, 5):
@@ -192,6 +219,14 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
         state.workspace = ws
     state.do_backward = backward
     state._layout = (layout_key, x_desc, y_desc, out, ws_bytes)
+    if (xl is not None and yl is not None and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS
+            and _plain(window) and _plain(pads) and _plain(strides)):
+        try:
+            state._fast = ((xl[1], yl[1], mode, mode.__class__, window, pads, strides, backward, scale, shift), dev,
+                           x_desc, y_desc, s_alpha, s_beta, nbytes, layout_key[2])
+            hash(state._fast[0])  # an unhashable mode: never compared on the fast path
+        except TypeError:
+            state._fast = None
     return state
 
 
@@ -200,7 +235,24 @@ def pooling_backward(y: object, dy: object, x: object, dx: object, state: Poolin
                      stream: object = None, device: int | None = None) -> None:
     """dx = scale * dpool(dy) + shift * dx (`miopenPoolingBackward`) with the state of the forward that
     produced y (max pooling: run with ``do_backward=True``, for its index workspace)."""
+    yl, dyl, xl, dxl = layout_of(y), layout_of(dy), layout_of(x), layout_of(dx)
+    if (type(state) is PoolingState and not state._closed and yl is not None and dyl is not None and xl is not None
+            and dxl is not None and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
+        key = (yl[1], dyl[1], xl[1], dxl[1], state.y_dims, state.x_dims, state.dtype, scale, shift)
+        known = _BACKWARD.get(key)
+        index = state.workspace
+        if known is not None and (not state.needs_workspace or (state.do_backward and index is not None)):
+            dev = _backend.current().current_device() if device is None else device
+            if dev == state.device:
+                s_alpha_, s_beta_, yd_, dyd_, xd_, dxd_ = known
+                api.pooling_backward(handle if handle is not None else inline_miopen_handle(stream, dev), state.desc,
+                                     s_alpha_, yd_, yl[0], dyd_, dyl[0], xd_, xl[0], s_beta_, dxd_, dxl[0],
+                                     index.ptr if state.needs_workspace and index is not None else None)
+                return
+    else:
+        key = None
     fn = "pooling_backward"
+    generation = _generation[0]
     if state is None:
         raise ValueError(f"{fn}: state is required: pass the PoolingState that pooling_forward(..., "
                          f"do_backward=True) returned")
@@ -228,8 +280,16 @@ def pooling_backward(y: object, dy: object, x: object, dx: object, state: Poolin
     if dev != state.device:
         raise ValueError(f"{fn}: state belongs to device {state.device}, this call runs on device {dev}")
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
-    h = resolve_handle(handle, stream, device)
+    h = resolve_handle(handle, stream, dev)
     yt, dyt, xt, dxt = t["y"], t["dy"], t["x"], t["dx"]
     ws = state.workspace.ptr if state.needs_workspace and state.workspace is not None else None
-    api.pooling_backward(h, state.desc, s_alpha, _desc(yt), yt.ptr, _desc(dyt), dyt.ptr, _desc(xt), xt.ptr, s_beta,
-                         _desc(dxt), dxt.ptr, ws)
+    yd, dyd, xd, dxd = _desc(yt), _desc(dyt), _desc(xt), _desc(dxt)
+    if key is not None:
+        _BACKWARD.put(key, generation, (yd, dyd, xd, dxd), (s_alpha, s_beta, yd, dyd, xd, dxd))
+    api.pooling_backward(h, state.desc, s_alpha, yd, yt.ptr, dyd, dyt.ptr, xd, xt.ptr, s_beta, dxd, dxt.ptr, ws)
+
+
+#: pooling_backward's fast path: (the layouts of y, dy, x, dx, the state's y and x dims and dtype, scale, shift) ->
+#: (blending factors, the four descriptors); the state's own checks (device, index workspace) run on every call
+_BACKWARD: ShapeMemo[tuple[float, float, api.TensorDescriptor, api.TensorDescriptor, api.TensorDescriptor,
+                           api.TensorDescriptor]] = ShapeMemo()

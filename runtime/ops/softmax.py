@@ -15,9 +15,11 @@ from typing import TypeAlias
 from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
+from ..descriptors import _generation
 from ..errors import ShapeError
-from ..tensor import Tensor
-from ._common import resolve_handle
+from ..handles import inline_miopen_handle
+from ..tensor import Tensor, layout_of
+from ._common import PLAIN_NUMBERS, ShapeMemo, resolve_handle
 from .activation import _alike, _as, _desc, _scaling, _tensors
 
 __all__ = ["SoftmaxAlgorithmLike", "SoftmaxModeLike", "softmax_forward", "softmax_backward", "log_softmax_forward",
@@ -78,8 +80,28 @@ def log_softmax_backward(y: object, dy: object, dx: object, *, mode: SoftmaxMode
               handle, stream, device)
 
 
+#: the forwards' fast path: (fn, x and y layouts, algorithm, mode and their types, scale, shift) -> (x and y
+#: descriptors, algorithm, mode, blending factors)
+_FORWARD: ShapeMemo[tuple[api.TensorDescriptor, api.TensorDescriptor, api.SoftmaxAlgorithm, api.SoftmaxMode, float,
+                          float]] = ShapeMemo()
+
+
 def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mode: SoftmaxModeLike,
              scale: float, shift: float, handle: api.Handle | None, stream: object, device: int | None) -> None:
+    xl, yl = layout_of(x), layout_of(y)
+    key: tuple[object, ...] | None = None
+    if xl is not None and yl is not None and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS:
+        key = (fn, xl[1], yl[1], algorithm, algorithm.__class__, mode, mode.__class__, scale, shift)
+        try:
+            known = _FORWARD.get(key)
+        except TypeError:  # an unhashable algorithm or mode: the full path reports it
+            known = key = None
+        if known is not None:
+            xd_, yd_, algo_, m_, s_alpha_, s_beta_ = known
+            api.softmax_forward_v2(handle if handle is not None else inline_miopen_handle(stream, device), s_alpha_,
+                                   xd_, xl[0], s_beta_, yd_, yl[0], algo_, m_)
+            return
+    generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     dtype = _alike(fn, x=xt, y=yt)
     xd = _as_4d(fn, "x", xt)
@@ -90,18 +112,43 @@ def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mod
     h = resolve_handle(handle, stream, device)
     x_desc = _desc(xt, *xd)
     y_desc = x_desc if yd is xd else _desc(yt, *yd)
+    if key is not None:
+        _FORWARD.put(key, generation, (x_desc, y_desc), (x_desc, y_desc, algo, m, s_alpha, s_beta))
     api.softmax_forward_v2(h, s_alpha, x_desc, xt.ptr, s_beta, y_desc, yt.ptr, algo, m)
 
 
 def _backward(fn: str, y: object, dy: object, dx: object, algorithm: SoftmaxAlgorithmLike, mode: SoftmaxModeLike,
               scale: float, shift: float, handle: api.Handle | None, stream: object, device: int | None) -> None:
+    yl, dyl, dxl = layout_of(y), layout_of(dy), layout_of(dx)
+    key: tuple[object, ...] | None = None
+    if (yl is not None and dyl is not None and dxl is not None and type(scale) in PLAIN_NUMBERS
+            and type(shift) in PLAIN_NUMBERS):
+        key = (fn, yl[1], dyl[1], dxl[1], algorithm, algorithm.__class__, mode, mode.__class__, scale, shift)
+        try:
+            known = _BACKWARD.get(key)
+        except TypeError:  # an unhashable algorithm or mode: the full path reports it
+            known = key = None
+        if known is not None:
+            yd_, dyd_, dxd_, algo_, m_, s_alpha_, s_beta_ = known
+            api.softmax_backward_v2(handle if handle is not None else inline_miopen_handle(stream, device), s_alpha_,
+                                    yd_, yl[0], dyd_, dyl[0], s_beta_, dxd_, dxl[0], algo_, m_)
+            return
+    generation = _generation[0]
     t = _tensors(fn, y=y, dy=dy, dx=dx)
     dtype = _alike(fn, **t)
     yt, dyt, dxt = t["y"], t["dy"], t["dx"]
-    yd, dyd, dxd = _as_4d(fn, "y", yt), _as_4d(fn, "dy", dyt), _as_4d(fn, "dx", dxt)
+    yv, dyv, dxv = _as_4d(fn, "y", yt), _as_4d(fn, "dy", dyt), _as_4d(fn, "dx", dxt)
     algo = softmax_algorithm(algorithm, fn)
     m = softmax_mode(mode, fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn, blend=True)
     h = resolve_handle(handle, stream, device)
-    api.softmax_backward_v2(h, s_alpha, _desc(yt, *yd), yt.ptr, _desc(dyt, *dyd), dyt.ptr, s_beta, _desc(dxt, *dxd),
-                            dxt.ptr, algo, m)
+    yd, dyd, dxd = _desc(yt, *yv), _desc(dyt, *dyv), _desc(dxt, *dxv)
+    if key is not None:
+        _BACKWARD.put(key, generation, (yd, dyd, dxd), (yd, dyd, dxd, algo, m, s_alpha, s_beta))
+    api.softmax_backward_v2(h, s_alpha, yd, yt.ptr, dyd, dyt.ptr, s_beta, dxd, dxt.ptr, algo, m)
+
+
+#: the backwards' fast path: (fn, the layouts of y, dy, dx, algorithm, mode and their types, scale, shift) -> (the
+#: three descriptors, algorithm, mode, blending factors)
+_BACKWARD: ShapeMemo[tuple[api.TensorDescriptor, api.TensorDescriptor, api.TensorDescriptor, api.SoftmaxAlgorithm,
+                           api.SoftmaxMode, float, float]] = ShapeMemo()
