@@ -3,38 +3,15 @@ and the per-user cache (compiled templates; the rendered texts that compiled, co
 
 from __future__ import annotations
 
-import os
-import stat
 from pathlib import Path
 
 import jinja2
 
 from . import escape
+from .files import private_cache as private_cache  # re-exported: render's syntax cache
 
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
-
-def private_cache(name: str) -> Path | None:
-    """The folder `name` of the per-user cache: under $MIOGEN_CACHE_DIR, else $XDG_CACHE_HOME/miogen, else
-    ~/.cache/miogen; private to this user (created 0700; one that is not a directory this user owns, or that
-    others may write, is not used). MIOGEN_CACHE_DIR set to an empty string turns the cache off. None where
-    there is no such directory."""
-    root = os.environ.get("MIOGEN_CACHE_DIR")
-    if root == "":
-        return None
-    if root is None:
-        root = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"),
-                            "miogen")
-    path = os.path.join(root, name)
-    try:
-        os.makedirs(path, mode=0o700, exist_ok=True)
-        st = os.lstat(path)
-        uid = os.getuid() if hasattr(os, "getuid") else st.st_uid
-        if not stat.S_ISDIR(st.st_mode) or st.st_uid != uid or st.st_mode & 0o022:
-            return None
-    except OSError:
-        return None
-    return Path(path)
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
