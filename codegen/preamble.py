@@ -16,6 +16,7 @@ Without the per-user cache a PCH is built only for a second parse with the same 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import hashlib
 import json
@@ -36,13 +37,15 @@ _SYSTEM_DIRS = ("/usr/local/include", "/usr/include")  # searched by clang where
 _SEARCH_OPTIONS = ("-I", "-isystem", "-idirafter", "-iquote")
 _FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's own (codegen/parser.py)
 
-_IDENT = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+# bytes -> spaces but for identifier characters: split() then gives every identifier (and number) of a file
+_WORDS_ONLY = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))
 _SOURCE_DEFINES = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 _COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 _DIRECTIVE = re.compile(r"#[ \t]*([A-Za-z_]*)[ \t]*(.*)", re.S)
 _HEADER_NAME = re.compile(r'<([^>\n]*)>|"([^"\n]*)"')
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-_SAFE_PRAGMA = re.compile(r"(?:once|(?:clang|GCC)[ \t]+diagnostic)\b")
+# pragmas before the preamble that leave its meaning and its errors alone (not `diagnostic error`, not `pack`)
+_SAFE_PRAGMA = re.compile(r"(?:once|(?:clang|GCC)[ \t]+diagnostic[ \t]+(?:push|pop|ignored))\b")
 _CONDITIONALS = frozenset(("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"))
 
 
@@ -161,15 +164,13 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
         except OSError:
             return None
         usable = usable and not f.startswith(shim) and macro not in data  # the beta parse reads all includes
-        identifiers.update(_IDENT.findall(data))
+        identifiers.update(data.translate(_WORDS_ONLY).split())
         defines.update(_SOURCE_DEFINES.findall(data))
     pch = str(folder / f"{key}.pch")
     manifest: dict[str, object] = {"format": _FORMAT, "key": key, "args": args, "pch": None}
     try:
         if usable:
-            partial = pch + f".{os.getpid()}.tmp"
-            tu.save(partial)
-            os.replace(partial, pch)
+            _write(Path(pch), tu)
             manifest.update(pch=os.path.basename(pch), pch_size=os.path.getsize(pch), pch_sha256=_sha256(pch))
         dirs = _search_dirs(args)
         manifest.update(files=files, dirs=dirs, stamps=_stamps(files, dirs),
@@ -183,11 +184,19 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
                     frozenset(d.decode() for d in defines))
 
 
-def _write(path: Path, data: bytes) -> None:
-    """`data` into `path` in one step (a reader sees the old file or the new one)."""
+def _write(path: Path, data: bytes | Any) -> None:
+    """`data` (bytes, or the translation unit to save) into `path` in one step: a reader sees the old file or
+    the new one."""
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
-    partial.write_bytes(data)
-    os.replace(partial, path)
+    try:
+        if isinstance(data, bytes):
+            partial.write_bytes(data)
+        else:
+            data.save(str(partial))
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
 
 
 def _temp_folder() -> Path:
@@ -225,7 +234,7 @@ def preamble(args: list[str], target: Target) -> Preamble | None:
     return found
 
 
-def forget(key_args: list[str], target: Target) -> None:
+def _forget(key_args: list[str], target: Target) -> None:
     """Stop using the preamble of these arguments in this process (its parse failed)."""
     try:
         _MEMO[_key(cindex(), key_args, target)] = None
@@ -282,8 +291,8 @@ def _directives(text: str, before: _Before, stop: int | None = None) -> bool:
             h = _HEADER_NAME.match(rest)
             if h is None:
                 before.names.update(_WORD.findall(rest))  # a computed include
-            elif stop is not None:
-                before.lines.setdefault(h.group(1) or h.group(2), at)
+            elif stop is not None and h.group(1) is not None:  # `<name>`, searched as the preamble's are
+                before.lines.setdefault(h.group(1), at)
         elif name in ("define", "undef"):
             words = _WORD.findall(rest)
             if not words:
@@ -352,13 +361,12 @@ def parse(header: Path, text: str, args: list[str], target: Target) -> Any | Non
     for name in _FLAGS:
         flags |= getattr(ci.TranslationUnit, name)
     try:
-        tu = ci.Index.create().parse(str(header), args=[*args, "-include-pch", pre.pch], options=flags)
+        tu = ci.Index.create(excludeDecls=True).parse(str(header), args=[*args, "-include-pch", pre.pch], options=flags)
     except ci.TranslationUnitLoadError:
-        forget(args, target)
+        _forget(args, target)  # clang refused the PCH (stale, foreign or damaged): not again in this process
         return None
     if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
-        forget(args, target)  # stale or foreign, or an error of the header's own that the plain parse reports
-        return None
+        return None  # the plain parse reports the header's errors
     skipped = _skipped(ci, tu, header)
     if any(a <= n <= b for n in lines for a, b in skipped if n is not None):
         return None  # an include the preprocessor skips: the header does not use the preamble there

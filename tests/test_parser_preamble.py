@@ -219,7 +219,7 @@ def test_without_a_usable_cache(tmp_path: Path, used: list[bool], monkeypatch: p
 
 @pytest.mark.parametrize("where", [
     "code before", "define it sees", "macro it defines", "pragma pack", "inactive include", "other order",
-    "define in an earlier include",
+    "define in an earlier include", "pragma diagnostic error", "quoted include", "never included",
 ])
 def test_a_header_that_the_preamble_could_change(tmp_path: Path, used: list[bool], where: str) -> None:
     """Something before the preamble's last header that it would see (or miss) if parsed first: not used, and the
@@ -234,6 +234,8 @@ def test_a_header_that_the_preamble_could_change(tmp_path: Path, used: list[bool
         before = "#ifdef FAKE_HIP_MARK\n#endif\n"
     elif where == "pragma pack":
         before = "#pragma pack(push, 1)\n#pragma pack(pop)\n"
+    elif where == "pragma diagnostic error":
+        before = "#pragma clang diagnostic error \"-Wunused-macros\"\n"
     elif where == "other order":
         top = HIP_INCLUDE + "\n"
     elif where == "define in an earlier include":
@@ -241,6 +243,11 @@ def test_a_header_that_the_preamble_could_change(tmp_path: Path, used: list[bool
         shim = (REPO / "specs" / "miopen" / "shims" / "miopen" / "config.h").read_text()
         (inc / "miopen" / "config.h").write_text(shim.replace("#endif", "#define FAKE_HIP_WIDE 1\n#endif"))
     header = _header(tmp_path, before, top=top)
+    if where in ("quoted include", "never included"):
+        text = header.read_text()
+        new = '#include "hip/hip_runtime_api.h"' if where == "quoted include" else \
+            "#include <stdint.h>\ntypedef struct ihipStream_t* hipStream_t;\n#define HIP_INDEX int"
+        header.write_text(text.replace(HIP_INCLUDE, new))
     if where == "inactive include":
         header.write_text(header.read_text().replace(HIP_INCLUDE, "#if 0\n" + HIP_INCLUDE + "\n#endif"))
         with pytest.raises(HeaderError) as plain_error:
