@@ -7,7 +7,7 @@ the header names; a cached one is used while every file it read keeps its size a
 that could shadow one of them changes, and the PCH's bytes match their hash. A parse uses it only where it cannot
 change the result (`parse`): the header includes the preamble's headers, in its order and in active code, and
 nothing before the last of them is more than directives, defines a macro the preamble's files name, names a macro
-they define, or sets a pragma other than `once` and diagnostics. Anything else (a stale, corrupt or foreign file,
+they define, or sets a pragma other than `once` and diagnostic push/pop/ignored. Anything else (a stale, corrupt or foreign file,
 an unwritable cache, an error in the parse) gives None: the caller parses without it. Where a preamble header is
 one of the target's shims no PCH is made: the shims parse in less time than a PCH takes to load and check.
 Without the per-user cache a PCH is built only for a second parse with the same arguments.
@@ -235,7 +235,7 @@ def preamble(args: list[str], target: Target) -> Preamble | None:
 
 
 def _forget(key_args: list[str], target: Target) -> None:
-    """Stop using the preamble of these arguments in this process (its parse failed)."""
+    """Stop using the preamble of these arguments in this process (clang refused it)."""
     try:
         _MEMO[_key(cindex(), key_args, target)] = None
     except (OSError, AttributeError, TypeError):
