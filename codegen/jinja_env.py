@@ -13,6 +13,7 @@ from .cache import private_cache
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
     """Compiled templates kept between runs (Jinja keys them by template path and source checksum) in the
     per-user cache (`private_cache`)."""

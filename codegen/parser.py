@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from . import GENERATOR_VERSION, conditionals, doc, literals, roles, validate
+from . import GENERATOR_VERSION, conditionals, doc, literals, preamble, roles, validate
 from .clang_env import cindex, find_builtin_include
 from .errors import HeaderError
 from .model import (
@@ -73,6 +73,7 @@ class ParseOptions:
     language: str = "c++"
     shims: bool = True
     builtin_include: Path | None | bool = True  # True: find it; None/False: none; Path: this one
+    preamble: bool = True  # the target's precompiled preamble, where it cannot change the result (codegen/preamble.py)
 
 
 def check_header_file(path: Path, target: Target) -> bytes:
@@ -126,7 +127,13 @@ def _hint(message: str, target: Target) -> str | None:
     return None
 
 
-def _translation_unit(header: Path, args: list[str], target: Target) -> Any:
+def _translation_unit(header: Path, args: list[str], target: Target, text: str | None = None) -> Any:
+    """The translation unit of `header`; given the header's `text`, with the target's precompiled preamble
+    where it gives the same one (codegen/preamble.py)."""
+    if text is not None:
+        tu = preamble.parse(header, text, args, target)
+        if tu is not None:
+            return tu
     ci = cindex()
     index = ci.Index.create()
     flags = ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES | ci.TranslationUnit.PARSE_INCOMPLETE
@@ -157,14 +164,19 @@ def _top_level(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> list
     main = str(header)
     others = {str(header.parent / name) for name in api_headers}
     nested = (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.NAMESPACE)
+    CK = ci.CursorKind  # a parse with the preamble records the preprocessor too: not declarations
+    directives = (CK.MACRO_DEFINITION, CK.MACRO_INSTANTIATION, CK.INCLUSION_DIRECTIVE, CK.PREPROCESSING_DIRECTIVE)
     in_system = ci.conf.lib.clang_Location_isInSystemHeader
     in_main = ci.conf.lib.clang_Location_isFromMainFile
     out: list[Any] = []
 
     def walk(cursor: Any) -> None:
         for ch in cursor.get_children():
-            if ch.kind in nested:
+            kind = ch.kind
+            if kind in nested:
                 walk(ch)
+                continue
+            if kind in directives:
                 continue
             loc = ch.location
             if in_system(loc):  # the HIP and C/C++ headers: quick to rule out
@@ -637,7 +649,7 @@ def _one_pass_beta(header: Path, text: str, opts: ParseOptions, target: Target) 
         if found is None:
             return None
         lines[str(path)] = found
-    tu = _translation_unit(header, clang_args(opts, target, True), target)
+    tu = _translation_unit(header, clang_args(opts, target, True), target, text if opts.preamble else None)
     macro = target.beta_macro.encode()
     seen: set[str] = set(lines)
     for inc in tu.get_includes():  # another header's macro that names the beta macro may shape the API's text
@@ -781,6 +793,7 @@ def parse_header(
         raise HeaderError(f"--miopen-version {version} disagrees with {header.parent / str(target.version_header)}"
                           f", which says {installed}; leave the option out or fix it")
     items = _one_pass_beta(header, text, opts, target) if opts.beta else None
+    pch_text = text if opts.preamble else None
     if items is not None:
         pass
     elif opts.beta:
@@ -788,12 +801,13 @@ def parse_header(
         from concurrent.futures import ThreadPoolExecutor  # only here: its import costs a tenth of a parse
 
         with ThreadPoolExecutor(max_workers=2) as pool:
-            stable_tu = pool.submit(_translation_unit, header, clang_args(opts, target, False), target)
-            beta_tu = _translation_unit(header, clang_args(opts, target, True), target)
+            stable_tu = pool.submit(_translation_unit, header, clang_args(opts, target, False), target, pch_text)
+            beta_tu = _translation_unit(header, clang_args(opts, target, True), target, pch_text)
             items = build_spec(beta_tu, header, text, target)
             items = _flag_beta(items, stable_names(stable_tu.result(), header, target.api_headers))
     else:
-        items = build_spec(_translation_unit(header, clang_args(opts, target, False), target), header, text, target)
+        items = build_spec(_translation_unit(header, clang_args(opts, target, False), target, pch_text), header, text,
+                           target)
     _check_is_target(header, items, target)
     defines = (*target.default_defines, *opts.defines, *((target.beta_macro,) if opts.beta else ()))
     spec = Spec(

@@ -67,6 +67,9 @@ class Target:
     version_getter: str | None = None
     # an environment switch that turns the version check off (the loaded release is still selected)
     skip_version_check_env: str | None = None
+    # the system headers the main header includes before its own declarations, as it names them
+    # (`<name>`): parsed once into a precompiled preamble (codegen/preamble.py)
+    preamble: tuple[str, ...] = ()
     path: Path = Path()
 
     @property

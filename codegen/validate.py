@@ -209,6 +209,9 @@ C_SPELLING = Rule("C type spelling", "letters, digits, `_`, spaces and `*[](),:&
 FILE_NAME = Rule("file name", "a plain file name: ASCII letters, digits and `_.+-`, not starting with a dot",
                  _regex(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*", "a plain file name (ASCII letters, digits and _.+-, "
                         "not starting with a dot)"))
+INCLUDE_NAME = Rule("include name", "a header as `#include <...>` names it: file names (see above) joined by `/`",
+                    _regex(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*(?:/[A-Za-z0-9_+-][A-Za-z0-9_.+-]*)*",
+                           "a header name as #include <...> names it (plain file names joined by /)", 256))
 DOC_WORD = Rule("doc group", "a Doxygen group name: ASCII letters, digits and underscores",
                 _regex(r"[A-Za-z0-9_]+", "a Doxygen group name (ASCII letters, digits and underscores)"))
 TARGET_NAME = Rule("target name", "lowercase ASCII letters, digits and underscores, starting with a letter",
@@ -342,6 +345,7 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Target", "status_hints"): TEXT,
     ("Target", "api_headers"): FILE_NAME,
     ("Target", "version_header"): FILE_NAME,
+    ("Target", "preamble"): INCLUDE_NAME,
     ("Target", "version_macros"): C_NAME,
     ("Target", "version_getter"): API_NAME,
 }

@@ -128,10 +128,11 @@ def _real_headers() -> dict[str, Path]:
     return found
 
 
+@pytest.mark.parametrize("preamble", [True, False], ids=["preamble", "no-preamble"])
 @pytest.mark.parametrize("version", RELEASES)
-def test_reparse_is_byte_identical(version: str) -> None:
+def test_reparse_is_byte_identical(version: str, preamble: bool) -> None:
     """Parsing the real header again gives the committed spec byte for byte (the parser's speed-ups
-    must not change a single line)."""
+    must not change a single line), with the precompiled preamble (codegen/preamble.py) and without it."""
     from miogen.parser import ParseOptions, parse_header
     from miogen.spec_io import dumps
 
@@ -141,5 +142,5 @@ def test_reparse_is_byte_identical(version: str) -> None:
     header = _real_headers().get(spec(version).header.sha256)
     if header is None:
         pytest.skip(f"the real {version} miopen.h is not under $MIOGEN_HEADERS")
-    s = parse_header(header, target(), ParseOptions(beta=True), version, spec(version).release)
+    s = parse_header(header, target(), ParseOptions(beta=True, preamble=preamble), version, spec(version).release)
     assert dumps(s) == committed

@@ -1,0 +1,392 @@
+"""The precompiled preamble: clang's PCH of the system headers the target's header includes before its own
+declarations (`preamble` in specs/<target>/target.yaml), so a parse loads them instead of parsing them again.
+
+It is built with exactly the parse's clang arguments, shared by every parse of the process, and kept in the
+per-user cache (`private_cache`, codegen/cache.py) under a key of libclang's version and file, the arguments and
+the header names; a cached one is used while every file it read keeps its size and mtime, no search directory
+that could shadow one of them changes, and the PCH's bytes match their hash. A parse uses it only where it cannot
+change the result (`parse`): the header includes the preamble's headers, in its order and in active code, and
+nothing before the last of them is more than directives, defines a macro the preamble's files name, names a macro
+they define, or sets a pragma other than `once` and diagnostic push/pop/ignored. Anything else (a stale, corrupt or foreign file,
+an unwritable cache, an error in the parse) gives None: the caller parses without it. Where a preamble header is
+one of the target's shims no PCH is made: the shims parse in less time than a PCH takes to load and check.
+Without the per-user cache a PCH is built only for a second parse with the same arguments.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import ctypes
+import hashlib
+import json
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .clang_env import cindex
+from .cache import private_cache
+from .target import Target
+
+_FORMAT = 1  # of the cache files
+_SYSTEM_DIRS = ("/usr/local/include", "/usr/include")  # searched by clang where no option names them
+_SEARCH_OPTIONS = ("-I", "-isystem", "-idirafter", "-iquote")
+_FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's own (codegen/parser.py)
+
+# bytes -> spaces but for identifier characters: split() then gives every identifier (and number) of a file
+_WORDS_ONLY = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))
+_SOURCE_DEFINES = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
+_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_DIRECTIVE = re.compile(r"#[ \t]*([A-Za-z_]*)[ \t]*(.*)", re.S)
+_HEADER_NAME = re.compile(r'<([^>\n]*)>|"([^"\n]*)"')
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# pragmas before the preamble that leave its meaning and its errors alone (not `diagnostic error`, not `pack`)
+_SAFE_PRAGMA = re.compile(r"(?:once|(?:clang|GCC)[ \t]+diagnostic[ \t]+(?:push|pop|ignored))\b")
+_CONDITIONALS = frozenset(("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"))
+
+
+@dataclass(frozen=True)
+class Preamble:
+    """One built preamble: its PCH (None: none is made for these arguments) and what its files hold."""
+
+    pch: str | None
+    files: frozenset[str]  # every file the preamble read
+    identifiers: frozenset[str]  # every identifier those files spell
+    defines: frozenset[str]  # every macro they define or undefine
+
+
+_MEMO: dict[str, Preamble | None] = {}  # key -> the preamble this process uses (None: none)
+_SEEN: dict[str, int] = {}  # key -> parses that asked without a cache
+_TEMP: list[str] = []
+
+
+# --------------------------------------------------------------------------- the key and the stamps
+
+
+def _libclang(ci: Any) -> list[object]:
+    """libclang's version string, and its file's path, size and mtime."""
+    lib = ctypes.CDLL(ci.conf.lib._name)
+    fn = lib.clang_getClangVersion
+    fn.argtypes, fn.restype = [], ci._CXString
+    text = ci._CXString.from_result(fn())
+    st = os.stat(ci.conf.lib._name)
+    return [text, ci.conf.lib._name, st.st_size, st.st_mtime_ns]
+
+
+def _key(ci: Any, args: list[str], target: Target) -> str:
+    ident = [_FORMAT, _libclang(ci), args, list(target.preamble), target.beta_macro, str(target.shim_dir)]
+    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def _search_dirs(args: list[str]) -> list[str]:
+    dirs = [args[i + 1] for i, a in enumerate(args[:-1]) if a in _SEARCH_OPTIONS]
+    return [os.path.abspath(d) for d in (*dirs, *_SYSTEM_DIRS)]
+
+
+def _stamps(files: list[str], dirs: list[str]) -> list[list[object]]:
+    """(path, size, mtime) of each file, and the mtime of each directory where a new file could shadow one of
+    them: every search directory joined with the folder a file was found in (None where absent)."""
+    out: list[list[object]] = []
+    folders = {""}
+    for f in files:
+        try:
+            st = os.stat(f)
+        except OSError:
+            out.append([f, None, None])
+            continue
+        out.append([f, st.st_size, st.st_mtime_ns])
+        for d in dirs:
+            if f.startswith(d + "/"):
+                folders.add(os.path.dirname(f[len(d) + 1:]))
+    for d in dirs:
+        for folder in sorted(folders):
+            path = os.path.join(d, folder)
+            try:
+                out.append([path, None, os.stat(path).st_mtime_ns])
+            except OSError:
+                out.append([path, None, None])
+    return out
+
+
+def _sha256(path: str) -> str:
+    with open(path, "rb") as fh:
+        return hashlib.file_digest(fh, "sha256").hexdigest()
+
+
+# --------------------------------------------------------------------------- build, load
+
+
+def _load(folder: Path, key: str, args: list[str]) -> Preamble | None:
+    """The cached preamble of `key`, if its files are all still as they were; else None."""
+    try:
+        manifest = json.loads((folder / f"{key}.json").read_text("utf-8"))
+        if manifest["format"] != _FORMAT or manifest["key"] != key or manifest["args"] != args:
+            return None
+        stamps = manifest["stamps"]
+        if _stamps(manifest["files"], manifest["dirs"]) != stamps:
+            return None
+        pch = manifest["pch"]
+        if pch is not None:
+            pch = str(folder / f"{key}.pch")
+            if os.path.getsize(pch) != manifest["pch_size"] or _sha256(pch) != manifest["pch_sha256"]:
+                return None
+        return Preamble(pch, frozenset(manifest["files"]), frozenset(manifest["identifiers"].split()),
+                        frozenset(manifest["defines"].split()))
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+
+
+def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, keep: bool) -> Preamble | None:
+    """Parse the preamble's headers and save their PCH in `folder` (with its manifest where `keep`)."""
+    source = folder / f"{key}.h"
+    text = "".join(f"#include <{name}>\n" for name in target.preamble)
+    flags = 0
+    for name in _FLAGS:
+        flags |= getattr(ci.TranslationUnit, name)
+    try:
+        _write(source, text.encode())
+        tu = ci.Index.create().parse(str(source), args=args, options=flags)
+    except (OSError, ci.TranslationUnitLoadError):
+        return None
+    files = [str(source), *dict.fromkeys(inc.include.name for inc in tu.get_includes())]
+    shim = str(target.shim_dir) + "/"
+    macro = target.beta_macro.encode()
+    identifiers: set[bytes] = set()
+    defines: set[bytes] = set()
+    usable = not any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics)
+    for f in files:
+        try:
+            data = Path(f).read_bytes()
+        except OSError:
+            return None
+        usable = usable and not f.startswith(shim) and macro not in data  # the beta parse reads all includes
+        identifiers.update(data.translate(_WORDS_ONLY).split())
+        defines.update(_SOURCE_DEFINES.findall(data))
+    pch = str(folder / f"{key}.pch")
+    manifest: dict[str, object] = {"format": _FORMAT, "key": key, "args": args, "pch": None}
+    try:
+        if usable:
+            _write(Path(pch), tu)
+            manifest.update(pch=os.path.basename(pch), pch_size=os.path.getsize(pch), pch_sha256=_sha256(pch))
+        dirs = _search_dirs(args)
+        manifest.update(files=files, dirs=dirs, stamps=_stamps(files, dirs),
+                        identifiers=b" ".join(sorted(identifiers)).decode("ascii"),
+                        defines=b" ".join(sorted(defines)).decode("ascii"))
+        if keep:
+            _write(folder / f"{key}.json", json.dumps(manifest).encode())
+    except (OSError, ci.TranslationUnitSaveError):
+        return None
+    return Preamble(pch if usable else None, frozenset(files), frozenset(i.decode() for i in identifiers),
+                    frozenset(d.decode() for d in defines))
+
+
+def _write(path: Path, data: bytes | Any) -> None:
+    """`data` (bytes, or the translation unit to save) into `path` in one step: a reader sees the old file or
+    the new one."""
+    partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        if isinstance(data, bytes):
+            partial.write_bytes(data)
+        else:
+            data.save(str(partial))
+        os.replace(partial, path)
+    finally:
+        with contextlib.suppress(OSError):
+            partial.unlink()
+
+
+def _temp_folder() -> Path:
+    if not _TEMP:
+        _TEMP.append(tempfile.mkdtemp(prefix="miogen-pch-"))
+        atexit.register(shutil.rmtree, _TEMP[0], True)
+    return Path(_TEMP[0])
+
+
+def preamble(args: list[str], target: Target) -> Preamble | None:
+    """The preamble for a parse with `args` (built or loaded once per process), or None."""
+    if not target.preamble:
+        return None
+    ci = cindex()
+    try:
+        key = _key(ci, args, target)
+    except (OSError, AttributeError, TypeError):
+        return None
+    if key in _MEMO:
+        return _MEMO[key]
+    folder = private_cache("pch")
+    found = _load(folder, key, args) if folder is not None else None
+    if found is None:
+        if folder is None or not os.access(folder, os.W_OK):
+            _SEEN[key] = _SEEN.get(key, 0) + 1
+            if _SEEN[key] < 2:  # no cache to keep it in: a single parse is quicker without
+                return None
+            try:
+                found = _build(ci, _temp_folder(), key, args, target, keep=False)
+            except OSError:
+                found = None
+        else:
+            found = _build(ci, folder, key, args, target, keep=True)
+    _MEMO[key] = found
+    return found
+
+
+def _forget(key_args: list[str], target: Target) -> None:
+    """Stop using the preamble of these arguments in this process (clang refused it)."""
+    try:
+        _MEMO[_key(cindex(), key_args, target)] = None
+    except (OSError, AttributeError, TypeError):
+        pass
+
+
+# --------------------------------------------------------------------------- may a header use it
+
+
+@dataclass
+class _Before:
+    """What the header's text (and what it includes) does before its last preamble include."""
+
+    lines: dict[str, int]  # preamble header -> the line of its first `#include` in the header
+    defines: set[str]
+    names: set[str]
+
+
+def _directives(text: str, before: _Before, stop: int | None = None) -> bool:
+    """Add the macros `text` defines and the identifiers its directives name (up to line `stop`) to `before`,
+    and where `stop` is given the lines of the preamble's includes; False where `text` holds more than
+    directives, or a directive that may change what follows in other ways."""
+    if stop is not None:  # only the lines up to `stop`
+        cut = -1
+        for _ in range(stop):
+            cut = text.find("\n", cut + 1)
+            if cut < 0:
+                break
+        text = text if cut < 0 else text[:cut]
+    text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n") if m.group(0)[0] == "/" else m.group(0), text)
+    line = 0
+    logical: list[tuple[int, str]] = []
+    pending: list[str] = []
+    start = 1
+    for raw in text.split("\n"):
+        line += 1
+        if not pending:
+            start = line
+        if raw.endswith("\\"):
+            pending.append(raw[:-1])
+            continue
+        logical.append((start, "".join(pending) + raw))
+        pending = []
+    for at, content in logical:
+        s = content.strip()
+        if not s:
+            continue
+        m = _DIRECTIVE.fullmatch(s)
+        if m is None:
+            return False  # a declaration: it would come after the preamble's instead of before
+        name, rest = m.groups()
+        if name in ("include", "include_next", "import"):
+            h = _HEADER_NAME.match(rest)
+            if h is None:
+                before.names.update(_WORD.findall(rest))  # a computed include
+            elif stop is not None and h.group(1) is not None:  # `<name>`, searched as the preamble's are
+                before.lines.setdefault(h.group(1), at)
+        elif name in ("define", "undef"):
+            words = _WORD.findall(rest)
+            if not words:
+                return False
+            before.defines.add(words[0])
+            before.names.update(words)
+        elif name in _CONDITIONALS:
+            before.names.update(_WORD.findall(rest))
+        elif name == "pragma":
+            if not _SAFE_PRAGMA.match(rest):
+                return False
+        elif name not in ("", "error", "warning"):
+            return False
+    return True
+
+
+def _last_include(text: str, names: tuple[str, ...]) -> int | None:
+    """The line of the last of the preamble headers' first `#include`s in `text` (None: one is missing)."""
+    end = 0
+    for name in names:
+        m = re.search(r'^[ \t]*#[ \t]*include[ \t]*[<"]' + re.escape(name) + r'[>"]', text, re.M)
+        if m is None:
+            return None
+        end = max(end, m.end())
+    return text.count("\n", 0, end) + 1
+
+
+class _RangeList(ctypes.Structure):
+    _fields_ = [("count", ctypes.c_uint), ("ranges", ctypes.c_void_p)]
+
+
+def _skipped(ci: Any, tu: Any, header: Path) -> list[tuple[int, int]]:
+    """The (first, last) lines of the header that the preprocessor skipped."""
+    lib = ctypes.CDLL(ci.conf.lib._name)
+    get, dispose = lib.clang_getSkippedRanges, lib.clang_disposeSourceRangeList
+    get.argtypes, get.restype = [ci.TranslationUnit, ci.c_object_p], ctypes.POINTER(_RangeList)
+    dispose.argtypes, dispose.restype = [ctypes.POINTER(_RangeList)], None
+    f = ci.conf.lib.clang_getFile(tu, str(header))
+    if not f:
+        return []
+    got = get(tu, f)
+    try:
+        ranges = ctypes.cast(got.contents.ranges, ctypes.POINTER(ci.SourceRange))
+        return [(ranges[i].start.line, ranges[i].end.line) for i in range(got.contents.count)]
+    finally:
+        dispose(got)
+
+
+def parse(header: Path, text: str, args: list[str], target: Target) -> Any | None:
+    """The translation unit of `header` parsed with the preamble, where that gives what a parse without it
+    gives; else None (parse without it)."""
+    pre = preamble(args, target)
+    if pre is None or pre.pch is None:
+        return None
+    last = _last_include(text, target.preamble)
+    if last is None:
+        return None
+    before = _Before({}, set(), set())
+    if not _directives(text, before, last):
+        return None
+    lines = [before.lines.get(name) for name in target.preamble]
+    if None in lines or lines != sorted(lines):  # type: ignore[type-var]
+        return None
+    ci = cindex()
+    flags = ci.TranslationUnit.PARSE_DETAILED_PROCESSING_RECORD  # for the skipped lines
+    for name in _FLAGS:
+        flags |= getattr(ci.TranslationUnit, name)
+    try:
+        tu = ci.Index.create(excludeDecls=True).parse(str(header), args=[*args, "-include-pch", pre.pch], options=flags)
+    except ci.TranslationUnitLoadError:
+        _forget(args, target)  # clang refused the PCH (stale, foreign or damaged): not again in this process
+        return None
+    if any(d.severity >= ci.Diagnostic.Error for d in tu.diagnostics):
+        return None  # the plain parse reports the header's errors
+    skipped = _skipped(ci, tu, header)
+    if any(a <= n <= b for n in lines for a, b in skipped if n is not None):
+        return None  # an include the preprocessor skips: the header does not use the preamble there
+    main = str(header)
+    shadows = tuple("/" + name for name in target.preamble)
+    earlier = False
+    for inc in tu.get_includes():
+        name = inc.include.name
+        if name not in pre.files and name.endswith(shadows):
+            return None  # another file of a preamble header's name: found first where the preamble's was not
+        if inc.depth == 1:
+            where = inc.location
+            earlier = where.file is not None and where.file.name == main and where.line < last
+        if earlier and name not in pre.files:
+            try:
+                included = Path(name).read_text("utf-8")
+            except (OSError, UnicodeDecodeError):
+                return None
+            if not _directives(included, before):
+                return None
+    if before.defines & pre.identifiers or before.names & pre.defines:
+        return None  # a macro that the preamble's headers would see, or would have defined, differently
+    return tu
