@@ -3,7 +3,8 @@ declarations (`preamble` in specs/<target>/target.yaml), so a parse loads them i
 
 It is built with exactly the parse's clang arguments, shared by every parse of the process, and kept in the
 per-user cache (`private_cache`, codegen/cache.py) under a key of libclang's version and file, the arguments and
-the header names; a cached one is used while every file it read keeps its size and mtime, no search directory
+the header names, one variant per set of files they found (installed HIP headers, or the shims where those are
+hidden: switching rebuilds nothing); a cached one is used while every file it read keeps its size and mtime, no search directory
 that could shadow one of them changes, and the PCH's bytes match their hash. A parse uses it only where it cannot
 change the result (`parse`): the header includes the preamble's headers, in its order and in active code, and
 nothing before the last of them is more than directives, defines a macro the preamble's files name, names a macro
@@ -121,9 +122,18 @@ def _sha256(path: str) -> str:
 
 
 def _load(folder: Path, key: str, args: list[str]) -> Preamble | None:
-    """The cached preamble of `key`, if its files are all still as they were; else None."""
+    """The cached preamble of `key` whose files are all still as they were (one per set of files the
+    arguments found: installed HIP headers, or the shims where they are hidden); else None."""
+    for manifest_path in sorted(folder.glob(f"{key}-*.json")):
+        found = _load_one(folder, manifest_path, key, args)
+        if found is not None:
+            return found
+    return None
+
+
+def _load_one(folder: Path, manifest_path: Path, key: str, args: list[str]) -> Preamble | None:
     try:
-        manifest = json.loads((folder / f"{key}.json").read_text("utf-8"))
+        manifest = json.loads(manifest_path.read_text("utf-8"))
         if manifest["format"] != _FORMAT or manifest["key"] != key or manifest["args"] != args:
             return None
         stamps = manifest["stamps"]
@@ -131,7 +141,7 @@ def _load(folder: Path, key: str, args: list[str]) -> Preamble | None:
             return None
         pch = manifest["pch"]
         if pch is not None:
-            pch = str(folder / f"{key}.pch")
+            pch = str(manifest_path.with_suffix(".pch"))
             if os.path.getsize(pch) != manifest["pch_size"] or _sha256(pch) != manifest["pch_sha256"]:
                 return None
         return Preamble(pch, frozenset(manifest["files"]), frozenset(manifest["identifiers"].split()),
@@ -148,7 +158,8 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
     for name in _FLAGS:
         flags |= getattr(ci.TranslationUnit, name)
     try:
-        _write(source, text.encode())
+        if not source.is_file() or source.read_bytes() != text.encode():  # kept as it is: every variant stamps it
+            _write(source, text.encode())
         tu = ci.Index.create().parse(str(source), args=args, options=flags)
     except (OSError, ci.TranslationUnitLoadError):
         return None
@@ -166,7 +177,10 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
         usable = usable and not f.startswith(shim) and macro not in data  # the beta parse reads all includes
         identifiers.update(data.translate(_WORDS_ONLY).split())
         defines.update(_SOURCE_DEFINES.findall(data))
-    pch = str(folder / f"{key}.pch")
+    # one variant per set of files found (the same arguments find the installed HIP headers, or the shims where
+    # those are hidden): each keeps its own PCH and manifest, so switching between them rebuilds nothing
+    variant = hashlib.sha256(json.dumps(files).encode()).hexdigest()[:16]
+    pch = str(folder / f"{key}-{variant}.pch")
     manifest: dict[str, object] = {"format": _FORMAT, "key": key, "args": args, "pch": None}
     try:
         if usable:
@@ -177,7 +191,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
                         identifiers=b" ".join(sorted(identifiers)).decode("ascii"),
                         defines=b" ".join(sorted(defines)).decode("ascii"))
         if keep:
-            _write(folder / f"{key}.json", json.dumps(manifest).encode())
+            _write(folder / f"{key}-{variant}.json", json.dumps(manifest).encode())
     except (OSError, ci.TranslationUnitSaveError):
         return None
     return Preamble(pch if usable else None, frozenset(files), frozenset(i.decode() for i in identifiers),

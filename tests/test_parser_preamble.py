@@ -114,6 +114,45 @@ def test_built_once_per_process_and_kept_for_the_next(tmp_path: Path, used: list
     assert len(list((tmp_path / "cache" / "pch").glob("*.pch"))) == 1
 
 
+def test_hiding_the_hip_headers_and_back_rebuilds_nothing(tmp_path: Path, used: list[bool],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same arguments find one HIP header, then (that one hidden, as a mount over its folder hides it) the
+    next on the include path, then the first again: each set of files keeps its own cached preamble, so the
+    third parse loads the first's."""
+    inc = _hip(tmp_path)
+    other = tmp_path / "other"
+    (other / "hip").mkdir(parents=True)
+    (other / "hip" / "hip_runtime_api.h").write_text(HIP.replace("FAKE_HIP_MARK 1", "FAKE_HIP_MARK 2"))
+    builds: list[str] = []
+    real = preamble._build
+
+    def counting(*args: object, **kw: object) -> object:
+        builds.append("built")
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(preamble, "_build", counting)
+    header = _header(tmp_path)
+    opts = ParseOptions(includes=(inc, other), beta=True)
+    plain = dumps(parse_header(header, target(), replace(opts, preamble=False)))
+    stats = {d: d.stat() for d in (inc, inc / "hip")}
+    hidden = tmp_path / "hip-hidden"
+    texts = []
+    for step in ("first", "hidden", "first again"):
+        monkeypatch.setattr(preamble, "_MEMO", {})  # each parse a fresh process
+        if step == "hidden":
+            (inc / "hip").rename(hidden)
+        elif step == "first again":
+            hidden.rename(inc / "hip")
+        for d, st in stats.items():  # as a mount over the folder leaves its times
+            if d.exists():
+                os.utime(d, ns=(st.st_atime_ns, st.st_mtime_ns))
+        texts.append(dumps(parse_header(header, target(), opts)))
+    assert texts == [plain, plain, plain]
+    assert builds == ["built", "built"]  # the first header's preamble, the other's; none the third time
+    assert used == [True, True, True]
+    assert len(list((tmp_path / "cache" / "pch").glob("*.pch"))) == 2
+
+
 def test_a_fresh_command_reuses_the_cached_file(tmp_path: Path) -> None:
     inc = _hip(tmp_path)
     env = {**os.environ, "MIOGEN_CACHE_DIR": str(tmp_path / "cache")}
@@ -211,7 +250,15 @@ def test_without_a_usable_cache(tmp_path: Path, used: list[bool], monkeypatch: p
         args = clang_args(ParseOptions(includes=(inc,)), target(), False)
         folder = tmp_path / "cache" / "pch"
         folder.mkdir(parents=True)
-        (folder / f"{preamble._key(preamble.cindex(), args, target())}.pch").mkdir()  # cannot be replaced
+        key = preamble._key(preamble.cindex(), args, target())
+        real_write = preamble._write
+
+        def refused(path: Path, data: object) -> None:
+            if path.name.startswith(key):
+                raise PermissionError(13, "Permission denied", str(path))
+            real_write(path, data)  # type: ignore[arg-type]
+
+        monkeypatch.setattr(preamble, "_write", refused)
     for _ in range(3):
         assert dumps(parse_header(header, target(), ParseOptions(includes=(inc,)))) == plain
     assert used == ([False, True, True] if cache == "off" else [False, False, False])
