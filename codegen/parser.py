@@ -220,6 +220,16 @@ class _Calls:
         self._raw_comment = fn("clang_Cursor_getRawCommentText", [ci.Cursor], ci._CXString)
         self._enum_value = fn("clang_getEnumConstantDeclValue", [ci.Cursor], ctypes.c_longlong)
         self._enum_uvalue = fn("clang_getEnumConstantDeclUnsignedValue", [ci.Cursor], ctypes.c_ulonglong)
+        self._extent = fn("clang_getCursorExtent", [ci.Cursor], ci.SourceRange)
+        self._range_start = fn("clang_getRangeStart", [ci.SourceRange], ci.SourceLocation)
+        self._range_end = fn("clang_getRangeEnd", [ci.SourceRange], ci.SourceLocation)
+        uint_p = ctypes.POINTER(ctypes.c_uint)
+        # cindex's `SourceLocation.line`/`.offset` (its "instantiation" location is the expansion location)
+        self._expansion = fn("clang_getExpansionLocation", [ci.SourceLocation, ctypes.c_void_p, uint_p, uint_p, uint_p],
+                             None)
+        self._from_main = fn("clang_Location_isFromMainFile", [ci.SourceLocation], ctypes.c_int)
+        self._c_uint = ctypes.c_uint
+        self._byref = ctypes.byref
 
     def arguments(self, c: Any) -> list[Any]:
         tu = c._tu
@@ -251,9 +261,32 @@ class _Calls:
         text = self._cstring(self._raw_comment(c))
         return None if text is None else text.decode("utf-8")
 
+    def _line_offset(self, loc: Any) -> tuple[int, int]:
+        line, offset = self._c_uint(), self._c_uint()
+        self._expansion(loc, None, self._byref(line), None, self._byref(offset))
+        return line.value, offset.value
+
+    def extent(self, c: Any) -> tuple[bool, int, int, int, int]:
+        """`c.extent` as (both ends in the main file, start line, start offset, end line, end offset): what
+        cindex's `extent.start`/`.end` give for `.line`/`.offset`, in five calls instead of dozens."""
+        ext = self._extent(c)
+        start, end = self._range_start(ext), self._range_end(ext)
+        main = bool(self._from_main(start)) and bool(self._from_main(end))
+        return (main, *self._line_offset(start), *self._line_offset(end))
+
     def enum_value(self, c: Any, unsigned: bool) -> int:
         """`c.enum_value` of a constant of an enum whose type is `unsigned` as cindex tells it."""
         return int((self._enum_uvalue if unsigned else self._enum_value)(c))
+
+
+_CALLS: list[_Calls] = []
+
+
+def _calls() -> _Calls:
+    """The process's `_Calls` (its functions are bound once)."""
+    if not _CALLS:
+        _CALLS.append(_Calls(cindex()))
+    return _CALLS[0]
 
 
 class _Builder:
@@ -275,7 +308,7 @@ class _Builder:
         self._ctypes: dict[str, CType] = {}
         self._params: dict[tuple[str, str | None, Any, str | None], Param] = {}
         self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
-        self.calls = _Calls(self.ci)
+        self.calls = _calls()
         TK = self.ci.TypeKind
         self._unsigned_kinds = (TK.CHAR_U, TK.UCHAR, TK.CHAR16, TK.CHAR32, TK.USHORT, TK.UINT, TK.ULONG, TK.ULONGLONG,
                                 TK.UINT128)
@@ -441,8 +474,8 @@ class _Builder:
     def _may_have_defaults(self, c: Any, location: Any) -> bool:
         if not self._from_main(location):  # another file (or a macro): ask clang for each parameter
             return True
-        ext = c.extent
-        return b"=" in self.data[ext.start.offset : ext.end.offset]
+        _, _, start, _, end = self.calls.extent(c)
+        return b"=" in self.data[start:end]
 
     def _default(self, parm: Any, ctype: CType) -> str | None:
         """The canonical spelling of a default argument (codegen/literals.py), or an error at it."""
@@ -504,15 +537,14 @@ class _Builder:
 
     def _trailing_comment(self, cursor: Any) -> str | None:
         """A member comment right after the declaration (and its comma) that clang did not attach."""
-        m = self._TRAILING.match(self.data, cursor.extent.end.offset)
+        m = self._TRAILING.match(self.data, self.calls.extent(cursor)[4])
         return m.group(1).decode("utf-8") if m else None
 
     def _alias_target(self, e: Any) -> str | None:
         """The constant this one is defined as (`A = B`), if any."""
-        ext = e.extent
-        start, end = ext.start, ext.end
-        if self._from_main(start) and self._from_main(end):  # its text is in self.data: one token after `=`?
-            m = self._ALIAS_TEXT.fullmatch(self.data, start.offset, end.offset)
+        main, _, start, _, end = self.calls.extent(e)
+        if main:  # its text is in self.data: one token after `=`?
+            m = self._ALIAS_TEXT.fullmatch(self.data, start, end)
             if m is None or m.group(1) is None:
                 return None  # no `= IDENTIFIER` of one token: not `A = B`
         CK = self.ci.CursorKind
@@ -665,7 +697,12 @@ def _one_pass_beta(header: Path, text: str, opts: ParseOptions, target: Target) 
     main_lines = lines[str(header)]
     CK = cindex().CursorKind
 
+    calls = _calls()
+
     def span(c: Any) -> tuple[frozenset[int], int, int]:
+        main, first, _, last, _ = calls.extent(c)
+        if main:  # the header's own lines (cindex's `lines.get(file name, main_lines)` below gives the same)
+            return main_lines, first, last
         ext = c.extent
         start = ext.start
         f = start.file
