@@ -11,6 +11,9 @@ suite="tests/test_runtime_core.py tests/test_ops_basic.py tests/test_ops_conv.py
 work=$(mktemp -d "${TMPDIR:-/tmp}/miogen-releases.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 releases=$(ls specs/miopen/ | sed -n 's/^\([0-9]*\.[0-9]*\.[0-9]*\)\.yaml$/\1/p' | grep -vxF "$skip" || true)
+# the stub libraries compiled once for every run (scripts/test_all.sh shares its cache with the whole suite)
+export MIOGEN_TEST_CACHE="${MIOGEN_TEST_CACHE:-$work/cache}"
+mkdir -p "$MIOGEN_TEST_CACHE"
 export py suite work
 # shellcheck disable=SC2016  # expanded by the inner shell
 printf '%s\n' $releases | xargs -P 2 -I{} sh -c '

@@ -13,7 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from miogen import cxx, stublib
+from miogen import stublib
 from miogen.annotate import Semantics, load_annotations, resolve
 from miogen.model import Spec
 from miogen.files import write_tree as write
@@ -22,7 +22,37 @@ from miogen.plans import Plan
 from miogen.render import banner, render, sha256_text
 from miogen.spec_io import dumps
 
-from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target
+from .helpers import CACHE_ENV, FIXTURE_ANNOTATIONS, FIXTURE_HEADER, compile_stub, cached_header, fixture_spec, target
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """One compile cache for the run (`make test` sets CACHE_ENV for all its pytest runs); the xdist workers
+    and the pytest runs the tests start inherit it."""
+    config.addinivalue_line("markers", "long: runs for tens of seconds (scheduled first)")
+    if os.environ.get(CACHE_ENV) or hasattr(config, "workerinput"):
+        return
+    import shutil
+    import tempfile
+
+    cache = tempfile.mkdtemp(prefix="miogen-test-cache.")
+    os.environ[CACHE_ENV] = cache
+    config.add_cleanup(lambda: (os.environ.pop(CACHE_ENV, None), shutil.rmtree(cache, ignore_errors=True)))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The tests marked `long` (each tens of seconds) run first, so that the xdist workers (`--dist worksteal`)
+    end together instead of one of them finishing a long test alone."""
+    items.sort(key=lambda item: item.get_closest_marker("long") is None)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """What is alive once the tests are collected (the imported modules, the parameters) lives as long as the
+    session: the garbage collector's full collections (the automatic ones, and the gc.collect() tests call
+    before they count destroy calls) need not walk it again."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
 
 
 @dataclass
@@ -51,8 +81,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Built]:
     write(files, root / "fixture_pkg")
     spec = pl.spec
     sem = resolve(spec, load_annotations(FIXTURE_ANNOTATIONS))
-    stub_path = cxx.compile_cpp(stublib.stub_source(spec, sem, FIXTURE_HEADER, "fixture stub", target().status_type,
-                                                target().version_getter), root / "libstub.so", target(), shared=True)
+    stub_path = compile_stub(stublib.stub_source(spec, sem, FIXTURE_HEADER, "fixture stub", target().status_type,
+                                             target().version_getter), root / "libstub.so", target(),
+                             (FIXTURE_HEADER.parent.parent,))
     sys.path.insert(0, str(root))
     try:
         pkg = importlib.import_module("fixture_pkg")
@@ -146,11 +177,11 @@ def build_stub(version: str, root: Path) -> Path:
 
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
-    header = root / f"miopen-{version}.h"
-    header.write_text(stublib.header_source(spec, f"MIOpen {version} declarations"))
-    return cxx.compile_cpp(stublib.stub_source(spec, sem, header, f"MIOpen {version} stub", target().status_type,
-                                           target().version_getter),
-                           root / f"libMIOpen_stub-{version}.so", target(), shared=True)
+    header = cached_header(stublib.header_source(spec, f"MIOpen {version} declarations"), f"miopen-{version}.h",
+                           root / f"miopen-{version}.h")
+    return compile_stub(stublib.stub_source(spec, sem, header, f"MIOpen {version} stub", target().status_type,
+                                            target().version_getter),
+                        root / f"libMIOpen_stub-{version}.so", target())
 
 
 @pytest.fixture(scope="session")
@@ -180,6 +211,10 @@ def runtime_libs(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Libs]:
     hip.set_hip_library(None)
 
 
+#: len(sys.modules) when the fixture libs last froze what was alive (gc.freeze)
+_frozen_with = [0]
+
+
 @pytest.fixture()
 def libs(runtime_libs: Libs) -> Iterator[Libs]:
     """Stub libraries loaded, logs and scripts cleared, caches of the runtime emptied."""
@@ -192,6 +227,11 @@ def libs(runtime_libs: Libs) -> Iterator[Libs]:
     miopen.load_library(runtime_libs.miopen)
     hip.set_hip_library(runtime_libs.hip)
     gc.collect()  # handles dropped by earlier tests are destroyed now, not in the middle of this one
+    if len(sys.modules) != _frozen_with[0]:
+        # modules imported since the last test (a release's layer, bound for the first time) live as long as the
+        # session: the next collections need not walk them again
+        gc.freeze()
+        _frozen_with[0] = len(sys.modules)
     gc.disable()  # and no automatic collection interleaves destroy calls with what a test asserts
     runtime_libs.reset()
     try:

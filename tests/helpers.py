@@ -113,3 +113,64 @@ def next_release_header(spec: model.Spec, directory: Path, version: str, extra: 
     (inc / "version.h").write_text(f"#define MIOPEN_VERSION_MAJOR {major}\n#define MIOPEN_VERSION_MINOR {minor}\n"
                                    f"#define MIOPEN_VERSION_PATCH {patch}\n")
     return inc / "miopen.h"
+
+
+#: the run's scratch folder for what every test process of one run can share (set by `make test`, else by
+#: tests/conftest.py for one pytest run and its workers): compiled stub libraries, by content
+CACHE_ENV = "MIOGEN_TEST_CACHE"
+
+
+def _compiler_identity() -> str:
+    gxx = shutil.which("g++") or "g++"
+    real = os.path.realpath(gxx)
+    return f"{real}:{os.stat(real).st_mtime_ns}" if os.path.exists(real) else gxx
+
+
+def cached_header(text: str, name: str, fallback: Path) -> Path:
+    """The header file `name` with `text`: written to `fallback` and, where the run has a cache, at a path of
+    its content in the cache (what a cached compile includes, the same from every process)."""
+    fallback.write_text(text)
+    cache = os.environ.get(CACHE_ENV)
+    if not cache:
+        return fallback
+    import hashlib
+
+    path = Path(cache) / "headers" / hashlib.sha256(text.encode()).hexdigest()[:32] / name
+    if not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{name}.{os.getpid()}")
+        tmp.write_text(text)
+        os.replace(tmp, path)
+    return path
+
+
+def compile_stub(source: str, out: Path, tgt: Target, inputs: tuple[Path, ...] = ()) -> Path:
+    """`cxx.compile_cpp(source, out, tgt, shared=True)`, compiled once per run: the run's cache (CACHE_ENV)
+    keeps the library under the hash of its source, the files it includes (`inputs`: files or folders; the
+    target's shims), the flags and the compiler, and `out` gets a copy of it (a file of its own: each dlopen
+    of it is a library of its own, as a fresh compile's is)."""
+    from miogen import cxx
+
+    cache = os.environ.get(CACHE_ENV)
+    if not cache:
+        return cxx.compile_cpp(source, out, tgt, shared=True)
+    import fcntl
+    import hashlib
+
+    h = hashlib.sha256(source.encode())
+    for top in (*inputs, tgt.shim_dir):
+        for path in sorted(top.rglob("*")) if top.is_dir() else [top]:
+            if path.is_file():
+                h.update(b"\0" + str(path.relative_to(top.parent)).encode() + b"\0" + path.read_bytes())
+    h.update(repr((tgt.default_defines, tgt.beta_macro, _compiler_identity())).encode())
+    entry = Path(cache) / "stubs" / h.hexdigest()[:32]
+    entry.mkdir(parents=True, exist_ok=True)
+    lib = entry / "lib.so"
+    with open(entry / "lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one process compiles; the others wait for its library
+        if not lib.is_file():
+            built = cxx.compile_cpp(source, entry / f"build-{os.getpid()}.so", tgt, shared=True)
+            os.replace(built, lib)
+    out.with_suffix(".cpp").write_text(source, encoding="utf-8")
+    shutil.copy2(lib, out)
+    return out

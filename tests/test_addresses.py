@@ -366,6 +366,7 @@ def test_every_wrapper_refuses_out_of_range_scalars_and_addresses(libs: Libs, ca
     assert set(checked) - {"buffer", "host scalar", "float"} <= set(INT_BITS)
 
 
+@pytest.mark.long
 def test_every_release_checks_each_integer_against_its_c_type() -> None:
     """Statically, for every committed release: each integer parameter a wrapper converts is checked
     against the range of its own C type (int64_t, char, ... wherever a release has them)."""

@@ -6,6 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from miogen.spec_io import dumps, load
 
 from .helpers import FIXTURE_HEADER, REPO, fixture_spec
@@ -125,6 +127,7 @@ def test_header_version_prints_the_release() -> None:
     assert r.returncode == 0 and r.stdout == "3.4.1\n"
 
 
+@pytest.mark.long
 def test_abi_check_removes_its_temp_dir(tmp_path: Path) -> None:
     import os
 
@@ -161,6 +164,7 @@ def _path_options() -> list[tuple[str, str, object]]:
     return found
 
 
+@pytest.mark.long
 def test_every_path_option_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     """A FIFO (or a device) given for any path option is refused before anything opens it."""
     import os
@@ -181,6 +185,7 @@ def test_every_path_option_refuses_a_fifo_without_blocking(tmp_path: Path) -> No
             assert f"{bad}: " in r.stderr and ("FIFO" in r.stderr or "device" in r.stderr), (argv, r.stderr)
 
 
+@pytest.mark.long
 def test_o_into_a_directory_means_the_same_for_every_command(tmp_path: Path) -> None:
     """An existing directory, or a path ending in /, means "write into it" (parse, changes)."""
     specs = [str(REPO / "specs/miopen/3.3.0.yaml"), str(REPO / "specs/miopen/3.5.2.yaml")]

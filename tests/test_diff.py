@@ -130,6 +130,7 @@ def test_bad_inputs(tmp_path: Path) -> None:
     assert "Traceback" not in r.stderr
 
 
+@pytest.mark.long
 def test_api_changes_document_is_current() -> None:
     text = changes_document(sorted(SPECS.glob("*.*.*.yaml")))
     assert (REPO / "docs" / "api-changes.md").read_text() == text

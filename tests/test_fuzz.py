@@ -222,6 +222,7 @@ def test_fuzz_specs() -> None:
 # ------------------------------------------------------------------ annotations
 
 
+@pytest.mark.long
 def test_fuzz_annotations(tmp_path: Path) -> None:
     rng = random.Random(SEED + 1)
     text = (SPECS / "annotations.yaml").read_text()
@@ -378,6 +379,7 @@ def _mutate_target(data: dict[str, Any], rng: random.Random, payloads: list[str]
     return f"target.{key}"
 
 
+@pytest.mark.long
 def test_fuzz_render_compile_import(tmp_path: Path) -> None:
     """Mutated specs and targets (payloads that try to break out of every literal) go through the
     multi-release renderer beside a second release; what renders is written, some get a g++-built

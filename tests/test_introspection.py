@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from .conftest import Libs
 
 _SCRIPT = r'''
@@ -114,6 +116,7 @@ print("ok")
 '''
 
 
+@pytest.mark.long
 def test_introspection_never_loads_or_searches_a_library(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("MIOPEN_LIBRARY", "MIOGEN_HIP_LIBRARY", "LD_LIBRARY_PATH")}
     env.update(ROCM_PATH=str(tmp_path / "nowhere"), PYTHONHASHSEED="0")

@@ -77,6 +77,7 @@ def test_every_target_keeps_a_path_with_spaces_one_word(spaced: tuple[Path, Path
                     assert path.split()[0] not in shlex.split(line), line
 
 
+@pytest.mark.long
 @_make_missing
 def test_specs_and_docs_with_spaces_in_every_path(spaced: tuple[Path, Path], tmp_path: Path) -> None:
     root, venv = spaced
@@ -90,6 +91,7 @@ def test_specs_and_docs_with_spaces_in_every_path(spaced: tuple[Path, Path], tmp
     assert r.returncode == 0 and f"api-changes.md: {releases} releases" in r.stderr, r.stderr
 
 
+@pytest.mark.long
 @_make_missing
 def test_check_generated_recovers_with_the_command_it_suggests(spaced: tuple[Path, Path]) -> None:
     """A render of generated/ cut short between its two renames (the process died): check-generated says what to

@@ -121,6 +121,7 @@ def headers(draw: Any) -> tuple[str, set[str]]:
     return "\n".join(parts), used
 
 
+@pytest.mark.long
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(headers())
 def test_one_pass_gives_the_two_pass_spec(monkeypatch: pytest.MonkeyPatch, case: tuple[str, set[str]]) -> None:

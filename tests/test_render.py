@@ -158,6 +158,7 @@ def test_usage_example_misuse_is_caught_by_mypy(tmp_path: Path, built: Built) ->
     assert r.returncode == 1 and 'Argument 6 to "set_4d_tensor_descriptor"' in r.stdout
 
 
+@pytest.mark.long
 def test_every_committed_release_renders(tmp_path: Path) -> None:
     """`make generate MIOPEN_VERSION=X` works for every committed spec (gate, target check, valid Python)."""
     from miogen.annotate import load_annotations

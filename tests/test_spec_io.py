@@ -144,6 +144,7 @@ def test_dump_quotes_what_would_read_back_as_another_type() -> None:
     assert loads(text) == odd
 
 
+@pytest.mark.long
 def test_yaml_reading_equals_pyyaml() -> None:
     """codegen/yamlread.py gives what yaml.load(CSafeLoader) gives, for every committed YAML file and for
     documents with every scalar type, quoting, anchors and aliases, flow and block styles; what it refuses
@@ -171,6 +172,7 @@ def test_yaml_reading_equals_pyyaml() -> None:
             read(bad, "t.yaml")
 
 
+@pytest.mark.long
 def test_a_large_spec_miogen_writes_it_reads_back() -> None:
     """Past the node count a spec of ~3,000 functions reaches (the old 500,000-node limit refused it), a
     dumped spec loads back equal; and no spec of MAX_YAML_BYTES in the format dumps writes can reach

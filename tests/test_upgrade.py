@@ -189,6 +189,7 @@ def _copy_checkout(dest: Path) -> None:
             (dest / name).chmod(src.stat().st_mode)
 
 
+@pytest.mark.long
 def test_make_upgrade_adds_a_release_end_to_end(tmp_path: Path) -> None:
     """`make upgrade HEADER=...` on a copy of this checkout, with the newest release plus one function
     as the next release: the spec is added and pinned, generated/ holds the release, the editable

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# make test's test steps, side by side so that every core is busy until the end: mypy (make typecheck), the
+# whole suite (pytest, one xdist worker per core) and the runtime suite against every other release
+# (scripts/test_releases.sh). One scratch folder for the run: the compiled stub libraries every pytest
+# process shares (MIOGEN_TEST_CACHE) and the bytecode of the checkout (PYTHONPYCACHEPREFIX; the checkout
+# itself gets no __pycache__). mypy's and the releases' output follows the suite's; the exit status is
+# non-zero if a step failed. An interrupt (SIGINT, SIGTERM, SIGHUP) stops all three.
+# Usage: scripts/test_all.sh PYTHON RELEASE (the release the whole suite runs against)
+set -uo pipefail
+py=$1
+release=$2
+cd "$(dirname "$0")/.."
+work=$(mktemp -d "${TMPDIR:-/tmp}/miogen-test.XXXXXX")
+export MIOGEN_TEST_CACHE="$work/cache" PYTHONPYCACHEPREFIX="$work/pycache" PYTHONDONTWRITEBYTECODE=
+mkdir -p "$MIOGEN_TEST_CACHE"
+
+# each step a process group of its own (job control), so that an interrupt reaches all of its processes
+pids=()
+stop() {
+    trap '' INT TERM HUP
+    for pid in "${pids[@]}"; do kill -"$1" -- -"$pid" 2>/dev/null; done
+    wait
+    rm -rf "$work"
+    exit 130
+}
+trap 'stop INT' INT
+trap 'stop TERM' TERM HUP
+trap 'rm -rf "$work"' EXIT
+set -m
+make --no-print-directory typecheck > "$work/typecheck.log" 2>&1 &
+typecheck=$!
+pids+=("$typecheck")
+bash scripts/test_releases.sh "$py" "$release" > "$work/releases.log" 2>&1 &
+releases=$!
+pids+=("$releases")
+MIOGEN_TEST_RELEASE="$release" "$py" -m pytest -n auto --dist worksteal tests &
+suite=$!
+pids+=("$suite")
+set +m
+
+status=0
+wait "$suite" || status=1
+if wait "$typecheck"; then cat "$work/typecheck.log"; else cat "$work/typecheck.log"; echo "make typecheck FAILED"; status=1; fi
+wait "$releases" || status=1
+cat "$work/releases.log"
+exit "$status"
