@@ -7,6 +7,7 @@ runtime's own shape math (conv_output_dims, layout.num_bytes) is compared with t
 
 from __future__ import annotations
 
+import gc
 import itertools
 import threading
 import warnings
@@ -291,7 +292,8 @@ def conv_output_dims_vs_library() -> dict[str, int]:
 @check("miopenGetPoolingNdForwardOutputDim", "miopenSetNdPoolingDescriptor", "miopenDestroyPoolingDescriptor")
 def pooling_op_shape_check() -> str:
     """ops.pooling checks y against MIOpen's output dims before running: a wrong y is a ShapeError and
-    miopenPoolingForward is never called."""
+    miopenPoolingForward is never called; the pooling descriptor it made stays cached (shared by every
+    stateless call of that geometry) until the descriptor caches are cleared, which destroys it."""
     from miopen.ops.pooling import pooling_forward
     from miopen.tensor import Tensor
 
@@ -301,10 +303,16 @@ def pooling_op_shape_check() -> str:
     try:
         pooling_forward(x, y, "max", 2, 0, 2, handle=handle())
     except ShapeError as exc:
-        assert "(2, 3, 4, 4)" in str(exc)
-        assert trace.count("miopenPoolingForward", m) == 0
-        return str(exc)
-    raise AssertionError("a wrong y was accepted")
+        message = str(exc)
+    else:
+        raise AssertionError("a wrong y was accepted")
+    assert "(2, 3, 4, 4)" in message
+    assert trace.count("miopenPoolingForward", m) == 0
+    assert trace.count("miopenDestroyPoolingDescriptor", m) == 0  # kept for the next call of that geometry
+    descriptors.clear_descriptor_caches()
+    gc.collect()
+    assert trace.count("miopenDestroyPoolingDescriptor", m) == 1
+    return message
 
 
 @check("miopenActivationForward", "miopenConvolutionForwardCompileSolution", isolated=True)
