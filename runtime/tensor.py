@@ -126,17 +126,18 @@ def layout_of(obj: object) -> tuple[int, Layout] | None:
     kind = type(obj)
     if kind is Tensor:
         return obj.ptr, (obj.dims, obj.strides, obj.dtype)  # type: ignore[attr-defined]
-    if kind in _CL_TYPES:  # a pyopencl Array: its buffer and offset read on every call (the buffer may change)
-        try:
-            lay = _CL_META.get((kind, obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
-            if lay is None or obj.offset != 0:  # type: ignore[attr-defined]
+    if kind in _ARRAY_TYPES:  # one check for a PyTorch-like tensor, which is neither of these
+        if kind in _CL_TYPES:  # a pyopencl Array: its buffer and offset read on every call (the buffer may change)
+            try:
+                lay = _CL_META.get((kind, obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
+                if lay is None or obj.offset != 0:  # type: ignore[attr-defined]
+                    return None
+                ptr = obj.base_data.int_ptr  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
                 return None
-            ptr = obj.base_data.int_ptr  # type: ignore[attr-defined]
-        except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
-            return None
-        return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None
-    if kind in _CAI_TYPES:
-        return _cai_parts(obj)
+            return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None
+        if kind in _CAI_TYPES:
+            return _cai_parts(obj)
     try:
         shape, stride, dtype = obj.shape, obj.stride(), obj.dtype  # type: ignore[attr-defined]
         meta = _TORCH_META.get((shape, stride, dtype))
@@ -192,6 +193,8 @@ _CL_META: dict[tuple[type, object, object, object], Layout] = {}
 _CL_META_MAX = 1024
 #: the types in _CL_META's keys: only their instances try the pyopencl fast path
 _CL_TYPES: set[type] = set()
+#: every type of _CL_TYPES and _CAI_TYPES (added with them; a type left here after those forget it only costs a check)
+_ARRAY_TYPES: set[type] = set()
 #: cl_mem -> the Tensor last made for it from a remembered layout (a Tensor is a value: one per (layout, address)
 #: serves every call); bounded
 _CL_TENSORS: dict[int, Tensor] = {}
@@ -277,6 +280,7 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
                 _CAI_META.clear()
             _CAI_META[(kind, raw_shape, raw, typestr)] = (t.dims, t.strides, t.dtype)
             _CAI_TYPES.add(kind)
+            _ARRAY_TYPES.add(kind)
         return t
     cl_array = _opencl_array(obj, name)
     if cl_array is not None:
@@ -321,6 +325,7 @@ def _opencl_array(obj: object, name: str) -> Tensor | None:
                 _CL_META.clear()
             _CL_META[key] = (t.dims, t.strides, t.dtype)
             _CL_TYPES.add(kind)
+            _ARRAY_TYPES.add(kind)
         except TypeError:  # unhashable parts: never taken by the fast path
             pass
     return t
