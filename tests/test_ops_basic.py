@@ -1318,6 +1318,31 @@ def test_ops_follow_the_current_device_however_it_was_set(libs: Libs) -> None:
         hip.set_device(0)
 
 
+def test_pooling_without_a_state_gets_a_state_of_its_own_on_the_fast_path(libs: Libs) -> None:
+    """A pooling without a state on a shape seen before returns a new state each call (closing one leaves the next
+    usable; it serves as `state=` later); with an index workspace each call still gets its own."""
+    from miopen import hip
+    from miopen.ops import pooling
+
+    _script_pool_out(libs, (2, 3, 2, 2))
+    x, y = T(X, DIMS), T(Y, (2, 3, 2, 2))
+    first = pooling.pooling_forward(x, y, "max", 2, do_backward=False)
+    states = [pooling.pooling_forward(x, y, "max", 2, do_backward=False) for _ in range(3)]
+    assert len(pooling._STATELESS) == 1 and len({id(s) for s in [first, *states]}) == 4
+    first.close()
+    assert not states[0].closed and not states[0].desc.closed and states[0].workspace is None
+    hip.set_device(1)
+    try:
+        assert pooling.pooling_forward(x, y, "max", 2, do_backward=False).device == 1
+    finally:
+        hip.set_device(0)
+    rec = Rec(libs)
+    assert pooling.pooling_forward(x, y, "max", 2, do_backward=False, state=states[0]) is states[0]
+    assert rec.calls() == ["miopenPoolingForward"], rec.calls()
+    a, b = pooling.pooling_forward(x, y, "max", 2), pooling.pooling_forward(x, y, "max", 2)
+    assert a.workspace is not None and b.workspace is not None and a.workspace.ptr != b.workspace.ptr
+
+
 def test_pooling_backward_fast_path_reads_the_state_on_every_call(libs: Libs) -> None:
     """What a state says can change between calls (a forward without do_backward, close()): the repeated-shape
     path of pooling_backward reads it each time, as the full path does."""
