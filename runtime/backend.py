@@ -67,6 +67,9 @@ class Backend(Protocol):
     """What the runtime needs of a backend."""
 
     name: str
+    #: the class whose instances are each one stream for life (pyopencl's CommandQueue, once seen): the handle
+    #: lookup keys those by the object
+    queue_type: type | None
 
     @property
     def conv_find_mode(self) -> int | None:
@@ -112,6 +115,7 @@ class HipBackend:
 
     name = "HIP"
     conv_find_mode: int | None = None
+    queue_type: type | None = None
 
     current_device = staticmethod(hip.current_device)  # every op asks: no extra layer
 
@@ -274,7 +278,7 @@ class OpenCLBackend:
         #: queue's while it is here; the cl_context it was created in, which a queue never changes); bounded
         self._known: dict[int, tuple[Any, int]] = {}
         #: pyopencl's CommandQueue class once a stream of it was seen: its instances' `int_ptr` is the stream
-        self._queue_type: type | None = None
+        self.queue_type: type | None = None
 
     # ---------------------------------------------------------------- devices
     def devices(self) -> list[Any]:
@@ -337,7 +341,7 @@ class OpenCLBackend:
         """A cl_command_queue as an int: an int, a pyopencl CommandQueue (`int_ptr`), None (the default queue)."""
         if stream is None:
             return None
-        if stream.__class__ is self._queue_type:  # a pyopencl queue: its int_ptr is a cl_command_queue
+        if stream.__class__ is self.queue_type:  # a pyopencl queue: its int_ptr is a cl_command_queue
             return stream.int_ptr or None  # type: ignore[attr-defined]
         if isinstance(stream, bool):
             raise TypeError(f"{fn}: stream must be a cl_command_queue (an int or a pyopencl CommandQueue); got bool")
@@ -346,10 +350,10 @@ class OpenCLBackend:
             value = getattr(stream, "int_ptr", None)
             if value is None:
                 value = getattr(stream, "handle", None)  # a state's queue
-            elif self._queue_type is None:
+            elif self.queue_type is None:
                 cl = sys.modules.get("pyopencl")
                 if cl is not None and stream.__class__ is getattr(cl, "CommandQueue", None):
-                    self._queue_type = stream.__class__
+                    self.queue_type = stream.__class__
         if isinstance(value, bool) or not isinstance(value, int):
             raise TypeError(f"{fn}: stream must be None, an int cl_command_queue or a pyopencl CommandQueue on the "
                             f"OpenCL backend; got {type(stream).__name__}")

@@ -77,6 +77,9 @@ class HandlePool:
         if window is None:
             window = {}
             self._local.window = window
+            #: queue object -> (backend, device, its stream, the handle found for them): `inline_miopen_handle`'s
+            #: one lookup for a queue seen before (checked: the handle is still bound to it and open)
+            self._local.queues = {}
             # when the thread ends its thread-local dict goes away: hand its handles back
             marker = _ThreadMarker()
             self._local.marker = marker
@@ -125,6 +128,7 @@ class HandlePool:
         window = getattr(self._local, "window", None)
         if window is not None:
             window.clear()
+            self._local.queues.clear()
 
     def _forget_closed(self) -> None:
         """Drop the handles that are closed (retired when their library was unloaded); never destroys one."""
@@ -193,19 +197,36 @@ def inline_miopen_handle(stream: object = None, device: int | None = None) -> ap
     b = _backend.current()
     dev = b.current_device() if device is None else device
     # the thread's handle for this key, already bound to the stream: what almost every op call finds
-    window: dict[object, PooledHandle] | None = getattr(_pool._local, "window", None)
-    if window is not None and stream is None:
-        # HIP's null stream: the device's handle (keyed by the device), bound to no stream; an OpenCL handle is
-        # keyed by (device, context) and bound to a queue, so it is never found here
-        ph = window.get(dev)
-        if ph is not None and ph.stream is None and ph.handle._ptr is not None:
-            return ph.handle
-    s = b.bound_stream(stream, dev)
+    local = _pool._local
+    window: dict[object, PooledHandle] | None = getattr(local, "window", None)
     if window is not None:
-        ph = window.get(b.handle_key(dev, s))
-        if ph is not None and ph.stream == s and ph.handle._ptr is not None:
-            return ph.handle
-    return _pool.acquire(dev, s).bind(s)
+        if stream is None:
+            # HIP's null stream: the device's handle (keyed by the device), bound to no stream; an OpenCL handle is
+            # keyed by (device, context) and bound to a queue, so it is never found here
+            ph = window.get(dev)
+            if ph is not None and ph.stream is None and ph.handle._ptr is not None:
+                return ph.handle
+        elif stream.__class__ is b.queue_type:  # a queue object seen before: its handle in one lookup
+            known: tuple[object, int, int | None, PooledHandle] | None = local.queues.get(stream)
+            if known is not None and known[0] is b and known[1] == dev:
+                ph = known[3]
+                if ph.stream == known[2] and ph.handle._ptr is not None:
+                    return ph.handle
+    s = b.bound_stream(stream, dev)
+    found = None if window is None else window.get(b.handle_key(dev, s))
+    if found is None or found.stream != s or found.handle._ptr is None:
+        found = _pool.acquire(dev, s)
+        found.bind(s)
+    if stream is not None and stream.__class__ is b.queue_type:
+        queues: dict[object, tuple[object, int, int | None, PooledHandle]] = local.queues
+        if len(queues) >= QUEUES_MAX:
+            queues.clear()
+        queues[stream] = (b, dev, s, found)  # holds the queue: its address stays its own while it is here
+    return found.handle
+
+
+#: how many queue objects a thread's handle lookup remembers (then it starts again)
+QUEUES_MAX = 64
 
 
 @contextmanager

@@ -119,13 +119,25 @@ Layout = tuple[tuple[int, ...], tuple[int, ...], api.DataType]
 
 
 def layout_of(obj: object) -> tuple[int, Layout] | None:
-    """(address, (dims, strides, dtype)) of a `Tensor`, or of a PyTorch-like tensor whose shape, strides and dtype
-    `as_tensor` has checked before (its address and device read afresh): what the ops' fast paths key on, without
-    making a Tensor. None for anything else: `as_tensor` decides (and reports)."""
-    if type(obj) is Tensor:
-        return obj.ptr, (obj.dims, obj.strides, obj.dtype)
-    if type(obj) in _CAI_TYPES:
-        return _cai_parts(obj)
+    """(address, (dims, strides, dtype)) of a `Tensor`, or of a PyTorch-like tensor, a `__cuda_array_interface__`
+    object or a pyopencl Array whose layout `as_tensor` has checked before (its address, and device or buffer
+    offset, read afresh): what the ops' fast paths key on, without making a Tensor. None for anything else:
+    `as_tensor` decides (and reports)."""
+    kind = type(obj)
+    if kind is Tensor:
+        return obj.ptr, (obj.dims, obj.strides, obj.dtype)  # type: ignore[attr-defined]
+    if kind in _ARRAY_TYPES:  # one check for a PyTorch-like tensor, which is neither of these
+        if kind in _CL_TYPES:  # a pyopencl Array: its buffer and offset read on every call (the buffer may change)
+            try:
+                lay = _CL_META.get((kind, obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
+                if lay is None or obj.offset != 0:  # type: ignore[attr-defined]
+                    return None
+                ptr = obj.base_data.int_ptr  # type: ignore[attr-defined]
+            except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
+                return None
+            return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None
+        if kind in _CAI_TYPES:
+            return _cai_parts(obj)
     try:
         shape, stride, dtype = obj.shape, obj.stride(), obj.dtype  # type: ignore[attr-defined]
         meta = _TORCH_META.get((shape, stride, dtype))
@@ -176,40 +188,33 @@ def _torch_fast(obj: object) -> Tensor | None:
     return None if parts is None else _checked_tensor(parts[0], *parts[1])
 
 
-#: pyopencl-Array-like (type, shape, strides, dtype) already checked -> (dims, strides, data type, and the
-#: Tensors made of them, by cl_mem: a Tensor is a value, so one per (layout, address) serves every call); bounded
-_CL_META: dict[tuple[type, object, object, object],
-               tuple[tuple[int, ...], tuple[int, ...], api.DataType, dict[int, Tensor]]] = {}
+#: pyopencl-Array-like (type, shape, strides, dtype) already checked -> its layout; bounded
+_CL_META: dict[tuple[type, object, object, object], Layout] = {}
 _CL_META_MAX = 1024
-#: how many Tensors one layout keeps (then it starts again)
-_CL_PTRS_MAX = 64
 #: the types in _CL_META's keys: only their instances try the pyopencl fast path
 _CL_TYPES: set[type] = set()
+#: every type of _CL_TYPES and _CAI_TYPES (added with them; a type left here after those forget it only costs a check)
+_ARRAY_TYPES: set[type] = set()
+#: cl_mem -> the Tensor last made for it from a remembered layout (a Tensor is a value: one per (layout, address)
+#: serves every call); bounded
+_CL_TENSORS: dict[int, Tensor] = {}
+_CL_TENSORS_MAX = 256
 
 
 def _cl_fast(obj: object) -> Tensor | None:
-    """A pyopencl Array whose type, shape, strides and dtype were checked before, at byte offset 0 of a buffer
-    with an int cl_mem in (0, 2**64): its Tensor without checking them again; None otherwise (the full path
-    decides and reports). The buffer's cl_mem is read on every call (an Array's buffer may change)."""
-    try:
-        meta = _CL_META.get((type(obj), obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
-        if meta is None or obj.offset != 0:  # type: ignore[attr-defined]
-            return None
-        ptr = obj.base_data.int_ptr  # type: ignore[attr-defined]
-    except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
+    """The Tensor of a pyopencl Array whose layout was checked before (`layout_of`), without checking it again;
+    None otherwise (the full path decides and reports)."""
+    parts = layout_of(obj)
+    if parts is None:
         return None
-    if type(ptr) is not int:
-        return None
-    made = meta[3]
-    t = made.get(ptr)
-    if t is not None:
+    ptr, lay = parts
+    t = _CL_TENSORS.get(ptr)
+    if t is not None and t.dims is lay[0] and t.strides is lay[1] and t.dtype is lay[2]:
         return t
-    if not 0 < ptr < 1 << 64:
-        return None
-    t = _checked_tensor(ptr, meta[0], meta[1], meta[2])
-    if len(made) >= _CL_PTRS_MAX:
-        made.clear()
-    made[ptr] = t
+    t = _checked_tensor(ptr, *lay)
+    if len(_CL_TENSORS) >= _CL_TENSORS_MAX:
+        _CL_TENSORS.clear()
+    _CL_TENSORS[ptr] = t
     return t
 
 
@@ -275,6 +280,7 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
                 _CAI_META.clear()
             _CAI_META[(kind, raw_shape, raw, typestr)] = (t.dims, t.strides, t.dtype)
             _CAI_TYPES.add(kind)
+            _ARRAY_TYPES.add(kind)
         return t
     cl_array = _opencl_array(obj, name)
     if cl_array is not None:
@@ -317,8 +323,9 @@ def _opencl_array(obj: object, name: str) -> Tensor | None:
             key = (kind, getattr(obj, "shape"), getattr(obj, "strides"), getattr(obj, "dtype"))
             if len(_CL_META) >= _CL_META_MAX:
                 _CL_META.clear()
-            _CL_META[key] = (t.dims, t.strides, t.dtype, {})
+            _CL_META[key] = (t.dims, t.strides, t.dtype)
             _CL_TYPES.add(kind)
+            _ARRAY_TYPES.add(kind)
         except TypeError:  # unhashable parts: never taken by the fast path
             pass
     return t

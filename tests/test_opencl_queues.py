@@ -92,7 +92,7 @@ def test_queue_objects_and_the_current_device_read_on_every_call(cl: Any) -> Non
     for q in queues * 2:
         assert b.as_stream_handle(q) == b.bound_stream(q, 0) == q.int_ptr
         assert b.handle_key(0, b.bound_stream(q, 0)) == (0, ctx.int_ptr)
-    assert b._queue_type is cl.CommandQueue
+    assert b.queue_type is cl.CommandQueue
     with pytest.raises(TypeError, match="stream"):
         b.as_stream_handle(object())
     b.set_device(0)

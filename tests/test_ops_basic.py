@@ -1068,7 +1068,7 @@ def test_pyopencl_like_arrays_seen_before_skip_only_the_repeated_checks(libs: Li
 
 def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
     """Every op with a repeated-shape fast path, as f(x, y, **kw) on DIMS-shaped (or conv-shaped) tensors."""
-    from miopen.ops import activation, batchnorm, conv, pooling, softmax
+    from miopen.ops import activation, batchnorm, conv, pooling, softmax, tensor_ops
 
     _script_pool_out(libs, (2, 3, 2, 2))
     sols = "miopenConvolutionForward"
@@ -1101,8 +1101,17 @@ def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
             states[key] = pooling.pooling_forward(T(X, DIMS), T(Y, (2, 3, 2, 2)), "max", 2)
         return pooling.pooling_backward(y, T(0xB000, (2, 3, 2, 2)), x, T(0xC000, DIMS), states[key], **kw)
 
+    def pool_stateless(x: Any, y: Any, **kw: Any) -> Any:
+        st = pooling.pooling_forward(x, y, kw.pop("mode", "max"), 2, do_backward=kw.pop("do_backward", False), **kw)
+        return (st.mode, st.window, st.pads, st.strides, st.x_dims, st.y_dims, st.dtype, st.device, st.do_backward,
+                st.workspace is None, st.closed, st.desc._ptr, st._owns_desc)
+
     w = T(0x9000, (4, 3, 3, 3))
     return {
+        "op_tensor": lambda x, y, **kw: tensor_ops.op_tensor(
+            kw.pop("mode", "add"), x, T(0xA000, (1, 3, 1, 1)), y, kw.pop("scale", 1.0), 1.0, kw.pop("shift", 0.0),
+            **kw),
+        "pooling_forward_stateless": pool_stateless,
         "activation_forward": lambda x, y, **kw: activation.activation_forward(x, y, kw.pop("mode", "relu"), **kw),
         "activation_backward": lambda x, y, **kw: activation.activation_backward(
             T(0xA000, DIMS), T(0xB000, DIMS), x, y, kw.pop("mode", "relu"), **kw),
@@ -1128,14 +1137,16 @@ def _fast_path_ops(libs: Libs) -> dict[str, Callable[..., Any]]:
 
 
 def _y_dims(op: str) -> tuple[int, ...]:
-    return {"pooling_forward": (2, 3, 2, 2), "pooling_backward": (2, 3, 2, 2)}.get(op, (2, 4, 4, 5) if op.startswith("conv") else DIMS)
+    return {"pooling_forward": (2, 3, 2, 2), "pooling_backward": (2, 3, 2, 2),
+            "pooling_forward_stateless": (2, 3, 2, 2)}.get(op, (2, 4, 4, 5) if op.startswith("conv") else DIMS)
 
 
 def _forget_fast_paths() -> None:
-    from miopen.ops import activation, batchnorm, conv, pooling, softmax
+    from miopen.ops import activation, batchnorm, conv, pooling, softmax, tensor_ops
 
     for memo in (activation._FORWARD, activation._BACKWARD, softmax._FORWARD, softmax._BACKWARD,
-                 batchnorm._INFERENCE, batchnorm._TRAINING, batchnorm._BACKWARD, pooling._BACKWARD):
+                 batchnorm._INFERENCE, batchnorm._TRAINING, batchnorm._BACKWARD, pooling._BACKWARD,
+                 pooling._STATELESS, tensor_ops._OP_TENSOR):
         memo._items.clear()
     conv._FAST.clear()
     for obj in gc.get_objects():
@@ -1152,23 +1163,39 @@ def _logged(libs: Libs, call: Callable[[], Any]) -> tuple[object, list[dict[str,
 @pytest.mark.parametrize("op", ["activation_forward", "activation_backward", "softmax_forward", "softmax_backward",
                                 "log_softmax_forward", "log_softmax_backward", "batch_norm_forward_inference",
                                 "batch_norm_forward_training", "batch_norm_backward", "pooling_forward",
-                                "pooling_backward",
+                                "pooling_backward", "pooling_forward_stateless", "op_tensor",
                                 "conv_forward", "conv_backward_data", "conv_backward_weights"])
 def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
     """The class: an op with a repeated-shape fast path answers a call on a shape seen before exactly as its full
     path does (the same MIOpen calls with the same arguments, or the same error), whatever changes between the
     calls: addresses (read on every call), PyTorch-like tensors (on the host too), scalars of other types (bools,
-    numpy scalars), modes spelled otherwise or members of another enum, a stream or a handle given."""
+    numpy scalars), modes spelled otherwise or members of another enum, a stream or a handle given, pyopencl-like
+    Arrays (new ones of a seen layout, one whose buffer was swapped, at an offset, on a null buffer)."""
     import numpy as np
 
     from miopen import api, handles
+    from miopen.tensor import Tensor
 
     fn = _fast_path_ops(libs)[op]
     yd = _y_dims(op)
     from miopen.layout import packed_strides
 
     other_enum = next(m for m in api.DataType if int(m) == 1)  # an IntEnum member equal to 1 (a valid mode value)
+
+    def cl(ptr: int, dims: tuple[int, ...], offset: int = 0) -> _CLish:
+        return _CLish(ptr, dims, tuple(4 * v for v in packed_strides(dims)), offset=offset)
+
+    cl_x = cl(0x5000, DIMS)
+
+    def swapped(arr: _CLish, ptr: int) -> _CLish:
+        arr.base_data = _Buffer(ptr)  # the same Array object on another buffer
+        return arr
+
     variants: list[tuple[str, Callable[[], Any]]] = [
+        ("pyopencl-like", lambda: fn(swapped(cl_x, 0x5000), cl(0x6000, yd))),
+        ("pyopencl-like, buffer swapped", lambda: fn(swapped(cl_x, 0x7000), cl(0x6000, yd))),
+        ("pyopencl-like at an offset", lambda: fn(cl(0x5000, DIMS, offset=16), cl(0x6000, yd))),
+        ("pyopencl-like null buffer", lambda: fn(cl(0, DIMS), cl(0x6000, yd))),
         ("again", lambda: fn(T(X, DIMS), T(Y, yd))),
         ("other addresses", lambda: fn(T(0x5000, DIMS), T(0x6000, yd))),
         ("torch-like", lambda: fn(_Torchish(0x5000, DIMS, packed_strides(DIMS)),
@@ -1196,6 +1223,18 @@ def test_fast_paths_answer_as_the_full_path(libs: Libs, op: str) -> None:
             ("list pads", lambda: fn(T(X, DIMS), T(Y, yd), pads=[1, 1])),
             ("planner", lambda: fn(T(X, DIMS), T(Y, yd), planner=object())),
         ]
+    if op == "op_tensor":
+        variants += [
+            ("op member", lambda: fn(T(X, DIMS), T(Y, yd), mode=api.TensorOp.miopenTensorOpMul)),
+            ("op of another enum", lambda: fn(T(X, DIMS), T(Y, yd), mode=other_enum)),
+            ("unhashable op", lambda: fn(T(X, DIMS), T(Y, yd), mode=["add"])),
+            ("NaN alpha", lambda: fn(T(X, DIMS), T(Y, yd), scale=float("nan"))),
+            ("null address",
+             lambda: fn(T(X, DIMS), Tensor(0, DIMS, packed_strides(DIMS), api.DataType.miopenFloat))),
+            ("device", lambda: fn(T(X, DIMS), T(Y, yd), device=0)),
+        ]
+    if op == "pooling_forward_stateless":
+        variants.append(("average", lambda: fn(T(X, DIMS), T(Y, yd), mode="average", do_backward=True)))
     if op.startswith(("activation", "batch_norm", "pooling_forward")):
         variants += [
             ("mode member", lambda: fn(T(X, DIMS), T(Y, yd), mode={
@@ -1277,6 +1316,31 @@ def test_ops_follow_the_current_device_however_it_was_set(libs: Libs) -> None:
             assert {e["handle"] for e in rec.entries() if "handle" in e} == {handle_of[0]}
     finally:
         hip.set_device(0)
+
+
+def test_pooling_without_a_state_gets_a_state_of_its_own_on_the_fast_path(libs: Libs) -> None:
+    """A pooling without a state on a shape seen before returns a new state each call (closing one leaves the next
+    usable; it serves as `state=` later); with an index workspace each call still gets its own."""
+    from miopen import hip
+    from miopen.ops import pooling
+
+    _script_pool_out(libs, (2, 3, 2, 2))
+    x, y = T(X, DIMS), T(Y, (2, 3, 2, 2))
+    first = pooling.pooling_forward(x, y, "max", 2, do_backward=False)
+    states = [pooling.pooling_forward(x, y, "max", 2, do_backward=False) for _ in range(3)]
+    assert len(pooling._STATELESS) == 1 and len({id(s) for s in [first, *states]}) == 4
+    first.close()
+    assert not states[0].closed and not states[0].desc.closed and states[0].workspace is None
+    hip.set_device(1)
+    try:
+        assert pooling.pooling_forward(x, y, "max", 2, do_backward=False).device == 1
+    finally:
+        hip.set_device(0)
+    rec = Rec(libs)
+    assert pooling.pooling_forward(x, y, "max", 2, do_backward=False, state=states[0]) is states[0]
+    assert rec.calls() == ["miopenPoolingForward"], rec.calls()
+    a, b = pooling.pooling_forward(x, y, "max", 2), pooling.pooling_forward(x, y, "max", 2)
+    assert a.workspace is not None and b.workspace is not None and a.workspace.ptr != b.workspace.ptr
 
 
 def test_pooling_backward_fast_path_reads_the_state_on_every_call(libs: Libs) -> None:

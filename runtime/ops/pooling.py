@@ -127,7 +127,26 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     to the window. y's dims must be those MIOpen computes (`miopenGetPoolingNdForwardOutputDim`).
     """
     xl, yl = layout_of(x), layout_of(y)
-    if (type(state) is PoolingState and xl is not None and yl is not None and type(do_backward) is bool
+    if (state is None and xl is not None and yl is not None and type(do_backward) is bool
+            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and _plain(window) and _plain(pads)
+            and _plain(strides)):
+        # a call without a state on a shape seen before, needing no index workspace: a new state of its checks
+        key: tuple[object, ...] | None = (xl[1], yl[1], mode, mode.__class__, window, pads, strides, do_backward,
+                                          scale, shift)
+        try:
+            hit = _STATELESS.get(key)
+        except TypeError:  # an unhashable mode: the full path reports it
+            hit = key = None
+        if hit is not None:
+            dev = _backend.current().current_device() if device is None else device
+            attrs, desc_, x_desc_, y_desc_, s_alpha_, s_beta_ = hit
+            api.pooling_forward(handle if handle is not None else inline_miopen_handle(stream, dev), desc_,
+                                s_alpha_, x_desc_, xl[0], s_beta_, y_desc_, yl[0], do_backward, None, 0)
+            made = _new_state(PoolingState)
+            made.__dict__.update(attrs)
+            made.device = dev
+            return made
+    elif (type(state) is PoolingState and xl is not None and yl is not None and type(do_backward) is bool
             and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and state._fast is not None
             and not state._closed and _plain(window) and _plain(pads) and _plain(strides)):
         # the state's last call, again (everything but the device and the addresses compared, checked before)
@@ -147,7 +166,10 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
                                     None if index is None or not nbytes else index.ptr, nbytes)
                 state.do_backward = do_backward
                 return state
+    else:
+        key = None
     fn = "pooling_forward"
+    generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     if len(xt.dims) not in (4, 5) or len(yt.dims) not in (4, 5):
         _check_dims(fn, {"x": xt, "y": yt})
@@ -210,6 +232,7 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
         if new_ws is not None:
             new_ws.close()
         raise
+    stateless = state is None
     if state is None:
         state = PoolingState(desc, m, win, pad, stride, xt.dims, yt.dims, dtype, dev)
         state._owns_desc = False
@@ -227,7 +250,18 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
             hash(state._fast[0])  # an unhashable mode: never compared on the fast path
         except TypeError:
             state._fast = None
+    if stateless and key is not None and nbytes == 0:
+        _STATELESS.put(key, generation, (desc, x_desc, y_desc),
+                       (dict(vars(state)), desc, x_desc, y_desc, s_alpha, s_beta))
     return state
+
+
+#: pooling_forward's fast path without a state (and without an index workspace): (x and y layouts, mode and its
+#: type, window, pads, strides, do_backward, scale, shift) -> (the attributes of the state it made, whose device
+#: each call sets; the pooling, x and y descriptors, blending factors)
+_STATELESS: ShapeMemo[tuple[dict[str, object], PoolingDescriptor, api.TensorDescriptor, api.TensorDescriptor, float,
+                            float]] = ShapeMemo()
+_new_state = object.__new__
 
 
 def pooling_backward(y: object, dy: object, x: object, dx: object, state: PoolingState | None, *,

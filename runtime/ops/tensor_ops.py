@@ -17,7 +17,6 @@ import contextlib
 import math
 import numbers
 from collections.abc import Sequence
-from typing import Any
 
 from .. import backend as _backend
 from .. import quirks
@@ -25,10 +24,11 @@ from .. import layout
 from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import cache_generation, on_clear
+from ..descriptors import _generation
 from ..errors import ShapeError
-from ..tensor import Tensor, as_tensor
-from ._common import resolve_handle
+from ..handles import inline_miopen_handle
+from ..tensor import Tensor, as_tensor, layout_of
+from ._common import ShapeMemo, resolve_handle
 
 __all__ = ["op_tensor", "scale_tensor", "set_tensor", "transform_tensor", "to_channels_last", "to_channels_first",
            "TENSOR_OPS"]
@@ -100,30 +100,47 @@ def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alp
 
     A and C have the same dims; B broadcasts: each of its dims is 1 or equal to C's. All three share a
     rank (1 to 5) and a dtype. MIOpen reads the three scalars as float for every dtype."""
+    al, bl, cl = layout_of(a), layout_of(b), layout_of(c)
+    key: tuple[object, ...] | None = None
+    if (al is not None and bl is not None and cl is not None and al[0] and bl[0] and cl[0]
+            and alpha1.__class__ is float and alpha2.__class__ is float and beta.__class__ is float):
+        key = (al[1], bl[1], cl[1], op, op.__class__)
+        try:
+            known = _OP_TENSOR.get(key)
+        except TypeError:  # an unhashable op: the full path reports it
+            known = key = None
+        if known is not None and alpha1 == alpha1 and alpha2 == alpha2 and beta == beta:  # NaN: the full path
+            top_, ad_, bd_, cd_ = known
+            if device is None:
+                api.op_tensor(handle if handle is not None else inline_miopen_handle(stream), top_, alpha1, ad_,
+                              al[0], alpha2, bd_, bl[0], beta, cd_, cl[0])
+                return
+            with _on_device(device):
+                api.op_tensor(resolve_handle(handle, stream, device), top_, alpha1, ad_, al[0], alpha2, bd_, bl[0],
+                              beta, cd_, cl[0])
+            return
     name = "op_tensor"
+    generation = _generation[0]
     top = _tensor_op(op)
     ta, tb, tc = _tensor(a, "a", name), _tensor(b, "b", name), _tensor(c, "c", name)
     s1, s2, sb = _scalar(alpha1, "alpha1", name), _scalar(alpha2, "alpha2", name), _scalar(beta, "beta", name)
-    key = (ta.dims, ta.strides, tb.dims, tb.strides, tc.dims, tc.strides)
-    known = _LAYOUTS.get(key)
-    if (known is None or known[0] is not ta.dtype or known[1] is not tb.dtype or known[2] is not tc.dtype
-            or known[6] != cache_generation() or known[3].closed or known[4].closed or known[5].closed):
-        if len(_LAYOUTS) >= 256:
-            _LAYOUTS.clear()
-        known = _LAYOUTS[key] = _check_layouts(ta, tb, tc)
+    ad, bd, cd = _check_layouts(ta, tb, tc)
     with _on_device(device):
         h = resolve_handle(handle, stream, device)
-        api.op_tensor(h, top, s1, known[3], ta.ptr, s2, known[4], tb.ptr, sb, known[5], tc.ptr)
+        if key is not None:
+            _OP_TENSOR.put(key, generation, (ad, bd, cd), (top, ad, bd, cd))
+        api.op_tensor(h, top, s1, ad, ta.ptr, s2, bd, tb.ptr, sb, cd, tc.ptr)
 
 
-#: the layouts op_tensor has checked: (a, b, c dims and strides) -> (their dtypes, descriptors, descriptor-cache
-#: generation); bounded
-_LAYOUTS: dict[tuple[tuple[int, ...], ...], tuple[Any, ...]] = {}
-on_clear(_LAYOUTS.clear)
+#: op_tensor's fast path: (the layouts of a, b and c, op and its type) -> (the op, the three descriptors); the
+#: scalars are read on every call (exact floats, not NaN, take it)
+_OP_TENSOR: ShapeMemo[tuple[api.TensorOp, api.TensorDescriptor, api.TensorDescriptor, api.TensorDescriptor]] = \
+    ShapeMemo()
 
 
-def _check_layouts(ta: Tensor, tb: Tensor, tc: Tensor) -> tuple[Any, ...]:
-    """op_tensor's shape and dtype checks; (the dtypes, descriptors and generation) a layout seen again reuses."""
+def _check_layouts(ta: Tensor, tb: Tensor, tc: Tensor
+                   ) -> tuple[api.TensorDescriptor, api.TensorDescriptor, api.TensorDescriptor]:
+    """op_tensor's shape and dtype checks; the three descriptors."""
     name = "op_tensor"
     for nm, t in (("a", ta), ("b", tb), ("c", tc)):
         _rank(name, nm, t, range(1, MAX_DIMS + 1))
@@ -136,7 +153,7 @@ def _check_layouts(ta: Tensor, tb: Tensor, tc: Tensor) -> tuple[Any, ...]:
         raise ShapeError(f"{name}: each of b's dims must be 1 or equal to c's (MIOpen broadcasting); got "
                          f"b={tb.dims}, c={tc.dims} (dim {bad[0]})")
     _same_dtype(name, a=ta, b=tb, c=tc)
-    return ta.dtype, tb.dtype, tc.dtype, ta.desc, tb.desc, tc.desc, cache_generation()
+    return ta.desc, tb.desc, tc.desc
 
 
 def _fill(op: str, y: object, value: object, what: str) -> tuple[Tensor, int | float]:

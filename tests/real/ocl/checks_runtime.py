@@ -295,6 +295,7 @@ def tensor_op_ops() -> dict[tuple[str, str, str], str]:
             refused += 1
     assert refused == 2
     _buffer_changes(r)
+    _fast_paths_as_full()
     return {("OpTensor add, mul, min, max", F32, f"{RT}: alpha1, alpha2, beta; broadcast B"): CHECKED,
             ("SetTensor, ScaleTensor", F32, f"{RT}: -"): CHECKED,
             ("TransformTensor", F32, f"{RT}: padded y; alpha, beta"): CHECKED,
@@ -374,3 +375,67 @@ def conv_ops() -> dict[tuple[str, str, str], str]:
     return {("Convolution", F32,
              f"{RT}: forward, backward data, backward weights; immediate (after a Find) and find"): CHECKED,
             ("Convolution", F32, f"{RT}: Immediate with a solution id of another problem"): "refused by the runtime"}
+
+
+def _fast_paths_as_full() -> None:
+    """The ops' repeated-shape fast paths on pyopencl Arrays answer what their full paths answer: new Arrays of a seen
+    layout, an Array whose buffer was swapped, another queue of the context, a queue of another context, a closed
+    descriptor, the descriptor caches cleared; each case run through the memos, then with them forgotten."""
+    import pyopencl as cl
+    import pyopencl.array as cla
+
+    from miopen.descriptors import clear_descriptor_caches, tensor_descriptor
+    from miopen.tensor import layout_of
+
+    r = rng(46)
+    memos = (activation._FORWARD, softmax._FORWARD, pooling._STATELESS, batchnorm._INFERENCE, tensor_ops._OP_TENSOR)
+    dims, pdims = (1, 4, 8, 8), (1, 4, 1, 1)
+    x = r.standard_normal(dims).astype(np.float32)
+    b = r.standard_normal(dims).astype(np.float32)
+    w, bias, mean = (r.standard_normal(pdims).astype(np.float32) for _ in range(3))
+    var = r.uniform(0.5, 2, pdims).astype(np.float32)
+    e = np.exp(x - x.max(1, keepdims=True))
+    want = {"relu": np.maximum(x, 0), "softmax": e / e.sum(1, keepdims=True),
+            "pool": x.reshape(1, 4, 4, 2, 4, 2).max((3, 5)), "bn": (x - mean) / np.sqrt(var + 1e-5) * w + bias,
+            "add": x.astype(np.float64) + b}
+
+    def run(q: object, xa: object) -> dict[str, np.ndarray]:
+        arrs = {k: cla.to_device(q, v) for k, v in (("b", b), ("w", w), ("bias", bias), ("m", mean), ("v", var))}
+        out = {k: cla.zeros(q, (1, 4, 4, 4) if k == "pool" else dims, np.float32) for k in want}
+        activation.activation_forward(xa, out["relu"], "relu", stream=q)
+        softmax.softmax_forward(xa, out["softmax"], stream=q)
+        state = pooling.pooling_forward(xa, out["pool"], "max", 2, do_backward=False, stream=q)
+        assert state.workspace is None and not state.closed and state.y_dims == (1, 4, 4, 4)
+        batchnorm.batch_norm_forward_inference(xa, out["bn"], arrs["w"], arrs["bias"], arrs["m"], arrs["v"],
+                                               stream=q)
+        tensor_ops.op_tensor("add", xa, arrs["b"], out["add"], stream=q)
+        q.finish()  # type: ignore[attr-defined]
+        return {k: v.get(q) for k, v in out.items()}
+
+    q = queue()
+    other_q = cl.CommandQueue(q.context, q.device)
+    other_ctx = cl.CommandQueue(cl.Context([q.device]), q.device)
+    xa = cla.to_device(q, x)
+    cases = [("first", q, lambda: xa), ("new Arrays", q, lambda: cla.to_device(q, x)), ("another queue", other_q,
+             lambda: xa), ("another context", other_ctx, lambda: cla.to_device(other_ctx, x))]
+    for name, qq, arr in cases:
+        for forget in (False, True):
+            if forget:
+                for memo in memos:
+                    memo._items.clear()
+            got = run(qq, arr())
+            for k, v in got.items():
+                close(v, want[k], f"runtime {k} on pyopencl Arrays ({name}, fast paths {'off' if forget else 'on'})",
+                      1e-5)
+    assert layout_of(xa) is not None and all(len(m) for m in memos), "the fast paths were not taken"
+    y = x[:, ::-1].copy()  # the same Array object on another buffer
+    xa.base_data = cl.Buffer(q.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=y)
+    close(run(q, xa)["relu"], np.maximum(y, 0), "runtime relu after the Array's buffer changed", 0)
+    xa = cla.to_device(q, x)
+    tensor_descriptor("float32", dims).close()  # a descriptor the memos hold, closed
+    for k, v in run(q, xa).items():
+        close(v, want[k], f"runtime {k} after its descriptor was closed", 1e-5)
+    clear_descriptor_caches()
+    for _ in range(2):
+        for k, v in run(q, xa).items():
+            close(v, want[k], f"runtime {k} after the descriptor caches were cleared", 1e-5)
