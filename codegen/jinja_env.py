@@ -1,5 +1,5 @@
-"""The Jinja environment of the generated sources: the templates directory, the escaping filters
-and the per-user cache (compiled templates; the rendered texts that compiled, codegen/render.py)."""
+"""The Jinja environment of the generated sources: the templates directory, the escaping filters and the
+compiled templates' bytecode cache (kept in the per-user cache, codegen/cache.py)."""
 
 from __future__ import annotations
 

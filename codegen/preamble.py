@@ -25,6 +25,7 @@ import os
 import re
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -58,8 +59,16 @@ class Preamble:
     files: frozenset[str]  # every file the preamble read
     identifiers: frozenset[str]  # every identifier those files spell
     defines: frozenset[str]  # every macro they define or undefine
+    stamps: tuple[tuple[object, ...], ...] = ()  # `_stamps` of its files and folders when it was built
+    checked: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())  # the files and folders those stamps cover
+
+    def current(self) -> bool:
+        """Every file it read, and every folder that could shadow one, as when it was built."""
+        files, dirs = self.checked
+        return _stamps(list(files), list(dirs)) == [list(t) for t in self.stamps]
 
 
+_LOCK = threading.Lock()  # the stable and beta parses may ask from two threads
 _MEMO: dict[str, Preamble | None] = {}  # key -> the preamble this process uses (None: none)
 _SEEN: dict[str, int] = {}  # key -> parses that asked without a cache
 _TEMP: list[str] = []
@@ -78,8 +87,14 @@ def _libclang(ci: Any) -> list[object]:
     return [text, ci.conf.lib._name, st.st_size, st.st_mtime_ns]
 
 
+# what else decides which headers clang finds: the include-path variables its driver reads
+_PATH_VARIABLES = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUDE_PATH")
+
+
 def _key(ci: Any, args: list[str], target: Target) -> str:
-    ident = [_FORMAT, _libclang(ci), args, list(target.preamble), target.beta_macro, str(target.shim_dir)]
+    env = [os.environ.get(v) for v in _PATH_VARIABLES]
+    ident = [_FORMAT, _libclang(ci), args, _search_dirs(args), env, list(target.preamble), target.beta_macro,
+             str(target.shim_dir)]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
 
 
@@ -102,7 +117,10 @@ def _stamps(files: list[str], dirs: list[str]) -> list[list[object]]:
         out.append([f, st.st_size, st.st_mtime_ns])
         for d in dirs:
             if f.startswith(d + "/"):
-                folders.add(os.path.dirname(f[len(d) + 1:]))
+                folder = os.path.dirname(f[len(d) + 1:])
+                while folder:  # and each folder above it: a new sibling (c++/13 beside c++/12) shows there
+                    folders.add(folder)
+                    folder = os.path.dirname(folder)
     for d in dirs:
         for folder in sorted(folders):
             path = os.path.join(d, folder)
@@ -145,7 +163,8 @@ def _load_one(folder: Path, manifest_path: Path, key: str, args: list[str]) -> P
             if os.path.getsize(pch) != manifest["pch_size"] or _sha256(pch) != manifest["pch_sha256"]:
                 return None
         return Preamble(pch, frozenset(manifest["files"]), frozenset(manifest["identifiers"].split()),
-                        frozenset(manifest["defines"].split()))
+                        frozenset(manifest["defines"].split()), tuple(tuple(t) for t in stamps),
+                        (tuple(manifest["files"]), tuple(manifest["dirs"])))
     except (OSError, ValueError, KeyError, TypeError, AttributeError):
         return None
 
@@ -187,7 +206,8 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
             _write(Path(pch), tu)
             manifest.update(pch=os.path.basename(pch), pch_size=os.path.getsize(pch), pch_sha256=_sha256(pch))
         dirs = _search_dirs(args)
-        manifest.update(files=files, dirs=dirs, stamps=_stamps(files, dirs),
+        stamps = _stamps(files, dirs)  # after the parse: a file changed while clang read it is not caught
+        manifest.update(files=files, dirs=dirs, stamps=stamps,
                         identifiers=b" ".join(sorted(identifiers)).decode("ascii"),
                         defines=b" ".join(sorted(defines)).decode("ascii"))
         if keep:
@@ -195,7 +215,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
     except (OSError, ci.TranslationUnitSaveError):
         return None
     return Preamble(pch if usable else None, frozenset(files), frozenset(i.decode() for i in identifiers),
-                    frozenset(d.decode() for d in defines))
+                    frozenset(d.decode() for d in defines), tuple(tuple(t) for t in stamps), (tuple(files), tuple(dirs)))
 
 
 def _write(path: Path, data: bytes | Any) -> None:
@@ -229,23 +249,27 @@ def preamble(args: list[str], target: Target) -> Preamble | None:
         key = _key(ci, args, target)
     except (OSError, AttributeError, TypeError):
         return None
-    if key in _MEMO:
-        return _MEMO[key]
-    folder = private_cache("pch")
-    found = _load(folder, key, args) if folder is not None else None
-    if found is None:
-        if folder is None or not os.access(folder, os.W_OK):
-            _SEEN[key] = _SEEN.get(key, 0) + 1
-            if _SEEN[key] < 2:  # no cache to keep it in: a single parse is quicker without
-                return None
-            try:
-                found = _build(ci, _temp_folder(), key, args, target, keep=False)
-            except OSError:
-                found = None
-        else:
-            found = _build(ci, folder, key, args, target, keep=True)
-    _MEMO[key] = found
-    return found
+    with _LOCK:
+        if key in _MEMO:
+            known = _MEMO[key]
+            if known is None or known.current():
+                return known
+            del _MEMO[key]  # a file it read changed since: load or build the one for what is there now
+        folder = private_cache("pch")
+        found = _load(folder, key, args) if folder is not None else None
+        if found is None:
+            if folder is None or not os.access(folder, os.W_OK):
+                _SEEN[key] = _SEEN.get(key, 0) + 1
+                if _SEEN[key] < 2:  # no cache to keep it in: a single parse is quicker without
+                    return None
+                try:
+                    found = _build(ci, _temp_folder(), key, args, target, keep=False)
+                except OSError:
+                    found = None
+            else:
+                found = _build(ci, folder, key, args, target, keep=True)
+        _MEMO[key] = found
+        return found
 
 
 def _forget(key_args: list[str], target: Target) -> None:

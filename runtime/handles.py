@@ -139,6 +139,9 @@ class HandlePool:
         if window is not None:
             for device in [d for d, ph in window.items() if ph.handle.closed]:
                 del window[device]
+            queues = self._local.queues
+            for queue in [q for q, known in queues.items() if known[3].handle.closed]:
+                del queues[queue]  # nor keep the user's queue (and its context) alive
 
     @property
     def size(self) -> int:

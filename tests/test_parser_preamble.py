@@ -170,22 +170,24 @@ def test_a_fresh_command_reuses_the_cached_file(tmp_path: Path) -> None:
 
 
 def test_a_changed_preamble_header_is_seen(tmp_path: Path, used: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Stale: a preamble file changed after the PCH was built. In the same process clang refuses the PCH (the
-    plain parse runs); a fresh process rebuilds it. The spec follows the new header either way."""
+    """Stale: a preamble file changed after the PCH was built, in another size, or in the same size within the same
+    second (which clang's own check of a PCH's inputs lets through). The same process and a fresh one both build
+    it anew; the spec follows the new header."""
     inc = _hip(tmp_path)
     header = _header(tmp_path)
     first = dumps(parse_header(header, target(), ParseOptions(includes=(inc,))))
     assert used == [True] and _index_type(first) == "int"
     hip = inc / "hip" / "hip_runtime_api.h"
-    st = hip.stat()
-    hip.write_text(HIP.replace("#define HIP_INDEX int", "#define HIP_INDEX long"))
-    os.utime(hip, ns=(st.st_atime_ns, st.st_mtime_ns + 10**9))
-    with_pch, without = _both(header, inc, beta=False)
-    assert with_pch == without and _index_type(with_pch) == "long"
-    assert used[1] is False  # refused by clang: the plain parse ran
-    monkeypatch.setattr(preamble, "_MEMO", {})
-    with_pch, without = _both(header, inc, beta=False)
-    assert with_pch == without and used[-1] is True  # rebuilt
+    for old, new, later_ns in (("int", "long", 10**9), ("long", "char", 1_000)):
+        st = hip.stat()
+        hip.write_text(hip.read_text().replace(f"#define HIP_INDEX {old}", f"#define HIP_INDEX {new}"))
+        os.utime(hip, ns=(st.st_atime_ns, st.st_mtime_ns + later_ns))
+        with_pch, without = _both(header, inc, beta=False)
+        assert with_pch == without and _index_type(with_pch) == new
+        assert used[-1] is True  # this process built it anew
+        monkeypatch.setattr(preamble, "_MEMO", {})
+        with_pch, without = _both(header, inc, beta=False)
+        assert with_pch == without and _index_type(with_pch) == new and used[-1] is True  # a fresh one loads it
 
 
 def _index_type(spec_text: str) -> str:
@@ -345,3 +347,23 @@ def test_target_preamble_key_is_checked(tmp_path: Path) -> None:
         load_target(bad)
     message = str(error.value)
     assert str(bad) in message and "preamble" in message and "header name" in message
+
+
+def test_the_key_follows_what_decides_the_headers_found(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The include-path variables clang's driver reads, and the folder a relative -I names, are in the key: another
+    value finds other headers, so it gets a preamble of its own."""
+    args = clang_args(ParseOptions(includes=(Path("inc"),)), target(), False)
+
+    def key() -> str:
+        return preamble._key(preamble.cindex(), args, target())
+
+    for variable in preamble._PATH_VARIABLES:
+        monkeypatch.delenv(variable, raising=False)
+    base = key()
+    for variable in preamble._PATH_VARIABLES:
+        monkeypatch.setenv(variable, str(tmp_path))
+        assert key() != base, variable
+        monkeypatch.delenv(variable)
+    assert key() == base
+    monkeypatch.chdir(tmp_path)
+    assert key() != base  # the same relative -I, another folder
