@@ -7,7 +7,7 @@ stub's log; every bad input must raise before the first MIOpen call.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -874,3 +874,67 @@ def test_transposed_convolution_output_padding(libs: Libs) -> None:
         conv_forward(_t(X, (1, 8, 4, 4)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 4, 7, 7)), pads=1, strides=2,
                      dilations=1, transpose=True, output_pads=(1, 1), workspace=_ws())
     assert libs.calls() == before
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward_data", "backward_weights"])
+def test_fast_path_honours_every_change_between_calls(libs: Libs, direction: str) -> None:
+    """The conv fast path remembers the plan, its cache's generation, the descriptors and the typed call of a shape;
+    everything that can change between calls still decides as on the full path: the plan cache cleared, a plan
+    replaced in it, the planner given another cache, the planner's, the process's and the workspace's caps, the
+    workspace's buffer freed, a descriptor closed, the descriptor caches cleared. Each step runs once with the fast
+    path and once with it forgotten before every call: the same convolution calls, plans and cache statistics."""
+    import dataclasses
+
+    from miopen import algo, descriptors, workspace
+    from miopen.ops import conv
+
+    fn = {"forward": "miopenConvolutionForward", "backward_data": "miopenConvolutionBackwardData",
+          "backward_weights": "miopenConvolutionBackwardWeights"}[direction]
+    _solutions(libs, fn, [(1.0, 4096, 22, 1), (2.0, 0, 11, 0)])
+    xt, wt, yt = _t(X, (1, 4, 8, 8)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 8, 8, 8))
+
+    def scenario(forget: bool) -> list[object]:
+        descriptors.clear_descriptor_caches()
+        pl = algo.ConvPlanner(cache=algo.AlgoCache())
+        ws = _ws(Allocator())
+        op = {"forward": lambda: conv.conv_forward(xt, wt, yt, **_fwd(), planner=pl, workspace=ws),
+              "backward_data": lambda: conv.conv_backward_data(yt, wt, xt, **_fwd(), planner=pl, workspace=ws),
+              "backward_weights": lambda: conv.conv_backward_weights(yt, xt, wt, **_fwd(), planner=pl,
+                                                                     workspace=ws)}[direction]
+
+        def replace() -> None:
+            (plan,) = pl.cache._plans.values()
+            pl.cache.put(dataclasses.replace(plan, solution_id=11, workspace_bytes=0))
+
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("first", lambda: None), ("again", lambda: None), ("cache cleared", pl.cache.clear),
+            ("plan replaced", replace), ("another cache", lambda: setattr(pl, "cache", algo.AlgoCache())),
+            ("planner cap", lambda: setattr(pl, "workspace_limit_bytes", 0)),
+            ("planner cap lifted", lambda: setattr(pl, "workspace_limit_bytes", None)),
+            ("process cap", lambda: workspace.set_workspace_limit(1024)),
+            ("process cap lifted", lambda: workspace.set_workspace_limit(None)),
+            ("workspace cap", lambda: setattr(ws, "max_bytes", 0)),
+            ("workspace cap lifted", lambda: setattr(ws, "max_bytes", None)),
+            ("workspace freed", ws.reset),
+            ("x descriptor closed", lambda: descriptors.tensor_descriptor("float32", (1, 4, 8, 8)).close()),
+            ("caches cleared", descriptors.clear_descriptor_caches),
+        ]
+        seen: list[object] = []
+        for name, change in steps:
+            change()
+            for _ in range(2):  # the second call on the fast path (unless forgotten)
+                if forget:
+                    conv._FAST.clear()
+                start = len(libs.log())
+                plan = op()
+                calls = [(e[""], {k: v for k, v in e.items() if k in (
+                    "solution_id", "workSpace", "workSpaceSize", "x", "w", "y", "dx", "dy", "dw")})
+                         for e in libs.log()[start:] if "Convolution" in e[""]]
+                seen.append((name, plan.solution_id, plan.workspace_bytes, plan.fallback, calls, pl.cache.hits,
+                             pl.cache.misses, ws.allocations))
+        return seen
+
+    fast, full = scenario(False), scenario(True)
+    for a, b in zip(fast, full):
+        assert a == b
+    assert len(fast) == len(full)
