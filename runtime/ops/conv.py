@@ -30,6 +30,8 @@ from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_k
 from ..descriptors import FrozenTensorDescriptor, check_conv_scaling, convolution_descriptor
 from ..errors import ScalingRuleError, ShapeError
 from ..tensor import Tensor, layout_of
+from .. import handles as _handles
+from .. import workspace as _workspace
 from ..handles import inline_miopen_handle
 from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
 from ._common import PLAIN_NUMBERS, resolve_handle, resolve_workspace
@@ -198,9 +200,9 @@ def _fast(direction: Direction, x: object, w: object, y: object, pads: object, s
     tensors' layouts, whose addresses are read afresh) and its plan (`_PLANS`, still confirmed by the planner's
     cache), without making Tensors or a `_Problem`. None: the full path decides."""
     # a Tensor's layout read in place (what layout_of answers for it, without the call); anything else through it
-    xl = (x.ptr, (x.dims, x.strides, x.dtype)) if type(x) is Tensor else layout_of(x)  # type: ignore[attr-defined]
-    wl = (w.ptr, (w.dims, w.strides, w.dtype)) if type(w) is Tensor else layout_of(w)  # type: ignore[attr-defined]
-    yl = (y.ptr, (y.dims, y.strides, y.dtype)) if type(y) is Tensor else layout_of(y)  # type: ignore[attr-defined]
+    xl = (x.ptr, (x.dims, x.strides, x.dtype)) if type(x) is Tensor else layout_of(x)
+    wl = (w.ptr, (w.dims, w.strides, w.dtype)) if type(w) is Tensor else layout_of(w)
+    yl = (y.ptr, (y.dims, y.strides, y.dtype)) if type(y) is Tensor else layout_of(y)
     if (xl is None or wl is None or yl is None or device is not None or type(transpose) is not bool
             or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
             or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
@@ -217,9 +219,23 @@ def _fast(direction: Direction, x: object, w: object, y: object, pads: object, s
     # what can change between calls, read as _run_on reads it, in its order; any difference: the full path decides
     b = _backend.current()
     dev = b.current_device()
-    h = handle if handle is not None else inline_miopen_handle(stream, dev)
-    ws = workspace if workspace is not None else scratch(dev, stream)
-    plan, cache, conv, xd, wd, yd = known[6], known[7], known[10], known[11], known[12], known[13]
+    if stream is None:  # the null stream: the thread's handle and scratch of the device, each in one lookup
+        # (inline_miopen_handle's and scratch's first step; anything else, an OpenCL queue's handle included, asks them)
+        h = handle
+        if h is None:
+            ph = getattr(_handles._pool._local, "window", _NONE).get(dev)
+            h = (ph.handle if ph is not None and ph.stream is None and ph.handle._ptr is not None
+                 else inline_miopen_handle(None, dev))
+        ws = workspace
+        if ws is None:
+            ws = getattr(_workspace._scratch, "table", _NONE).get((dev, None))
+            if ws is None:
+                ws = scratch(dev, None)
+    else:
+        h = handle if handle is not None else inline_miopen_handle(stream, dev)
+        ws = workspace if workspace is not None else scratch(dev, stream)
+    plan: ConvPlan = known[6]
+    cache, conv, xd, wd, yd = known[7], known[10], known[11], known[12], known[13]
     if (dev != known[0] or known[9] != descriptors._generation[0] or pl.cache is not cache
             or cache.generation != known[8] or (known[1] and h.address != known[1])
             or ws.cap() != known[2]
@@ -244,6 +260,8 @@ def _fast(direction: Direction, x: object, w: object, y: object, pads: object, s
         call(h, yd, yl[0], xd, xl[0], conv, wd, wl[0], wsp, size, plan.solution_id)
     return plan
 
+
+_NONE: dict[object, Any] = {}  # an empty table: what a thread without one finds
 
 #: `_fast`'s memo, filled by `_run_on`: (direction, the layouts and arguments `_CHECKED` keys on, the planner and its
 #: settings) -> (what `_PLANS`' key held then: device, the handle's address (Find; 0 otherwise), the workspace's cap
