@@ -881,11 +881,14 @@ def test_fast_path_honours_every_change_between_calls(libs: Libs, direction: str
     """The conv fast path remembers the plan, its cache's generation, the descriptors and the typed call of a shape;
     everything that can change between calls still decides as on the full path: the plan cache cleared, a plan
     replaced in it, the planner given another cache, the planner's, the process's and the workspace's caps, the
-    workspace's buffer freed, a descriptor closed, the descriptor caches cleared. Each step runs once with the fast
+    workspace's buffer freed, a descriptor closed, the descriptor caches cleared, the pooled handles closed (all, or
+    the thread's by the caller), another stream's scratch, another thread. Each step runs once with the fast
     path and once with it forgotten before every call: the same convolution calls, plans and cache statistics."""
     import dataclasses
 
-    from miopen import algo, descriptors, workspace
+    import threading
+
+    from miopen import algo, descriptors, handles, workspace
     from miopen.ops import conv
 
     fn = {"forward": "miopenConvolutionForward", "backward_data": "miopenConvolutionBackwardData",
@@ -918,6 +921,10 @@ def test_fast_path_honours_every_change_between_calls(libs: Libs, direction: str
             ("workspace freed", ws.reset),
             ("x descriptor closed", lambda: descriptors.tensor_descriptor("float32", (1, 4, 8, 8)).close()),
             ("caches cleared", descriptors.clear_descriptor_caches),
+            ("pooled handles closed", handles.handle_pool().close),
+            ("pooled handle closed", lambda: handles.inline_miopen_handle().close()),
+            ("scratch of another stream", lambda: None),
+            ("another thread", lambda: None),
         ]
         seen: list[object] = []
         for name, change in steps:
@@ -926,9 +933,22 @@ def test_fast_path_honours_every_change_between_calls(libs: Libs, direction: str
                 if forget:
                     conv._FAST.clear()
                 start = len(libs.log())
-                plan = op()
+                if name == "another thread":  # no handle nor scratch of its own yet: made as on the full path
+                    out: list[Any] = []
+                    t = threading.Thread(target=lambda: out.append(op()))
+                    t.start()
+                    t.join()
+                    plan = out[0]
+                elif name == "scratch of another stream":  # no workspace given: the stream's scratch
+                    plan = {"forward": lambda: conv.conv_forward(xt, wt, yt, **_fwd(), planner=pl, stream=0x700),
+                            "backward_data": lambda: conv.conv_backward_data(yt, wt, xt, **_fwd(), planner=pl,
+                                                                             stream=0x700),
+                            "backward_weights": lambda: conv.conv_backward_weights(yt, xt, wt, **_fwd(), planner=pl,
+                                                                                   stream=0x700)}[direction]()
+                else:
+                    plan = op()
                 calls = [(e[""], {k: v for k, v in e.items() if k in (
-                    "solution_id", "workSpace", "workSpaceSize", "x", "w", "y", "dx", "dy", "dw")})
+                    "handle", "solution_id", "workSpace", "workSpaceSize", "x", "w", "y", "dx", "dy", "dw")})
                          for e in libs.log()[start:] if "Convolution" in e[""]]
                 seen.append((name, plan.solution_id, plan.workspace_bytes, plan.fallback, calls, pl.cache.hits,
                              pl.cache.misses, ws.allocations))
