@@ -912,6 +912,8 @@ def test_fast_path_honours_every_change_between_calls(libs: Libs, direction: str
         steps: list[tuple[str, Callable[[], object]]] = [
             ("first", lambda: None), ("again", lambda: None), ("cache cleared", pl.cache.clear),
             ("plan replaced", replace), ("another cache", lambda: setattr(pl, "cache", algo.AlgoCache())),
+            ("deterministic", lambda: setattr(pl, "deterministic", True)),
+            ("deterministic off", lambda: setattr(pl, "deterministic", False)),
             ("planner cap", lambda: setattr(pl, "workspace_limit_bytes", 0)),
             ("planner cap lifted", lambda: setattr(pl, "workspace_limit_bytes", None)),
             ("process cap", lambda: workspace.set_workspace_limit(1024)),
@@ -958,3 +960,37 @@ def test_fast_path_honours_every_change_between_calls(libs: Libs, direction: str
     for a, b in zip(fast, full):
         assert a == b
     assert len(fast) == len(full)
+
+
+def test_the_last_fast_call_is_forgotten_with_the_memo(libs: Libs) -> None:
+    """The fast path's last-call entry (the same argument objects again skip the type checks and the memo's lookup)
+    is dropped whenever the memo changes: cleared, the descriptor caches cleared, a new shape remembered; the same
+    values as other objects (a bool pad, another default planner) take the checks again."""
+    from miopen import algo, descriptors
+    from miopen.ops import conv
+
+    _solutions(libs, "miopenConvolutionForward", [(1.0, 0, 11, 0)])
+    x, w, y = _t(X, (1, 4, 8, 8)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 8, 8, 8))
+    pads = (1, 1)
+
+    def call(**kw: Any) -> Any:
+        return conv.conv_forward(x, w, y, **_fwd(pads=kw.pop("pads", pads), **kw))
+
+    plan = call()
+    assert conv._LAST[0] is None  # nothing took the fast path yet
+    assert call() is plan and conv._LAST[0] is not None
+    for forget in (conv._FAST.clear, descriptors.clear_descriptor_caches,
+                   lambda: conv.conv_forward(_t(X, (2, 4, 8, 8)), w, _t(Y, (2, 8, 8, 8)), **_fwd())):
+        call(), call()
+        assert conv._LAST[0] is not None
+        forget()
+        assert conv._LAST[0] is None
+    call(), call()
+    runs = libs.calls().count("miopenConvolutionForwardImmediate")
+    with pytest.raises(TypeError):
+        call(pads=(True, True))  # equal to (1, 1), but a bool: the full path's checks refuse it
+    assert libs.calls().count("miopenConvolutionForwardImmediate") == runs
+    conv.set_default_planner(algo.ConvPlanner(deterministic=True))  # another default planner: planned again
+    searches = libs.calls().count("miopenConvolutionForwardGetSolution")
+    assert call().key.deterministic
+    assert libs.calls().count("miopenConvolutionForwardGetSolution") == searches + 1

@@ -203,19 +203,29 @@ def _fast(direction: Direction, x: object, w: object, y: object, pads: object, s
     xl = (x.ptr, (x.dims, x.strides, x.dtype)) if type(x) is Tensor else layout_of(x)
     wl = (w.ptr, (w.dims, w.strides, w.dtype)) if type(w) is Tensor else layout_of(w)
     yl = (y.ptr, (y.dims, y.strides, y.dtype)) if type(y) is Tensor else layout_of(y)
-    if (xl is None or wl is None or yl is None or device is not None or type(transpose) is not bool
-            or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
-            or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
-            or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
-            or not (output_pads is None or _plain(output_pads))):
+    if xl is None or wl is None or yl is None or device is not None:
         return None
     pl = planner if planner is not None else _default[0]
-    if type(pl) is not ConvPlanner:
-        return None
-    known = _FAST.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
-                       output_pads, pl, pl.mode, pl.deterministic, pl.benchmark))
-    if known is None:  # not checked before (or scaled): nothing may happen before the full path's checks
-        return None
+    last = _LAST[0]
+    if (last is not None and last[0] is direction and last[1] == xl[1] and last[2] == wl[1] and last[3] == yl[1]
+            and last[4] is pads and last[5] is strides and last[6] is dilations and last[7] is groups
+            and last[8] is transpose and last[9] is alpha and last[10] is beta and last[11] is output_pads
+            and last[12] is pl and last[13] is pl.mode and last[14] is pl.deterministic
+            and last[15] is pl.benchmark):
+        # the arguments of the last call that took this path, the very objects (so of the types checked then)
+        known = last[16]
+    else:
+        if (type(transpose) is not bool or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
+                or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
+                or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
+                or not (output_pads is None or _plain(output_pads)) or type(pl) is not ConvPlanner):
+            return None
+        known = _FAST.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
+                           output_pads, pl, pl.mode, pl.deterministic, pl.benchmark))
+        if known is None:  # not checked before (or scaled): nothing may happen before the full path's checks
+            return None
+        _LAST[0] = (direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
+                    output_pads, pl, pl.mode, pl.deterministic, pl.benchmark, known)
     # what can change between calls, read as _run_on reads it, in its order; any difference: the full path decides
     b = _backend.current()
     dev = b.current_device()
@@ -268,8 +278,28 @@ _NONE: dict[object, Any] = {}  # an empty table: what a thread without one finds
 #: and the planner's own (its cap combines them), HIP library; the typed immediate function of the direction (None: Find, Find 2.0 run through the
 #: planner), the plan, the planner's cache and its generation, the descriptor-cache generation, the convolution, x, w
 #: and y descriptors)
-_FAST: dict[tuple[object, ...], tuple[Any, ...]] = {}
+_Entry = tuple[Any, ...]
+
+
+class _FastMemo(dict[tuple[object, ...], _Entry]):
+    """`_FAST`: a dict that forgets `_LAST` whenever an entry is stored or the whole is cleared."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: tuple[object, ...], value: _Entry) -> None:
+        _LAST[0] = None
+        super().__setitem__(key, value)
+
+    def clear(self) -> None:
+        _LAST[0] = None
+        super().clear()
+
+
+_FAST = _FastMemo()
 descriptors.on_clear(_FAST.clear)
+#: the last `_FAST` hit: its arguments (the objects themselves: the same objects again skip the type checks and the
+#: key's hashing) and its entry; emptied whenever `_FAST` changes
+_LAST: list[tuple[Any, ...] | None] = [None]
 
 #: the typed Immediate call of each direction (looked up when a plan is remembered: a library change clears _FAST)
 _IMMEDIATE = {"forward": "convolution_forward_immediate", "backward_data": "convolution_backward_data_immediate",
