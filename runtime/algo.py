@@ -115,6 +115,9 @@ class AlgoCache:
         self._disabled: set[str] = set()
         self.hits = 0
         self.misses = 0
+        #: bumped whenever a plan the cache held may be gone or replaced (clear, a put over a key, a fork): what
+        #: remembers a plan of this cache confirms it by this number instead of a lookup
+        self.generation = 0
         _CACHES.add(self)
 
     def get(self, key: ConvKey) -> ConvPlan | None:
@@ -137,10 +140,14 @@ class AlgoCache:
 
     def put(self, plan: ConvPlan) -> None:
         with self._lock:
+            old = self._plans.get(plan.key)
+            if old is not None and old is not plan:
+                self.generation += 1
             self._plans[plan.key] = plan
 
     def clear(self) -> None:
         with self._lock:
+            self.generation += 1
             self._plans.clear()
 
     def __len__(self) -> int:
@@ -268,6 +275,7 @@ class AlgoCache:
         for plan in self._plans.values():
             if plan.solution is not None:
                 _disown(plan.solution)
+        self.generation += 1
         self._plans = {}
 
 

@@ -7,7 +7,7 @@ stub's log; every bad input must raise before the first MIOpen call.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
@@ -874,3 +874,123 @@ def test_transposed_convolution_output_padding(libs: Libs) -> None:
         conv_forward(_t(X, (1, 8, 4, 4)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 4, 7, 7)), pads=1, strides=2,
                      dilations=1, transpose=True, output_pads=(1, 1), workspace=_ws())
     assert libs.calls() == before
+
+
+@pytest.mark.parametrize("direction", ["forward", "backward_data", "backward_weights"])
+def test_fast_path_honours_every_change_between_calls(libs: Libs, direction: str) -> None:
+    """The conv fast path remembers the plan, its cache's generation, the descriptors and the typed call of a shape;
+    everything that can change between calls still decides as on the full path: the plan cache cleared, a plan
+    replaced in it, the planner given another cache, the planner's, the process's and the workspace's caps, the
+    workspace's buffer freed, a descriptor closed, the descriptor caches cleared, the pooled handles closed (all, or
+    the thread's by the caller), another stream's scratch, another thread. Each step runs once with the fast
+    path and once with it forgotten before every call: the same convolution calls, plans and cache statistics."""
+    import dataclasses
+
+    import threading
+
+    from miopen import algo, descriptors, handles, workspace
+    from miopen.ops import conv
+
+    fn = {"forward": "miopenConvolutionForward", "backward_data": "miopenConvolutionBackwardData",
+          "backward_weights": "miopenConvolutionBackwardWeights"}[direction]
+    _solutions(libs, fn, [(1.0, 4096, 22, 1), (2.0, 0, 11, 0)])
+    xt, wt, yt = _t(X, (1, 4, 8, 8)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 8, 8, 8))
+
+    def scenario(forget: bool) -> list[object]:
+        descriptors.clear_descriptor_caches()
+        pl = algo.ConvPlanner(cache=algo.AlgoCache())
+        ws = _ws(Allocator())
+        op = {"forward": lambda: conv.conv_forward(xt, wt, yt, **_fwd(), planner=pl, workspace=ws),
+              "backward_data": lambda: conv.conv_backward_data(yt, wt, xt, **_fwd(), planner=pl, workspace=ws),
+              "backward_weights": lambda: conv.conv_backward_weights(yt, xt, wt, **_fwd(), planner=pl,
+                                                                     workspace=ws)}[direction]
+
+        def replace() -> None:
+            (plan,) = pl.cache._plans.values()
+            pl.cache.put(dataclasses.replace(plan, solution_id=11, workspace_bytes=0))
+
+        steps: list[tuple[str, Callable[[], object]]] = [
+            ("first", lambda: None), ("again", lambda: None), ("cache cleared", pl.cache.clear),
+            ("plan replaced", replace), ("another cache", lambda: setattr(pl, "cache", algo.AlgoCache())),
+            ("benchmark", lambda: setattr(pl, "benchmark", True)),  # (deterministic needs MIOpen 2.18)
+            ("benchmark off", lambda: setattr(pl, "benchmark", False)),
+            ("planner cap", lambda: setattr(pl, "workspace_limit_bytes", 0)),
+            ("planner cap lifted", lambda: setattr(pl, "workspace_limit_bytes", None)),
+            ("process cap", lambda: workspace.set_workspace_limit(1024)),
+            ("process cap lifted", lambda: workspace.set_workspace_limit(None)),
+            ("workspace cap", lambda: setattr(ws, "max_bytes", 0)),
+            ("workspace cap lifted", lambda: setattr(ws, "max_bytes", None)),
+            ("workspace freed", ws.reset),
+            ("x descriptor closed", lambda: descriptors.tensor_descriptor("float32", (1, 4, 8, 8)).close()),
+            ("caches cleared", descriptors.clear_descriptor_caches),
+            ("pooled handles closed", handles.handle_pool().close),
+            ("pooled handle closed", lambda: handles.inline_miopen_handle().close()),
+            ("scratch of another stream", lambda: None),
+            ("another thread", lambda: None),
+        ]
+        seen: list[object] = []
+        for name, change in steps:
+            change()
+            for _ in range(2):  # the second call on the fast path (unless forgotten)
+                if forget:
+                    conv._FAST.clear()
+                start = len(libs.log())
+                if name == "another thread":  # no handle nor scratch of its own yet: made as on the full path
+                    out: list[Any] = []
+                    t = threading.Thread(target=lambda: out.append(op()))
+                    t.start()
+                    t.join()
+                    plan = out[0]
+                elif name == "scratch of another stream":  # no workspace given: the stream's scratch
+                    plan = {"forward": lambda: conv.conv_forward(xt, wt, yt, **_fwd(), planner=pl, stream=0x700),
+                            "backward_data": lambda: conv.conv_backward_data(yt, wt, xt, **_fwd(), planner=pl,
+                                                                             stream=0x700),
+                            "backward_weights": lambda: conv.conv_backward_weights(yt, xt, wt, **_fwd(), planner=pl,
+                                                                                   stream=0x700)}[direction]()
+                else:
+                    plan = op()
+                calls = [(e[""], {k: v for k, v in e.items() if k in (
+                    "handle", "solution_id", "workSpace", "workSpaceSize", "x", "w", "y", "dx", "dy", "dw")})
+                         for e in libs.log()[start:] if "Convolution" in e[""]]
+                seen.append((name, plan.solution_id, plan.workspace_bytes, plan.fallback, calls, pl.cache.hits,
+                             pl.cache.misses, ws.allocations))
+        return seen
+
+    fast, full = scenario(False), scenario(True)
+    for a, b in zip(fast, full):
+        assert a == b
+    assert len(fast) == len(full)
+
+
+def test_the_last_fast_call_is_forgotten_with_the_memo(libs: Libs) -> None:
+    """The fast path's last-call entry (the same argument objects again skip the type checks and the memo's lookup)
+    is dropped whenever the memo changes: cleared, the descriptor caches cleared, a new shape remembered; the same
+    values as other objects (a bool pad, another default planner) take the checks again."""
+    from miopen import algo, descriptors
+    from miopen.ops import conv
+
+    _solutions(libs, "miopenConvolutionForward", [(1.0, 0, 11, 0)])
+    x, w, y = _t(X, (1, 4, 8, 8)), _t(W, (8, 4, 3, 3)), _t(Y, (1, 8, 8, 8))
+    pads = (1, 1)
+
+    def call(**kw: Any) -> Any:
+        return conv.conv_forward(x, w, y, **_fwd(pads=kw.pop("pads", pads), **kw))
+
+    plan = call()
+    assert conv._LAST[0] is None  # nothing took the fast path yet
+    assert call() is plan and conv._LAST[0] is not None
+    for forget in (conv._FAST.clear, descriptors.clear_descriptor_caches,
+                   lambda: conv.conv_forward(_t(X, (2, 4, 8, 8)), w, _t(Y, (2, 8, 8, 8)), **_fwd())):
+        call(), call()
+        assert conv._LAST[0] is not None
+        forget()
+        assert conv._LAST[0] is None
+    call(), call()
+    runs = libs.calls().count("miopenConvolutionForwardImmediate")
+    with pytest.raises(TypeError):
+        call(pads=(True, True))  # equal to (1, 1), but a bool: the full path's checks refuse it
+    assert libs.calls().count("miopenConvolutionForwardImmediate") == runs
+    conv.set_default_planner(algo.ConvPlanner(benchmark=True))  # another default planner: planned again
+    searches = libs.calls().count("miopenConvolutionForwardGetSolution")
+    assert call().key.benchmark
+    assert libs.calls().count("miopenConvolutionForwardGetSolution") == searches + 1

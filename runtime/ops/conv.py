@@ -20,6 +20,7 @@ from __future__ import annotations
 import ctypes
 import math
 from collections.abc import Sequence
+from typing import Any
 
 from .. import backend as _backend
 from .. import descriptors
@@ -29,6 +30,8 @@ from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_k
 from ..descriptors import FrozenTensorDescriptor, check_conv_scaling, convolution_descriptor
 from ..errors import ScalingRuleError, ShapeError
 from ..tensor import Tensor, layout_of
+from .. import handles as _handles
+from .. import workspace as _workspace
 from ..handles import inline_miopen_handle
 from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
 from ._common import PLAIN_NUMBERS, resolve_handle, resolve_workspace
@@ -196,43 +199,111 @@ def _fast(direction: Direction, x: object, w: object, y: object, pads: object, s
     """A repeated unscaled call on the current device: the checks of a problem seen before (`_CHECKED`, keyed by the
     tensors' layouts, whose addresses are read afresh) and its plan (`_PLANS`, still confirmed by the planner's
     cache), without making Tensors or a `_Problem`. None: the full path decides."""
-    xl, wl, yl = layout_of(x), layout_of(w), layout_of(y)
-    if (xl is None or wl is None or yl is None or device is not None or type(transpose) is not bool
-            or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
-            or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
-            or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
-            or not (output_pads is None or _plain(output_pads))):
+    # a Tensor's layout read in place (what layout_of answers for it, without the call); anything else through it
+    xl = (x.ptr, (x.dims, x.strides, x.dtype)) if type(x) is Tensor else layout_of(x)
+    wl = (w.ptr, (w.dims, w.strides, w.dtype)) if type(w) is Tensor else layout_of(w)
+    yl = (y.ptr, (y.dims, y.strides, y.dtype)) if type(y) is Tensor else layout_of(y)
+    if xl is None or wl is None or yl is None or device is not None:
         return None
     pl = planner if planner is not None else _default[0]
-    if type(pl) is not ConvPlanner:
-        return None
-    mode = pl.mode
-    known = _FAST.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
-                       output_pads, pl, mode, pl.deterministic, pl.benchmark))
-    if known is None:  # not checked before (or scaled): nothing may happen before the full path's checks
-        return None
-    # as _run_on does, in its order
+    last = _LAST[0]
+    if (last is not None and last[0] is direction and last[1] == xl[1] and last[2] == wl[1] and last[3] == yl[1]
+            and last[4] is pads and last[5] is strides and last[6] is dilations and last[7] is groups
+            and last[8] is transpose and last[9] is alpha and last[10] is beta and last[11] is output_pads
+            and last[12] is pl and last[13] is pl.mode and last[14] is pl.deterministic
+            and last[15] is pl.benchmark):
+        # the arguments of the last call that took this path, the very objects (so of the types checked then)
+        known = last[16]
+    else:
+        if (type(transpose) is not bool or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
+                or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
+                or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
+                or not (output_pads is None or _plain(output_pads)) or type(pl) is not ConvPlanner):
+            return None
+        known = _FAST.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
+                           output_pads, pl, pl.mode, pl.deterministic, pl.benchmark))
+        if known is None:  # not checked before (or scaled): nothing may happen before the full path's checks
+            return None
+        _LAST[0] = (direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
+                    output_pads, pl, pl.mode, pl.deterministic, pl.benchmark, known)
+    # what can change between calls, read as _run_on reads it, in its order; any difference: the full path decides
     b = _backend.current()
     dev = b.current_device()
-    h = handle if handle is not None else inline_miopen_handle(stream, dev)
-    ws = workspace if workspace is not None else scratch(dev, stream)
-    if (known[0] != (dev, h.address if mode == "find" else 0, pl.cap(ws), b.library_id())
-            or known[6] != descriptors._generation[0] or known[2]._ptr is None or known[3]._ptr is None
-            or known[4]._ptr is None or known[5]._ptr is None):
+    if stream is None:  # the null stream: the thread's handle and scratch of the device, each in one lookup
+        # (inline_miopen_handle's and scratch's first step; anything else, an OpenCL queue's handle included, asks them)
+        h = handle
+        if h is None:
+            ph = getattr(_handles._pool._local, "window", _NONE).get(dev)
+            h = (ph.handle if ph is not None and ph.stream is None and ph.handle._ptr is not None
+                 else inline_miopen_handle(None, dev))
+        ws = workspace
+        if ws is None:
+            ws = getattr(_workspace._scratch, "table", _NONE).get((dev, None))
+            if ws is None:
+                ws = scratch(dev, None)
+    else:
+        h = handle if handle is not None else inline_miopen_handle(stream, dev)
+        ws = workspace if workspace is not None else scratch(dev, stream)
+    plan: ConvPlan = known[6]
+    cache, conv, xd, wd, yd = known[7], known[10], known[11], known[12], known[13]
+    if (dev != known[0] or known[9] != descriptors._generation[0] or pl.cache is not cache
+            or cache.generation != known[8] or (known[1] and h.address != known[1])
+            or ws.cap() != known[2]
+            or pl.workspace_limit_bytes != known[3] or b.library_id() != known[4]
+            or conv._ptr is None or xd._ptr is None or wd._ptr is None or yd._ptr is None):
         return None
-    plan = pl.cache.hit(known[1])  # the planner's cache decides, as on the full path
-    if plan is None:
-        return None
-    pl.run(plan, h, known[3], xl[0], known[4], wl[0], known[5], yl[0], known[2], ws, planned=True)
+    cache.hits += 1  # the planner's cache still holds this plan (its generation says so): a hit, as on the full path
+    call = known[5]
+    if call is None:  # Find or Find 2.0: the planner runs it
+        pl.run(plan, h, xd, xl[0], wd, wl[0], yd, yl[0], conv, ws, planned=True)
+        return plan
+    size = plan.workspace_bytes
+    wsp = ws.get(size) if size else None
+    if not size or wsp is None:
+        size = 0
+    # immediate mode: the typed call itself, in the order of ConvPlanner.run
+    if direction == "forward":
+        call(h, wd, wl[0], xd, xl[0], conv, yd, yl[0], wsp, size, plan.solution_id)
+    elif direction == "backward_data":
+        call(h, yd, yl[0], wd, wl[0], conv, xd, xl[0], wsp, size, plan.solution_id)
+    else:
+        call(h, yd, yl[0], xd, xl[0], conv, wd, wl[0], wsp, size, plan.solution_id)
     return plan
 
 
+_NONE: dict[object, Any] = {}  # an empty table: what a thread without one finds
+
 #: `_fast`'s memo, filled by `_run_on`: (direction, the layouts and arguments `_CHECKED` keys on, the planner and its
-#: settings) -> (the rest of `_PLANS`' key: device, handle (Find), workspace cap, HIP library; the plan's key, the
-#: convolution, x, w and y descriptors, the descriptor-cache generation)
-_FAST: dict[tuple[object, ...], tuple[tuple[object, ...], ConvKey, api.ConvolutionDescriptor, FrozenTensorDescriptor,
-                                     FrozenTensorDescriptor, FrozenTensorDescriptor, int]] = {}
+#: settings) -> (what `_PLANS`' key held then: device, the handle's address (Find; 0 otherwise), the workspace's cap
+#: and the planner's own (its cap combines them), HIP library; the typed immediate function of the direction (None: Find, Find 2.0 run through the
+#: planner), the plan, the planner's cache and its generation, the descriptor-cache generation, the convolution, x, w
+#: and y descriptors)
+_Entry = tuple[Any, ...]
+
+
+class _FastMemo(dict[tuple[object, ...], _Entry]):
+    """`_FAST`: a dict that forgets `_LAST` whenever an entry is stored or the whole is cleared."""
+
+    __slots__ = ()
+
+    def __setitem__(self, key: tuple[object, ...], value: _Entry) -> None:
+        _LAST[0] = None
+        super().__setitem__(key, value)
+
+    def clear(self) -> None:
+        _LAST[0] = None
+        super().clear()
+
+
+_FAST = _FastMemo()
 descriptors.on_clear(_FAST.clear)
+#: the last `_FAST` hit: its arguments (the objects themselves: the same objects again skip the type checks and the
+#: key's hashing) and its entry; emptied whenever `_FAST` changes
+_LAST: list[tuple[Any, ...] | None] = [None]
+
+#: the typed Immediate call of each direction (looked up when a plan is remembered: a library change clears _FAST)
+_IMMEDIATE = {"forward": "convolution_forward_immediate", "backward_data": "convolution_backward_data_immediate",
+              "backward_weights": "convolution_backward_weights_immediate"}
 
 
 def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: object, w: object, y: object,
@@ -299,6 +370,8 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
             workspace: MIOpenWorkspace | None) -> ConvPlan:
     cp = pb.params
     generation = descriptors._generation[0]
+    cache = pl.cache
+    cache_generation = cache.generation  # before any lookup: a plan found or made below is in this generation
     b = _backend.current()
     scaled = pb.alpha != 1.0 or pb.beta != 0.0
     dev = b.current_device() if device is None else device
@@ -352,7 +425,9 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
         if generation == descriptors._generation[0]:
             # (a library change bumps the generation and empties _FAST: the library's id is left out)
             _FAST[pb.key + (pl, pl.mode, pl.deterministic, pl.benchmark)] = (
-                (dev, per_call[1], per_call[2], per_call[4]), plan.key, conv, xd, wd, yd, generation)
+                dev, per_call[1], ws.cap(), pl.workspace_limit_bytes, per_call[4],
+                getattr(api, _IMMEDIATE[pb.direction]) if plan.mode == "immediate" else None, plan, cache,
+                cache_generation, generation, conv, xd, wd, yd)
     if not scaled or plan.mode == "find":
         pl.run(plan, h, xd, pb.x.ptr, wd, pb.w.ptr, yd, pb.y.ptr, conv, ws, pb.alpha, pb.beta)
         return plan
