@@ -22,6 +22,19 @@ PLAIN_NUMBERS = frozenset({float, int})
 PLAIN_OPTIONAL = frozenset({float, int, type(None)})
 
 
+def plain_geometry(v: object) -> bool:
+    """An exact int, None, or a tuple of exact ints: a window, pad, stride or dilation argument that can key a
+    per-shape memo (hashable, and equal only to what means the same); anything else takes the full checks."""
+    if type(v) is int or v is None:
+        return True
+    if type(v) is not tuple:
+        return False
+    for e in v:
+        if type(e) is not int:
+            return False
+    return True
+
+
 class ShapeMemo(Generic[_V]):
     """An op's fast path: per shape key (everything its checks read but the addresses, which are read on every
     call), the checked values and descriptors of the first call on it. An entry holds while none of its

@@ -34,7 +34,7 @@ from .. import handles as _handles
 from .. import workspace as _workspace
 from ..handles import inline_miopen_handle
 from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
-from ._common import PLAIN_NUMBERS, resolve_handle, resolve_workspace
+from ._common import PLAIN_NUMBERS, plain_geometry, resolve_handle, resolve_workspace
 from .tensor_ops import _on_device, _same_dtype, _scalar, _tensor, op_tensor
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_weights", "conv_backward_bias", "conv_output_dims",
@@ -180,18 +180,6 @@ _MEMO_SIZE = 1024
 descriptors.on_clear(_PLANS.clear)
 
 
-def _plain(v: object) -> bool:
-    """An exact int, None, or a tuple of exact ints (hashable, and equal only to what means the same)."""
-    if type(v) is int or v is None:
-        return True
-    if type(v) is not tuple:
-        return False
-    for e in v:
-        if type(e) is not int:
-            return False
-    return True
-
-
 def _fast(direction: Direction, x: object, w: object, y: object, pads: object, strides: object, dilations: object,
           groups: object, transpose: object, alpha: object, beta: object, output_pads: object,
           planner: ConvPlanner | None, handle: api.Handle | None, stream: object, device: int | None,
@@ -216,9 +204,9 @@ def _fast(direction: Direction, x: object, w: object, y: object, pads: object, s
         known = last[16]
     else:
         if (type(transpose) is not bool or type(alpha) not in PLAIN_NUMBERS or type(beta) not in PLAIN_NUMBERS
-                or not (type(pads) is int or _plain(pads)) or not (type(strides) is int or _plain(strides))
-                or not (type(dilations) is int or _plain(dilations)) or type(groups) is not int
-                or not (output_pads is None or _plain(output_pads)) or type(pl) is not ConvPlanner):
+                or not (type(pads) is int or plain_geometry(pads)) or not (type(strides) is int or plain_geometry(strides))
+                or not (type(dilations) is int or plain_geometry(dilations)) or type(groups) is not int
+                or not (output_pads is None or plain_geometry(output_pads)) or type(pl) is not ConvPlanner):
             return None
         known = _FAST.get((direction, xl[1], wl[1], yl[1], pads, strides, dilations, groups, transpose, alpha, beta,
                            output_pads, pl, pl.mode, pl.deterministic, pl.benchmark))
@@ -313,8 +301,8 @@ def _problem(direction: Direction, op: str, names: tuple[str, str, str], x: obje
     xn, wn, yn = names
     tx, tw, ty = _tensor(x, xn, op), _tensor(w, wn, op), _tensor(y, yn, op)
     key: tuple[object, ...] | None = None
-    if (type(transpose) is bool and type(alpha) in (float, int) and type(beta) in (float, int) and _plain(pads)
-            and _plain(strides) and _plain(dilations) and _plain(groups) and _plain(output_pads)):
+    if (type(transpose) is bool and type(alpha) in (float, int) and type(beta) in (float, int) and plain_geometry(pads)
+            and plain_geometry(strides) and plain_geometry(dilations) and plain_geometry(groups) and plain_geometry(output_pads)):
         key = (direction, (tx.dims, tx.strides, tx.dtype), (tw.dims, tw.strides, tw.dtype),
                (ty.dims, ty.strides, ty.dtype), pads, strides, dilations, groups, transpose, alpha, beta, output_pads)
         known = _CHECKED.get(key)

@@ -24,7 +24,7 @@ from ..errors import ShapeError
 from ..handles import inline_miopen_handle
 from ..tensor import Tensor, layout_of, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import PLAIN_NUMBERS, OpState, ShapeMemo, resolve_handle
+from ._common import PLAIN_NUMBERS, OpState, ShapeMemo, plain_geometry, resolve_handle
 from .activation import _alike, _as, _bool_arg, _desc, _device, _int_tuple, _persistent, _scaling, _tensors
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
@@ -92,7 +92,7 @@ def _geometry(fn: str, nd: int, window: object, pads: object, strides: object
               ) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(window, pads, strides) as nd-tuples, checked; remembered for exactly typed ints and tuples of ints."""
     key: tuple[object, ...] | None = None
-    if _plain(window) and _plain(pads) and _plain(strides):
+    if plain_geometry(window) and plain_geometry(pads) and plain_geometry(strides):
         key = (nd, window, pads, strides)
         known = _GEOMETRY.get(key)
         if known is not None:
@@ -103,10 +103,6 @@ def _geometry(fn: str, nd: int, window: object, pads: object, strides: object
     if key is not None and len(_GEOMETRY) < 256:
         _GEOMETRY[key] = (win, pad, stride)
     return win, pad, stride
-
-
-def _plain(v: object) -> bool:
-    return type(v) is int or v is None or (isinstance(v, tuple) and all(type(e) is int for e in v))
 
 
 def _check_dims(fn: str, t: dict[str, Tensor]) -> None:
@@ -128,8 +124,8 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     """
     xl, yl = layout_of(x), layout_of(y)
     if (state is None and xl is not None and yl is not None and type(do_backward) is bool
-            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and _plain(window) and _plain(pads)
-            and _plain(strides)):
+            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and plain_geometry(window) and plain_geometry(pads)
+            and plain_geometry(strides)):
         # a call without a state on a shape seen before, needing no index workspace: a new state of its checks
         key: tuple[object, ...] | None = (xl[1], yl[1], mode, mode.__class__, window, pads, strides, do_backward,
                                           scale, shift)
@@ -148,7 +144,7 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
             return made
     elif (type(state) is PoolingState and xl is not None and yl is not None and type(do_backward) is bool
             and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and state._fast is not None
-            and not state._closed and _plain(window) and _plain(pads) and _plain(strides)):
+            and not state._closed and plain_geometry(window) and plain_geometry(pads) and plain_geometry(strides)):
         # the state's last call, again (everything but the device and the addresses compared, checked before)
         key = (xl[1], yl[1], mode, mode.__class__, window, pads, strides, do_backward, scale, shift)
         fast = state._fast
@@ -243,7 +239,7 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     state.do_backward = backward
     state._layout = (layout_key, x_desc, y_desc, out, ws_bytes)
     if (xl is not None and yl is not None and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS
-            and _plain(window) and _plain(pads) and _plain(strides)):
+            and plain_geometry(window) and plain_geometry(pads) and plain_geometry(strides)):
         try:
             state._fast = ((xl[1], yl[1], mode, mode.__class__, window, pads, strides, backward, scale, shift), dev,
                            x_desc, y_desc, s_alpha, s_beta, nbytes, layout_key[2])
