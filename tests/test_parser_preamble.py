@@ -59,6 +59,20 @@ def used(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[list[bool]
     yield seen
 
 
+@pytest.fixture
+def builds(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """One "built" per preamble built from the headers (not loaded from the cache)."""
+    built: list[str] = []
+    real = preamble._build
+
+    def counting(*args: object, **kw: object) -> object:
+        built.append("built")
+        return real(*args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(preamble, "_build", counting)
+    return built
+
+
 def _hip(tmp_path: Path, text: str = HIP) -> Path:
     inc = tmp_path / "hipinc"
     (inc / "hip").mkdir(parents=True, exist_ok=True)
@@ -92,17 +106,9 @@ def test_fixture_header_same_with_and_without(tmp_path: Path, used: list[bool], 
     assert used == [True, True]
 
 
-def test_built_once_per_process_and_kept_for_the_next(tmp_path: Path, used: list[bool],
+def test_built_once_per_process_and_kept_for_the_next(tmp_path: Path, used: list[bool], builds: list[str],
                                                       monkeypatch: pytest.MonkeyPatch) -> None:
     inc = _hip(tmp_path)
-    builds: list[str] = []
-    real = preamble._build
-
-    def counting(*args: object, **kw: object) -> object:
-        builds.append("built")
-        return real(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(preamble, "_build", counting)
     header = _header(tmp_path)
     for _ in range(2):
         parse_header(header, target(), ParseOptions(includes=(inc,), beta=True))
@@ -114,7 +120,7 @@ def test_built_once_per_process_and_kept_for_the_next(tmp_path: Path, used: list
     assert len(list((tmp_path / "cache" / "pch").glob("*.pch"))) == 1
 
 
-def test_hiding_the_hip_headers_and_back_rebuilds_nothing(tmp_path: Path, used: list[bool],
+def test_hiding_the_hip_headers_and_back_rebuilds_nothing(tmp_path: Path, used: list[bool], builds: list[str],
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
     """The same arguments find one HIP header, then (that one hidden, as a mount over its folder hides it) the
     next on the include path, then the first again: each set of files keeps its own cached preamble, so the
@@ -123,14 +129,6 @@ def test_hiding_the_hip_headers_and_back_rebuilds_nothing(tmp_path: Path, used: 
     other = tmp_path / "other"
     (other / "hip").mkdir(parents=True)
     (other / "hip" / "hip_runtime_api.h").write_text(HIP.replace("FAKE_HIP_MARK 1", "FAKE_HIP_MARK 2"))
-    builds: list[str] = []
-    real = preamble._build
-
-    def counting(*args: object, **kw: object) -> object:
-        builds.append("built")
-        return real(*args, **kw)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(preamble, "_build", counting)
     header = _header(tmp_path)
     opts = ParseOptions(includes=(inc, other), beta=True)
     plain = dumps(parse_header(header, target(), replace(opts, preamble=False)))
