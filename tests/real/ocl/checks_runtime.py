@@ -296,6 +296,7 @@ def tensor_op_ops() -> dict[tuple[str, str, str], str]:
     assert refused == 2
     _buffer_changes(r)
     _fast_paths_as_full()
+    _ops_again()
     return {("OpTensor add, mul, min, max", F32, f"{RT}: alpha1, alpha2, beta; broadcast B"): CHECKED,
             ("SetTensor, ScaleTensor", F32, f"{RT}: -"): CHECKED,
             ("TransformTensor", F32, f"{RT}: padded y; alpha, beta"): CHECKED,
@@ -357,6 +358,24 @@ def conv_ops() -> dict[tuple[str, str, str], str]:
         close(_get(dxa), want_dx, f"runtime conv backward data {planner.mode}", 1e-5)
         conv.conv_backward_weights(_arr(dy), _arr(x), dwa, planner=planner, stream=q, **geo)
         close(_get(dwa), want_dw, f"runtime conv backward weights {planner.mode}", 1e-5)
+        # the same problem again with other data in new Arrays: the repeated-shape fast path (the plan and
+        # descriptors remembered, the buffers read anew) computes with the new buffers, on real kernels
+        x2, w2, dy2 = (r.standard_normal(a.shape).astype(np.float32) for a in (x, w, dy))
+        want_y2 = _conv_ref(x2.astype(np.float64), w2.astype(np.float64), p, 1, 1)
+        want_dx2, want_dw2 = _grads(x2.astype(np.float64), w2.astype(np.float64), dy2.astype(np.float64), p, 1, 1)
+        ya, dxa, dwa = _zeros(want_y.shape), _zeros(xdims), _zeros(wdims)
+        hits, full_path, full = planner.cache.hits, conv._run_on, []
+        conv._run_on = lambda *a: full.append(a) or full_path(*a)  # type: ignore[assignment]
+        try:
+            conv.conv_forward(_arr(x2), _arr(w2), ya, planner=planner, stream=q, **geo)
+            conv.conv_backward_data(_arr(dy2), _arr(w2), dxa, planner=planner, stream=q, **geo)
+            conv.conv_backward_weights(_arr(dy2), _arr(x2), dwa, planner=planner, stream=q, **geo)
+        finally:
+            conv._run_on = full_path  # type: ignore[assignment]
+        assert planner.cache.hits == hits + 3 and not full, (planner.mode, hits, planner.cache.hits, len(full))
+        close(_get(ya), want_y2, f"runtime conv forward {planner.mode}, again with new buffers", 1e-5)
+        close(_get(dxa), want_dx2, f"runtime conv backward data {planner.mode}, again with new buffers", 1e-5)
+        close(_get(dwa), want_dw2, f"runtime conv backward weights {planner.mode}, again with new buffers", 1e-5)
     # the immediate plan of this problem run on another problem: refused unless MIOpen lists its solution there
     plan = plans[0]
     h = miopen.handles.inline_miopen_handle(q)
@@ -375,6 +394,40 @@ def conv_ops() -> dict[tuple[str, str, str], str]:
     return {("Convolution", F32,
              f"{RT}: forward, backward data, backward weights; immediate (after a Find) and find"): CHECKED,
             ("Convolution", F32, f"{RT}: Immediate with a solution id of another problem"): "refused by the runtime"}
+
+
+def _ops_again() -> None:
+    """The activation, softmax, pooling and batch-norm checks run again on new Arrays of the shapes they have just
+    run: the backward and training ops (and the forward ones) now take their repeated-shape fast paths, each hit
+    counted, on real kernels and against numpy as the first time."""
+    from miopen.ops._common import ShapeMemo
+
+    checks = (activation_ops, softmax_ops, pooling_ops, batchnorm_ops)
+    # twice first: an Array layout never seen has no fast-path key on its first call (its checks register it),
+    # so the memo is filled on the second call of that shape
+    first = [check() for check in checks]
+    assert [check() for check in checks] == first
+    memos = {"activation forward": activation._FORWARD, "activation backward": activation._BACKWARD,
+             "softmax forward": softmax._FORWARD, "softmax backward": softmax._BACKWARD,
+             "pooling backward": pooling._BACKWARD, "batch norm training": batchnorm._TRAINING,
+             "batch norm inference": batchnorm._INFERENCE, "batch norm backward": batchnorm._BACKWARD}
+    hits: dict[int, int] = {}
+    real_get = ShapeMemo.get
+
+    def counting(self: ShapeMemo[object], key: object) -> object:
+        value = real_get(self, key)  # type: ignore[arg-type]
+        if value is not None:
+            hits[id(self)] = hits.get(id(self), 0) + 1
+        return value
+
+    ShapeMemo.get = counting  # type: ignore[method-assign, assignment]
+    try:
+        again = [check() for check in checks]
+    finally:
+        ShapeMemo.get = real_get  # type: ignore[method-assign]
+    assert again == first, (first, again)
+    missed = [name for name, memo in memos.items() if not hits.get(id(memo))]
+    assert not missed, f"no fast-path hit: {missed}"
 
 
 def _fast_paths_as_full() -> None:
