@@ -10,7 +10,6 @@ from __future__ import annotations
 import functools
 import os
 import shutil
-import subprocess
 from pathlib import Path
 from types import ModuleType
 
@@ -40,6 +39,8 @@ def _has_builtins(d: Path) -> bool:
 def _ask(cmd: list[str]) -> str | None:
     if shutil.which(cmd[0]) is None:
         return None
+    import subprocess  # only here: most runs find the answer in the per-user cache
+
     try:
         out = subprocess.run(cmd, capture_output=True, text=True, timeout=20, check=False)
     except (OSError, subprocess.SubprocessError):
@@ -47,14 +48,19 @@ def _ask(cmd: list[str]) -> str | None:
     return out.stdout.strip() or None
 
 
+_COMPILERS = ("clang", "gcc", "cc")
+# what else steers where a compiler driver finds its own files
+_DRIVER_VARIABLES = ("GCC_EXEC_PREFIX", "COMPILER_PATH")
+
+
 @functools.cache
 def find_builtin_include() -> Path:
     """The first directory holding the compiler's stddef.h, stdbool.h and stdint.h.
 
     Looks at $MIOGEN_BUILTIN_INCLUDE, then `clang -print-resource-dir`, then
-    `gcc`/`cc -print-file-name=include`.
+    `gcc`/`cc -print-file-name=include`. The compilers' answer is kept in the per-user cache, keyed by
+    which compiler each name finds (path, size, mtime) and the variables that steer them.
     """
-    tried: list[str] = []
     env = os.environ.get(BUILTIN_ENV)
     if env:
         if _has_builtins(Path(env)):
@@ -62,6 +68,24 @@ def find_builtin_include() -> Path:
         raise SetupError(
             f"${BUILTIN_ENV}={env} does not hold {', '.join(_REQUIRED)}; point it at a compiler's builtin include dir"
         )
+    from . import cache
+
+    found: list[object] = []
+    for name in _COMPILERS:
+        path = shutil.which(name)
+        try:
+            st = os.stat(path) if path else None
+        except OSError:
+            st = None
+        found.append((name, path, st and (st.st_size, st.st_mtime_ns)))
+    key = f"builtin include\0{found!r}\0{[os.environ.get(v) for v in _DRIVER_VARIABLES]!r}"
+    known = Path(cache.remembered(key, str, lambda: str(_ask_compilers())))
+    return known if _has_builtins(known) else _ask_compilers()
+
+
+def _ask_compilers() -> Path:
+    """find_builtin_include's answer from the compilers themselves."""
+    tried: list[str] = []
     resource = _ask(["clang", "-print-resource-dir"])
     if resource:
         tried.append(f"clang: {resource}/include")

@@ -17,7 +17,8 @@ from __future__ import annotations
 import re
 
 # comments blanked (their newlines kept, so line numbers stay); string and character literals kept as they are
-_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+# (a block comment unrolled: `/\*.*?\*/` would try its end at every character of the header's long doc comments)
+COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
 # a directive: its logical line, continued lines included
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*([A-Za-z_]\w*)?((?:[^\n\\]|\\.)*)", re.M | re.S)
 
@@ -32,7 +33,7 @@ def beta_lines(text: str, macro: str) -> frozenset[int] | None:
     the macro is used in a way this cannot decide (see the module doc)."""
     if macro not in text:
         return frozenset()
-    code = _COMMENT_OR_LITERAL.sub(_blank, text)
+    code = COMMENT_OR_LITERAL.sub(_blank, text)
     names = re.compile(rf"\b{re.escape(macro)}\b")
     positive = re.compile(rf"\s*(?:defined\s*\(\s*{re.escape(macro)}\s*\)|defined\s+{re.escape(macro)})\s*")
     mentions_at = [m.start() for m in names.finditer(code)]

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from .model import DocTag
 
-_COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
+_COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|//[^\n]*")  # a block comment unrolled (see conditionals.py)
 _GROUP_EVENT = re.compile(r"@(addtogroup|defgroup)\s+(\w+)|@\{|@\}")
 _INGROUP = re.compile(r"@ingroup\s+(\w+)")
 # a parameter's text runs to the next command (`@x`, or a backslash one) or the end; written without a lazy `.*?` and

@@ -512,14 +512,16 @@ class _Builder:
                 continue
             value = calls.enum_value(e, unsigned)
             name = calls.spelling(e)
-            alias = self._alias_target(e) or first_by_value.get(value)
+            extent = calls.extent(e)
+            alias = self._alias_target(e, extent) or first_by_value.get(value)
             first_by_value.setdefault(value, name)
             constants.append(
                 EnumConstant(
                     name=name,
                     value=value,
                     alias_of=alias,
-                    deprecated=doc.is_deprecated(calls.raw_comment(e) or self._trailing_comment(e), member=True),
+                    deprecated=doc.is_deprecated(calls.raw_comment(e) or self._trailing_comment(extent[4]),
+                                                 member=True),
                 )
             )
         return Enum(
@@ -535,14 +537,15 @@ class _Builder:
     _ALIAS_TEXT = re.compile(rb"[A-Za-z_$][\w$]*(?:(?:\s|/\*.*?\*/|//[^\n]*)*=(?:\s|/\*.*?\*/|//[^\n]*)*"
                              rb"(?:([A-Za-z_$][\w$]*)|.*))?", re.S)
 
-    def _trailing_comment(self, cursor: Any) -> str | None:
-        """A member comment right after the declaration (and its comma) that clang did not attach."""
-        m = self._TRAILING.match(self.data, self.calls.extent(cursor)[4])
+    def _trailing_comment(self, end: int) -> str | None:
+        """A member comment right after a declaration ending at offset `end` (and its comma) that clang did not
+        attach."""
+        m = self._TRAILING.match(self.data, end)
         return m.group(1).decode("utf-8") if m else None
 
-    def _alias_target(self, e: Any) -> str | None:
-        """The constant this one is defined as (`A = B`), if any."""
-        main, _, start, _, end = self.calls.extent(e)
+    def _alias_target(self, e: Any, extent: tuple[bool, int, int, int, int]) -> str | None:
+        """The constant this one (whose `_Calls.extent` is `extent`) is defined as (`A = B`), if any."""
+        main, _, start, _, end = extent
         if main:  # its text is in self.data: one token after `=`?
             m = self._ALIAS_TEXT.fullmatch(self.data, start, end)
             if m is None or m.group(1) is None:

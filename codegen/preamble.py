@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from . import conditionals
 from .clang_env import cindex
 from .cache import private_cache
 from .target import Target
@@ -42,7 +43,7 @@ _FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's ow
 # bytes -> spaces but for identifier characters: split() then gives every identifier (and number) of a file
 _WORDS_ONLY = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))
 _SOURCE_DEFINES = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
-_COMMENT = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
+_COMMENT = conditionals.COMMENT_OR_LITERAL
 _DIRECTIVE = re.compile(r"#[ \t]*([A-Za-z_]*)[ \t]*(.*)", re.S)
 _HEADER_NAME = re.compile(r'<([^>\n]*)>|"([^"\n]*)"')
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
-import re
 import stat
 import types
 import typing
@@ -16,18 +15,10 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-import yaml
-
-from . import cache, model, validate, yamlread
+from . import cache, model, validate, yamlread, yamlwrite
 from .errors import SpecError
 
 T = TypeVar("T")
-
-try:  # PyYAML's C implementation; the pure-Python one is the fallback.
-    _BaseDumper: type[yaml.SafeDumper] = yaml.CSafeDumper  # type: ignore[assignment]
-except AttributeError:  # pragma: no cover - only without libyaml
-    _BaseDumper = yaml.SafeDumper
-
 
 _HINTS: dict[type, dict[str, Any]] = {}
 
@@ -44,18 +35,18 @@ def _key(f: dataclasses.Field[Any]) -> str:
 
 # --------------------------------------------------------------------------- dump
 #
-# The spec is emitted as YAML events straight from the model, through libyaml's emitter:
-# PyYAML's Python representer and resolver would cost more than the whole parse.
+# The text is written by codegen/yamlwrite.py (libyaml's emitter's own format); here is what it writes of
+# each class: the model's fields in order, their keys, defaults and flow style.
 
-_PLAN: dict[type, list[tuple[str, str, Any, bool, bool, bool]]] = {}
-_RESOLVER = yaml.resolver.Resolver()
-_STR_TAG = "tag:yaml.org,2002:str"
+_PLAN: dict[type, list[tuple[str, str, Any, bool, bool, bool]] | None] = {}
 
 
-def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]]:
-    """(attribute, key, default or MISSING, omit when default, flow, flow items) per field."""
-    if cls not in _PLAN:
-        _PLAN[cls] = [
+def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]] | None:
+    """(attribute, key, default or MISSING, omit when default, flow, flow items) per field; None for a class
+    that is not a dataclass."""
+    plan = _PLAN.get(cls, False)
+    if plan is False:
+        plan = _PLAN[cls] = [
             (
                 f.name,
                 _key(f),
@@ -65,171 +56,18 @@ def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]]:
                 bool(f.metadata.get("flow_items")),
             )
             for f in dataclasses.fields(cls)
-        ]
-    return _PLAN[cls]
-
-
-_scalars: dict[tuple[type, Any], yaml.ScalarEvent] = {}
-
-
-def _scalar(value: Any) -> yaml.ScalarEvent:
-    """The (shared, read-only) scalar event of a value."""
-    key = (type(value), value)
-    event = _scalars.get(key)
-    if event is None:
-        event = _scalars[key] = _new_scalar(value)
-    return event
-
-
-def _new_scalar(value: Any) -> yaml.ScalarEvent:
-    if value is None:
-        return yaml.ScalarEvent(None, None, (True, False), "null")
-    if isinstance(value, bool):
-        return yaml.ScalarEvent(None, None, (True, False), "true" if value else "false")
-    if isinstance(value, int):
-        return yaml.ScalarEvent(None, None, (True, False), str(value))
-    text = str(value)
-    # a string that would read back as another type (null, true, 1.0, ...) must be quoted
-    tag = _RESOLVER.resolve(yaml.ScalarNode, text, (True, False))  # type: ignore[no-untyped-call]
-    return yaml.ScalarEvent(None, None, (tag == _STR_TAG, True), text)
-
-
-_MAP_END = yaml.MappingEndEvent()
-_SEQ_END = yaml.SequenceEndEvent()
-
-
-# Small values that recur all over a spec (a parameter `miopenHandle_t handle`, a type, a role): their
-# events are built once per dump and reused.
-_MEMO_TYPES = (model.CType, model.Role, model.Param)
-
-
-class _Paste:
-    """Parameters written once: each distinct one (in block context) is emitted in a sequence of its own,
-    and the main document holds a placeholder item in its place, replaced by that text afterwards."""
-
-    def __init__(self) -> None:
-        self.slots: dict[int, yaml.ScalarEvent] = {}  # id(param) -> its placeholder
-        self.order: list[Any] = []
-        self.uses = 0
-
-
-#: placeholder items start with the C prefix reserved for miogen (codegen/reserved.py: C_PREFIX)
-_PASTE_PREFIX = "miogen_paste_"
-_PASTE_LINE = re.compile(r"^( *)- " + _PASTE_PREFIX + r"(\d+)\n", re.MULTILINE)
-_WIDTH = 4096
-
-
-def _events(obj: Any, flow: bool, out: list[yaml.Event], item_flow: bool = False,
-            memo: dict[tuple[int, bool], list[yaml.Event]] | None = None, paste: _Paste | None = None) -> None:
-    if memo is not None and type(obj) in _MEMO_TYPES:
-        memo_key = (id(obj), flow)  # by identity: the dumped object keeps every one alive, and hashing is deep
-        done = memo.get(memo_key)
-        if done is None:
-            done = memo[memo_key] = []
-            _events(obj, flow, done, item_flow, None)
-        if paste is not None and not flow and type(obj) is model.Param:
-            slot = paste.slots.get(id(obj))
-            if slot is None:
-                slot = paste.slots[id(obj)] = yaml.ScalarEvent(None, None, (True, False),
-                                                               f"{_PASTE_PREFIX}{len(paste.order)}")
-                paste.order.append(obj)
-            paste.uses += 1
-            out.append(slot)
-            return
-        out += done
-        return
-    plan = _PLAN.get(type(obj)) or (_plan(type(obj)) if dataclasses.is_dataclass(obj) else None)
-    if plan is not None:
-        out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
-        for attr, key, default, omit, field_flow, items in plan:
-            value = getattr(obj, attr)
-            if omit and value == default:
-                continue
-            out.append(_scalar(key))
-            if value is None or type(value) in (str, int, bool):
-                out.append(_scalar(value))
-            else:
-                _events(value, flow or field_flow, out, items, memo, paste)
-        out.append(_MAP_END)
-    elif isinstance(obj, tuple):
-        out.append(yaml.SequenceStartEvent(None, None, True, flow_style=flow))
-        for v in obj:
-            _events(v, flow or item_flow, out, False, memo, paste)
-        out.append(_SEQ_END)
-    elif isinstance(obj, dict):
-        out.append(yaml.MappingStartEvent(None, None, True, flow_style=flow))
-        for k, v in obj.items():
-            out.append(_scalar(k))
-            _events(v, flow, out, False, memo, paste)
-        out.append(_MAP_END)
-    else:
-        out.append(_scalar(obj))
-
-
-def _emit(body: list[yaml.Event]) -> str:
-    events: list[yaml.Event] = [yaml.StreamStartEvent(), yaml.DocumentStartEvent(explicit=False), *body,
-                                yaml.DocumentEndEvent(explicit=False), yaml.StreamEndEvent()]
-    text: str = yaml.emit(events, Dumper=_BaseDumper, width=_WIDTH, allow_unicode=True)
-    return text
-
-
-def dumps_events(spec: Any) -> str:
-    """`dumps` through libyaml's emitter alone, every event of the document emitted (the reference)."""
-    body: list[yaml.Event] = []
-    _events(spec, False, body, False, {})
-    return _emit(body)
+        ] if dataclasses.is_dataclass(cls) else None
+    return plan  # type: ignore[return-value]
 
 
 def dumps(spec: Any) -> str:
-    """YAML text of a model object (a spec, or any dataclass of the model).
+    """YAML text of a model object (a spec, or any dataclass of the model)."""
+    return yamlwrite.dumps(spec, _plan)
 
-    Equal to `dumps_events` (a test checks it); faster for a spec: a parameter recurs in many functions
-    (`miopenHandle_t handle`), so each distinct one is emitted once, in a block sequence of its own, and
-    its text pasted (indented) where the document has its placeholder item. Where pasting could differ
-    (a line near the emitter's width, a placeholder spelt in the spec itself) the whole document is
-    emitted event by event."""
-    body: list[yaml.Event] = []
-    paste = _Paste()
-    memo: dict[tuple[int, bool], list[yaml.Event]] = {}
-    _events(spec, False, body, False, memo, paste)
-    if paste.uses < 2 * len(paste.order):  # few repeats (a spec read from YAML shares no objects): not worth it
-        slots = {id(slot): memo[(id(obj), False)] for obj, slot in zip(paste.order, paste.slots.values())}
-        whole: list[yaml.Event] = []
-        for event in body:
-            events = slots.get(id(event))
-            if events is None:
-                whole.append(event)
-            else:
-                whole += events
-        return _emit(whole)
-    listing: list[yaml.Event] = [yaml.SequenceStartEvent(None, None, True, flow_style=False)]
-    for obj in paste.order:
-        listing += memo[(id(obj), False)]
-    listing.append(_SEQ_END)
-    lines = _emit(listing).splitlines(keepends=True)
-    items: list[list[str]] = []
-    for line in lines:
-        if line.startswith("- ") or line == "-\n":
-            items.append([line])
-        elif items and line.startswith("  "):
-            items[-1].append(line)
-        else:
-            return dumps_events(spec)  # pragma: no cover - not the shape libyaml gives a block sequence
-    text = _emit(body)
-    if len(items) != len(paste.order) or max(map(len, lines)) > _WIDTH - 256:
-        return dumps_events(spec)  # a long line: at another indentation libyaml might break it elsewhere
-    pasted = 0
 
-    def item(m: re.Match[str]) -> str:
-        nonlocal pasted
-        pasted += 1
-        indent = m.group(1)
-        return "".join(indent + line for line in items[int(m.group(2))])
-
-    out = _PASTE_LINE.sub(item, text)
-    if pasted != paste.uses:
-        return dumps_events(spec)  # a scalar of the spec that looks like a placeholder
-    return out
+def dumps_events(spec: Any) -> str:
+    """`dumps` through libyaml's emitter, every event of the document emitted (the reference)."""
+    return yamlwrite.through_libyaml(spec, _plan)
 
 
 def dump(spec: model.Spec, path: Path) -> None:
@@ -450,7 +288,7 @@ def loads_as(cls: type[T], text: str, source: str, skip: tuple[str, ...] = ()) -
 
 def _remembered(data: bytes, cls: type[T], skip: tuple[str, ...], build: Callable[[], T]) -> T:
     """What `build` makes of the file bytes `data` as a `cls`, from the per-user cache when loaded before."""
-    key = f"{cls.__module__}.{cls.__qualname__}\0{skip}\0{yaml.__version__}\0{hashlib.sha256(data).hexdigest()}"
+    key = f"{cls.__module__}.{cls.__qualname__}\0{skip}\0{yamlread.library()}\0{hashlib.sha256(data).hexdigest()}"
     return cache.remembered(key, cls, build)
 
 

@@ -362,6 +362,9 @@ def _contains_str(tp: Any) -> bool:
     return any(_contains_str(a) for a in typing.get_args(tp) if typing.get_origin(tp) is not typing.Literal)
 
 
+_PASSED_MAX = 100_000  # strings remembered per rule check
+
+
 def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> FieldCheck | None:
     """A check of a converted value of type `tp` whose strings follow `rule` (keys: `key_rule`)."""
     origin = typing.get_origin(tp)
@@ -369,12 +372,18 @@ def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> FieldCheck | 
         if rule is None:
             return None
 
+        passed: set[str] = set()  # strings this rule accepted: a name or a type recurs all over a spec
+
         def check_str(v: Any) -> None:
+            if type(v) is str and v in passed:
+                return
             if not isinstance(v, str):
                 raise Violation(f"expected a string; got {type(v).__name__} {short(v)}")
             why = rule.check(v)
             if why:
                 raise Violation(f"{short(v)}: {why}")
+            if type(v) is str and len(passed) < _PASSED_MAX:
+                passed.add(v)
 
         return check_str
     if origin is typing.Union or origin is types.UnionType:

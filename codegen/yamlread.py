@@ -15,15 +15,36 @@ which composes the node tree of the text only then.
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from typing import Any
-
-import yaml
 
 from . import validate
 from .validate import short
 from .errors import SpecError
 
-_BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+# PyYAML is imported where a file is read, not with this module: a parse that finds its target facts in
+# the per-user cache and writes its spec (codegen/yamlwrite.py) never loads it.
+
+
+def _loader(text: str) -> Any:
+    """libyaml's loader of `text` (PyYAML's pure-Python one without libyaml)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+
+
+def library() -> str:
+    """Which PyYAML reads (for cache keys), without importing it: its package file and that file's stamp."""
+    found = importlib.util.find_spec("yaml")
+    origin = found.origin if found is not None else None
+    if origin is None:  # pragma: no cover - PyYAML is a dependency
+        return "no PyYAML"
+    try:
+        st = os.stat(origin)
+    except OSError:  # pragma: no cover
+        return origin
+    return f"{origin}\0{st.st_size}\0{st.st_mtime_ns}"
 
 #: largest YAML file read (bytes)
 MAX_YAML_BYTES = 16 * 1024 * 1024
@@ -82,7 +103,9 @@ def read(text: str, source: str) -> Any:
     YAML path on anything malformed or over a limit."""
     if len(text) > MAX_YAML_BYTES:
         raise SpecError(f"{source}: {len(text)} characters; YAML files are read up to {MAX_YAML_BYTES} bytes")
-    loader = _BaseLoader(text)
+    import yaml
+
+    loader = _loader(text)
     try:
         return _Reader(loader, source).document()
     except yaml.YAMLError as exc:
@@ -111,6 +134,8 @@ class _Reader:
 
     def scalar(self, event: Any, as_key: bool) -> tuple[Any, str]:
         """The value of a scalar event and its tag."""
+        import yaml
+
         tag = event.tag
         value = event.value
         if tag is None or tag == "!":
@@ -143,6 +168,8 @@ class _Reader:
         return out, tag
 
     def document(self) -> Any:
+        import yaml
+
         get = self.loader.get_event
         stack = self.stack
         anchors: dict[str, tuple[Any, int, int]] = {}  # name -> (value, expanded nodes, height)
@@ -253,7 +280,9 @@ class _Reader:
 def line_of(text: str, parts: list[str]) -> int | None:
     """1-based line of the YAML node at the path `parts` of a document `read` accepted (best effort, for
     error messages): composes its node tree now."""
-    loader = _BaseLoader(text)
+    import yaml
+
+    loader = _loader(text)
     try:
         node = loader.get_single_node()
     except yaml.YAMLError:  # pragma: no cover - `read` accepted it

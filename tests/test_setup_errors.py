@@ -62,6 +62,50 @@ def test_no_compiler_to_ask(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
         clang_env.find_builtin_include.cache_clear()
 
 
+def test_the_compilers_answer_is_remembered_per_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The builtin folder a compiler names is kept in the per-user cache: a later process finds it without
+    running the compiler; another compiler on PATH (or the same name changed), or a remembered folder that
+    lost its headers, is asked again."""
+    calls = tmp_path / "calls"
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    folders = []
+    for name in ("a", "b"):
+        d = tmp_path / name
+        d.mkdir()
+        for h in ("stddef.h", "stdbool.h", "stdint.h"):
+            (d / h).write_text("")
+        folders.append(d)
+
+    def fake_gcc(answer: Path, padding: str = "") -> None:
+        gcc = bin_dir / "gcc"
+        gcc.write_text(f"#!/bin/sh\necho x >> {calls}\necho {answer}{padding}\n")
+        gcc.chmod(0o755)
+
+    def find() -> Path:
+        clang_env.find_builtin_include.cache_clear()
+        try:
+            return clang_env.find_builtin_include()
+        finally:
+            clang_env.find_builtin_include.cache_clear()
+
+    monkeypatch.delenv(clang_env.BUILTIN_ENV, raising=False)
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("PATH", str(bin_dir))
+    fake_gcc(folders[0])
+    assert find() == folders[0] and calls.read_text().count("x") == 1
+    assert find() == folders[0] and calls.read_text().count("x") == 1  # remembered: not asked again
+    fake_gcc(folders[1], padding="/")  # another compiler under the name (another size)
+    assert find() == folders[1] and calls.read_text().count("x") == 2
+    (folders[1] / "stdint.h").unlink()  # the remembered folder lost a header: asked again (and refused)
+    with pytest.raises(SetupError, match="cannot find the compiler builtin headers"):
+        find()
+    assert calls.read_text().count("x") == 3
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", "")  # no cache: asked every time
+    fake_gcc(folders[0])
+    assert find() == folders[0] and find() == folders[0] and calls.read_text().count("x") == 5
+
+
 def test_builtin_dir_is_found_by_itself() -> None:
     clang_env.find_builtin_include.cache_clear()
     d = clang_env.find_builtin_include()

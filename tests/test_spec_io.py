@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from miogen.errors import SpecError
 from miogen.spec_io import RENAMED_KEYS, dumps, load, load_as, loads
@@ -202,31 +204,72 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
         assert nodes(t) / len(t.encode()) * spec_io.MAX_YAML_BYTES < spec_io.MAX_YAML_NODES / 2
 
 
-def test_pasted_parameters_give_the_emitters_own_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    """dumps pastes the text of each distinct parameter where a spec shares them (a parse of a header whose
-    functions repeat their parameters): byte for byte what libyaml emits event by event; so too for the
-    committed specs (read from YAML: nothing shared, no paste) and for a parameter with a line near the
-    emitter's width (the document goes through the emitter event by event)."""
+def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """dumps writes the text itself (codegen/yamlwrite.py): byte for byte what libyaml emits event by event, for
+    every committed spec, for a parsed spec whose functions share their parameters, and without importing
+    PyYAML; a spec holding what it does not spell (a line past its width, a non-ASCII or multi-line text) goes
+    through libyaml, with the same result."""
+    import subprocess
+    import sys
     from dataclasses import replace
 
-    from miogen import spec_io
-    from miogen.spec_io import dumps, dumps_events, load
+    from miogen import yamlwrite
+    from miogen.spec_io import _plan, dumps, dumps_events, load
 
     from .helpers import SPECS, fixture_spec
 
-    fallbacks: list[object] = []
-    monkeypatch.setattr(spec_io, "dumps_events", lambda s: fallbacks.append(s) or dumps_events(s))
     parsed = fixture_spec()
     repeated = replace(parsed, functions=tuple(replace(f, name=f"{f.name}R{k}") for k in range(3)
                                                for f in parsed.functions))
-    assert dumps(repeated) == dumps_events(repeated) and fallbacks == []
-    for spec in [parsed, *(load(p) for p in sorted(SPECS.glob("*.*.*.yaml")))]:
-        assert dumps(spec) == dumps_events(spec)
-    assert fallbacks == []
+    for spec in [parsed, repeated, *(load(p) for p in sorted(SPECS.glob("*.*.*.yaml")))]:
+        assert yamlwrite.direct(spec, _plan) == dumps_events(spec)
+    for p in sorted(SPECS.glob("*.*.*.yaml")):
+        assert dumps(load(p)) == p.read_text(encoding="utf-8")
     shared = next(f.params[0] for f in repeated.functions if f.params)
-    wide = replace(shared, c="const int " + "x" * 4000)  # past the width the paste is trusted with
-    spec = replace(repeated, functions=tuple(replace(f, params=(wide, *f.params)) for f in repeated.functions))
-    assert dumps(spec) == dumps_events(spec) and fallbacks == [spec]
+    fallbacks: list[object] = []
+    through = yamlwrite.through_libyaml
+    monkeypatch.setattr(yamlwrite, "through_libyaml", lambda o, plan: fallbacks.append(o) or through(o, plan))
+    for odd in ["const int " + "x" * 4000, "const int é", "a\nb", " lead", "a: b", "x #y"]:
+        spec = replace(repeated, functions=tuple(replace(f, params=(replace(shared, c=odd), *f.params))
+                                                 for f in repeated.functions))
+        assert yamlwrite.direct(spec, _plan) is None
+        assert dumps(spec) == dumps_events(spec) and fallbacks[-1] is spec
+    import pickle
+
+    code = ("import sys, pickle; from miogen.spec_io import dumps; spec = pickle.loads(sys.stdin.buffer.read()); "
+            "text = dumps(spec); print('yaml' in sys.modules, len(text))")
+    out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(repeated), capture_output=True, check=True)
+    assert out.stdout.split()[0] == b"False"
+
+
+@pytest.mark.parametrize("flow", [False, True])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=st.one_of(
+    st.text(alphabet=st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
+    st.sampled_from(["-1", "+1", ".5", "0x1F", "0o7", "1_000", "1:20", "1e3", "1.0e+3", ".inf", "-.Inf", ".NaN",
+                     "2001-12-14", "2001-12-14t21:59:43.10-05:00", "yes", "No", "ON", "off", "null", "Null", "~",
+                     "<<", "=", "true", "False", "", "-", "- a", "a -", "const char *", "void (*)(void *)", "a  b",
+                     "3x3", "abc", "1.2.3", "09", "0b101", "12:30:45", "-.5", "+.", "a&b", "*a", "&a", "a*"]),
+))
+def test_the_direct_writer_spells_a_scalar_as_libyaml_does_or_declines(text: str, flow: bool) -> None:
+    """Any printable ASCII string, as a mapping value in block and in flow style and as a key: the direct writer
+    gives libyaml's own text (plain, or quoted where YAML 1.1 would read another type), or declines it."""
+    from miogen import yamlwrite
+
+    def plan(cls: type) -> list[tuple[str, str, object, bool, bool, bool]] | None:
+        return [("value", "value", None, False, flow, False)] if cls is _Holder else None
+
+    if text in ("abc", "const char *", "-1", "yes", "", "3x3", "void (*)(void *)"):
+        assert yamlwrite.direct(_Holder(text), plan) is not None  # what specs hold is spelt, not declined
+    for obj in (_Holder(text), {"k": text}, {text: 1} if text else {"k": 1}):
+        mine = yamlwrite.direct(obj, plan)
+        if mine is not None:
+            assert mine == yamlwrite.through_libyaml(obj, plan), (text, flow)
+
+
+class _Holder:
+    def __init__(self, value: str) -> None:
+        self.value = value
 
 
 def test_loaded_files_are_remembered_and_a_bad_entry_changes_nothing(tmp_path: Path,
