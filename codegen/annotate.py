@@ -46,6 +46,8 @@ class LengthCall:
 
 @dataclass(frozen=True)
 class ParamNote:
+    """A hand-written note on one parameter (annotations.yaml): what its header cannot tell."""
+
     direction: Literal["in", "out", "inout"] | None = None
     memory: Literal["host", "device"] | None = None
     shape: model.Shape | None = None
@@ -83,6 +85,8 @@ class Variant:
 
 @dataclass(frozen=True)
 class FunctionNote:
+    """A function's notes: its parameters', the releases declaring it, its variants."""
+
     params: dict[str, ParamNote] = field(default_factory=dict)
     since: str | None = None  # first release declaring the function
     until: str | None = None  # last release declaring it
@@ -92,6 +96,8 @@ class FunctionNote:
 
 @dataclass(frozen=True)
 class Ownership:
+    """A handle type's lifetime: the functions creating and destroying it, the handle owning it."""
+
     create: tuple[str, ...] = ()
     destroy: str | None = None
     owner: str | None = None  # destroyed together with this other handle type
@@ -135,6 +141,8 @@ class FieldNote:
 
 @dataclass(frozen=True)
 class RecordNote:
+    """A record's notes: its fields' and the releases declaring it."""
+
     fields: dict[str, FieldNote] = field(default_factory=dict)
     since: str | None = None  # first release declaring the record
     until: str | None = None
@@ -143,6 +151,8 @@ class RecordNote:
 
 @dataclass(frozen=True)
 class Rules:
+    """Rules that apply to every function (counts, nullable and scratch buffers, element tables)."""
+
     count_names: tuple[str, ...]  # by-value integers that count an adjacent array
     nullable_buffers: tuple[str, ...]  # device buffers that may be null (workspaces)
     scratch_buffers: tuple[str, ...]  # device buffers the call reads and writes
@@ -154,6 +164,8 @@ class Rules:
 
 @dataclass(frozen=True)
 class Annotations:
+    """The target's annotations.yaml."""
+
     schema_version: int
     rules: Rules
     handles: dict[str, Ownership]
@@ -209,6 +221,8 @@ class ParamSem:
 
 @dataclass(frozen=True)
 class FunctionSem:
+    """A function of one release with its parameters' resolved meaning."""
+
     name: str
     params: tuple[ParamSem, ...]
     creates: str | None = None  # the handle type this function creates (owned result)
@@ -222,6 +236,8 @@ class FunctionSem:
 
 @dataclass(frozen=True)
 class HandleSem:
+    """A handle type of one release with its resolved lifetime."""
+
     name: str
     tag: str
     create: tuple[str, ...]
@@ -231,6 +247,8 @@ class HandleSem:
 
 @dataclass(frozen=True)
 class FieldSem:
+    """A pointer field of a record with its resolved meaning."""
+
     name: str
     type: model.CType
     shape: Literal["scalar", "buffer", "opaque"]
@@ -263,6 +281,8 @@ class TableSem:
 
 @dataclass(frozen=True)
 class Semantics:
+    """A release's spec and the annotations, resolved together (what the planner reads)."""
+
     functions: dict[str, FunctionSem]
     handles: dict[str, HandleSem]
     records: dict[str, RecordSem] = field(default_factory=dict)

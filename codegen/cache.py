@@ -12,7 +12,7 @@ import pickle
 import stat
 import sys
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
 
@@ -50,14 +50,24 @@ def private_cache(name: str) -> Path | None:
 
 
 def fingerprint() -> str:
-    """The generator as a cached result depends on it: its version, the sha256 of every module's source (subpackages too), and
-    the Python version."""
+    """The generator as a cached result depends on it: its version, the Python version, and the path, size and
+    mtime of every module (subpackages too), as CPython's own bytecode cache tells a changed source."""
     if not _FINGERPRINT:
         h = hashlib.sha256(f"{GENERATOR_VERSION}\0{sys.version}\0".encode())
-        for path in sorted(_PACKAGE.rglob("*.py")):  # every module, the support/ and audit/ packages too
-            h.update(path.relative_to(_PACKAGE).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+        for stamp in sorted(_module_stamps(str(_PACKAGE), "")):  # every module, the support/ and audit/ packages too
+            h.update(f"{stamp}\0".encode())
         _FINGERPRINT.append(h.hexdigest())
     return _FINGERPRINT[0]
+
+
+def _module_stamps(folder: str, prefix: str) -> Iterator[tuple[str, int, int]]:
+    """(path under the package, size, mtime) of each module in `folder` and the folders below it."""
+    for entry in os.scandir(folder):
+        if entry.is_dir() and entry.name != "__pycache__":
+            yield from _module_stamps(entry.path, f"{prefix}{entry.name}/")
+        elif entry.name.endswith(".py"):
+            st = entry.stat()
+            yield f"{prefix}{entry.name}", st.st_size, st.st_mtime_ns
 
 
 def remembered(key: str, cls: type[T], build: Callable[[], T]) -> T:

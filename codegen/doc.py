@@ -28,6 +28,8 @@ _DEPRECATED_WORD = re.compile(r"\bdeprecated\b", re.I)
 
 @dataclass(frozen=True)
 class ParamTag:
+    """A parameter's documented direction, and whether its text calls it optional."""
+
     direction: DocTag
     optional: bool
 

@@ -123,6 +123,8 @@ class Length(ByValue):
 
 @dataclass(frozen=True)
 class Callback(ParamForm):
+    """A C function pointer: a Python callable wrapped in the typedef's CFUNCTYPE."""
+
     shape: ClassVar[str] = "callback"
 
 
@@ -150,7 +152,7 @@ class String(ParamForm):
 
 @dataclass(frozen=True)
 class InString(String):
-    pass
+    """Read by the callee: a str encoded (or bytes) passed as it is."""
 
 
 @dataclass(frozen=True)
@@ -167,7 +169,7 @@ class Blob(ParamForm):
 
 @dataclass(frozen=True)
 class InBlob(Blob):
-    pass
+    """Read by the callee: bytes passed with their length."""
 
 
 @dataclass(frozen=True)
@@ -177,6 +179,8 @@ class OutBlob(Blob):
 
 @dataclass(frozen=True)
 class Array(ParamForm):
+    """A sequence of elements."""
+
     shape: ClassVar[str] = "array"
 
 
@@ -224,12 +228,12 @@ class ElementScalar(ByPointer):
 
 @dataclass(frozen=True)
 class InScalar(ByPointer):
-    pass
+    """An input value the wrapper passes by pointer."""
 
 
 @dataclass(frozen=True)
 class InOutScalar(ByPointer):
-    pass
+    """A value passed by pointer that the callee reads and updates; the wrapper returns the new one."""
 
 
 @dataclass(frozen=True)

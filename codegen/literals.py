@@ -44,6 +44,8 @@ class LiteralError(ValueError):
 
 @dataclass(frozen=True)
 class Lit:
+    """A parsed C literal (or enum constant name) of a default argument."""
+
     kind: LiteralKind
     value: int | float | bool | str | None
     unsigned: bool = False  # an integer literal with a u/U suffix

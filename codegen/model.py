@@ -91,6 +91,9 @@ class Role:
 
 @dataclass(frozen=True)
 class Param:
+    """A parameter: its name (None where the header gives none), C spelling, type, default argument, doc tag
+    and proposed role."""
+
     name: str | None
     c: str
     type: CType = field(metadata=_meta(flow=True))
@@ -102,6 +105,8 @@ class Param:
 
 @dataclass(frozen=True)
 class Function:
+    """An API function: its return type and parameters, Doxygen group, beta and deprecated flags."""
+
     name: str
     returns: CType = field(metadata=_meta(flow=True))
     params: tuple[Param, ...]
@@ -112,6 +117,8 @@ class Function:
 
 @dataclass(frozen=True)
 class EnumConstant:
+    """One constant of an enum; `alias_of` names the constant it is defined as (`A = B`)."""
+
     name: str
     value: int
     alias_of: str | None = field(default=None, metadata=_meta(omit_default=True))
@@ -121,6 +128,8 @@ class EnumConstant:
 
 @dataclass(frozen=True)
 class Enum:
+    """An enum: its underlying integer type and constants in header order."""
+
     name: str
     underlying: str
     constants: tuple[EnumConstant, ...] = field(metadata=_meta(flow_items=True))
@@ -185,12 +194,16 @@ class Typedef:
 
 @dataclass(frozen=True)
 class HeaderInfo:
+    """The parsed header: its file name and the sha256 of its bytes."""
+
     name: str
     sha256: str
 
 
 @dataclass(frozen=True)
 class ParseInfo:
+    """How the header was parsed: the language and the macros defined."""
+
     language: str
     beta: bool
     defines: tuple[str, ...] = field(metadata=_meta(flow=True))
@@ -198,6 +211,8 @@ class ParseInfo:
 
 @dataclass(frozen=True)
 class Spec:
+    """One release's API as parsed from its header (the spec YAML's root)."""
+
     schema_version: int
     generator_version: str
     target: str

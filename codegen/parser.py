@@ -210,14 +210,18 @@ class _Calls:
             f.argtypes, f.restype = argtypes, restype
             return f
 
+        class CXString(ctypes.Structure):  # cindex's _CXString without its __del__: disposed here, directly
+            _fields_ = [("data", ctypes.c_void_p), ("private_flags", ctypes.c_uint)]
+
         self._num_args = fn("clang_Cursor_getNumArguments", [ci.Cursor], ctypes.c_int)
         self._arg = fn("clang_Cursor_getArgument", [ci.Cursor, ctypes.c_uint], ci.Cursor)
-        self._cursor_spelling = fn("clang_getCursorSpelling", [ci.Cursor], ci._CXString)
+        self._cursor_spelling = fn("clang_getCursorSpelling", [ci.Cursor], CXString)
         self._cursor_type = fn("clang_getCursorType", [ci.Cursor], ci.Type)
         self._result_type = fn("clang_getCursorResultType", [ci.Cursor], ci.Type)
-        self._type_spelling = fn("clang_getTypeSpelling", [ci.Type], ci._CXString)
-        self._cstring = fn("clang_getCString", [ci._CXString], ctypes.c_char_p)  # _CXString disposes itself
-        self._raw_comment = fn("clang_Cursor_getRawCommentText", [ci.Cursor], ci._CXString)
+        self._type_spelling = fn("clang_getTypeSpelling", [ci.Type], CXString)
+        self._cstring = fn("clang_getCString", [CXString], ctypes.c_char_p)
+        self._dispose = fn("clang_disposeString", [CXString], None)
+        self._raw_comment = fn("clang_Cursor_getRawCommentText", [ci.Cursor], CXString)
         self._enum_value = fn("clang_getEnumConstantDeclValue", [ci.Cursor], ctypes.c_longlong)
         self._enum_uvalue = fn("clang_getEnumConstantDeclUnsignedValue", [ci.Cursor], ctypes.c_ulonglong)
         self._extent = fn("clang_getCursorExtent", [ci.Cursor], ci.SourceRange)
@@ -240,8 +244,14 @@ class _Calls:
             out.append(a)
         return out
 
+    def _text(self, s: Any) -> bytes | None:
+        """The text of the CXString `s` (None for a null one), `s` disposed."""
+        text: bytes | None = self._cstring(s)
+        self._dispose(s)
+        return text
+
     def spelling(self, c: Any) -> str:
-        return (self._cstring(self._cursor_spelling(c)) or b"").decode("utf-8")
+        return (self._text(self._cursor_spelling(c)) or b"").decode("utf-8")
 
     def type(self, c: Any) -> Any:
         t = self._cursor_type(c)
@@ -254,11 +264,11 @@ class _Calls:
         return t
 
     def type_spelling(self, t: Any) -> str:
-        return (self._cstring(self._type_spelling(t)) or b"").decode("utf-8")
+        return (self._text(self._type_spelling(t)) or b"").decode("utf-8")
 
     def raw_comment(self, c: Any) -> str | None:
         """`c.raw_comment`: its doc comment, or None."""
-        text = self._cstring(self._raw_comment(c))
+        text = self._text(self._raw_comment(c))
         return None if text is None else text.decode("utf-8")
 
     def _line_offset(self, loc: Any) -> tuple[int, int]:

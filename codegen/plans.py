@@ -12,6 +12,8 @@ from .target import Target
 
 @dataclass(frozen=True)
 class ParamPlan:
+    """How the typed wrapper takes, converts, passes and returns one C parameter."""
+
     c_name: str
     py: str  # Python parameter name ("" when not in the signature)
     hint: str  # type hint in the signature
@@ -29,6 +31,8 @@ class ParamPlan:
 
 @dataclass(frozen=True)
 class FunctionPlan:
+    """One typed wrapper: its parameters' plans, ctypes prototype, result and docstring."""
+
     c_name: str
     py_name: str
     params: tuple[ParamPlan, ...]
@@ -67,6 +71,8 @@ class FunctionPlan:
 
 @dataclass(frozen=True)
 class EnumPlan:
+    """An IntEnum of the typed API: its ctypes type and members."""
+
     c_name: str
     py_name: str
     ctype: str
@@ -75,6 +81,8 @@ class EnumPlan:
 
 @dataclass(frozen=True)
 class FieldPlan:
+    """A field of a record's Python NamedTuple and its conversion from ctypes."""
+
     name: str
     ctype: str
     py_hint: str
@@ -83,6 +91,8 @@ class FieldPlan:
 
 @dataclass(frozen=True)
 class RecordPlan:
+    """A ctypes Structure/Union and its Python NamedTuple."""
+
     c_name: str
     py_name: str
     kind: str
@@ -97,6 +107,8 @@ class RecordPlan:
 
 @dataclass(frozen=True)
 class HandlePlan:
+    """A handle class: the functions that create it and the one that destroys it."""
+
     c_name: str
     py_name: str
     create: tuple[str, ...]
@@ -106,6 +118,8 @@ class HandlePlan:
 
 @dataclass(frozen=True)
 class CallbackPlan:
+    """A CFUNCTYPE of a function-pointer typedef."""
+
     c_name: str
     py_name: str
     restype: str
@@ -136,6 +150,8 @@ class QueryPlan:
 
 @dataclass(frozen=True)
 class Plan:
+    """Everything the templates render of one release."""
+
     spec: Spec
     target: Target
     banner_info: str

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import hashlib
+import os
 import stat
 import types
 import typing
@@ -298,7 +299,12 @@ def read_bytes(path: Path) -> bytes:
         if not stat.S_ISREG(path.stat().st_mode):  # a directory, a FIFO, /dev/zero: nothing to read
             raise SpecError(f"{path}: not a regular file")
         with path.open("rb") as fh:
-            data = fh.read(MAX_YAML_BYTES + 1)
+            # read what the file holds (up to one byte past the limit): a read sized by the limit alone would
+            # allocate the whole limit for every small file
+            size = min(os.fstat(fh.fileno()).st_size, MAX_YAML_BYTES) + 1
+            data = fh.read(size)
+            if len(data) == size and size <= MAX_YAML_BYTES:  # it grew since: the rest, to the limit
+                data += fh.read(MAX_YAML_BYTES + 1 - size)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if len(data) > MAX_YAML_BYTES:

@@ -24,12 +24,16 @@ SPECS_DIR: Path | None = REPO_ROOT / "specs" / "miopen" if (REPO_ROOT / "specs" 
 
 @dataclass(frozen=True)
 class DiagnosticHint:
+    """A hint shown under a libclang diagnostic whose message contains `match`."""
+
     match: str
     hint: str
 
 
 @dataclass(frozen=True)
 class StatusException:
+    """The exception class a status raises in the generated errors module (`also`: its second base)."""
+
     name: str
     also: str | None = None
     since: str | None = None  # the first release with this status (older specs lack the constant)
@@ -37,6 +41,8 @@ class StatusException:
 
 @dataclass(frozen=True)
 class Target:
+    """The facts of one target library (specs/<target>/target.yaml)."""
+
     name: str
     display_name: str
     header: str

@@ -84,6 +84,8 @@ def key_part(key: Any) -> str:
 
 @dataclass(frozen=True)
 class Rule:
+    """A named rule for strings: `check` gives why a value breaks it, or None."""
+
     name: str
     doc: str
     check: Callable[[str], str | None]

@@ -323,3 +323,34 @@ def test_loaded_files_are_remembered_and_a_bad_entry_changes_nothing(tmp_path: P
     monkeypatch.setattr(cache, "MAX_MODELS", 2)
     load(sorted(SPECS.glob("*.*.*.yaml"))[1])
     assert len(list((root / "models").iterdir())) == 2  # the oldest beyond MAX_MODELS are removed
+
+
+def test_the_generators_fingerprint_tells_a_changed_module(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fingerprint keying cached results changes when any module of the generator (subpackages too) changes
+    its size or mtime, or one is added; bytecode and other files do not count."""
+    import os
+
+    from miogen import cache
+
+    (tmp_path / "sub" / "__pycache__").mkdir(parents=True)
+    for name in ("a.py", "sub/b.py", "sub/__pycache__/c.py", "notes.txt"):
+        (tmp_path / name).write_text("x = 1\n")
+    monkeypatch.setattr(cache, "_PACKAGE", tmp_path)
+
+    def fingerprint() -> str:
+        monkeypatch.setattr(cache, "_FINGERPRINT", [])
+        return cache.fingerprint()
+
+    first = fingerprint()
+    assert fingerprint() == first
+    for name in ("sub/__pycache__/c.py", "notes.txt"):
+        (tmp_path / name).write_text("y = 22\n")
+        assert fingerprint() == first
+    b = tmp_path / "sub" / "b.py"
+    st = b.stat()
+    b.write_text("x = 2\n")  # the same size: told by its mtime
+    os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns + 1))
+    second = fingerprint()
+    assert second != first
+    (tmp_path / "sub" / "d.py").write_text("")
+    assert fingerprint() not in (first, second)
