@@ -28,6 +28,23 @@ def _blank(m: re.Match[str]) -> str:
     return s if s[0] in "\"'" else " " + "\n" * s.count("\n")
 
 
+def _word(text: str, i: int) -> bool:
+    """Whether text[i] is a character `\\w` matches (False past either end)."""
+    return 0 <= i < len(text) and (text[i].isalnum() or text[i] == "_")
+
+
+def _mentions(code: str, macro: str) -> list[int]:
+    """Offsets of `macro` as a whole word in `code` (`\\bmacro\\b`, found by str.find: a regex starting with
+    `\\b` scans the header a character at a time)."""
+    out = []
+    i = code.find(macro)
+    while i >= 0:
+        if not _word(code, i - 1) and not _word(code, i + len(macro)):
+            out.append(i)
+        i = code.find(macro, i + 1)
+    return out
+
+
 def beta_lines(text: str, macro: str) -> frozenset[int] | None:
     """The 1-based line numbers inside `#ifdef <macro>` blocks (directive lines included), or None when
     the macro is used in a way this cannot decide (see the module doc)."""
@@ -36,7 +53,7 @@ def beta_lines(text: str, macro: str) -> frozenset[int] | None:
     code = COMMENT_OR_LITERAL.sub(_blank, text)
     names = re.compile(rf"\b{re.escape(macro)}\b")
     positive = re.compile(rf"\s*(?:defined\s*\(\s*{re.escape(macro)}\s*\)|defined\s+{re.escape(macro)})\s*")
-    mentions_at = [m.start() for m in names.finditer(code)]
+    mentions_at = _mentions(code, macro)
     stack: list[tuple[bool, int]] = []  # (tests the macro, first line) of each open conditional
     inside: set[int] = set()
     in_else = False  # in the #else branch of a beta block: only blank text until its #endif
