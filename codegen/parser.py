@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -232,8 +233,9 @@ class _Calls:
         self._expansion = fn("clang_getExpansionLocation", [ci.SourceLocation, ctypes.c_void_p, uint_p, uint_p, uint_p],
                              None)
         self._from_main = fn("clang_Location_isFromMainFile", [ci.SourceLocation], ctypes.c_int)
-        self._c_uint = ctypes.c_uint
-        self._byref = ctypes.byref
+        # the expansion location's outputs, allocated once (a parse asks for thousands)
+        self._line, self._offset = ctypes.c_uint(), ctypes.c_uint()
+        self._line_p, self._offset_p = ctypes.byref(self._line), ctypes.byref(self._offset)
 
     def arguments(self, c: Any) -> list[Any]:
         tu = c._tu
@@ -272,9 +274,8 @@ class _Calls:
         return None if text is None else text.decode("utf-8")
 
     def _line_offset(self, loc: Any) -> tuple[int, int]:
-        line, offset = self._c_uint(), self._c_uint()
-        self._expansion(loc, None, self._byref(line), None, self._byref(offset))
-        return line.value, offset.value
+        self._expansion(loc, None, self._line_p, None, self._offset_p)
+        return self._line.value, self._offset.value
 
     def extent(self, c: Any) -> tuple[bool, int, int, int, int]:
         """`c.extent` as (both ends in the main file, start line, start offset, end line, end offset): what
@@ -289,14 +290,16 @@ class _Calls:
         return int((self._enum_uvalue if unsigned else self._enum_value)(c))
 
 
-_CALLS: list[_Calls] = []
+_CALLS: dict[int, _Calls] = {}
 
 
 def _calls() -> _Calls:
-    """The process's `_Calls` (its functions are bound once)."""
-    if not _CALLS:
-        _CALLS.append(_Calls(cindex()))
-    return _CALLS[0]
+    """This thread's `_Calls` (bound once per thread: its output buffers are its own)."""
+    me = threading.get_ident()
+    calls = _CALLS.get(me)
+    if calls is None:
+        calls = _CALLS[me] = _Calls(cindex())
+    return calls
 
 
 class _Builder:
