@@ -84,6 +84,23 @@ def _parse_configs(tmp: Path) -> dict[str, str]:
     return {"shims": shims, "real_hip": "" if installed else "no HIP headers installed (libamdhip64-dev)"}
 
 
+_PRINT_MODULES = ("\nimport json, sys\nprint(json.dumps(sorted({m.split('.')[0] for m in sys.modules} & "
+                  "sys.stdlib_module_names)))")
+
+
+def _stdlib_floor(wrap: list[str], parse_args: list[str], bare_args: list[str]) -> list[str]:
+    """The standard-library modules (public ones: each brings its private helpers) that a parse process
+    imports and a bare parse process does not."""
+    def imported(code: str, args: list[str]) -> set[str]:
+        out = subprocess.run([*wrap, sys.executable, "-c", code + _PRINT_MODULES, *args], cwd=REPO, env=ENV,
+                             check=True, capture_output=True, text=True)
+        return set(json.loads(out.stdout.strip().splitlines()[-1]))
+
+    ours = imported("import runpy, sys\nsys.argv[0] = 'miogen'\ntry:\n    runpy.run_module('miogen', "
+                    "run_name='__main__')\nexcept SystemExit:\n    pass", parse_args)
+    return sorted(m for m in ours - imported(BARE_PARSE, bare_args) if not m.startswith("_"))
+
+
 def _committed_headers(root: Path) -> tuple[dict[str, Path], list[str]]:
     """version -> header for the committed specs whose real header is under `root`, and the versions missing."""
     specs = REPO / "specs" / "miopen"
@@ -134,6 +151,11 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
                 wrap = hide_hip(tmp) if config == "shims" else []
                 cmds[f"bare_parse_{config}"] = [*wrap, py, "-c", BARE_PARSE, str(args.header), json.dumps(cargs)]
                 cmds[f"parse_{config}"] = [*wrap, *parse]
+        if "shims" in configs and not configs["shims"]:
+            wrap = hide_hip(tmp)
+            floor = _stdlib_floor(wrap, parse[3:], [str(args.header), json.dumps(cargs)])
+            cmds["floor_shims"] = [*wrap, py, "-c", f"import {', '.join(floor)}; {BARE_PARSE}", str(args.header),
+                                   json.dumps(cargs)]
         if "real_hip" in configs and not configs["real_hip"]:
             cmds["parse_real_hip_cold"] = parse  # the per-user cache empty: its HIP preamble built anew
     colds = iter(range(1_000_000))
@@ -170,6 +192,11 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
         ratio, wratio = mc[ours] / mc[bare], mw[ours] / mw[bare]
         rows.append((what, "<= 2.5x", f"{ratio:.2f}x CPU ({mc[ours]:.2f} s vs {mc[bare]:.2f} s); wall {wratio:.2f}x "
                      f"({mw[ours]:.2f} s vs {mw[bare]:.2f} s)", ratio <= 2.5))
+    if "floor_shims" in mc:
+        floor, bare = mc["floor_shims"], mc["bare_parse_shims"]
+        rows.append(("the floor under it: the bare parse process also importing the standard-library modules "
+                     "miogen's parse imports (with miogen's HIP shims)", "-",
+                     f"{floor / bare:.2f}x CPU ({floor:.2f} s vs {bare:.2f} s)", None))
     if "parse_real_hip_cold" in mc:
         cold, bare = mc["parse_real_hip_cold"], mc["bare_parse_real_hip"]
         rows.append((f"the same parse with the installed HIP headers, the per-user cache empty (its HIP preamble "
