@@ -77,10 +77,12 @@ def _cases(q: Any, h: miopen.Handle, large: bool) -> list[tuple[str, dict[str, S
     sd = d4(sshp)
     keep += [sx, sy, sd]
     sxp, syp = sx.data.int_ptr, sy.data.int_ptr
+    accurate, channel = miopen.SoftmaxAlgorithm.MIOPEN_SOFTMAX_ACCURATE, miopen.SoftmaxMode.MIOPEN_SOFTMAX_MODE_CHANNEL
     out.append((f"softmax_forward {sshp}", {
-        "raw": lambda: raw.miopenSoftmaxForward(hp, ctypes.byref(F1), sd._cp, _vp(sxp), ctypes.byref(F0), sd._cp,
-                                                _vp(syp)),
-        "typed": lambda: miopen.softmax_forward(h, 1.0, sd, sxp, 0.0, sd, syp),
+        "raw": lambda: raw.miopenSoftmaxForward_V2(hp, ctypes.byref(F1), sd._cp, _vp(sxp), ctypes.byref(F0), sd._cp,
+                                                   _vp(syp), int(accurate), int(channel)),
+        # the typed call the op ends in: the V2 entry point, with the op's algorithm and mode
+        "typed": lambda: miopen.softmax_forward_v2(h, 1.0, sd, sxp, 0.0, sd, syp, accurate, channel),
         "op": lambda: softmax.softmax_forward(sx, sy, stream=q)}, 2 * 4 * int(np.prod(sshp))))
     # pooling max 2x2 stride 2, no index saving
     pd = miopen.create_pooling_descriptor()
