@@ -8,7 +8,11 @@ time a process clock would add to either side): each run times the op's loop and
 queue drained after each, and the figure is the median over the runs of op - typed (PoCL's enqueue cost swings
 from run to run, so the best of each side separately, as the HIP stub's figures take, is no steadier here).
 Goal: op - typed <= 5 us, as on HIP. Prints why when it cannot run (no library, no pyopencl, no device).
-Usage: python benchmarks/ocl_dispatch.py [--runs N] [--number N] [--json]
+With PoCL, POCL_DEVICES=basic runs each kernel in the enqueueing thread, so that thread's CPU time holds all of
+both sides' work and nothing of worker threads (PoCL's default pthread device runs kernels on threads that share
+the cores, and their interleaving moves the figure by several us from run to run): benchmarks/run_all.py judges
+that one and shows the default device's.
+Usage: [POCL_DEVICES=basic] python benchmarks/ocl_dispatch.py [--runs N] [--number N] [--json]
 """
 
 from __future__ import annotations
