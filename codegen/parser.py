@@ -471,9 +471,13 @@ class _Builder:
             param = cache.get(key)
             if param is None:  # a parameter like `miopenHandle_t handle`: built once, shared
                 doc_tag = tag.direction if tag else None
+                optional = bool(tag and tag.optional)
                 bare = Param(name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag,
-                             doc_optional=bool(tag and tag.optional))
-                param = cache[key] = replace(bare, role=roles.propose(bare, self.target))
+                             doc_optional=optional)
+                role = roles.propose(bare, self.target)
+                param = cache[key] = bare if role is None else Param(
+                    name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag, doc_optional=optional,
+                    role=role)
             params.append(param)
         result = calls.result_type(c)
         return Function(

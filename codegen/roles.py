@@ -11,15 +11,23 @@ from .model import Direction, Memory, Param, Provenance, Role, RoleShape, RoleSo
 from .target import Target
 
 
+_ROLES: dict[tuple[tuple[str, str], ...], Role] = {}
+
+
 def _role(
     direction: tuple[Direction, Provenance], memory: tuple[Memory, Provenance], shape: tuple[RoleShape, Provenance]
 ) -> Role:
-    return Role(
-        direction=direction[0],
-        memory=memory[0],
-        shape=shape[0],
-        source=RoleSource(direction=direction[1], memory=memory[1], shape=shape[1]),
-    )
+    """The role of these parts, one shared object per combination (a spec has a few dozen)."""
+    key = (direction, memory, shape)
+    role = _ROLES.get(key)
+    if role is None:
+        role = _ROLES[key] = Role(
+            direction=direction[0],
+            memory=memory[0],
+            shape=shape[0],
+            source=RoleSource(direction=direction[1], memory=memory[1], shape=shape[1]),
+        )
+    return role
 
 
 def propose(p: Param, target: Target) -> Role | None:
