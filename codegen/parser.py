@@ -197,8 +197,8 @@ class _Calls:
 
     cindex wraps each call with a result check that costs more calls (a cursor is compared with
     the null cursor, a string goes through two wrappers); for a header of thousands of functions
-    these wrappers cost more than the parse. The objects returned here are cindex's own
-    `Cursor`/`Type`, with the translation unit attached as cindex does, so cindex works on them.
+    these wrappers cost more than the parse. The cursors returned here are cindex's own `Cursor`, with the
+    translation unit attached as cindex does, so cindex works on them; a `Type` gets it from `_Builder.typed`.
     """
 
     def __init__(self, ci: Any) -> None:
@@ -236,6 +236,23 @@ class _Calls:
         # the expansion location's outputs, allocated once (a parse asks for thousands)
         self._line, self._offset = ctypes.c_uint(), ctypes.c_uint()
         self._line_p, self._offset_p = ctypes.byref(self._line), ctypes.byref(self._offset)
+        visitor = ctypes.CFUNCTYPE(ctypes.c_int, ci.Cursor, ci.Cursor, ctypes.py_object)
+        self._visit = fn("clang_visitChildren", [ci.Cursor, visitor, ctypes.py_object], ctypes.c_uint)
+
+        def collect(child: Any, _parent: Any, out: list[Any]) -> int:
+            out.append(child)  # cindex's visitor also asks libclang twice whether it is the null cursor
+            return 1  # CXChildVisit_Continue
+
+        self._collect = visitor(collect)
+
+    def children(self, c: Any) -> list[Any]:
+        """`c.get_children()`, as a list."""
+        out: list[Any] = []
+        self._visit(c, self._collect, out)
+        tu = c._tu
+        for ch in out:
+            ch._tu = tu
+        return out
 
     def arguments(self, c: Any) -> list[Any]:
         tu = c._tu
@@ -256,14 +273,12 @@ class _Calls:
         return (self._text(self._cursor_spelling(c)) or b"").decode("utf-8")
 
     def type(self, c: Any) -> Any:
-        t = self._cursor_type(c)
-        t._tu = c._tu
-        return t
+        """`c.type`, without the translation unit attached."""
+        return self._cursor_type(c)
 
     def result_type(self, c: Any) -> Any:
-        t = self._result_type(c)
-        t._tu = c._tu
-        return t
+        """`c.result_type`, without the translation unit attached."""
+        return self._result_type(c)
 
     def type_spelling(self, t: Any) -> str:
         return (self._text(self._type_spelling(t)) or b"").decode("utf-8")
@@ -319,6 +334,7 @@ class _Builder:
         self.api_files = {str(header), *(str(header.parent / n) for n in target.api_headers)}
         # one translation unit: a type's spelling names one type, so its CType is computed once
         self._ctypes: dict[str, CType] = {}
+        self._typed: dict[tuple[int, int, int], tuple[str, CType]] = {}
         self._params: dict[tuple[str, str | None, Any, str | None], Param] = {}
         self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
         self.calls = _calls()
@@ -340,6 +356,19 @@ class _Builder:
             raise self._error(cursor, f"{what} {validate.short(getattr(item, 'name', None))}: {exc.path}: "
                                       f"{exc.message}") from None
         return item
+
+    def typed(self, t: Any, where: Any) -> tuple[str, CType]:
+        """(spelling, model type) of the clang type `t` (of `_Calls.type`/`.result_type` of cursor `where`), looked
+        up by its identity: a CXType's kind and data pointers are the clang type, so within one translation unit
+        equal types give equal keys."""
+        data = t.data
+        key = (t._kind_id, data[0], data[1])
+        found = self._typed.get(key)
+        if found is None:
+            t._tu = where._tu
+            spelling = self.calls.type_spelling(t)
+            found = self._typed[key] = (spelling, self.ctype(t, where, spelling))
+        return found
 
     def ctype(self, t: Any, where: Any, spelling: str | None = None) -> CType:
         """The model type of clang type `t` (cached by spelling; `where` locates errors)."""
@@ -462,10 +491,8 @@ class _Builder:
         cache = self._params
         for a in args:
             name = calls.spelling(a) or None
-            t = calls.type(a)
-            spelling = calls.type_spelling(t)
+            spelling, ctype = self.typed(calls.type(a), a)
             tag = tags.get(name) if name else None
-            ctype = self.ctype(t, a, spelling)
             default = self._default(a, ctype) if defaults else None
             key = (spelling, name, tag, default)
             param = cache.get(key)
@@ -479,10 +506,9 @@ class _Builder:
                     name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag, doc_optional=optional,
                     role=role)
             params.append(param)
-        result = calls.result_type(c)
         return Function(
             name=calls.spelling(c),
-            returns=self.ctype(result, c, calls.type_spelling(result)),
+            returns=self.typed(calls.result_type(c), c)[1],
             params=tuple(params),
             group=self._group(c, comment, location),
             deprecated=doc.is_deprecated(comment),
@@ -517,15 +543,14 @@ class _Builder:
         return None
 
     def enum(self, c: Any) -> Enum:
-        CK = self.ci.CursorKind
         calls = self.calls
-        constant_kind = CK.ENUM_CONSTANT_DECL
+        constant_kind = self.ci.CursorKind.ENUM_CONSTANT_DECL.value
         enum_type = c.enum_type
         unsigned = enum_type.kind in self._unsigned_kinds  # as cindex's enum_value decides it
         constants: list[EnumConstant] = []
         first_by_value: dict[int, str] = {}
-        for e in c.get_children():
-            if e.kind != constant_kind:
+        for e in calls.children(c):
+            if e._kind_id != constant_kind:
                 continue
             value = calls.enum_value(e, unsigned)
             name = calls.spelling(e)
