@@ -164,16 +164,19 @@ def _top_level(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> list
     ci = cindex()
     main = str(header)
     others = {str(header.parent / name) for name in api_headers}
-    nested = (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.NAMESPACE)
-    CK = ci.CursorKind  # a parse with the preamble records the preprocessor too: not declarations
-    directives = (CK.MACRO_DEFINITION, CK.MACRO_INSTANTIATION, CK.INCLUSION_DIRECTIVE, CK.PREPROCESSING_DIRECTIVE)
+    CK = ci.CursorKind
+    nested = (CK.LINKAGE_SPEC.value, CK.NAMESPACE.value)
+    # a parse with the preamble records the preprocessor too: not declarations
+    directives = (CK.MACRO_DEFINITION.value, CK.MACRO_INSTANTIATION.value, CK.INCLUSION_DIRECTIVE.value,
+                  CK.PREPROCESSING_DIRECTIVE.value)
     in_system = ci.conf.lib.clang_Location_isInSystemHeader
     in_main = ci.conf.lib.clang_Location_isFromMainFile
+    children = _calls().children
     out: list[Any] = []
 
     def walk(cursor: Any) -> None:
-        for ch in cursor.get_children():
-            kind = ch.kind
+        for ch in children(cursor):
+            kind = ch._kind_id
             if kind in nested:
                 walk(ch)
                 continue
@@ -651,6 +654,8 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
     """All API items of one parse, in header order (`cursors`: its top-level declarations, if known)."""
     b = _Builder(header, text, target)
     CK = b.ci.CursorKind
+    function_kind, enum_kind, typedef_kind = CK.FUNCTION_DECL.value, CK.ENUM_DECL.value, CK.TYPEDEF_DECL.value
+    record_kinds = (CK.STRUCT_DECL.value, CK.UNION_DECL.value)
     if cursors is None:
         cursors = _top_level(tu, header, target.api_headers)
     b.collect_names(cursors)
@@ -662,12 +667,12 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
     functions: list[Function] = []
     pending_records: dict[str, Any] = {}  # usr -> anonymous record cursor awaiting its typedef
     for c in cursors:
-        k = c.kind
-        if k == CK.FUNCTION_DECL:
+        k = c._kind_id  # cindex's `kind` makes an object of it
+        if k == function_kind:
             functions.append(b.valid(c, b.function(c)))
-        elif k == CK.ENUM_DECL and c.is_definition():
+        elif k == enum_kind and c.is_definition():
             enums.append(b.valid(c, b.enum(c)))
-        elif k in (CK.STRUCT_DECL, CK.UNION_DECL) and c.is_definition():
+        elif k in record_kinds and c.is_definition():
             if not list(c.type.get_fields()):
                 continue  # the empty struct behind an opaque handle
             if _is_anonymous_record(c):
@@ -675,7 +680,7 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
             else:
                 records.append(b.valid(c, b.record(c, c.spelling, None, c.spelling)))
                 b.records[c.get_usr()] = c.spelling
-        elif k == CK.TYPEDEF_DECL:
+        elif k == typedef_kind:
             name = c.spelling
             if name in b.handles:
                 handles.append(b.valid(c, Handle(name=name, tag=b.handles[name], group=b._group(c, c.raw_comment))))
@@ -763,24 +768,26 @@ def _one_pass_beta(header: Path, text: str, opts: ParseOptions, target: Target) 
 
     names: set[str] = set()
     constants: dict[str, set[str]] = {}
+    enum_kind, constant_kind = CK.ENUM_DECL.value, CK.ENUM_CONSTANT_DECL.value
     for c in cursors:
         b = beta(c)
         if b is None:
             return None
         if b:
             continue
-        names.add(c.spelling)
-        if c.kind == CK.ENUM_DECL:
+        name = calls.spelling(c)
+        names.add(name)
+        if c._kind_id == enum_kind:
             where, first, last = span(c)
-            kept = constants[c.spelling] = set()
+            kept = constants[name] = set()
             cut = any(n in where for n in range(first, last + 1))  # a beta block inside the enum
-            for e in c.get_children():  # a stable enum may hold beta constants
-                if e.kind == CK.ENUM_CONSTANT_DECL:
+            for e in calls.children(c):  # a stable enum may hold beta constants
+                if e._kind_id == constant_kind:
                     eb = beta(e) if cut else False
                     if eb is None:
                         return None
                     if not eb:
-                        kept.add(e.spelling)
+                        kept.add(calls.spelling(e))
     return _flag_beta(build_spec(tu, header, text, target, cursors), (names, constants))
 
 
