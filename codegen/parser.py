@@ -338,7 +338,7 @@ class _Builder:
         # one translation unit: a type's spelling names one type, so its CType is computed once
         self._ctypes: dict[str, CType] = {}
         self._typed: dict[tuple[int, int, int], tuple[str, CType]] = {}
-        self._params: dict[tuple[str, str | None, Any, str | None], Param] = {}
+        self._params: dict[tuple[str, str | None, doc.ParamTag | None, str | None], Param] = {}
         self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
         self.calls = _calls()
         TK = self.ci.TypeKind
@@ -501,13 +501,9 @@ class _Builder:
             param = cache.get(key)
             if param is None:  # a parameter like `miopenHandle_t handle`: built once, shared
                 doc_tag = tag.direction if tag else None
-                optional = bool(tag and tag.optional)
-                bare = Param(name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag,
-                             doc_optional=optional)
-                role = roles.propose(bare, self.target)
-                param = cache[key] = bare if role is None else Param(
-                    name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag, doc_optional=optional,
-                    role=role)
+                param = cache[key] = Param(name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag,
+                                           doc_optional=bool(tag and tag.optional),
+                                           role=roles.propose(ctype, name, doc_tag, self.target))
             params.append(param)
         return Function(
             name=calls.spelling(c),
