@@ -295,6 +295,11 @@ class _Calls:
         self._expansion(loc, None, self._line_p, None, self._offset_p)
         return self._line.value, self._offset.value
 
+    def line(self, loc: Any) -> int:
+        """`loc.line` of a `SourceLocation`."""
+        self._expansion(loc, None, self._line_p, None, None)
+        return self._line.value
+
     def extent(self, c: Any) -> tuple[bool, int, int, int, int]:
         """`c.extent` as (both ends in the main file, start line, start offset, end line, end offset): what
         cindex's `extent.start`/`.end` give for `.line`/`.offset`, in five calls instead of dozens."""
@@ -480,7 +485,7 @@ class _Builder:
                     self.enums.add(c.spelling)
 
     def _group(self, cursor: Any, comment: str | None, location: Any = None) -> str | None:
-        return doc.ingroup(comment) or self.groups.at((location or cursor.location).line)
+        return doc.ingroup(comment) or self.groups.at(self.calls.line(location or cursor.location))
 
     def function(self, c: Any) -> Function:
         comment = self.calls.raw_comment(c)
