@@ -472,10 +472,12 @@ class _Builder:
         """First pass: which typedef names are handles, callbacks, enums and records."""
         CK = self.ci.CursorKind
         TK = self.ci.TypeKind
+        enum_kind, typedef_kind = CK.ENUM_DECL.value, CK.TYPEDEF_DECL.value
         for c in cursors:
-            if c.kind == CK.ENUM_DECL and c.is_definition():
+            k = c._kind_id
+            if k == enum_kind and c.is_definition():
                 self.enums.add(c.spelling)
-            elif c.kind == CK.TYPEDEF_DECL:
+            elif k == typedef_kind:
                 canon = c.underlying_typedef_type.get_canonical()
                 if canon.kind == TK.POINTER:
                     pointee = canon.get_pointee()
