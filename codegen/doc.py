@@ -8,7 +8,7 @@ from __future__ import annotations
 import bisect
 import functools
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from .model import DocTag
 
@@ -26,9 +26,9 @@ _DEPRECATED_TAG = re.compile(r"[@\\]deprecated\b")
 _DEPRECATED_WORD = re.compile(r"\bdeprecated\b", re.I)
 
 
-@dataclass(frozen=True)
-class ParamTag:
-    """A parameter's documented direction, and whether its text calls it optional."""
+class ParamTag(NamedTuple):
+    """A parameter's documented direction, and whether its text calls it optional (a tuple: the parser keys its
+    parameters by it)."""
 
     direction: DocTag
     optional: bool
@@ -81,7 +81,7 @@ def is_deprecated(comment: str | None, *, member: bool = False) -> bool:
     """`@deprecated`, or (for enum members, whose notes are one line) the word itself."""
     if not comment:
         return False
-    if _DEPRECATED_TAG.search(comment):
+    if "deprecated" in comment and _DEPRECATED_TAG.search(comment):  # a substring search first: most have none
         return True
     return member and bool(_DEPRECATED_WORD.search(comment))
 

@@ -164,16 +164,19 @@ def _top_level(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> list
     ci = cindex()
     main = str(header)
     others = {str(header.parent / name) for name in api_headers}
-    nested = (ci.CursorKind.LINKAGE_SPEC, ci.CursorKind.NAMESPACE)
-    CK = ci.CursorKind  # a parse with the preamble records the preprocessor too: not declarations
-    directives = (CK.MACRO_DEFINITION, CK.MACRO_INSTANTIATION, CK.INCLUSION_DIRECTIVE, CK.PREPROCESSING_DIRECTIVE)
+    CK = ci.CursorKind
+    nested = (CK.LINKAGE_SPEC.value, CK.NAMESPACE.value)
+    # a parse with the preamble records the preprocessor too: not declarations
+    directives = (CK.MACRO_DEFINITION.value, CK.MACRO_INSTANTIATION.value, CK.INCLUSION_DIRECTIVE.value,
+                  CK.PREPROCESSING_DIRECTIVE.value)
     in_system = ci.conf.lib.clang_Location_isInSystemHeader
     in_main = ci.conf.lib.clang_Location_isFromMainFile
+    children = _calls().children
     out: list[Any] = []
 
     def walk(cursor: Any) -> None:
-        for ch in cursor.get_children():
-            kind = ch.kind
+        for ch in children(cursor):
+            kind = ch._kind_id
             if kind in nested:
                 walk(ch)
                 continue
@@ -197,8 +200,8 @@ class _Calls:
 
     cindex wraps each call with a result check that costs more calls (a cursor is compared with
     the null cursor, a string goes through two wrappers); for a header of thousands of functions
-    these wrappers cost more than the parse. The objects returned here are cindex's own
-    `Cursor`/`Type`, with the translation unit attached as cindex does, so cindex works on them.
+    these wrappers cost more than the parse. The cursors returned here are cindex's own `Cursor`, with the
+    translation unit attached as cindex does, so cindex works on them; a `Type` gets it from `_Builder.typed`.
     """
 
     def __init__(self, ci: Any) -> None:
@@ -236,6 +239,23 @@ class _Calls:
         # the expansion location's outputs, allocated once (a parse asks for thousands)
         self._line, self._offset = ctypes.c_uint(), ctypes.c_uint()
         self._line_p, self._offset_p = ctypes.byref(self._line), ctypes.byref(self._offset)
+        visitor = ctypes.CFUNCTYPE(ctypes.c_int, ci.Cursor, ci.Cursor, ctypes.py_object)
+        self._visit = fn("clang_visitChildren", [ci.Cursor, visitor, ctypes.py_object], ctypes.c_uint)
+
+        def collect(child: Any, _parent: Any, out: list[Any]) -> int:
+            out.append(child)  # cindex's visitor also asks libclang twice whether it is the null cursor
+            return 1  # CXChildVisit_Continue
+
+        self._collect = visitor(collect)
+
+    def children(self, c: Any) -> list[Any]:
+        """`c.get_children()`, as a list."""
+        out: list[Any] = []
+        self._visit(c, self._collect, out)
+        tu = c._tu
+        for ch in out:
+            ch._tu = tu
+        return out
 
     def arguments(self, c: Any) -> list[Any]:
         tu = c._tu
@@ -253,17 +273,16 @@ class _Calls:
         return text
 
     def spelling(self, c: Any) -> str:
+        """`c.spelling`."""
         return (self._text(self._cursor_spelling(c)) or b"").decode("utf-8")
 
     def type(self, c: Any) -> Any:
-        t = self._cursor_type(c)
-        t._tu = c._tu
-        return t
+        """`c.type`, without the translation unit attached."""
+        return self._cursor_type(c)
 
     def result_type(self, c: Any) -> Any:
-        t = self._result_type(c)
-        t._tu = c._tu
-        return t
+        """`c.result_type`, without the translation unit attached."""
+        return self._result_type(c)
 
     def type_spelling(self, t: Any) -> str:
         return (self._text(self._type_spelling(t)) or b"").decode("utf-8")
@@ -277,13 +296,22 @@ class _Calls:
         self._expansion(loc, None, self._line_p, None, self._offset_p)
         return self._line.value, self._offset.value
 
+    def line(self, loc: Any) -> int:
+        """`loc.line` of a `SourceLocation`."""
+        self._expansion(loc, None, self._line_p, None, None)
+        return self._line.value
+
     def extent(self, c: Any) -> tuple[bool, int, int, int, int]:
         """`c.extent` as (both ends in the main file, start line, start offset, end line, end offset): what
-        cindex's `extent.start`/`.end` give for `.line`/`.offset`, in five calls instead of dozens."""
-        ext = self._extent(c)
-        start, end = self._range_start(ext), self._range_end(ext)
-        main = bool(self._from_main(start)) and bool(self._from_main(end))
-        return (main, *self._line_offset(start), *self._line_offset(end))
+        cindex's `extent.start`/`.end` give for `.line`/`.offset`, in seven calls instead of dozens; kept on the
+        cursor, as cindex keeps its own (the beta parse's span loop and the builder ask for the same ones)."""
+        found: tuple[bool, int, int, int, int] | None = getattr(c, "_miogen_extent", None)
+        if found is None:
+            ext = self._extent(c)
+            start, end = self._range_start(ext), self._range_end(ext)
+            main = bool(self._from_main(start)) and bool(self._from_main(end))
+            found = c._miogen_extent = (main, *self._line_offset(start), *self._line_offset(end))
+        return found
 
     def enum_value(self, c: Any, unsigned: bool) -> int:
         """`c.enum_value` of a constant of an enum whose type is `unsigned` as cindex tells it."""
@@ -319,7 +347,8 @@ class _Builder:
         self.api_files = {str(header), *(str(header.parent / n) for n in target.api_headers)}
         # one translation unit: a type's spelling names one type, so its CType is computed once
         self._ctypes: dict[str, CType] = {}
-        self._params: dict[tuple[str, str | None, Any, str | None], Param] = {}
+        self._typed: dict[tuple[int, int, int], tuple[str, CType]] = {}
+        self._params: dict[tuple[str, str | None, doc.ParamTag | None, str | None], Param] = {}
         self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
         self.calls = _calls()
         TK = self.ci.TypeKind
@@ -340,6 +369,19 @@ class _Builder:
             raise self._error(cursor, f"{what} {validate.short(getattr(item, 'name', None))}: {exc.path}: "
                                       f"{exc.message}") from None
         return item
+
+    def typed(self, t: Any, where: Any) -> tuple[str, CType]:
+        """(spelling, model type) of the clang type `t` (of `_Calls.type`/`.result_type` of cursor `where`), looked
+        up by its identity: a CXType's kind and data pointers are the clang type, so within one translation unit
+        equal types give equal keys."""
+        data = t.data
+        key = (t._kind_id, data[0], data[1])
+        found = self._typed.get(key)
+        if found is None:
+            t._tu = where._tu
+            spelling = self.calls.type_spelling(t)
+            found = self._typed[key] = (spelling, self.ctype(t, where, spelling))
+        return found
 
     def ctype(self, t: Any, where: Any, spelling: str | None = None) -> CType:
         """The model type of clang type `t` (cached by spelling; `where` locates errors)."""
@@ -430,10 +472,12 @@ class _Builder:
         """First pass: which typedef names are handles, callbacks, enums and records."""
         CK = self.ci.CursorKind
         TK = self.ci.TypeKind
+        enum_kind, typedef_kind = CK.ENUM_DECL.value, CK.TYPEDEF_DECL.value
         for c in cursors:
-            if c.kind == CK.ENUM_DECL and c.is_definition():
+            k = c._kind_id
+            if k == enum_kind and c.is_definition():
                 self.enums.add(c.spelling)
-            elif c.kind == CK.TYPEDEF_DECL:
+            elif k == typedef_kind:
                 canon = c.underlying_typedef_type.get_canonical()
                 if canon.kind == TK.POINTER:
                     pointee = canon.get_pointee()
@@ -448,7 +492,7 @@ class _Builder:
                     self.enums.add(c.spelling)
 
     def _group(self, cursor: Any, comment: str | None, location: Any = None) -> str | None:
-        return doc.ingroup(comment) or self.groups.at((location or cursor.location).line)
+        return doc.ingroup(comment) or self.groups.at(self.calls.line(location or cursor.location))
 
     def function(self, c: Any) -> Function:
         comment = self.calls.raw_comment(c)
@@ -462,23 +506,20 @@ class _Builder:
         cache = self._params
         for a in args:
             name = calls.spelling(a) or None
-            t = calls.type(a)
-            spelling = calls.type_spelling(t)
+            spelling, ctype = self.typed(calls.type(a), a)
             tag = tags.get(name) if name else None
-            ctype = self.ctype(t, a, spelling)
             default = self._default(a, ctype) if defaults else None
             key = (spelling, name, tag, default)
             param = cache.get(key)
             if param is None:  # a parameter like `miopenHandle_t handle`: built once, shared
                 doc_tag = tag.direction if tag else None
-                bare = Param(name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag,
-                             doc_optional=bool(tag and tag.optional))
-                param = cache[key] = replace(bare, role=roles.propose(bare, self.target))
+                param = cache[key] = Param(name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag,
+                                           doc_optional=bool(tag and tag.optional),
+                                           role=roles.propose(ctype, name, doc_tag, self.target))
             params.append(param)
-        result = calls.result_type(c)
         return Function(
             name=calls.spelling(c),
-            returns=self.ctype(result, c, calls.type_spelling(result)),
+            returns=self.typed(calls.result_type(c), c)[1],
             params=tuple(params),
             group=self._group(c, comment, location),
             deprecated=doc.is_deprecated(comment),
@@ -513,15 +554,14 @@ class _Builder:
         return None
 
     def enum(self, c: Any) -> Enum:
-        CK = self.ci.CursorKind
         calls = self.calls
-        constant_kind = CK.ENUM_CONSTANT_DECL
+        constant_kind = self.ci.CursorKind.ENUM_CONSTANT_DECL.value
         enum_type = c.enum_type
         unsigned = enum_type.kind in self._unsigned_kinds  # as cindex's enum_value decides it
         constants: list[EnumConstant] = []
         first_by_value: dict[int, str] = {}
-        for e in c.get_children():
-            if e.kind != constant_kind:
+        for e in calls.children(c):
+            if e._kind_id != constant_kind:
                 continue
             value = calls.enum_value(e, unsigned)
             name = calls.spelling(e)
@@ -622,6 +662,8 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
     """All API items of one parse, in header order (`cursors`: its top-level declarations, if known)."""
     b = _Builder(header, text, target)
     CK = b.ci.CursorKind
+    function_kind, enum_kind, typedef_kind = CK.FUNCTION_DECL.value, CK.ENUM_DECL.value, CK.TYPEDEF_DECL.value
+    record_kinds = (CK.STRUCT_DECL.value, CK.UNION_DECL.value)
     if cursors is None:
         cursors = _top_level(tu, header, target.api_headers)
     b.collect_names(cursors)
@@ -633,12 +675,12 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
     functions: list[Function] = []
     pending_records: dict[str, Any] = {}  # usr -> anonymous record cursor awaiting its typedef
     for c in cursors:
-        k = c.kind
-        if k == CK.FUNCTION_DECL:
+        k = c._kind_id  # cindex's `kind` makes an object of it
+        if k == function_kind:
             functions.append(b.valid(c, b.function(c)))
-        elif k == CK.ENUM_DECL and c.is_definition():
+        elif k == enum_kind and c.is_definition():
             enums.append(b.valid(c, b.enum(c)))
-        elif k in (CK.STRUCT_DECL, CK.UNION_DECL) and c.is_definition():
+        elif k in record_kinds and c.is_definition():
             if not list(c.type.get_fields()):
                 continue  # the empty struct behind an opaque handle
             if _is_anonymous_record(c):
@@ -646,7 +688,7 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
             else:
                 records.append(b.valid(c, b.record(c, c.spelling, None, c.spelling)))
                 b.records[c.get_usr()] = c.spelling
-        elif k == CK.TYPEDEF_DECL:
+        elif k == typedef_kind:
             name = c.spelling
             if name in b.handles:
                 handles.append(b.valid(c, Handle(name=name, tag=b.handles[name], group=b._group(c, c.raw_comment))))
@@ -734,24 +776,26 @@ def _one_pass_beta(header: Path, text: str, opts: ParseOptions, target: Target) 
 
     names: set[str] = set()
     constants: dict[str, set[str]] = {}
+    enum_kind, constant_kind = CK.ENUM_DECL.value, CK.ENUM_CONSTANT_DECL.value
     for c in cursors:
         b = beta(c)
         if b is None:
             return None
         if b:
             continue
-        names.add(c.spelling)
-        if c.kind == CK.ENUM_DECL:
+        name = calls.spelling(c)
+        names.add(name)
+        if c._kind_id == enum_kind:
             where, first, last = span(c)
-            kept = constants[c.spelling] = set()
+            kept = constants[name] = set()
             cut = any(n in where for n in range(first, last + 1))  # a beta block inside the enum
-            for e in c.get_children():  # a stable enum may hold beta constants
-                if e.kind == CK.ENUM_CONSTANT_DECL:
+            for e in calls.children(c):  # a stable enum may hold beta constants
+                if e._kind_id == constant_kind:
                     eb = beta(e) if cut else False
                     if eb is None:
                         return None
                     if not eb:
-                        kept.add(e.spelling)
+                        kept.add(calls.spelling(e))
     return _flag_beta(build_spec(tu, header, text, target, cursors), (names, constants))
 
 

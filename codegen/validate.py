@@ -483,7 +483,7 @@ _HINTS: dict[type, dict[str, Any]] = {}
 #: hashing a frozen dataclass walks all of it); each is kept alive here so its id is not reused; bounded
 _VALID_MODELS: dict[int, Any] = {}
 _VALID_MAX = 200_000
-#: per class: what check_model needs of each field (see _class_fields)
+#: per class: what check_model needs of each field it looks at (see _class_fields)
 _FIELDS: dict[type, list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]] = {}
 #: per class: whether its objects can never change (frozen, and nothing mutable inside by its type hints)
 _IMMUTABLE: dict[type, bool] = {}
@@ -519,11 +519,14 @@ def check_model(obj: Any) -> None:
     """Apply the rules to an object built in memory (and everything in it); raises Violation.
 
     A frozen object found valid once is not walked again."""
-    if _VALID_MODELS.get(id(obj)) is obj:
+    valid = _VALID_MODELS
+    if valid.get(id(obj)) is obj:
         return
     cls = type(obj)
     if hasattr(cls, "__dataclass_fields__"):  # a dataclass instance (a dataclass itself has type `type`)
-        fields = _FIELDS.get(cls) or _class_fields(cls)
+        fields = _FIELDS.get(cls)
+        if fields is None:
+            fields = _class_fields(cls)
         for name, literals, optional, check, nested in fields:
             value = getattr(obj, name)
             try:
@@ -531,7 +534,7 @@ def check_model(obj: Any) -> None:
                     raise Violation(f"expected one of {', '.join(map(str, literals))}; got {short(value)}")
                 if check is not None:
                     check(value)
-                if nested:
+                if nested and value is not None and valid.get(id(value)) is not value:  # a shared one checked
                     _descend(value)
             except Violation as exc:
                 raise exc.within(name) from None
@@ -542,8 +545,8 @@ def check_model(obj: Any) -> None:
 
 
 def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]:
-    """Per field of `cls`: (name, its Literal values or None, whether None is allowed, its rule check or
-    None, whether a model object can sit inside it)."""
+    """Per field of `cls` that has a rule, Literal values or a model object inside it: (name, its Literal values
+    or None, whether None is allowed, its rule check or None, whether a model object can sit inside it)."""
     hints = _HINTS.get(cls)
     if hints is None:
         hints = _HINTS[cls] = typing.get_type_hints(cls)
@@ -556,7 +559,9 @@ def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, An
             tp = next(a for a in typing.get_args(tp) if a is not type(None))
         literals = typing.get_args(tp) if typing.get_origin(tp) is typing.Literal else None
         check = field_check(cls, f.name, hints[f.name])
-        out.append((f.name, literals, optional, check, not _plain_hint(hints[f.name])))
+        nested = not _plain_hint(hints[f.name])
+        if literals is not None or check is not None or nested:  # a bool or an int field: nothing to check
+            out.append((f.name, literals, optional, check, nested))
     _FIELDS[cls] = out
     return out
 
