@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING, Any
 from . import GENERATOR_VERSION, gcpolicy
 from .errors import CodegenError
 from .files import Interrupted, in_dir, in_file, in_path, interrupts, out_dir, out_file
-from .releases import Releases, Version
 from .target import DEFAULT_TARGET, SPECS_DIR
 
 if TYPE_CHECKING:
@@ -283,6 +282,7 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     from .annotate import AnnotationGateError, OpenParam, load_annotations, resolve, suggestion
     from .diff import diff, to_markdown
     from .parser import ParseOptions, parse_header
+    from .releases import Releases, Version
     from .spec_io import dumps, load
     from .target import load_target, target_for
     from .transaction import Snapshot, run_in_group
@@ -447,6 +447,7 @@ def _render(args: argparse.Namespace) -> int:
 
 def _check(args: argparse.Namespace) -> int:
     from .annotate import AnnotationGateError, load_annotations, resolve
+    from .releases import Version
     from .spec_io import load
     from .target import target_for
 

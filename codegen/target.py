@@ -9,7 +9,6 @@ from pathlib import Path
 from . import validate
 from .errors import CodegenError, SpecError
 from .model import Spec
-from .releases import Version
 from .spec_io import load_as
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -140,6 +139,8 @@ def check_target(spec: Spec, target: Target) -> None:
     if values.get(target.success_constant) != 0:
         raise CodegenError(f"{where}: success_constant: {target.success_constant} must be a {target.status_type} "
                            f"constant of value 0 (the generated status checks test for non-zero)")
+    from .releases import Version
+
     def newer(key: str) -> bool:
         since = target.status_exceptions[key].since if key in target.status_exceptions else None
         return since is not None and Version.parse(since) > Version.parse(spec.version)
