@@ -50,10 +50,10 @@ def private_cache(name: str) -> Path | None:
 
 
 def fingerprint() -> str:
-    """The generator as a cached result depends on it: its version, the Python version, and the path, size and
-    mtime of every module (subpackages too), as CPython's own bytecode cache tells a changed source."""
+    """The generator as a cached result depends on it: its version, the Python version, its folder, and the path,
+    size and mtime of every module (subpackages too), as CPython's own bytecode cache tells a changed source."""
     if not _FINGERPRINT:
-        h = hashlib.sha256(f"{GENERATOR_VERSION}\0{sys.version}\0".encode())
+        h = hashlib.sha256(f"{GENERATOR_VERSION}\0{sys.version}\0{_PACKAGE}\0".encode())
         for stamp in sorted(_module_stamps(str(_PACKAGE), "")):  # every module, the support/ and audit/ packages too
             h.update(f"{stamp}\0".encode())
         _FINGERPRINT.append(h.hexdigest())

@@ -58,8 +58,9 @@ def find_builtin_include() -> Path:
     """The first directory holding the compiler's stddef.h, stdbool.h and stdint.h.
 
     Looks at $MIOGEN_BUILTIN_INCLUDE, then `clang -print-resource-dir`, then
-    `gcc`/`cc -print-file-name=include`. The compilers' answer is kept in the per-user cache, keyed by
-    which compiler each name finds (path, size, mtime) and the variables that steer them.
+    `gcc`/`cc -print-file-name=include`. The compilers' answers are kept in the per-user cache, keyed by
+    which compiler each name finds (path, size, mtime) and the variables that steer them; which answer holds
+    the headers is checked on every run.
     """
     env = os.environ.get(BUILTIN_ENV)
     if env:
@@ -79,22 +80,28 @@ def find_builtin_include() -> Path:
             st = None
         found.append((name, path, st and (st.st_size, st.st_mtime_ns)))
     key = f"builtin include\0{found!r}\0{[os.environ.get(v) for v in _DRIVER_VARIABLES]!r}"
-    known = Path(cache.remembered(key, str, lambda: str(_ask_compilers())))
-    return known if _has_builtins(known) else _ask_compilers()
+    return _choose(cache.remembered(key, tuple, _ask_compilers))
 
 
-def _ask_compilers() -> Path:
-    """find_builtin_include's answer from the compilers themselves."""
+def _ask_compilers() -> tuple[str | None, str | None, str | None]:
+    """What the compilers answer: clang's resource folder, then gcc's and cc's builtin include folder (None where
+    one is missing or says nothing)."""
+    return (_ask(["clang", "-print-resource-dir"]), _ask(["gcc", "-print-file-name=include"]),
+            _ask(["cc", "-print-file-name=include"]))
+
+
+def _choose(answers: tuple[str | None, str | None, str | None]) -> Path:
+    """The first of the compilers' answers that holds the builtin headers (checked on every run: headers installed
+    or removed since change the choice)."""
+    resource, gcc, cc = answers
     tried: list[str] = []
-    resource = _ask(["clang", "-print-resource-dir"])
     if resource:
         tried.append(f"clang: {resource}/include")
         if _has_builtins(Path(resource) / "include"):
             return Path(resource) / "include"
-    for cc in ("gcc", "cc"):
-        found = _ask([cc, "-print-file-name=include"])
+    for name, found in (("gcc", gcc), ("cc", cc)):
         if found:
-            tried.append(f"{cc}: {found}")
+            tried.append(f"{name}: {found}")
             if os.path.isabs(found) and _has_builtins(Path(found)):
                 return Path(found)
     raise SetupError(

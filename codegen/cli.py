@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import gc
 import signal
 import sys
 from pathlib import Path
@@ -511,6 +512,16 @@ def _parse(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def run() -> int:
+    """The `miogen` command (and `python -m miogen`): `main()`; then the process ends, so what the command made is
+    frozen and the collections of the interpreter's shutdown do not walk it (about 7% of a parse). Atexit handlers
+    still run; objects left in reference cycles are not collected."""
+    try:
+        return main()
+    finally:
+        gc.freeze()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import re
 
-# comments blanked (their newlines kept, so line numbers stay); string and character literals kept as they are
-# (a block comment unrolled: `/\*.*?\*/` would try its end at every character of the header's long doc comments)
-COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+#: a block comment, unrolled: `/\*.*?\*/` would try its end at every character of a header's long doc comments
+BLOCK_COMMENT = r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/"
+# a comment (blanked by `beta_lines`, its newlines kept so line numbers stay) or a string or character literal
+# (kept as it is; `\\.` takes a backslash-newline too: re.S)
+COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|' + BLOCK_COMMENT + r'|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 # a directive: its logical line, continued lines included
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*([A-Za-z_]\w*)?((?:[^\n\\]|\\.)*)", re.M | re.S)
 

@@ -10,9 +10,10 @@ import functools
 import re
 from typing import NamedTuple
 
+from .conditionals import BLOCK_COMMENT
 from .model import DocTag
 
-_COMMENT = re.compile(r"/\*[^*]*\*+(?:[^/*][^*]*\*+)*/|//[^\n]*")  # a block comment unrolled (see conditionals.py)
+_COMMENT = re.compile(BLOCK_COMMENT + r"|//[^\n]*")
 _GROUP_EVENT = re.compile(r"@(addtogroup|defgroup)\s+(\w+)|@\{|@\}")
 _INGROUP = re.compile(r"@ingroup\s+(\w+)")
 # a parameter's text runs to the next command (`@x`, or a backslash one) or the end; written without a lazy `.*?` and

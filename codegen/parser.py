@@ -318,15 +318,14 @@ class _Calls:
         return int((self._enum_uvalue if unsigned else self._enum_value)(c))
 
 
-_CALLS: dict[int, _Calls] = {}
+_CALLS = threading.local()
 
 
 def _calls() -> _Calls:
     """This thread's `_Calls` (bound once per thread: its output buffers are its own)."""
-    me = threading.get_ident()
-    calls = _CALLS.get(me)
+    calls: _Calls | None = getattr(_CALLS, "calls", None)
     if calls is None:
-        calls = _CALLS[me] = _Calls(cindex())
+        calls = _CALLS.calls = _Calls(cindex())
     return calls
 
 

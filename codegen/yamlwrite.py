@@ -65,13 +65,16 @@ class _Declined(Exception):
     """Something `direct` does not spell exactly: the caller goes through libyaml."""
 
 
-_SCALARS: dict[tuple[type, Any], str] = {}
+_SCALARS: dict[tuple[type, Any], str] = {}  # the spelling of each scalar written; bounded
+_SCALARS_MAX = 100_000
 
 
 def _scalar(value: Any) -> str:
     key = (type(value), value)
     text = _SCALARS.get(key)
     if text is None:
+        if len(_SCALARS) >= _SCALARS_MAX:
+            _SCALARS.clear()
         text = _SCALARS[key] = _new_scalar(value)
     return text
 
@@ -134,7 +137,7 @@ class _Writer:
             for attr, key, default, omit, flow, items in fields:
                 value = getattr(obj, attr)
                 if not omit or value != default:
-                    out.append((key, value, flow, items))
+                    out.append((_key(key), value, flow, items))
             return out
         if isinstance(obj, dict):
             return [(_key(k), v, False, False) for k, v in obj.items()]
@@ -142,7 +145,7 @@ class _Writer:
 
     def flow(self, obj: Any) -> str:
         """`obj` in flow style."""
-        if obj is None or type(obj) in _SCALARS_TYPES:
+        if obj is None or type(obj) in _SCALAR_TYPES:
             return _scalar(obj)
         done = self.flows.get(id(obj))
         if done is not None:
@@ -158,7 +161,7 @@ class _Writer:
     def inline(self, obj: Any, flow: bool) -> Any:
         """`obj` as written on the line it starts (a scalar, a flow or an empty collection); else _BLOCK for a
         block sequence, or a block mapping's entries."""
-        if flow or obj is None or type(obj) in _SCALARS_TYPES:
+        if flow or obj is None or type(obj) in _SCALAR_TYPES:
             return self.flow(obj)
         if type(obj) is tuple:
             return _BLOCK if obj else "[]"
@@ -205,7 +208,7 @@ class _Writer:
             out.append(done)
 
 
-_SCALARS_TYPES = (str, int, bool)
+_SCALAR_TYPES = (str, int, bool)
 
 
 def _key(k: Any) -> str:

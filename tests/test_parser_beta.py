@@ -149,3 +149,36 @@ def test_undecidable_header_falls_back_to_two_parses(monkeypatch: pytest.MonkeyP
     spec = parse_header(header, target(), ParseOptions(beta=True))
     flags = {f.name: f.beta for f in spec.functions}
     assert flags["miopenNew"] is True and "miopenOld" not in flags
+
+
+# the patterns the faster ones replaced: the same matches, character for character
+_PLAIN_COMMENT_OR_LITERAL = r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\''
+_SNIPPETS = ["/*", "*/", "*", "/", "//", '"', "'", "\\", "\n", "a", " ", "#", "**/", "/**"]
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=st.lists(st.sampled_from(_SNIPPETS), max_size=24).map("".join))
+def test_the_comment_patterns_match_as_the_plain_ones(text: str) -> None:
+    """The unrolled block-comment patterns (conditionals.COMMENT_OR_LITERAL, doc's comments) find what the plain
+    `/\\*.*?\\*/` ones find, literals with a backslash-newline included."""
+    import re
+
+    from miogen import conditionals, doc
+
+    def spans(pattern: re.Pattern[str]) -> list[tuple[int, int]]:
+        return [m.span() for m in pattern.finditer(text)]
+
+    assert spans(conditionals.COMMENT_OR_LITERAL) == spans(re.compile(_PLAIN_COMMENT_OR_LITERAL, re.S))
+    assert spans(doc._COMMENT) == spans(re.compile(r"/\*.*?\*/|//[^\n]*", re.S))
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=st.lists(st.sampled_from(["BETA_X", "BETA_", "X", "_", "a", "1", " ", "\n", "é", "٣", "("]),
+                     max_size=16).map("".join))
+def test_the_macro_is_found_where_a_word_boundary_regex_finds_it(text: str) -> None:
+    """conditionals._mentions (str.find) gives the offsets `\\bMACRO\\b` gives (Unicode word characters too)."""
+    import re
+
+    from miogen import conditionals
+
+    assert conditionals._mentions(text, "BETA_X") == [m.start() for m in re.finditer(r"\bBETA_X\b", text)]

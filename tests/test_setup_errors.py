@@ -62,25 +62,30 @@ def test_no_compiler_to_ask(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> 
         clang_env.find_builtin_include.cache_clear()
 
 
-def test_the_compilers_answer_is_remembered_per_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """The builtin folder a compiler names is kept in the per-user cache: a later process finds it without
-    running the compiler; another compiler on PATH (or the same name changed), or a remembered folder that
-    lost its headers, is asked again."""
+def test_the_compilers_answers_are_remembered_per_compiler(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """What the compilers answer is kept in the per-user cache: a later process finds the builtin folder without
+    running them; another compiler under a name (or the same name changed) or another GCC_EXEC_PREFIX asks them
+    again; which answer holds the headers is checked every time (headers installed in clang's folder since are
+    taken, a folder that lost one is not)."""
     calls = tmp_path / "calls"
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     folders = []
-    for name in ("a", "b"):
+    for name in ("a", "b", "clang/include"):
         d = tmp_path / name
-        d.mkdir()
+        d.mkdir(parents=True)
+        folders.append(d)
+    for d in folders[:2]:
         for h in ("stddef.h", "stdbool.h", "stdint.h"):
             (d / h).write_text("")
-        folders.append(d)
 
-    def fake_gcc(answer: Path, padding: str = "") -> None:
-        gcc = bin_dir / "gcc"
-        gcc.write_text(f"#!/bin/sh\necho x >> {calls}\necho {answer}{padding}\n")
-        gcc.chmod(0o755)
+    def fake(name: str, answer: Path, padding: str = "") -> None:
+        tool = bin_dir / name
+        tool.write_text(f"#!/bin/sh\necho {name} >> {calls}\necho {answer}{padding}\n")
+        tool.chmod(0o755)
+
+    def asked() -> int:
+        return len(calls.read_text().split()) if calls.exists() else 0
 
     def find() -> Path:
         clang_env.find_builtin_include.cache_clear()
@@ -90,20 +95,29 @@ def test_the_compilers_answer_is_remembered_per_compiler(monkeypatch: pytest.Mon
             clang_env.find_builtin_include.cache_clear()
 
     monkeypatch.delenv(clang_env.BUILTIN_ENV, raising=False)
+    monkeypatch.delenv("GCC_EXEC_PREFIX", raising=False)
     monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("PATH", str(bin_dir))
-    fake_gcc(folders[0])
-    assert find() == folders[0] and calls.read_text().count("x") == 1
-    assert find() == folders[0] and calls.read_text().count("x") == 1  # remembered: not asked again
-    fake_gcc(folders[1], padding="/")  # another compiler under the name (another size)
-    assert find() == folders[1] and calls.read_text().count("x") == 2
-    (folders[1] / "stdint.h").unlink()  # the remembered folder lost a header: asked again (and refused)
-    with pytest.raises(SetupError, match="cannot find the compiler builtin headers"):
+    fake("gcc", folders[0])
+    assert find() == folders[0] and asked() == 1
+    assert find() == folders[0] and asked() == 1  # remembered: not asked again
+    fake("gcc", folders[1], padding="/")  # another compiler under the name (another size)
+    assert find() == folders[1] and asked() == 2
+    monkeypatch.setenv("GCC_EXEC_PREFIX", str(tmp_path))  # another variable steering the driver
+    assert find() == folders[1] and asked() == 3
+    fake("clang", folders[2].parent)  # clang's resource folder has no headers yet: gcc's is taken
+    assert find() == folders[1] and asked() == 5
+    for h in ("stddef.h", "stdbool.h", "stdint.h"):
+        (folders[2] / h).write_text("")
+    assert find() == folders[2] and asked() == 5  # installed since: taken without asking again
+    (folders[2] / "stdint.h").unlink()
+    (folders[1] / "stdint.h").unlink()  # neither holds them any more: refused, naming what was tried
+    with pytest.raises(SetupError, match=r"cannot find the compiler builtin headers .*tried clang: .*; gcc: "):
         find()
-    assert calls.read_text().count("x") == 3
+    assert asked() == 5
     monkeypatch.setenv("MIOGEN_CACHE_DIR", "")  # no cache: asked every time
-    fake_gcc(folders[0])
-    assert find() == folders[0] and find() == folders[0] and calls.read_text().count("x") == 5
+    (folders[2] / "stdint.h").write_text("")
+    assert find() == folders[2] and find() == folders[2] and asked() == 9
 
 
 def test_builtin_dir_is_found_by_itself() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -354,3 +355,74 @@ def test_the_generators_fingerprint_tells_a_changed_module(tmp_path: Path, monke
     assert second != first
     (tmp_path / "sub" / "d.py").write_text("")
     assert fingerprint() not in (first, second)
+
+
+def test_a_yaml_file_is_read_whole_when_it_is_longer_than_its_size_said(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """read_bytes reads at the size the file reports, and on past it when there is more (a file grown since, or
+    one reporting size 0), up to the limit: a file past the limit is refused either way."""
+    import os
+
+    from miogen import spec_io
+
+    path = tmp_path / "x.yaml"
+    path.write_bytes(b"a: 1\n" * 20)
+    real_fstat = os.fstat
+
+    class Small:
+        def __init__(self, st: os.stat_result, size: int) -> None:
+            self.st_size = size
+            self.st_mode = st.st_mode
+
+    for reported in (0, 7, 99, 100):
+        monkeypatch.setattr(spec_io.os, "fstat", lambda fd, n=reported: Small(real_fstat(fd), n))
+        assert spec_io.read_bytes(path) == b"a: 1\n" * 20
+    monkeypatch.setattr(spec_io, "MAX_YAML_BYTES", 60)
+    for reported in (0, 7, 100):
+        monkeypatch.setattr(spec_io.os, "fstat", lambda fd, n=reported: Small(real_fstat(fd), n))
+        with pytest.raises(SpecError, match="larger than 60 bytes"):
+            spec_io.read_bytes(path)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_direct_writer_gives_libyamls_text_for_any_structure(data: st.DataObject) -> None:
+    """Random nestings of dataclasses (block, flow and flow-item fields, omitted defaults), dicts, tuples (empty
+    too), shared objects and long keys: the direct writer gives libyaml's own text or declines."""
+    from miogen import yamlwrite
+    from miogen.spec_io import _plan
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                        st.sampled_from(["a", "b c", "", "1", "yes", "-1", "x-y", "on", "a: b", "k" * 130, "z" * 127]))
+    shared = _Row(1, None)
+    values = st.recursive(
+        st.one_of(scalars, st.just(shared)),
+        lambda inner: st.one_of(
+            st.lists(inner, max_size=3).map(tuple),
+            st.dictionaries(st.sampled_from(["a", "yes", "1", "", "k" * 130]), inner, max_size=3),
+            st.builds(_Row, inner, inner),
+            st.builds(_Flows, inner, inner),
+        ),
+        max_leaves=12,
+    )
+    obj = data.draw(st.one_of(st.builds(_Row, values, values), st.builds(_Flows, values, values),
+                              st.dictionaries(st.sampled_from(["a", "b", "on"]), values, min_size=1, max_size=3)))
+    mine = yamlwrite.direct(obj, _plan)
+    if mine is not None:
+        assert mine == yamlwrite.through_libyaml(obj, _plan)
+
+
+@dataclasses.dataclass(frozen=True)
+class _Row:
+    """A block mapping; `y` left out when None."""
+
+    x: object
+    y: object = dataclasses.field(default=None, metadata={"omit_default": True})
+
+
+@dataclasses.dataclass(frozen=True)
+class _Flows:
+    """`p` in flow style; each item of `q` in flow style; a key that YAML would read as a bool."""
+
+    p: object = dataclasses.field(metadata={"flow": True})
+    q: object = dataclasses.field(metadata={"flow_items": True, "key": "on"})
