@@ -94,8 +94,15 @@ def test_check(tmp_path: Path) -> None:
 
 
 def test_console_script_is_declared() -> None:
-    text = (REPO / "pyproject.toml").read_text()
-    assert 'miogen = "miogen.cli:main"' in text
+    """The `miogen` command runs `cli.run`, the entry `python -m miogen` runs too (main, then the shutdown's freeze)."""
+    import importlib
+    import tomllib
+
+    entry = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["miogen"]
+    module, _, attr = entry.partition(":")
+    assert (module, attr) == ("miogen.cli", "run")
+    assert getattr(importlib.import_module(module), attr) is importlib.import_module("miogen.cli").run
+    assert "run()" in (REPO / "codegen" / "__main__.py").read_text()
 
 
 def test_unconfigured_version_h_gets_its_own_message(tmp_path: Path) -> None:
@@ -222,3 +229,28 @@ def test_a_header_of_another_library_is_named_as_such(tmp_path: Path) -> None:
         (tmp_path / "h.h").write_bytes(content)
         r = _run("parse", str(tmp_path / "h.h"), "-o", str(tmp_path / "x.yaml"))
         assert r.returncode == 2 and said in r.stderr and "expected MIOpen's miopen.h" in r.stderr, r.stderr
+
+
+def test_run_freezes_what_the_command_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`cli.run` (the `miogen` command, `python -m miogen`) returns main's status and then freezes the objects left,
+    so the interpreter's shutdown does not walk them: even when the command fails."""
+    import gc
+
+    from miogen import cli
+
+    made: list[object] = []
+
+    def command(fail: bool) -> int:
+        made.extend([[i] for i in range(100)])  # what a command leaves behind
+        if fail:
+            raise KeyError("x")
+        return 3
+
+    for fail in (False, True):
+        before = gc.get_freeze_count()
+        monkeypatch.setattr(cli, "main", lambda f=fail: command(f))
+        try:
+            assert cli.run() == 3 and not fail
+        except KeyError:
+            assert fail
+        assert gc.get_freeze_count() >= before + 100
