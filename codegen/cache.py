@@ -6,12 +6,14 @@ stale, unreadable or corrupt entry only costs the work it would have saved; the 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import pickle
 import stat
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TypeVar
@@ -20,8 +22,10 @@ from . import GENERATOR_VERSION
 
 T = TypeVar("T")
 
-#: loaded models kept (the oldest are removed beyond it)
+#: loaded models kept (the least recently used are removed beyond it)
 MAX_MODELS = 64
+#: a temporary file older than this (seconds) is what a killed writer left
+STALE_TMP_S = 3600
 _PACKAGE = Path(__file__).resolve().parent
 _FINGERPRINT: list[str] = []
 
@@ -82,6 +86,8 @@ def remembered(key: str, cls: type[T], build: Callable[[], T]) -> T:
         with open(path, "rb") as fh:
             obj = pickle.load(fh)
         if type(obj) is cls:
+            with contextlib.suppress(OSError):
+                os.utime(path)  # used now: the eviction below removes the least recently used
             return obj
     except Exception:  # noqa: BLE001 - missing, unreadable, corrupt or stale: rebuilt below
         pass
@@ -101,7 +107,12 @@ def _store(folder: Path, path: Path, obj: object) -> None:
         except BaseException:
             os.unlink(tmp)
             raise
-        entries = [e for e in os.scandir(folder) if not e.name.startswith(".")]
+        entries = []
+        for e in os.scandir(folder):
+            if not e.name.startswith("."):
+                entries.append(e)
+            elif e.name.startswith(".tmp-") and e.stat().st_mtime < time.time() - STALE_TMP_S:
+                os.unlink(e.path)  # left by a writer killed between writing and renaming
         if len(entries) > MAX_MODELS:
             entries.sort(key=lambda e: e.stat().st_mtime_ns)
             for e in entries[: len(entries) - MAX_MODELS]:

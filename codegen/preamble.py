@@ -26,6 +26,7 @@ import re
 import shutil
 import tempfile
 import threading
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -36,6 +37,8 @@ from .cache import private_cache
 from .target import Target
 
 _FORMAT = 1  # of the cache files
+#: how long before a build an input's mtime still counts as changed during it (filesystems with coarse times)
+RACY_NS = 2 * 10**9
 _SYSTEM_DIRS = ("/usr/local/include", "/usr/include")  # searched by clang where no option names them
 _SEARCH_OPTIONS = ("-I", "-isystem", "-idirafter", "-iquote")
 _FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's own (codegen/parser.py)
@@ -180,6 +183,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
     try:
         if not source.is_file() or source.read_bytes() != text.encode():  # kept as it is: every variant stamps it
             _write(source, text.encode())
+        started = time.time_ns()
         tu = ci.Index.create().parse(str(source), args=args, options=flags)
     except (OSError, ci.TranslationUnitLoadError):
         return None
@@ -202,12 +206,18 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
     variant = hashlib.sha256(json.dumps(files).encode()).hexdigest()[:16]
     pch = str(folder / f"{key}-{variant}.pch")
     manifest: dict[str, object] = {"format": _FORMAT, "key": key, "args": args, "pch": None}
+    dirs = _search_dirs(args)
+    stamps = _stamps(files, dirs)
+    # a file or folder changed since just before the parse may have changed while clang read it, and its stamp now
+    # would vouch for what clang did not see: such a preamble is kept for this process only (clang's own check of a
+    # PCH's inputs guards that use), and built again by the next one
+    if keep and any(mtime is not None and mtime >= started - RACY_NS for path, _, mtime in stamps if path != str(source)):
+        folder, keep = _temp_folder(), False
+        pch = str(folder / f"{key}-{variant}.pch")
     try:
         if usable:
             _write(Path(pch), tu)
             manifest.update(pch=os.path.basename(pch), pch_size=os.path.getsize(pch), pch_sha256=_sha256(pch))
-        dirs = _search_dirs(args)
-        stamps = _stamps(files, dirs)  # after the parse: a file changed while clang read it is not caught
         manifest.update(files=files, dirs=dirs, stamps=stamps,
                         identifiers=b" ".join(sorted(identifiers)).decode("ascii"),
                         defines=b" ".join(sorted(defines)).decode("ascii"))

@@ -77,7 +77,16 @@ def _hip(tmp_path: Path, text: str = HIP) -> Path:
     inc = tmp_path / "hipinc"
     (inc / "hip").mkdir(parents=True, exist_ok=True)
     (inc / "hip" / "hip_runtime_api.h").write_text(text)
-    return inc
+    return _settled(inc)
+
+
+def _settled(folder: Path) -> Path:
+    """`folder` with the times of everything in it (and its own) an hour back: headers installed a while ago,
+    which a build may keep (one changed just before a build may be changing while it reads, and is not kept)."""
+    for path in [folder, *folder.rglob("*")]:
+        st = path.stat()
+        os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns - 3600 * 10**9))
+    return folder
 
 
 def _header(tmp_path: Path, before_hip: str = "", extra: str = USES_HIP, top: str = "") -> Path:
@@ -129,6 +138,7 @@ def test_hiding_the_hip_headers_and_back_rebuilds_nothing(tmp_path: Path, used: 
     other = tmp_path / "other"
     (other / "hip").mkdir(parents=True)
     (other / "hip" / "hip_runtime_api.h").write_text(HIP.replace("FAKE_HIP_MARK 1", "FAKE_HIP_MARK 2"))
+    _settled(other)
     header = _header(tmp_path)
     opts = ParseOptions(includes=(inc, other), beta=True)
     plain = dumps(parse_header(header, target(), replace(opts, preamble=False)))
@@ -365,3 +375,32 @@ def test_the_key_follows_what_decides_the_headers_found(tmp_path: Path, monkeypa
     assert key() == base
     monkeypatch.chdir(tmp_path)
     assert key() != base  # the same relative -I, another folder
+
+
+@pytest.mark.parametrize("changed", ["header", "folder"])
+def test_an_input_changed_just_before_the_build_is_not_kept(tmp_path: Path, used: list[bool], builds: list[str],
+                                                            monkeypatch: pytest.MonkeyPatch, changed: str) -> None:
+    """A preamble header (or a folder searched for one) whose mtime is not older than the build by RACY_NS may have
+    changed while clang read it: its preamble serves the process that built it, is not kept in the cache, and the
+    next process builds its own; once the inputs have settled, it is kept and loaded."""
+    import time
+
+    inc = _hip(tmp_path)
+    header = _header(tmp_path)
+    touched = inc / "hip" / "hip_runtime_api.h" if changed == "header" else inc / "hip"
+    st = touched.stat()
+    os.utime(touched, ns=(st.st_atime_ns, time.time_ns()))
+    opts = ParseOptions(includes=(inc,), beta=True)
+    texts = [dumps(parse_header(header, target(), opts))]
+    assert used == [True] and builds == ["built"]
+    assert not list((tmp_path / "cache" / "pch").glob("*.json"))
+    monkeypatch.setattr(preamble, "_MEMO", {})  # a fresh process: nothing to load, built again
+    texts.append(dumps(parse_header(header, target(), opts)))
+    assert used == [True, True] and builds == ["built", "built"]
+    _settled(inc)
+    for _ in range(2):  # settled: built and kept, then loaded by the next process
+        monkeypatch.setattr(preamble, "_MEMO", {})
+        texts.append(dumps(parse_header(header, target(), opts)))
+    assert used == [True] * 4 and builds == ["built"] * 3
+    assert len(list((tmp_path / "cache" / "pch").glob("*.json"))) == 1
+    assert texts == [dumps(parse_header(header, target(), replace(opts, preamble=False)))] * 4

@@ -426,3 +426,37 @@ class _Flows:
 
     p: object = dataclasses.field(metadata={"flow": True})
     q: object = dataclasses.field(metadata={"flow_items": True, "key": "on"})
+
+
+def test_the_cache_keeps_what_was_used_last_and_drops_stale_temporaries(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past MAX_MODELS entries the least recently used go (a hit counts as a use, not only a write); a temporary
+    file a killed writer left goes after STALE_TMP_S, a fresh one (a writer at work) stays."""
+    import os
+    import time
+
+    from miogen import cache
+
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "MAX_MODELS", 3)
+    built: list[str] = []
+
+    def get(key: str) -> str:
+        return cache.remembered(key, str, lambda: built.append(key) or f"value of {key}")
+
+    folder = tmp_path / "models"
+    for n, key in enumerate(("a", "b", "c")):
+        assert get(key) == f"value of {key}"
+        newest = max(folder.iterdir(), key=lambda p: p.stat().st_mtime_ns)
+        os.utime(newest, ns=(0, (n + 1) * 10**9))  # written long ago, in this order
+    assert get("a") == "value of a" and built == ["a", "b", "c"]  # a hit: used now
+    stale, fresh = folder / ".tmp-stale", folder / ".tmp-fresh"
+    stale.write_bytes(b"half")
+    fresh.write_bytes(b"half")
+    old = time.time() - cache.STALE_TMP_S - 60
+    os.utime(stale, (old, old))
+    assert get("d") == "value of d"  # a fourth: the least recently used (b) goes
+    assert not stale.exists() and fresh.exists()
+    built.clear()
+    assert [get(k) for k in ("a", "c", "d")] == ["value of a", "value of c", "value of d"] and built == []
+    assert get("b") == "value of b" and built == ["b"]
