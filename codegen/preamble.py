@@ -211,7 +211,8 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
     # a file or folder changed since just before the parse may have changed while clang read it, and its stamp now
     # would vouch for what clang did not see: such a preamble is kept for this process only (clang's own check of a
     # PCH's inputs guards that use), and built again by the next one
-    if keep and any(mtime is not None and mtime >= started - RACY_NS for path, _, mtime in stamps if path != str(source)):
+    if keep and any(isinstance(mtime, int) and mtime >= started - RACY_NS for path, _, mtime in stamps
+                    if path != str(source)):
         folder, keep = _temp_folder(), False
         pch = str(folder / f"{key}-{variant}.pch")
     try:
