@@ -4,8 +4,8 @@ Two writers of one format (block style, libyaml's defaults: indent 2, a sequence
 indented, width 4096, unicode as it is):
 
 * `direct`: the text written straight from the objects. It spells only what it can spell exactly (plain
-  and single-quoted one-line ASCII scalars, short lines) and gives None for anything else; a test compares it
-  with the reference on every committed spec and on generated scalars.
+  and single-quoted one-line ASCII scalars, short lines) and gives None for anything else; tests compare it
+  with the reference on every committed spec, on generated scalars and on generated structures.
 * `through_libyaml`: the objects as YAML events through libyaml's emitter (the reference, and the writer of
   everything `direct` declines). PyYAML is imported only here: a parse whose spec `direct` writes never loads it.
 
