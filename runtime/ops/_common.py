@@ -48,7 +48,12 @@ class ShapeMemo(Generic[_V]):
         on_clear(self._items.clear)
 
     def get(self, key: Hashable) -> _V | None:
-        entry = self._items.get(key)
+        """The value for `key` while its descriptors are open; None otherwise, and for a key that cannot be hashed
+        (an unhashable mode or argument: the full path checks and reports it)."""
+        try:
+            entry = self._items.get(key)
+        except TypeError:
+            return None
         if entry is None:
             return None
         for desc in entry[0]:
@@ -63,7 +68,10 @@ class ShapeMemo(Generic[_V]):
             return
         if len(self._items) >= self.size:
             self._items.clear()
-        self._items[key] = (descs, value)
+        try:
+            self._items[key] = (descs, value)
+        except TypeError:  # an unhashable key: never found either
+            pass
 
     def __len__(self) -> int:
         return len(self._items)

@@ -137,10 +137,7 @@ def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: fl
     if (xl is not None and yl is not None and type(alpha) in PLAIN_OPTIONAL and type(beta) in PLAIN_OPTIONAL
             and type(gamma) in PLAIN_OPTIONAL and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
         key = (xl[1], yl[1], mode, mode.__class__, alpha, beta, gamma, scale, shift)
-        try:
-            known = _FORWARD.get(key)
-        except TypeError:  # an unhashable mode: the full path reports it
-            known = key = None
+        known = _FORWARD.get(key)
         if known is not None:
             desc, xd, yd, s_alpha, s_beta = known
             api.activation_forward(handle if handle is not None else inline_miopen_handle(stream, device), desc,
@@ -178,10 +175,7 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
             and type(beta) in PLAIN_OPTIONAL and type(gamma) in PLAIN_OPTIONAL and type(scale) in PLAIN_NUMBERS
             and type(shift) in PLAIN_NUMBERS):
         key = (yl[1], dyl[1], xl[1], dxl[1], mode, mode.__class__, alpha, beta, gamma, scale, shift)
-        try:
-            known = _BACKWARD.get(key)
-        except TypeError:  # an unhashable mode: the full path reports it
-            known = key = None
+        known = _BACKWARD.get(key)
         if known is not None:
             desc_, s_alpha_, s_beta_, yd_, dyd_, xd_, dxd_ = known
             api.activation_backward(handle if handle is not None else inline_miopen_handle(stream, device), desc_,

@@ -159,10 +159,7 @@ def batch_norm_forward_training(x: object, y: object, weight: object, bias: obje
             and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
         key = (xl[1], yl[1], wl[1], bl[1], *[o and o[1] for o in opt], mode, mode.__class__, exp_avg_factor, epsilon,
                scale, shift)
-        try:
-            known = _TRAINING.get(key)
-        except TypeError:  # an unhashable mode: the full path reports it
-            known = key = None
+        known = _TRAINING.get(key)
         if known is not None:
             m_, s_alpha_, s_beta_, x_desc_, y_desc_, p_desc_, factor_, eps_ = known
             rm, rv, sm, sv = [o and o[0] for o in opt]
@@ -235,10 +232,7 @@ def batch_norm_forward_inference(x: object, y: object, weight: object, bias: obj
             and (ml is not None or running_mean is None) and (vl is not None or running_var is None)
             and type(epsilon) in PLAIN_NUMBERS and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS):
         key = (xl[1], yl[1], wl[1], bl[1], ml and ml[1], vl and vl[1], mode, mode.__class__, epsilon, scale, shift)
-        try:
-            known = _INFERENCE.get(key)
-        except TypeError:  # an unhashable mode: the full path reports it
-            known = key = None
+        known = _INFERENCE.get(key)
         if known is not None:
             m_, s_alpha_, s_beta_, x_desc_, y_desc_, p_desc_, eps_ = known
             api.batch_normalization_forward_inference(
@@ -297,10 +291,7 @@ def batch_norm_backward(x: object, dy: object, dx: object, weight: object, dweig
             and type(param_scale) in PLAIN_NUMBERS and type(param_shift) in PLAIN_NUMBERS):
         key = (*[v[1] for v in ls], *[o and o[1] for o in opt], mode, mode.__class__, epsilon,  # type: ignore[index]
                scale, shift, param_scale, param_shift)
-        try:
-            known = _BACKWARD.get(key)
-        except TypeError:  # an unhashable mode: the full path reports it
-            known = key = None
+        known = _BACKWARD.get(key)
         if known is not None:
             m_, d_alpha_, d_beta_, p_alpha_, p_beta_, xd_, dyd_, dxd_, pd_, eps_ = known
             (xp, _), (dyp, _), (dxp, _), (wp, _), (dwp, _), (dbp, _) = ls  # type: ignore[misc]

@@ -129,10 +129,7 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
         # a call without a state on a shape seen before, needing no index workspace: a new state of its checks
         key: tuple[object, ...] | None = (xl[1], yl[1], mode, mode.__class__, window, pads, strides, do_backward,
                                           scale, shift)
-        try:
-            hit = _STATELESS.get(key)
-        except TypeError:  # an unhashable mode: the full path reports it
-            hit = key = None
+        hit = _STATELESS.get(key)
         if hit is not None:
             dev = _backend.current().current_device() if device is None else device
             attrs, desc_, x_desc_, y_desc_, s_alpha_, s_beta_ = hit

@@ -92,10 +92,7 @@ def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mod
     key: tuple[object, ...] | None = None
     if xl is not None and yl is not None and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS:
         key = (fn, xl[1], yl[1], algorithm, algorithm.__class__, mode, mode.__class__, scale, shift)
-        try:
-            known = _FORWARD.get(key)
-        except TypeError:  # an unhashable algorithm or mode: the full path reports it
-            known = key = None
+        known = _FORWARD.get(key)
         if known is not None:
             xd_, yd_, algo_, m_, s_alpha_, s_beta_ = known
             api.softmax_forward_v2(handle if handle is not None else inline_miopen_handle(stream, device), s_alpha_,
@@ -124,10 +121,7 @@ def _backward(fn: str, y: object, dy: object, dx: object, algorithm: SoftmaxAlgo
     if (yl is not None and dyl is not None and dxl is not None and type(scale) in PLAIN_NUMBERS
             and type(shift) in PLAIN_NUMBERS):
         key = (fn, yl[1], dyl[1], dxl[1], algorithm, algorithm.__class__, mode, mode.__class__, scale, shift)
-        try:
-            known = _BACKWARD.get(key)
-        except TypeError:  # an unhashable algorithm or mode: the full path reports it
-            known = key = None
+        known = _BACKWARD.get(key)
         if known is not None:
             yd_, dyd_, dxd_, algo_, m_, s_alpha_, s_beta_ = known
             api.softmax_backward_v2(handle if handle is not None else inline_miopen_handle(stream, device), s_alpha_,

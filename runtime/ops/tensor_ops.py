@@ -105,10 +105,7 @@ def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alp
     if (al is not None and bl is not None and cl is not None and al[0] and bl[0] and cl[0]
             and alpha1.__class__ is float and alpha2.__class__ is float and beta.__class__ is float):
         key = (al[1], bl[1], cl[1], op, op.__class__)
-        try:
-            known = _OP_TENSOR.get(key)
-        except TypeError:  # an unhashable op: the full path reports it
-            known = key = None
+        known = _OP_TENSOR.get(key)
         if known is not None and alpha1 == alpha1 and alpha2 == alpha2 and beta == beta:  # NaN: the full path
             top_, ad_, bd_, cd_ = known
             if device is None:
