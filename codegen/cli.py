@@ -15,17 +15,13 @@ from .files import Interrupted, in_dir, in_file, in_path, interrupts, out_dir, o
 from .target import DEFAULT_TARGET, SPECS_DIR
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from .transaction import SignalGuard
 
 
-def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(
-        prog="miogen",
-        description="miogen: generate exact Python bindings for MIOpen from its miopen.h.",
-    )
-    ap.add_argument("--version", action="version", version=f"miogen {GENERATOR_VERSION}")
-    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
-
+def _parse_parser(sub: Any) -> None:
+    """The `parse` subcommand."""
     p = sub.add_parser(
         "parse",
         help="parse a miopen.h into a YAML API spec",
@@ -72,6 +68,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--output", type=out_file, required=True, metavar="SPEC.yaml",
                    help="where to write the spec (an existing directory, or a path ending in /: <version>.yaml in it)")
 
+
+def _check_parser(sub: Any) -> None:
+    """The `check` subcommand."""
     c = sub.add_parser(
         "check",
         help="validate spec files",
@@ -84,6 +83,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     c.add_argument("--summary", action="store_true", help="one line for all specs instead of one per spec")
 
+
+def _header_version_parser(sub: Any) -> None:
+    """The `header-version` subcommand."""
     hv = sub.add_parser(
         "header-version",
         help="print the release a header declares (its version.h)",
@@ -93,6 +95,9 @@ def _parser() -> argparse.ArgumentParser:
     hv.add_argument("header", type=in_file, metavar="HEADER")
     hv.add_argument("--target", type=in_file, default=DEFAULT_TARGET, metavar="YAML")
 
+
+def _render_parser(sub: Any) -> None:
+    """The `render` subcommand."""
     r = sub.add_parser(
         "render",
         help="render a spec into Python bindings",
@@ -110,6 +115,9 @@ def _parser() -> argparse.ArgumentParser:
     r.add_argument("-o", "--output", type=out_dir, required=True, metavar="DIR",
                    help="package directory to write (all or nothing: built beside it, then swapped in)")
 
+
+def _abi_check_parser(sub: Any) -> None:
+    """The `abi-check` subcommand."""
     a = sub.add_parser(
         "abi-check",
         help="prove the bindings of a header against gcc: layout probe and call-through stub",
@@ -130,6 +138,9 @@ def _parser() -> argparse.ArgumentParser:
     a.add_argument("--keep", type=out_dir, metavar="DIR",
                    help="build in DIR and keep it (default: a temp dir, removed afterwards)")
 
+
+def _diff_parser(sub: Any) -> None:
+    """The `diff` subcommand."""
     d = sub.add_parser(
         "diff",
         help="API changes between two specs",
@@ -142,6 +153,9 @@ def _parser() -> argparse.ArgumentParser:
     d.add_argument("--format", choices=("md", "json"), default="md", help="output format (default: md)")
     d.add_argument("--check", action="store_true", help="exit 1 if any change is breaking (additions alone: 0)")
 
+
+def _changes_parser(sub: Any) -> None:
+    """The `changes` subcommand."""
     c2 = sub.add_parser("changes", help="write docs/api-changes.md from the committed specs",
                         description="One section per consecutive pair of releases, and a coverage table "
                         "(functions per group per release).")
@@ -149,6 +163,9 @@ def _parser() -> argparse.ArgumentParser:
     c2.add_argument("-o", "--output", type=out_file, required=True, metavar="FILE.md",
                     help="where to write it (an existing directory, or a path ending in /: api-changes.md in it)")
 
+
+def _upgrade_parser(sub: Any) -> None:
+    """The `upgrade` subcommand."""
     u = sub.add_parser(
         "upgrade",
         help="add a new release: parse its miopen.h, diff, gate, then write and pin its spec",
@@ -175,10 +192,6 @@ def _parser() -> argparse.ArgumentParser:
                    help="a file or directory the --verify commands may rewrite (generated/, docs/...): restored "
                    "on failure; repeatable")
 
-    _audit_parser(sub)
-    return ap
-
-
 def _audit_parser(sub: Any) -> None:
     """The `audit` subcommand (its module, heavy to import, is loaded only when it runs)."""
     a = sub.add_parser(
@@ -204,6 +217,34 @@ def _audit_parser(sub: Any) -> None:
     a.add_argument("--check", action="store_true", help="exit 1 when a disagreement is unexplained")
     a.add_argument("-o", "--output", type=out_file, metavar="FILE",
                    help="write the report here (an existing directory, or a path ending in /: semantics-audit.md or .json in it; default: stdout)")
+
+
+_COMMANDS: dict[str, Callable[[Any], None]] = {
+    "parse": _parse_parser,
+    "check": _check_parser,
+    "header-version": _header_version_parser,
+    "render": _render_parser,
+    "abi-check": _abi_check_parser,
+    "diff": _diff_parser,
+    "changes": _changes_parser,
+    "upgrade": _upgrade_parser,
+    "audit": _audit_parser,
+}
+
+
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The command line's parser; given the `command` the arguments name, with only that one's subparser (building
+    all of them takes milliseconds a short command need not spend)."""
+    ap = argparse.ArgumentParser(
+        prog="miogen",
+        description="miogen: generate exact Python bindings for MIOpen from its miopen.h.",
+    )
+    ap.add_argument("--version", action="version", version=f"miogen {GENERATOR_VERSION}")
+    sub = ap.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name, add in _COMMANDS.items():
+        if command is None or name == command:
+            add(sub)
+    return ap
 
 
 def _peek(path: Path, key: str) -> str | None:
@@ -532,7 +573,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = _parser(words[0] if words and words[0] in _COMMANDS else None).parse_args(words)
     try:
         if args.command == "parse":
             return _parse(args)

@@ -1,4 +1,4 @@
-"""The garbage collector's thresholds while miogen parses, loads or renders.
+"""The garbage collector's thresholds while miogen parses, loads or renders, and in the `miogen` command's process.
 
 A spec load or a render makes hundreds of thousands of small objects that live until the command
 ends; with the default thresholds the collector rescans them every few hundred allocations, a third
@@ -25,3 +25,9 @@ def batch() -> Iterator[None]:
         yield
     finally:
         gc.set_threshold(*before)
+
+
+def for_command() -> None:
+    """BATCH_THRESHOLDS for the rest of this process: the `miogen` command's, which ends with its command (its
+    imports and what it makes live to the end; `cli.run` freezes them before the shutdown)."""
+    gc.set_threshold(*BATCH_THRESHOLDS)

@@ -10,7 +10,8 @@ change the result (`parse`): the header includes the preamble's headers, in its 
 nothing before the last of them is more than directives, defines a macro the preamble's files name, names a macro
 they define, or sets a pragma other than `once` and diagnostic push/pop/ignored. Anything else (a stale, corrupt or foreign file,
 an unwritable cache, an error in the parse) gives None: the caller parses without it. Where a preamble header is
-one of the target's shims no PCH is made: the shims parse in less time than a PCH takes to load and check.
+one of the target's shims no PCH is made: the shims parse in less time than a PCH takes to load and check (where
+no search directory but the shims' holds one, that is known before any key or manifest is read).
 Without the per-user cache a PCH is built only for a second parse with the same arguments.
 """
 
@@ -100,6 +101,17 @@ def _key(ci: Any, args: list[str], target: Target) -> str:
     ident = [_FORMAT, _libclang(ci), args, _search_dirs(args), env, list(target.preamble), target.beta_macro,
              str(target.shim_dir)]
     return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+
+
+def _only_in_shims(args: list[str], target: Target) -> bool:
+    """Whether a preamble header is in no search directory but the target's shims (clang's own, and those the
+    arguments and the path variables name): the parse then finds the shim, and no PCH is made over a shim (`_build`).
+    Told from the folders alone, before any key, manifest or stamp."""
+    shims = os.path.abspath(target.shim_dir)
+    dirs = [d for d in _search_dirs(args) if d != shims]
+    for variable in _PATH_VARIABLES:
+        dirs += [os.path.abspath(d) for d in os.environ.get(variable, "").split(os.pathsep) if d]
+    return any(not any(os.path.isfile(os.path.join(d, name)) for d in dirs) for name in target.preamble)
 
 
 def _search_dirs(args: list[str]) -> list[str]:
@@ -254,7 +266,7 @@ def _temp_folder() -> Path:
 
 def preamble(args: list[str], target: Target) -> Preamble | None:
     """The preamble for a parse with `args` (built or loaded once per process), or None."""
-    if not target.preamble:
+    if not target.preamble or _only_in_shims(args, target):
         return None
     ci = cindex()
     try:

@@ -112,10 +112,10 @@ def direct(obj: Any, plan: Plan) -> str | None:
         writer.mapping(entries, "", "")
     except _Declined:
         return None
-    text = "".join(out)
-    if max(map(len, text.splitlines())) > _LONGEST:
+    # every piece written ends a line, so only a piece longer than the limit can hold a line longer than it
+    if any(len(line) > _LONGEST for piece in out if len(piece) > _LONGEST for line in piece.split("\n")):
         return None
-    return text
+    return "".join(out)
 
 
 _BLOCK = object()  # `_Writer.inline`: a block collection follows
@@ -128,16 +128,21 @@ class _Writer:
         # shared objects (a parse's parameters and types) are written once: by identity (`obj` keeps each alive)
         self.items: dict[tuple[int, str, bool], str] = {}  # a sequence item at an indentation
         self.flows: dict[int, str] = {}  # a mapping in flow style
+        self.fields: dict[type, list[tuple[str, str, Any, bool, bool, bool]] | None] = {}  # the plan, keys spelt
 
     def entries(self, obj: Any) -> list[tuple[str, Any, bool, bool]] | None:
         """(key, value, flow, flow items) per entry of a mapping; None when `obj` is not one."""
-        fields = self.plan(type(obj))
+        cls = type(obj)
+        fields = self.fields.get(cls, False)
+        if fields is False:
+            planned = self.plan(cls)
+            fields = self.fields[cls] = None if planned is None else [(a, _key(k), *rest) for a, k, *rest in planned]
         if fields is not None:
             out = []
             for attr, key, default, omit, flow, items in fields:
                 value = getattr(obj, attr)
                 if not omit or value != default:
-                    out.append((_key(key), value, flow, items))
+                    out.append((key, value, flow, items))
             return out
         if isinstance(obj, dict):
             return [(_key(k), v, False, False) for k, v in obj.items()]

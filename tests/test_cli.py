@@ -94,15 +94,22 @@ def test_check(tmp_path: Path) -> None:
 
 
 def test_console_script_is_declared() -> None:
-    """The `miogen` command runs `cli.run`, the entry `python -m miogen` runs too (main, then the shutdown's freeze)."""
+    """The `miogen` command and `python -m miogen` run `__main__.command`: the collector's command thresholds,
+    then `cli.run` (main, then the shutdown's freeze)."""
     import importlib
     import tomllib
 
     entry = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["miogen"]
     module, _, attr = entry.partition(":")
-    assert (module, attr) == ("miogen.cli", "run")
-    assert getattr(importlib.import_module(module), attr) is importlib.import_module("miogen.cli").run
-    assert "run()" in (REPO / "codegen" / "__main__.py").read_text()
+    assert (module, attr) == ("miogen.__main__", "command")
+    main = importlib.import_module(module)
+    assert "raise SystemExit(command())" in (REPO / "codegen" / "__main__.py").read_text()
+    calls: list[str] = []
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr("miogen.gcpolicy.for_command", lambda: calls.append("thresholds"))
+        mp.setattr("miogen.cli.run", lambda: calls.append("run") or 7)
+        assert getattr(main, attr)() == 7
+    assert calls == ["thresholds", "run"]
 
 
 def test_unconfigured_version_h_gets_its_own_message(tmp_path: Path) -> None:
@@ -169,6 +176,32 @@ def _path_options() -> list[tuple[str, str, object]]:
                                                                            ".yaml", ".md", "PATH")):
                 raise AssertionError(f"{command} {action.dest}: a path option without a path type of miogen.files")
     return found
+
+
+def test_one_command_parser_is_the_full_parsers_part(capsys: pytest.CaptureFixture[str]) -> None:
+    """Arguments naming a command are read by a parser with only that command's subparser: for every command it
+    reads arguments as the full parser does and shows the same help; anything else gets the full parser."""
+    import argparse
+
+    from miogen import cli
+
+    def subparser(top: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+        subs = next(a for a in top._actions if isinstance(a, argparse._SubParsersAction))
+        return subs.choices[name]  # type: ignore[no-any-return]
+
+    full = cli._parser()
+    assert set(subparser(full, n).prog for n in cli._COMMANDS) == {f"miogen {n}" for n in cli._COMMANDS}
+    for name in cli._COMMANDS:
+        alone = cli._parser(name)
+        subs = next(a for a in alone._actions if isinstance(a, argparse._SubParsersAction))
+        assert list(subs.choices) == [name]
+        assert subparser(alone, name).format_help() == subparser(full, name).format_help()
+    argv = ["parse", "h.h", "--beta", "-D", "X=1", "-o", "out.yaml"]
+    assert vars(cli._parser("parse").parse_args(argv)) == vars(full.parse_args(argv))
+    with pytest.raises(SystemExit):  # no command named first: the full parser, which lists every command
+        cli._main(["--help"])
+    shown = capsys.readouterr().out
+    assert all(name in shown for name in cli._COMMANDS)
 
 
 @pytest.mark.long

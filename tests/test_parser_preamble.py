@@ -334,16 +334,37 @@ def test_diagnostics_keep_their_place(tmp_path: Path, used: list[bool]) -> None:
     assert f"{header}:{line}:29: error:" in messages[0]
 
 
-def test_not_built_over_the_shims(tmp_path: Path, used: list[bool]) -> None:
-    """A preamble header found among the target's shims: no PCH (the shims parse quicker than one loads)."""
-    t = replace(target(), preamble=("stddef.h", "stdbool.h", "miopen/config.h"))  # config.h: always the shim's
+def test_not_built_over_the_shims(tmp_path: Path, used: list[bool], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A preamble header found among the target's shims: no PCH (the shims parse quicker than one loads). Where no
+    other search directory holds it, that is known from the folders alone; where one does (here: named by -I, or
+    by a path variable clang reads) the preamble is made."""
+    t = replace(target(), preamble=("stddef.h", "stdbool.h", "miopen/config.h"))  # config.h: the shim's
     args = clang_args(ParseOptions(), t, True)
-    built = preamble.preamble(args, t)
-    assert built is not None and built.pch is None
-    assert any(f.startswith(str(t.shim_dir)) for f in built.files)
+    monkeypatch.setattr(preamble, "_key", lambda *a: pytest.fail("no key is needed to know"))
+    assert preamble.preamble(args, t) is None
     spec = parse_header(FIXTURE_HEADER, t, ParseOptions(beta=True))
     assert used == [False]
     assert dumps(spec) == dumps(parse_header(FIXTURE_HEADER, t, ParseOptions(beta=True, preamble=False)))
+    monkeypatch.undo()
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(preamble, "_MEMO", {})
+    real = tmp_path / "inc"
+    (real / "miopen").mkdir(parents=True)
+    (real / "miopen" / "config.h").write_text("#define MIOPEN_BACKEND_HIP 1\n")
+    _settled(real)
+    for variable, options in (("", ParseOptions(includes=(real,))), ("CPATH", ParseOptions())):
+        with monkeypatch.context() as m:
+            if variable:
+                m.setenv(variable, str(real))
+            a = clang_args(options, t, True)
+            assert not preamble._only_in_shims(a, t)
+            built = preamble.preamble(a, t)
+            assert built is not None and built.pch is not None
+            assert not any(f.startswith(str(t.shim_dir)) for f in built.files)
+    monkeypatch.setattr(preamble, "_only_in_shims", lambda *a: False)  # the build's own check, where a shim is read
+    built = preamble.preamble(args, t)
+    assert built is not None and built.pch is None
+    assert any(f.startswith(str(t.shim_dir)) for f in built.files)
 
 
 def test_target_preamble_key_is_checked(tmp_path: Path) -> None:

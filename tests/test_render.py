@@ -223,6 +223,11 @@ def test_collector_thresholds_are_restored(monkeypatch: pytest.MonkeyPatch) -> N
         main(["render", "--no-such-option"])
     assert main(["diff", "no-such-a.yaml", "no-such-b.yaml"]) == 2
     assert gc.get_threshold() == before
+    try:  # the `miogen` command's process keeps them from its start to its end
+        gcpolicy.for_command()
+        assert gc.get_threshold() == gcpolicy.BATCH_THRESHOLDS
+    finally:
+        gc.set_threshold(*before)
 
 
 def test_syntax_check_remembers_only_texts_that_compiled(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -388,12 +388,14 @@ def test_a_yaml_file_is_read_whole_when_it_is_longer_than_its_size_said(tmp_path
 @given(data=st.data())
 def test_the_direct_writer_gives_libyamls_text_for_any_structure(data: st.DataObject) -> None:
     """Random nestings of dataclasses (block, flow and flow-item fields, omitted defaults), dicts, tuples (empty
-    too), shared objects and long keys: the direct writer gives libyaml's own text or declines."""
+    too), shared objects, long keys and lines past the width: the direct writer gives libyaml's own text or
+    declines (a line past the width, always)."""
     from miogen import yamlwrite
     from miogen.spec_io import _plan
 
     scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
-                        st.sampled_from(["a", "b c", "", "1", "yes", "-1", "x-y", "on", "a: b", "k" * 130, "z" * 127]))
+                        st.sampled_from(["a", "b c", "", "1", "yes", "-1", "x-y", "on", "a: b", "k" * 130, "z" * 127,
+                                         "w" * 3900]))  # a line past the width: libyaml folds it
     shared = _Row(1, None)
     values = st.recursive(
         st.one_of(scalars, st.just(shared)),
@@ -410,6 +412,7 @@ def test_the_direct_writer_gives_libyamls_text_for_any_structure(data: st.DataOb
     mine = yamlwrite.direct(obj, _plan)
     if mine is not None:
         assert mine == yamlwrite.through_libyaml(obj, _plan)
+        assert "w" * 3900 not in mine
 
 
 @dataclasses.dataclass(frozen=True)
