@@ -12,7 +12,6 @@ import os
 import pickle
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -98,6 +97,8 @@ def remembered(key: str, cls: type[T], build: Callable[[], T]) -> T:
 
 def _store(folder: Path, path: Path, obj: object) -> None:
     """Write `obj` to `path` in one step (a temp file renamed), then drop the oldest entries beyond MAX_MODELS."""
+    import tempfile  # only here: a hit does without it
+
     try:
         fd, tmp = tempfile.mkstemp(dir=folder, prefix=".tmp-")
         try:

@@ -17,7 +17,6 @@ import re
 import shutil
 import signal
 import stat
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from types import FrameType
@@ -215,17 +214,17 @@ def write_file(path: Path, text: str) -> None:
     if mode is not None and real.stat().st_size == len(data) and real.read_bytes() == data:
         return
     rest = f"{path} is as it was" if mode is not None else f"{path} was not written"
+    # a name of its own beside the file (the pid and 48 random bits), created by `_put` only where none is
+    tmp = real.parent / f".{real.name}.{os.getpid()}-{os.urandom(6).hex()}.miogen-tmp"
+    foreign = False
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{real.name}.", suffix=".miogen-tmp", dir=real.parent)
-    except OSError as exc:
-        raise _failed(exc, path, rest) from None
-    tmp = Path(tmp_name)
-    try:
-        os.close(fd)
-        os.unlink(tmp)
         _test_pause(1, str(path))
-        _put(tmp, data)
+        try:
+            _put(tmp, data)
+        except FileExistsError:
+            foreign = True  # another writer's file of that name: left alone
+            raise
         os.chmod(tmp, stat.S_IMODE(real.stat().st_mode) if mode is not None else 0o666 & ~_umask())
         _rename(tmp, real)
     except OSError as exc:
@@ -233,8 +232,9 @@ def write_file(path: Path, text: str) -> None:
     except KeyboardInterrupt as exc:
         raise Interrupted(getattr(exc, "signum", signal.SIGINT), path) from None
     finally:
-        with _held():
-            tmp.unlink(missing_ok=True)
+        if not foreign:
+            with _held():
+                tmp.unlink(missing_ok=True)
 
 
 # --------------------------------------------------------------------------- a directory tree

@@ -25,7 +25,6 @@ import json
 import os
 import re
 import shutil
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
@@ -259,6 +258,8 @@ def _write(path: Path, data: bytes | Any) -> None:
 
 def _temp_folder() -> Path:
     if not _TEMP:
+        import tempfile  # only here: rarely needed
+
         _TEMP.append(tempfile.mkdtemp(prefix="miogen-pch-"))
         atexit.register(shutil.rmtree, _TEMP[0], True)
     return Path(_TEMP[0])

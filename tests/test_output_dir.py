@@ -304,3 +304,20 @@ def test_a_signal_mid_write_leaves_the_output_as_it_was(tmp_path: Path, sig: int
     assert r.returncode == 128 + sig, r.stderr
     assert r.stderr == f"miogen: interrupted ({signal.Signals(sig).name}): {out} is as it was\n"
     assert _state(parent) == before
+
+
+def test_one_file_is_written_through_a_temp_name_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`write_file` writes beside the file under a name of its own (pid and random bits), renamed over the file:
+    nothing is left beside it; where another file holds that name, the write fails and leaves both alone."""
+    from miogen import files
+
+    target = tmp_path / "spec.yaml"
+    target.write_text("old\n")
+    monkeypatch.setattr(files.os, "urandom", lambda n: b"\x01" * n)
+    files.write_file(target, "new\n")
+    assert target.read_text() == "new\n" and sorted(os.listdir(tmp_path)) == ["spec.yaml"]
+    taken = tmp_path / f".spec.yaml.{os.getpid()}-{'01' * 6}.miogen-tmp"
+    taken.write_text("another writer's\n")
+    with pytest.raises(CodegenError, match="spec.yaml is as it was"):
+        files.write_file(target, "newer\n")
+    assert target.read_text() == "new\n" and taken.read_text() == "another writer's\n"
