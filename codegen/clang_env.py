@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import os
-import shutil
 from pathlib import Path
 from types import ModuleType
 
@@ -36,8 +35,21 @@ def _has_builtins(d: Path) -> bool:
     return all((d / name).is_file() for name in _REQUIRED)
 
 
+def which(name: str) -> str | None:
+    """`shutil.which(name)` for a plain command name: the first executable file of that name on $PATH. Every parse
+    looks up the compilers; shutil would cost it a few milliseconds of imports (bz2, lzma, zlib)."""
+    search = os.environ.get("PATH")
+    if search is None:
+        search = os.confstr("CS_PATH")
+    for folder in dict.fromkeys(search.split(os.pathsep)) if search else ():
+        path = os.path.join(folder, name)
+        if os.access(path, os.F_OK | os.X_OK) and not os.path.isdir(path):
+            return path
+    return None
+
+
 def _ask(cmd: list[str]) -> str | None:
-    if shutil.which(cmd[0]) is None:
+    if which(cmd[0]) is None:
         return None
     import subprocess  # only here: most runs find the answer in the per-user cache
 
@@ -73,7 +85,7 @@ def find_builtin_include() -> Path:
 
     found: list[object] = []
     for name in _COMPILERS:
-        path = shutil.which(name)
+        path = which(name)
         try:
             st = os.stat(path) if path else None
         except OSError:

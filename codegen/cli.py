@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import signal
 import sys
 from pathlib import Path
@@ -18,6 +19,38 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
     from .transaction import SignalGuard
+
+
+def _columns() -> int:
+    """The terminal's width as `shutil.get_terminal_size()` tells it: $COLUMNS, else standard output's terminal,
+    else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns or 80  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns
+
+
+class _HelpFormatter(argparse.HelpFormatter):
+    """argparse's help layout, its width found without importing shutil (argparse's own formatter does, and with
+    bz2, lzma and zlib that costs every command a few milliseconds)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, _columns() - 2 if width is None else width)
+
+
+class _ArgumentParser(argparse.ArgumentParser):
+    """argparse's parser with `_HelpFormatter` (its subparsers are of this class too)."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault("formatter_class", _HelpFormatter)
+        super().__init__(*args, **kwargs)
 
 
 def _parse_parser(sub: Any) -> None:
@@ -235,7 +268,7 @@ _COMMANDS: dict[str, Callable[[Any], None]] = {
 def _parser(command: str | None = None) -> argparse.ArgumentParser:
     """The command line's parser; given the `command` the arguments name, with only that one's subparser (building
     all of them takes milliseconds a short command need not spend)."""
-    ap = argparse.ArgumentParser(
+    ap = _ArgumentParser(
         prog="miogen",
         description="miogen: generate exact Python bindings for MIOpen from its miopen.h.",
     )

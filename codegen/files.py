@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import fcntl
 import os
 import re
-import shutil
 import signal
 import stat
 from collections.abc import Iterator
@@ -181,9 +179,19 @@ def _link(src: Path, dst: Path) -> None:
         if src.is_symlink():
             os.symlink(os.readlink(src), dst)
         elif src.is_file():
+            import shutil  # only here: see _rmtree
+
             shutil.copy2(src, dst)
         else:
             raise
+
+
+def _rmtree(path: Path, ignore_errors: bool = False) -> None:
+    """`shutil.rmtree`; shutil is imported by the directory-tree writes only (with bz2, lzma and zlib it costs a
+    parse, which writes one file, a few milliseconds)."""
+    import shutil
+
+    shutil.rmtree(path, ignore_errors=ignore_errors)
 
 
 def _mkdir(path: Path, mode: int | None) -> None:
@@ -323,6 +331,8 @@ def _aside(real: Path) -> tuple[Path, Path]:
 @contextlib.contextmanager
 def _locked(directory: Path) -> Iterator[None]:
     """One writer at a time in `directory` (the lock goes with the process, a crash included)."""
+    import fcntl  # only the tree writer locks
+
     fd = os.open(directory, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -337,11 +347,11 @@ def recover(real: Path) -> None:
     new, old = _aside(real)
     if os.path.lexists(old):
         if os.path.lexists(real):
-            shutil.rmtree(old)
+            _rmtree(old)
         else:
             os.rename(old, real)
     if os.path.lexists(new):
-        shutil.rmtree(new)
+        _rmtree(new)
 
 
 class _Builder:
@@ -430,7 +440,7 @@ def write_tree(files: dict[str, str], out_dir: Path) -> list[Path]:
             builder.build()
         except BaseException as exc:
             with _held():
-                shutil.rmtree(new, ignore_errors=True)
+                _rmtree(new, ignore_errors=True)
             if isinstance(exc, OSError):
                 raise _failed(exc, out_dir / builder.current, rest) from None
             if isinstance(exc, KeyboardInterrupt):
@@ -454,7 +464,7 @@ def _swap(new: Path, old: Path, real: Path, shown: Path, existed: bool) -> None:
                     _rename(old, real)
                 raise
         except BaseException as exc:
-            shutil.rmtree(new, ignore_errors=True)
+            _rmtree(new, ignore_errors=True)
             if os.path.lexists(old) and not os.path.lexists(real):
                 raise CodegenError(f"{shown}: cannot be put back ({exc}); its earlier content is in {old}, and the "
                                    f"next render puts it back") from None
@@ -464,7 +474,7 @@ def _swap(new: Path, old: Path, real: Path, shown: Path, existed: bool) -> None:
             if isinstance(exc, KeyboardInterrupt):
                 raise Interrupted(getattr(exc, "signum", signal.SIGINT), shown) from None
             raise
-        shutil.rmtree(old, ignore_errors=True)  # what is left of it (an I/O error): the next write removes it
+        _rmtree(old, ignore_errors=True)  # what is left of it (an I/O error): the next write removes it
         if cwd == str(real) or cwd.startswith(str(real) + os.sep):
             with contextlib.suppress(OSError):
                 os.chdir(cwd)  # a process inside the directory is inside its new tree

@@ -26,8 +26,8 @@ import math
 import re
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Literal as TLiteral
+from typing import NamedTuple
 
 from .ctypes_map import INT_BITS, int_range
 from .model import CType
@@ -42,8 +42,7 @@ class LiteralError(ValueError):
     """A default argument miogen cannot translate exactly; the message says why."""
 
 
-@dataclass(frozen=True)
-class Lit:
+class Lit(NamedTuple):
     """A parsed C literal (or enum constant name) of a default argument."""
 
     kind: LiteralKind

@@ -11,9 +11,9 @@ unknown types into `int`.
 
 from __future__ import annotations
 
+import _thread
 import hashlib
 import re
-import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -318,14 +318,17 @@ class _Calls:
         return int((self._enum_uvalue if unsigned else self._enum_value)(c))
 
 
-_CALLS = threading.local()
+#: each thread's `_Calls`, by its id (an id is reused only once its thread has ended; `_thread`, the documented
+#: low-level module: `threading` costs a parse an import)
+_CALLS: dict[int, _Calls] = {}
 
 
 def _calls() -> _Calls:
     """This thread's `_Calls` (bound once per thread: its output buffers are its own)."""
-    calls: _Calls | None = getattr(_CALLS, "calls", None)
+    ident = _thread.get_ident()
+    calls = _CALLS.get(ident)
     if calls is None:
-        calls = _CALLS.calls = _Calls(cindex())
+        calls = _CALLS[ident] = _Calls(cindex())
     return calls
 
 

@@ -17,6 +17,7 @@ Without the per-user cache a PCH is built only for a second parse with the same 
 
 from __future__ import annotations
 
+import _thread
 import atexit
 import contextlib
 import ctypes
@@ -24,12 +25,9 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import threading
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import conditionals
 from .clang_env import cindex
@@ -55,8 +53,7 @@ _SAFE_PRAGMA = re.compile(r"(?:once|(?:clang|GCC)[ \t]+diagnostic[ \t]+(?:push|p
 _CONDITIONALS = frozenset(("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"))
 
 
-@dataclass(frozen=True)
-class Preamble:
+class Preamble(NamedTuple):
     """One built preamble: its PCH (None: none is made for these arguments) and what its files hold."""
 
     pch: str | None
@@ -72,7 +69,7 @@ class Preamble:
         return _stamps(list(files), list(dirs)) == [list(t) for t in self.stamps]
 
 
-_LOCK = threading.Lock()  # the stable and beta parses may ask from two threads
+_LOCK = _thread.allocate_lock()  # the stable and beta parses may ask from two threads
 _MEMO: dict[str, Preamble | None] = {}  # key -> the preamble this process uses (None: none)
 _SEEN: dict[str, int] = {}  # key -> parses that asked without a cache
 _TEMP: list[str] = []
@@ -258,7 +255,8 @@ def _write(path: Path, data: bytes | Any) -> None:
 
 def _temp_folder() -> Path:
     if not _TEMP:
-        import tempfile  # only here: rarely needed
+        import shutil  # only here: rarely needed
+        import tempfile
 
         _TEMP.append(tempfile.mkdtemp(prefix="miogen-pch-"))
         atexit.register(shutil.rmtree, _TEMP[0], True)
@@ -308,9 +306,8 @@ def _forget(key_args: list[str], target: Target) -> None:
 # --------------------------------------------------------------------------- may a header use it
 
 
-@dataclass
-class _Before:
-    """What the header's text (and what it includes) does before its last preamble include."""
+class _Before(NamedTuple):
+    """What the header's text (and what it includes) does before its last preamble include (filled in place)."""
 
     lines: dict[str, int]  # preamble header -> the line of its first `#include` in the header
     defines: set[str]

@@ -27,8 +27,7 @@ import types
 import typing
 import weakref
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from . import literals, reserved
 from .ctypes_map import FLOAT_CTYPES, INT_BITS, int_range
@@ -82,8 +81,7 @@ def key_part(key: Any) -> str:
 # --------------------------------------------------------------------------- rules
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     """A named rule for strings: `check` gives why a value breaks it, or None."""
 
     name: str

@@ -133,10 +133,12 @@ class _Writer:
     def entries(self, obj: Any) -> list[tuple[str, Any, bool, bool]] | None:
         """(key, value, flow, flow items) per entry of a mapping; None when `obj` is not one."""
         cls = type(obj)
-        fields = self.fields.get(cls, False)
-        if fields is False:
+        if cls in self.fields:
+            fields = self.fields[cls]
+        else:
             planned = self.plan(cls)
-            fields = self.fields[cls] = None if planned is None else [(a, _key(k), *rest) for a, k, *rest in planned]
+            fields = self.fields[cls] = None if planned is None else [(a, _key(k), d, o, f, i)
+                                                                      for a, k, d, o, f, i in planned]
         if fields is not None:
             out = []
             for attr, key, default, omit, flow, items in fields:

@@ -204,6 +204,29 @@ def test_one_command_parser_is_the_full_parsers_part(capsys: pytest.CaptureFixtu
     assert all(name in shown for name in cli._COMMANDS)
 
 
+def test_help_is_laid_out_as_argparse_lays_it_out(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The command line's help formatter (which finds the terminal's width without shutil) gives argparse's own
+    width, and the same help for every command, whatever $COLUMNS says (unset, a number, zero, not a number)."""
+    import argparse
+
+    from miogen import cli
+
+    for columns in (None, "120", "40", "0", "-5", "wide"):
+        if columns is None:
+            monkeypatch.delenv("COLUMNS", raising=False)
+        else:
+            monkeypatch.setenv("COLUMNS", columns)
+        assert cli._HelpFormatter("miogen")._width == argparse.HelpFormatter("miogen")._width, columns
+        ours = cli._parser()
+        subs = next(a for a in ours._actions if isinstance(a, argparse._SubParsersAction))
+        for name, sub in subs.choices.items():
+            assert sub.formatter_class is cli._HelpFormatter
+            theirs = argparse.ArgumentParser(prog=sub.prog, description=sub.description, usage=sub.usage)
+            theirs._actions, theirs._action_groups = sub._actions, sub._action_groups
+            theirs._mutually_exclusive_groups = sub._mutually_exclusive_groups
+            assert sub.format_help() == theirs.format_help(), (columns, name)
+
+
 @pytest.mark.long
 def test_every_path_option_refuses_a_fifo_without_blocking(tmp_path: Path) -> None:
     """A FIFO (or a device) given for any path option is refused before anything opens it."""

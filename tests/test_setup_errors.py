@@ -259,3 +259,32 @@ def test_version_must_be_known(tmp_path: Path) -> None:
     with pytest.raises(HeaderError, match=r"--miopen-version: expected X.Y.Z"):
         parse_header(h, target(), version="3.x")
     assert parse_header(h, target(), version="3.00.0").version == "3.0.0"
+
+
+def test_compilers_are_found_on_path_as_shutil_finds_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """`clang_env.which` (no shutil on a parse's path) gives what `shutil.which` gives for a command name, whatever
+    $PATH holds: executables, files without the execute bit, directories of the name, repeated and empty
+    entries (the current folder), an empty or unset $PATH."""
+    folders = {n: tmp_path / n for n in ("exe", "plain", "dir", "later")}
+    for f in folders.values():
+        f.mkdir()
+    for name in ("gcc", "clang", "cc"):
+        (folders["exe"] / name).write_text("#!/bin/sh\n")
+        (folders["exe"] / name).chmod(0o755)
+        (folders["plain"] / name).write_text("")
+        (folders["dir"] / name).mkdir()
+        (folders["later"] / name).write_text("#!/bin/sh\n")
+        (folders["later"] / name).chmod(0o755)
+    (tmp_path / "cc").write_text("#!/bin/sh\n")
+    (tmp_path / "cc").chmod(0o755)
+    monkeypatch.chdir(tmp_path)
+    p = {k: str(v) for k, v in folders.items()}
+    layouts = [f"{p['exe']}", f"{p['plain']}:{p['dir']}:{p['later']}", f"{p['dir']}:{p['exe']}:{p['exe']}",
+               f"{p['plain']}::{p['later']}", f":{p['plain']}", "", f"{p['plain']}:{p['dir']}", None]
+    for layout in layouts:
+        if layout is None:
+            monkeypatch.delenv("PATH")
+        else:
+            monkeypatch.setenv("PATH", layout)
+        for name in ("gcc", "clang", "cc", "no-such-compiler"):
+            assert clang_env.which(name) == shutil.which(name), (layout, name)
