@@ -160,12 +160,10 @@ def _version(s: str) -> str | None:
 
 
 def _regex(pattern: str, what: str, limit: int = MAX_NAME) -> Callable[[str], str | None]:
-    rx = re.compile(pattern, re.ASCII)
-
-    def check(s: str) -> str | None:
+    def check(s: str) -> str | None:  # compiled at its first use (re keeps it): a parse uses few of these rules
         if len(s) > limit:
             return f"{len(s)} characters (at most {limit})"
-        return None if rx.fullmatch(s) else f"not {what}"
+        return None if re.fullmatch(pattern, s, re.ASCII) else f"not {what}"
 
     return check
 

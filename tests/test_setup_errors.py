@@ -7,6 +7,8 @@ import shutil
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from miogen import clang_env
 from miogen.errors import HeaderError, SetupError
@@ -288,3 +290,21 @@ def test_compilers_are_found_on_path_as_shutil_finds_them(monkeypatch: pytest.Mo
             monkeypatch.setenv("PATH", layout)
         for name in ("gcc", "clang", "cc", "no-such-compiler"):
             assert clang_env.which(name) == shutil.which(name), (layout, name)
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.one_of(st.text(alphabet="0123456789. \t\n٣x", max_size=24),
+                 st.from_regex(r"\s*[0-9]{1,8}\.[0-9]{1,8}\.[0-9]{1,8}\s*", fullmatch=True)))
+def test_versions_are_read_as_three_ascii_numbers(text: str) -> None:
+    """`normalise_version` takes exactly X.Y.Z of up to six ASCII digits each (surrounding space ignored) and drops
+    leading zeros; anything else is a ValueError."""
+    import re
+
+    from miogen.parser import normalise_version
+
+    m = re.fullmatch(r"([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})", text.strip(), re.ASCII)
+    if m is None:
+        with pytest.raises(ValueError):
+            normalise_version(text)
+    else:
+        assert normalise_version(text) == ".".join(str(int(p)) for p in m.groups())
