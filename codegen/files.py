@@ -224,9 +224,12 @@ def write_file(path: Path, text: str) -> None:
     rest = f"{path} is as it was" if mode is not None else f"{path} was not written"
     # a name of its own beside the file (the pid and 48 random bits), created by `_put` only where none is
     tmp = real.parent / f".{real.name}.{os.getpid()}-{os.urandom(6).hex()}.miogen-tmp"
-    foreign = False
     try:
         real.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise _failed(exc, path, rest) from None
+    foreign = False
+    try:
         _test_pause(1, str(path))
         try:
             _put(tmp, data)

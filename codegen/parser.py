@@ -77,26 +77,27 @@ class ParseOptions:
     preamble: bool = True  # the target's precompiled preamble, where it cannot change the result (codegen/preamble.py)
 
 
-def check_header_file(path: Path, target: Target) -> bytes:
-    """The header's bytes, or a clear error for something that is not a header (checked before it is opened:
-    a FIFO or a device would block the read)."""
+def read_header(path: Path, target: Target) -> tuple[bytes, str]:
+    """The header's bytes and text, or a clear error for something that is not a header (checked before it is
+    opened: a FIFO or a device would block the read). Each is made once: a header is a few hundred KB, and fresh
+    memory is not free."""
     expected = f"expected {target.display_name}'s {target.header}"
     if not path.exists():
         raise HeaderError(f"{path}: no such file; {expected}")
     if not path.is_file():
         raise HeaderError(f"{path}: not a regular file; {expected} (pass the path of the file itself)")
     data = path.read_bytes()
-    if not data.strip():
+    if not data or data.isspace():
         raise HeaderError(f"{path}: the file is empty; {expected}")
     if b"\0" in data[:65536]:
         raise HeaderError(f"{path}: this is a binary file, not a C header; {expected}")
     try:
-        data.decode("utf-8")
+        text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
         raise HeaderError(f"{path}:{line}:{col}: not UTF-8 text ({exc.reason}); {expected}") from None
-    return data
+    return data, text
 
 
 def clang_args(opts: ParseOptions, target: Target, beta: bool) -> list[str]:
@@ -318,8 +319,8 @@ class _Calls:
         return int((self._enum_uvalue if unsigned else self._enum_value)(c))
 
 
-#: each thread's `_Calls`, by its id (an id is reused only once its thread has ended; `_thread`, the documented
-#: low-level module: `threading` costs a parse an import)
+#: each thread's `_Calls`, by its id (an id is reused only once its thread has ended); by `_thread`, the documented
+#: low-level module every process has loaded (`threading` would be one more import for a parse)
 _CALLS: dict[int, _Calls] = {}
 
 
@@ -887,8 +888,7 @@ def parse_header(
 ) -> Spec:
     """Parse `header` into a spec (see module doc)."""
     header = header.resolve() if header.exists() else header
-    data = check_header_file(header, target)
-    text = data.decode("utf-8")
+    data, text = read_header(header, target)
     if version is None:
         version = header_version(header, target)
     try:

@@ -321,3 +321,14 @@ def test_one_file_is_written_through_a_temp_name_of_its_own(tmp_path: Path, monk
     with pytest.raises(CodegenError, match="spec.yaml is as it was"):
         files.write_file(target, "newer\n")
     assert target.read_text() == "new\n" and taken.read_text() == "another writer's\n"
+
+
+def test_one_file_under_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
+    """`write_file` where a file stands in for the folder: a CodegenError naming the path, nothing written."""
+    from miogen import files
+
+    (tmp_path / "plain").write_text("x")
+    for where in (tmp_path / "plain" / "spec.yaml", tmp_path / "plain" / "deeper" / "spec.yaml"):
+        with pytest.raises(CodegenError, match=f"{where}: .*was not written"):
+            files.write_file(where, "new\n")
+    assert sorted(os.listdir(tmp_path)) == ["plain"] and (tmp_path / "plain").read_text() == "x"
