@@ -7,7 +7,6 @@ stale, unreadable or corrupt entry only costs the work it would have saved; the 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import pickle
 import stat
@@ -18,6 +17,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from . import GENERATOR_VERSION
+from .digest import sha256
 
 T = TypeVar("T")
 
@@ -56,7 +56,7 @@ def fingerprint() -> str:
     """The generator as a cached result depends on it: its version, the Python version, its folder, and the path,
     size and mtime of every module (subpackages too), as CPython's own bytecode cache tells a changed source."""
     if not _FINGERPRINT:
-        h = hashlib.sha256(f"{GENERATOR_VERSION}\0{sys.version}\0{_PACKAGE}\0".encode())
+        h = sha256(f"{GENERATOR_VERSION}\0{sys.version}\0{_PACKAGE}\0".encode())
         for stamp in sorted(_module_stamps(str(_PACKAGE), "")):  # every module, the support/ and audit/ packages too
             h.update(f"{stamp}\0".encode())
         _FINGERPRINT.append(h.hexdigest())
@@ -80,7 +80,7 @@ def remembered(key: str, cls: type[T], build: Callable[[], T]) -> T:
     folder = private_cache("models")
     if folder is None:
         return build()
-    path = folder / hashlib.sha256(f"{fingerprint()}\0{key}".encode()).hexdigest()
+    path = folder / sha256(f"{fingerprint()}\0{key}".encode()).hexdigest()
     try:
         with open(path, "rb") as fh:
             obj = pickle.load(fh)

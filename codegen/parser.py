@@ -12,7 +12,6 @@ unknown types into `int`.
 from __future__ import annotations
 
 import _thread
-import hashlib
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Any
 
 from . import GENERATOR_VERSION, conditionals, doc, literals, preamble, roles, validate
 from .clang_env import cindex, find_builtin_include
+from .digest import sha256
 from .errors import HeaderError
 from .model import (
     SCHEMA_VERSION,
@@ -923,7 +923,7 @@ def parse_header(
         target=target.name,
         version=version,
         release=release or target.releases.get(version),
-        header=HeaderInfo(name=header.name, sha256=hashlib.sha256(data).hexdigest()),
+        header=HeaderInfo(name=header.name, sha256=sha256(data).hexdigest()),
         parse=ParseInfo(language=opts.language, beta=opts.beta, defines=defines),
         handles=tuple(items["handles"]),
         typedefs=tuple(items["typedefs"]),

@@ -21,7 +21,6 @@ import _thread
 import atexit
 import contextlib
 import ctypes
-import hashlib
 import json
 import os
 import re
@@ -32,6 +31,7 @@ from typing import Any, NamedTuple
 from . import conditionals
 from .clang_env import cindex
 from .cache import private_cache
+from .digest import file_sha256, sha256
 from .target import Target
 
 _FORMAT = 1  # of the cache files
@@ -96,7 +96,7 @@ def _key(ci: Any, args: list[str], target: Target) -> str:
     env = [os.environ.get(v) for v in _PATH_VARIABLES]
     ident = [_FORMAT, _libclang(ci), args, _search_dirs(args), env, list(target.preamble), target.beta_macro,
              str(target.shim_dir)]
-    return hashlib.sha256(json.dumps(ident).encode()).hexdigest()[:32]
+    return sha256(json.dumps(ident).encode()).hexdigest()[:32]
 
 
 def _only_in_shims(args: list[str], target: Target) -> bool:
@@ -143,11 +143,6 @@ def _stamps(files: list[str], dirs: list[str]) -> list[list[object]]:
     return out
 
 
-def _sha256(path: str) -> str:
-    with open(path, "rb") as fh:
-        return hashlib.file_digest(fh, "sha256").hexdigest()
-
-
 # --------------------------------------------------------------------------- build, load
 
 
@@ -172,7 +167,7 @@ def _load_one(folder: Path, manifest_path: Path, key: str, args: list[str]) -> P
         pch = manifest["pch"]
         if pch is not None:
             pch = str(manifest_path.with_suffix(".pch"))
-            if os.path.getsize(pch) != manifest["pch_size"] or _sha256(pch) != manifest["pch_sha256"]:
+            if os.path.getsize(pch) != manifest["pch_size"] or file_sha256(pch) != manifest["pch_sha256"]:
                 return None
         return Preamble(pch, frozenset(manifest["files"]), frozenset(manifest["identifiers"].split()),
                         frozenset(manifest["defines"].split()), tuple(tuple(t) for t in stamps),
@@ -211,7 +206,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
         defines.update(_SOURCE_DEFINES.findall(data))
     # one variant per set of files found (the same arguments find the installed HIP headers, or the shims where
     # those are hidden): each keeps its own PCH and manifest, so switching between them rebuilds nothing
-    variant = hashlib.sha256(json.dumps(files).encode()).hexdigest()[:16]
+    variant = sha256(json.dumps(files).encode()).hexdigest()[:16]
     pch = str(folder / f"{key}-{variant}.pch")
     manifest: dict[str, object] = {"format": _FORMAT, "key": key, "args": args, "pch": None}
     dirs = _search_dirs(args)
@@ -226,7 +221,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
     try:
         if usable:
             _write(Path(pch), tu)
-            manifest.update(pch=os.path.basename(pch), pch_size=os.path.getsize(pch), pch_sha256=_sha256(pch))
+            manifest.update(pch=os.path.basename(pch), pch_size=os.path.getsize(pch), pch_sha256=file_sha256(pch))
         manifest.update(files=files, dirs=dirs, stamps=stamps,
                         identifiers=b" ".join(sorted(identifiers)).decode("ascii"),
                         defines=b" ".join(sorted(defines)).decode("ascii"))

@@ -5,7 +5,6 @@ to generated/. Output is deterministic: no hashes of sets, no absolute paths.
 from __future__ import annotations
 
 import functools
-import hashlib
 import pickle
 import sys
 from pathlib import Path
@@ -16,6 +15,7 @@ from .errors import CodegenError
 from .files import write_tree
 from .direct import DIRECT_ALIASES
 from .cache import private_cache, remembered
+from .digest import sha256
 from .jinja_env import environment
 from .planner import plan
 from .plans import HandlePlan, Plan
@@ -174,7 +174,7 @@ def _stem(error_base: str) -> str:
 
 
 def sha256_text(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+    return sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Path, history: Path | None) -> list[Path]:
@@ -184,7 +184,7 @@ def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Pa
     from .spec_io import load, read_bytes
 
     ann_bytes = ann_path.read_bytes()
-    ann_sha = hashlib.sha256(ann_bytes).hexdigest()
+    ann_sha = sha256(ann_bytes).hexdigest()
     added = Releases.of(history).added_in() if history else {}
     loaded: list[Annotations] = []
 
@@ -196,11 +196,11 @@ def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Pa
     def planned(spec_path: Path, data: bytes, info: str) -> Plan:
         return plan(load(spec_path, data), annotations(), target, info, added)
 
-    inputs = hashlib.sha256(pickle.dumps((target, sorted(added.items())), protocol=pickle.HIGHEST_PROTOCOL))
+    inputs = sha256(pickle.dumps((target, sorted(added.items())), protocol=pickle.HIGHEST_PROTOCOL))
     plans = []
     for spec_path in spec_paths:
         data = read_bytes(spec_path)  # read once: the key and the plan are of the same bytes
-        spec_sha = hashlib.sha256(data).hexdigest()
+        spec_sha = sha256(data).hexdigest()
         info = banner(spec_path.name, spec_sha, ann_sha)
         key = f"plan\0{spec_sha}\0{ann_sha}\0{inputs.hexdigest()}\0{info}"
         plans.append(remembered(key, Plan, functools.partial(planned, spec_path, data, info)))

@@ -7,7 +7,6 @@ Serialisation is driven by the model's dataclass fields (their order, defaults a
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import os
 import stat
 import types
@@ -17,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from . import cache, model, validate, yamlread, yamlwrite
+from .digest import sha256
 from .errors import SpecError
 
 T = TypeVar("T")
@@ -289,7 +289,7 @@ def loads_as(cls: type[T], text: str, source: str, skip: tuple[str, ...] = ()) -
 
 def _remembered(data: bytes, cls: type[T], skip: tuple[str, ...], build: Callable[[], T]) -> T:
     """What `build` makes of the file bytes `data` as a `cls`, from the per-user cache when loaded before."""
-    key = f"{cls.__module__}.{cls.__qualname__}\0{skip}\0{yamlread.library()}\0{hashlib.sha256(data).hexdigest()}"
+    key = f"{cls.__module__}.{cls.__qualname__}\0{skip}\0{yamlread.library()}\0{sha256(data).hexdigest()}"
     return cache.remembered(key, cls, build)
 
 

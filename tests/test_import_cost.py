@@ -48,3 +48,28 @@ def test_lazy_names_still_resolve_after_a_cheap_import() -> None:
                           "assert callable(activation.activation_forward)\n"
                           "assert miopen.errors.MIOpenError is miopen.MIOpenError")
     assert {"miopen.ops.activation", "miopen.errors"} <= mods
+
+
+#: what a parse of a header does without: shutil (with bz2, lzma and zlib), tempfile (with random), threading,
+#: fcntl, and OpenSSL's hashes (`_hashlib`: miogen.digest uses CPython's own SHA-256)
+NOT_FOR_A_PARSE = ("shutil", "bz2", "lzma", "zlib", "tempfile", "random", "threading", "fcntl", "_hashlib")
+
+
+def test_a_parse_loads_none_of_what_it_does_without(tmp_path: object) -> None:
+    """The `miogen parse` command, its per-user cache filled by an earlier run (a miss writes an entry with
+    tempfile), loads none of NOT_FOR_A_PARSE; a bare interpreter here loads none of them either (else this test
+    could not tell)."""
+    from .helpers import FIXTURE_HEADER
+
+    code = ("import runpy, sys\nsys.argv = ['miogen', 'parse', sys.argv[1], '--beta', '-o', sys.argv[2]]\n"
+            "try:\n    runpy.run_module('miogen', run_name='__main__')\nexcept SystemExit:\n    pass\n"
+            "print(' '.join(sys.modules))")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    env["MIOGEN_CACHE_DIR"] = str(tmp_path)
+    for _ in range(2):
+        out = subprocess.run([sys.executable, "-c", code, str(FIXTURE_HEADER), str(tmp_path) + "/"], env=env,
+                             check=True, capture_output=True, text=True).stdout
+    loaded = set(out.splitlines()[-1].split())
+    assert "miogen.parser" in loaded and "miogen.yamlwrite" in loaded
+    assert not set(NOT_FOR_A_PARSE) & _modules_after("")
+    assert not set(NOT_FOR_A_PARSE) & loaded

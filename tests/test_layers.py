@@ -18,7 +18,7 @@ SUPPORT = CODEGEN / "support"
 
 #: bottom to top; a module may import modules of its own layer or of lower ones
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("miogen", "errors", "model", "reserved", "gcpolicy", "cache"),
+    ("miogen", "errors", "model", "reserved", "gcpolicy", "digest", "cache"),
     ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "yamlwrite", "transaction", "clang_env",
      "cppsrc", "doc", "stubvalues", "conditionals"),
     # the annotation forms: each form's gate, plan, docstring, stub, driver and audit (annotate classifies with them)
