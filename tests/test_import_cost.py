@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -55,7 +56,7 @@ def test_lazy_names_still_resolve_after_a_cheap_import() -> None:
 NOT_FOR_A_PARSE = ("shutil", "bz2", "lzma", "zlib", "tempfile", "random", "threading", "fcntl", "_hashlib")
 
 
-def test_a_parse_loads_none_of_what_it_does_without(tmp_path: object) -> None:
+def test_a_parse_loads_none_of_what_it_does_without(tmp_path: Path) -> None:
     """The `miogen parse` command, its per-user cache filled by an earlier run (a miss writes an entry with
     tempfile), loads none of NOT_FOR_A_PARSE; a bare interpreter here loads none of them either (else this test
     could not tell)."""
