@@ -250,12 +250,15 @@ class _Calls:
         self._collect = visitor(collect)
 
     def children(self, c: Any) -> list[Any]:
-        """`c.get_children()`, as a list."""
-        out: list[Any] = []
-        self._visit(c, self._collect, out)
-        tu = c._tu
-        for ch in out:
-            ch._tu = tu
+        """`c.get_children()`, as a list; kept on the cursor (the beta parse's span loop and the builder walk the
+        same enums)."""
+        out: list[Any] | None = getattr(c, "_miogen_children", None)
+        if out is None:
+            out = c._miogen_children = []
+            self._visit(c, self._collect, out)
+            tu = c._tu
+            for ch in out:
+                ch._tu = tu
         return out
 
     def arguments(self, c: Any) -> list[Any]:
@@ -274,8 +277,11 @@ class _Calls:
         return text
 
     def spelling(self, c: Any) -> str:
-        """`c.spelling`."""
-        return (self._text(self._cursor_spelling(c)) or b"").decode("utf-8")
+        """`c.spelling`; kept on the cursor, as `children`."""
+        found: str | None = getattr(c, "_miogen_spelling", None)
+        if found is None:
+            found = c._miogen_spelling = (self._text(self._cursor_spelling(c)) or b"").decode("utf-8")
+        return found
 
     def type(self, c: Any) -> Any:
         """`c.type`, without the translation unit attached."""
