@@ -100,9 +100,10 @@ def _key(ci: Any, args: list[str], target: Target) -> str:
 
 
 def _only_in_shims(args: list[str], target: Target) -> bool:
-    """Whether a preamble header is in no search directory but the target's shims (clang's own, and those the
-    arguments and the path variables name): the parse then finds the shim, and no PCH is made over a shim (`_build`).
-    Told from the folders alone, before any key, manifest or stamp."""
+    """Whether a preamble header is in no search directory but the target's shims (/usr/local/include and
+    /usr/include, and those the arguments and the path variables name): the parse then finds the shim, and no PCH
+    is made over a shim (`_build`). Told from the folders alone, before any key, manifest or stamp; a header found
+    only in another of clang's own folders costs the PCH, never the parse's result."""
     shims = os.path.abspath(target.shim_dir)
     dirs = [d for d in _search_dirs(args) if d != shims]
     for variable in _PATH_VARIABLES:
