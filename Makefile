@@ -12,6 +12,7 @@
 #   BENCH_ARGS=...         extra options for benchmarks/run_all.py
 #   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
 #   REAL_MIOPEN_OCL_ARGS=... options for scripts/build_real_miopen_ocl.sh (make real-miopen-ocl)
+#   REAL_MIOPEN_DEBIAN_ARGS=... options for scripts/real_miopen_debian.sh (make real-miopen-debian)
 #   SRC=DIR  AUDIT_ARGS=... a MIOpen source tree and extra options for `make audit` (docs/audit.md)
 #   PYTHON=python3.X       the interpreter that creates .venv;  VENV=DIR  where it lives
 PYTHON ?= python3
@@ -26,12 +27,17 @@ LOCK   := requirements.lock
 PIP_TOOLS := pip-tools==7.6.2
 LOCK_ARGS := --quiet --extra test --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
-KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS UPGRADE_TEST BENCH_ARGS REAL_MIOPEN_ARGS REAL_MIOPEN_OCL_ARGS SRC AUDIT_ARGS
+KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS UPGRADE_TEST BENCH_ARGS REAL_MIOPEN_ARGS REAL_MIOPEN_OCL_ARGS REAL_MIOPEN_DEBIAN_ARGS SRC AUDIT_ARGS
 CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
 UNKNOWN_VARS := $(filter-out $(KNOWN_VARS),$(CMDLINE_VARS))
 ifneq ($(UNKNOWN_VARS),)
 $(error unknown variable $(UNKNOWN_VARS) on the command line (a typo?); known: $(KNOWN_VARS))
 endif
+# Variables given on the command line reach no nested make or test that did not ask for them (make would pass
+# them on through MAKEFLAGS and the environment): only where the venv lives and what builds it travel on.
+INHERITED_VARS := PYTHON VENV
+MAKEOVERRIDES := $(filter $(addsuffix =%,$(INHERITED_VARS)),$(MAKEOVERRIDES))
+unexport $(filter-out $(INHERITED_VARS),$(CMDLINE_VARS))
 
 SPEC_DIR       := specs/miopen
 ANNOTATIONS    := $(SPEC_DIR)/annotations.yaml
@@ -140,15 +146,15 @@ audit: $(STAMP)
 # Transactional: if a step fails or the run is interrupted (SIGINT, SIGTERM, SIGHUP), the new spec, the
 # pin, generated/ and the docs are put back as they were. (`$$(cat pinned)` is read by the shell once the
 # new release is pinned; the test command reaches miogen through the environment, unquoted by make.)
-UPGRADE_TEST ?= $(MAKE) --no-print-directory test HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")
+UPGRADE_TEST ?= $(MAKE) --no-print-directory test
 upgrade: export MIOGEN_UPGRADE_TEST = $(UPGRADE_TEST)
 upgrade: $(STAMP)
 	@test -n "$(HEADER)" || { echo "usage: make upgrade HEADER=path/to/miopen.h [MIOPEN_VERSION=X.Y.Z] [PARSE_ARGS='-I DIR'] [UPGRADE_TEST='CMD']"; exit 2; }
 	@"$(PY)" -m miogen upgrade "$(HEADER)" $(VERSION_ARG) $(PARSE_ARGS) $(UPGRADE_ARGS) --specs "$(SPEC_DIR)" \
 		--restore "$(GENERATED)" --restore docs/api-changes.md \
-		--verify '$(MAKE) --no-print-directory generate HEADER= MIOPEN_VERSION=$$(cat "$(SPEC_DIR)/pinned")' \
-		--verify '$(MAKE) --no-print-directory venv HEADER=' \
-		--verify "$$MIOGEN_UPGRADE_TEST"
+		--step render '$(MAKE) --no-print-directory generate' \
+		--step venv '$(MAKE) --no-print-directory venv' \
+		--step tests "$$MIOGEN_UPGRADE_TEST"
 
 # CI: the committed generated/ must be exactly what `make generate` renders.
 check-generated: $(STAMP)
@@ -204,6 +210,7 @@ real-miopen-ocl:
 	bash scripts/build_real_miopen_ocl.sh $(REAL_MIOPEN_OCL_ARGS)
 
 # The real Debian-built MIOpen 3.4.0 and 3.5.1 in a cached sid root (docs/real-miopen.md; needs root)
+REAL_MIOPEN_DEBIAN_ARGS ?=
 real-miopen-debian:
 	bash scripts/real_miopen_debian.sh $(REAL_MIOPEN_DEBIAN_ARGS)
 

@@ -18,8 +18,6 @@ from .target import DEFAULT_TARGET, SPECS_DIR
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from .transaction import SignalGuard
-
 
 def _columns() -> int:
     """The terminal's width as `shutil.get_terminal_size()` tells it: $COLUMNS, else standard output's terminal,
@@ -219,11 +217,44 @@ def _upgrade_parser(sub: Any) -> None:
                    help="spec directory holding the committed specs, annotations.yaml and the pin file `pinned` "
                    "(default: specs/miopen of this checkout)")
     u.add_argument("--target", type=in_file, metavar="YAML", help="target facts file (default: the pinned spec's)")
+    u.add_argument("--rocm-release", metavar="NAME", help="the ROCm release it shipped in, for its record "
+                   "(default: from releases.yaml beside the specs, else none)")
+    u.add_argument("--source", metavar="TEXT", help="where the header came from, for its record in releases.yaml "
+                   "(default: the header's path and sha256)")
+    u.add_argument("--step", nargs=2, action="append", default=[], metavar=("NAME", "COMMAND"),
+                   help="a named shell command to run once the spec is in place (make upgrade: render, venv, tests); "
+                   "repeatable, in order; any failure rolls back")
     u.add_argument("--verify", action="append", default=[], metavar="COMMAND",
-                   help="a shell command to run once the spec is in place; repeatable; any failure rolls back")
+                   help="an unnamed --step (its phase is called verify)")
+    u.add_argument("--no-abi-check", action="store_true",
+                   help="skip the ABI check of HEADER (layout probe and call-through stub; needs a C compiler)")
     u.add_argument("--restore", action="append", type=in_path, default=[], metavar="PATH",
                    help="a file or directory the --verify commands may rewrite (generated/, docs/...): restored "
                    "on failure; repeatable")
+
+def _add_release_parser(sub: Any) -> None:
+    """The `add-release` subcommand."""
+    a = sub.add_parser(
+        "add-release",
+        help="add the release of your MIOpen to the installed package (no checkout needed)",
+        description="Parse HEADER (the miopen.h of the MIOpen you have), diff it against the newest older release "
+        "this miogen ships and run the annotation gate on it, then render its release sub-package into your "
+        "per-user releases folder ($MIOGEN_RELEASES_PATH, else $XDG_DATA_HOME or ~/.local/share, + "
+        "miogen/releases/<target>). The installed `import miopen` binds it to a library of exactly that version; "
+        "`python -m miopen` lists it.",
+    )
+    a.add_argument("header", type=in_file, metavar="HEADER")
+    a.add_argument("--miopen-version", metavar="X.Y.Z", help="version of HEADER (default: from version.h)")
+    a.add_argument("--rocm-release", metavar="NAME", help="the ROCm release it shipped in (shown by python -m miopen)")
+    a.add_argument("-I", dest="includes", action="append", type=in_dir, default=[], metavar="DIR")
+    a.add_argument("-D", dest="defines", action="append", default=[], metavar="NAME[=VALUE]")
+    a.add_argument("--no-shims", action="store_true", help="do not fall back to miogen's shims")
+    a.add_argument("--specs", type=in_dir, metavar="DIR", help="the committed specs to compare with (default: the "
+                   "ones this miogen ships)")
+    a.add_argument("--target-name", default="miopen", metavar="NAME", help="the target (default: miopen)")
+    a.add_argument("-o", "--output", type=out_dir, metavar="DIR",
+                   help="the releases folder of the target (default: the per-user one)")
+
 
 def _audit_parser(sub: Any) -> None:
     """The `audit` subcommand (its module, heavy to import, is loaded only when it runs)."""
@@ -261,6 +292,7 @@ _COMMANDS: dict[str, Callable[[Any], None]] = {
     "diff": _diff_parser,
     "changes": _changes_parser,
     "upgrade": _upgrade_parser,
+    "add-release": _add_release_parser,
     "audit": _audit_parser,
 }
 
@@ -341,127 +373,9 @@ def _changes(args: argparse.Namespace) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from .transaction import SignalGuard
+    from .upgrade import upgrade
 
-    with SignalGuard() as guard:
-        try:
-            return _upgrade_guarded(args, guard)
-        except Interrupted as exc:  # before anything was written (afterwards the rollback answers)
-            print(f"miogen: interrupted by {exc} before anything was written", file=sys.stderr)
-            return 128 + exc.signum
-
-
-def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
-    import os
-
-    from .annotate import AnnotationGateError, OpenParam, load_annotations, resolve, suggestion
-    from .diff import diff, to_markdown
-    from .parser import ParseOptions, parse_header
-    from .releases import Releases, Version
-    from .spec_io import dumps, load
-    from .target import load_target, target_for
-    from .transaction import Snapshot, run_in_group
-
-    if args.specs is None:
-        raise CodegenError("no spec directory: this miogen is installed, not a checkout; pass --specs DIR (the "
-                           "directory holding the committed specs, annotations.yaml and the pin file `pinned`)")
-    history = Releases.of(args.specs)
-    pin_file = history.pin_file
-    pinned_version = str(history.pinned())
-    committed = {str(v): p for v, p in history.paths.items()}
-    pinned = load(committed[pinned_version])
-    target = load_target(args.target) if args.target else target_for(pinned.target)
-    spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
-                                                          beta=True, shims=not args.no_shims), args.miopen_version)
-    version = spec.version
-    oldest = min(committed, key=Version.parse)
-    if Version.parse(version) < Version.parse(oldest):
-        raise CodegenError(
-            f"{args.header} is {target.display_name} {version}, older than every committed release (the oldest is "
-            f"{oldest}): an upgrade adds a newer release or one between two committed ones. To support an older "
-            f"one on purpose: make specs HEADER={args.header} MIOPEN_VERSION={version}, then make generate")
-    # the committed release it is compared with: the newest older one (the pinned one for a newer release)
-    base_version = max((v for v in committed if Version.parse(v) < Version.parse(version)), key=Version.parse,
-                       default=pinned_version)
-    if version in committed:
-        base_version = version
-    base = pinned if base_version == pinned_version else load(committed[base_version])
-    if spec == base:
-        print(f"{args.header}: same API as the committed {target.display_name} {base_version}; nothing to upgrade")
-        return 0
-    if version in committed:
-        raise CodegenError(
-            f"{committed[version]} already holds {target.display_name} {version} (from a header with another API): an "
-            f"upgrade adds a release and replaces none. To re-parse a committed release on purpose: "
-            f"make specs HEADER={args.header} MIOPEN_VERSION={version}")
-    newest = Version.parse(version) > Version.parse(pinned_version)  # the pin moves only forward
-    print(to_markdown(diff(base, spec)))
-
-    # the gate, on the new spec and on every committed one: the annotations must hold for all releases
-    ann_path = args.specs / "annotations.yaml"
-    ann = load_annotations(ann_path)
-    releases = sorted([*(load(p) for v, p in committed.items()), spec], key=lambda sp: Version.parse(sp.version))
-    failed: list[AnnotationGateError] = []
-    for sp in releases:
-        try:
-            resolve(sp, ann, prefix=target.function_prefix)
-        except AnnotationGateError as exc:
-            failed.append(exc)
-    if failed:
-        open_params: list[OpenParam] = []
-        for err in failed:
-            print(f"miogen: {err.problems}", file=sys.stderr)
-            open_params += [op for op in err.open_params if op not in open_params]
-        if open_params:
-            print(suggestion(tuple(open_params), ann, releases), file=sys.stderr)
-        print(f"miogen: fix {ann_path}, then run the upgrade again (nothing was written)", file=sys.stderr)
-        return 1
-
-    out = args.specs / f"{version}.yaml"
-    staged = out.with_name(f".{out.name}.tmp")  # written beside its place, then moved there in one step
-    restored = ", ".join(str(p) for p in args.restore)
-    snapshot: Snapshot | None = None
-    try:
-        snapshot = Snapshot([pin_file, *args.restore])
-        staged.write_text(dumps(spec), encoding="utf-8")
-        os.replace(staged, out)
-        if newest:
-            pin_file.write_text(version + "\n", encoding="utf-8")
-        print(f"wrote {out}; " + (f"pinned {target.display_name} {version} (newest release)" if newest
-                                  else f"the pinned newest release stays {pinned_version}"))
-        for cmd in args.verify:
-            print(f"upgrade: {cmd}", flush=True)
-            rc = run_in_group(cmd, guard)
-            if rc != 0:
-                raise _VerifyFailed(f"`{cmd}` failed (exit {rc})")
-        guard.close()
-    except BaseException as exc:
-        guard.close()  # a signal now does not cut the rollback short
-        if snapshot is None:  # nothing written yet (the snapshot removed its own copies)
-            raise
-        removed = f"removed {out}, " if out.exists() else ""
-        out.unlink(missing_ok=True)
-        snapshot.restore()
-        why = f"interrupted by {exc}" if isinstance(exc, Interrupted) else str(exc) or type(exc).__name__
-        print(f"miogen: {why}: rolled back: {removed}pinned {pinned_version} again"
-              + (f", restored {restored}" if restored else ""), file=sys.stderr)
-        if isinstance(exc, Interrupted):
-            return 128 + exc.signum
-        if isinstance(exc, _VerifyFailed):
-            return 1
-        raise
-    finally:
-        if snapshot is not None:
-            snapshot.discard()
-        if not staged.is_dir():
-            staged.unlink(missing_ok=True)
-    if not args.verify:
-        print("next: make generate && make test (make upgrade does both, and rolls back on failure)")
-    return 0
-
-
-class _VerifyFailed(Exception):
-    """A --verify command of `miogen upgrade` exited non-zero."""
+    return upgrade(args)
 
 
 def _abi_check(args: argparse.Namespace) -> int:
@@ -623,6 +537,10 @@ def _main(argv: list[str] | None) -> int:
             return _changes(args)
         if args.command == "upgrade":
             return _upgrade(args)
+        if args.command == "add-release":
+            from .addrelease import add_release
+
+            return add_release(args)
         if args.command == "header-version":
             return _header_version(args)
         if args.command == "audit":

@@ -38,6 +38,7 @@ from .model import (
     Spec,
     Typedef,
 )
+from .records import ReleaseRecord, load_records
 from .target import Target
 
 _GENERIC_HINTS = (
@@ -928,7 +929,7 @@ def parse_header(
         generator_version=GENERATOR_VERSION,
         target=target.name,
         version=version,
-        release=release or target.releases.get(version),
+        release=release or load_records(target.path.parent).get(version, ReleaseRecord()).shipped_in or None,
         header=HeaderInfo(name=header.name, sha256=sha256(data).hexdigest()),
         parse=ParseInfo(language=opts.language, beta=opts.beta, defines=defines),
         handles=tuple(items["handles"]),

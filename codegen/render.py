@@ -7,8 +7,8 @@ from __future__ import annotations
 import functools
 import pickle
 import sys
+from collections.abc import Mapping
 from pathlib import Path
-
 
 from . import GENERATOR_VERSION, escape
 from .errors import CodegenError
@@ -16,9 +16,10 @@ from .files import write_tree
 from .direct import DIRECT_ALIASES
 from .cache import private_cache, remembered
 from .digest import sha256
-from .jinja_env import environment
+from .jinja_env import TEMPLATES, environment
 from .planner import plan
 from .plans import HandlePlan, Plan
+from .records import ReleaseRecord, load_records
 from .releases import Releases, Version
 from .target import Target
 
@@ -111,7 +112,7 @@ def _function_releases(plans: tuple[Plan, ...]) -> list[tuple[str, str, str]]:
     return [(n, ", ".join(vs), ", ".join(stable.get(n, []))) for n, vs in sorted(declared.items())]
 
 
-def render(*plans: Plan) -> dict[str, str]:
+def render(*plans: Plan, records: Mapping[str, ReleaseRecord] | None = None) -> dict[str, str]:
     """Relative path -> text of every generated file, for one release or several.
 
     Files identical across releases (the facade modules, `_support`, `errors`, the release table)
@@ -134,7 +135,7 @@ def render(*plans: Plan) -> dict[str, str]:
             "lib_name": t.display_name, "version_getter": t.version_getter, "library_env": t.library_env,
             "releases": [(p.spec.version, release_module(p.spec.version)) for p in ordered],
             "version_error": _stem(t.error_base) + "VersionError", "version_warning": _stem(t.error_base) + "VersionWarning",
-            "direct_aliases": DIRECT_ALIASES}
+            "direct_aliases": DIRECT_ALIASES, "generator": GENERATOR_VERSION, "support_digest": support_digest()}
     handles: dict[str, HandlePlan] = {}
     for p in ordered:  # every release's handle classes, shared: one destroy function each
         for h in p.handles:
@@ -146,7 +147,8 @@ def render(*plans: Plan) -> dict[str, str]:
     out: dict[str, str] = {}
     shared = {"handles": sorted(handles.values(), key=lambda h: h.py_name), **base, "p": newest, "banner": _shared_banner(ordered), "version": newest.spec.version,
               "history": _history(ordered),
-              "rocm": [(v, escape.py_str(t.releases.get(v, ""))) for v in versions],
+              "rocm": [(p.spec.version, escape.py_str(p.spec.release or "")) for p in ordered],
+              "proven": _proven(versions, records or {}),
               "added_in": sorted({f.c_name: f.added_in for p in ordered for f in p.functions if f.added_in}.items()),
               "functions": _function_releases(ordered)}
     for name in SHARED_OUTPUTS:
@@ -160,6 +162,23 @@ def render(*plans: Plan) -> dict[str, str]:
             out[f"{mod}/{name}"] = env.get_template("release/" + name + ".j2").render(ctx)
     _check_python(out)
     return out
+
+
+def _proven(versions: list[str], records: Mapping[str, ReleaseRecord]) -> list[tuple[str, list[tuple[str, str]]]]:
+    """Release -> what its record says it is proven against (the non-empty of header, abi, library)."""
+    kinds = ("header", "abi", "library")
+    return [(v, [(k, escape.py_str(getattr(records[v], k))) for k in kinds if getattr(records[v], k)])
+            for v in versions if v in records]
+
+
+@functools.cache
+def support_digest() -> str:
+    """What a release sub-package rendered apart (`miogen add-release`) must share with the package it joins: the
+    generator version, the support modules and the release templates (sha256, 16 hex digits)."""
+    parts = [GENERATOR_VERSION.encode()]
+    for path in [*(SUPPORT / name for name in SUPPORT_MODULES), *sorted((TEMPLATES / "release").glob("*.j2"))]:
+        parts += [path.name.encode(), path.read_bytes()]
+    return sha256(b"\0".join(parts)).hexdigest()[:16]
 
 
 def support_files(banner_text: str) -> dict[str, str]:
@@ -204,4 +223,4 @@ def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Pa
         info = banner(spec_path.name, spec_sha, ann_sha)
         key = f"plan\0{spec_sha}\0{ann_sha}\0{inputs.hexdigest()}\0{info}"
         plans.append(remembered(key, Plan, functools.partial(planned, spec_path, data, info)))
-    return write_tree(render(*plans), out_dir)
+    return write_tree(render(*plans, records=load_records(history)), out_dir)

@@ -57,7 +57,6 @@ class Target:
     find_library_name: str
     error_suffix: str
     host_scalar_names: tuple[str, ...]
-    releases: dict[str, str]
     diagnostic_hints: tuple[DiagnosticHint, ...]
     error_base: str
     status_exceptions: dict[str, StatusException]

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from pathlib import Path
 from types import FrameType, TracebackType
+from typing import IO
 
 from .files import SIGNALS as ABORT_SIGNALS
 from .files import Interrupted
@@ -67,14 +68,22 @@ class SignalGuard:
         raise Interrupted(signum)
 
 
-def run_in_group(cmd: str, guard: SignalGuard) -> int:
+def run_in_group(cmd: str, guard: SignalGuard, tee: tuple[IO[bytes], ...] = ()) -> int:
     """Run a shell command in a process group of its own and return its exit status; if this is cut
     short (Interrupted, ...), the whole group is ended first: SIGTERM, then SIGKILL after a grace.
-    The command is started with `guard`'s signals deferred, so that a started one is always ended."""
+    The command is started with `guard`'s signals deferred, so that a started one is always ended.
+    With `tee`, its output (stdout and stderr) is copied to each of those files as it comes."""
     proc: subprocess.Popen[bytes] | None = None
     try:
         with guard.deferred():
-            proc = subprocess.Popen(cmd, shell=True, start_new_session=True)
+            proc = subprocess.Popen(cmd, shell=True, start_new_session=True,
+                                    stdout=subprocess.PIPE if tee else None, stderr=subprocess.STDOUT if tee else None)
+        if proc.stdout is not None:
+            fd = proc.stdout.fileno()
+            while chunk := os.read(fd, 65536):
+                for f in tee:
+                    f.write(chunk)
+                    f.flush()
         return proc.wait()
     except BaseException:
         if proc is not None:

@@ -177,9 +177,16 @@ def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ct
                 f"{where}: another {LIB_NAME} library is loaded ({_state.lib_path}, bound to release {_state.bound}); "
                 f"two libraries in one process would mix releases: call unload_library() first")
         release, version, notes = _select(lib, where, _state.policy)
-        modules = _import_release(release)
-        if _env_policy(_state.policy) != "off":
-            _check_exports(lib, where, release, version, modules[0])
+        from . import _userreleases  # imported on a load only (import cost)
+
+        user, refused = _userreleases.matching(version) if version and _vstr(version) not in RELEASES else (None, "")
+        if user is not None:  # added with `miogen add-release`: exactly the library's version
+            release, notes, modules = user.release, [], _userreleases.import_release(user)
+        else:
+            notes += [f"{where} is {LIB_NAME} {_vstr(version)}: {refused}"] if refused and version else []
+            modules = _import_release(release)
+            if _env_policy(_state.policy) != "off":
+                _check_exports(lib, where, release, version, modules[0])
         _state.lib, _state.lib_path = lib, where
         _bind(release, version, modules)
     for note in notes:

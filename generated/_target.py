@@ -14,6 +14,11 @@ SKIP_VERSION_CHECK_ENV: str | None = "MIOPEN_SKIP_VERSION_CHECK"
 #: the committed releases these bindings have, oldest first, and their sub-packages
 RELEASES: tuple[str, ...] = ("2.15.0", "2.17.0", "2.20.0", "3.0.0", "3.1.0", "3.2.0", "3.3.0", "3.4.0", "3.5.1", "3.5.2")
 MODULES: dict[str, str] = {"2.15.0": "v2_15_0", "2.17.0": "v2_17_0", "2.20.0": "v2_20_0", "3.0.0": "v3_0_0", "3.1.0": "v3_1_0", "3.2.0": "v3_2_0", "3.3.0": "v3_3_0", "3.4.0": "v3_4_0", "3.5.1": "v3_5_1", "3.5.2": "v3_5_2"}
+#: the target's name, and the miogen that rendered this package (a release added by `miogen add-release` is bound
+#: only when the same generator version and support modules rendered it)
+TARGET = "miopen"
+GENERATOR = "0.1.0"
+SUPPORT_DIGEST = "5f1f86be2e3596b6"
 
 
 class MIOpenVersionError(RuntimeError):

@@ -3,8 +3,8 @@ which features that library offers.
 
     python -m miopen [--library PATH] [--json]
 
-Sections: the committed releases (with the ROCm release each shipped in) and what each is proven against (`PROVEN`:
-its real header, its real library); every place searched for the library, in order, with why each failed; the
+Sections: the committed releases (with the ROCm release each shipped in) and what each is proven against (`_releases.PROVEN`,
+rendered from specs/miopen/releases.yaml: its real header, the ABI check on it, its real library); every place searched for the library, in order, with why each failed; the
 library found (path, version, backend: HIP or OpenCL); the selected release, with any warning the selection gave, or the refusal (the
 MIOpenVersionError message); the `has_feature` table.
 
@@ -27,31 +27,7 @@ from typing import Any
 EXIT_OK = 0
 EXIT_NOT_USABLE = 1  # no library found, or its version refused
 ROOT_ENV = "ROCM_PATH"
-
-#: What each committed release is proven against, and how (README: "Proven against real MIOpen releases").
-#: Extend a release's row when a test against its real library is added.
-#:   header:  where its real miopen.h came from; it re-parses to the committed spec byte for byte
-#:            (tests/test_real_specs.py) and passes `make abi-check` (layout probe, call-through stub)
-#:   library: the real libMIOpen that the generated API and the runtime run against, and which tests do it
-#: Every release also runs the runtime suite against a stub library generated from its spec
-#: (scripts/test_releases.sh).
-PROVEN: dict[str, dict[str, str]] = {
-    "2.15.0": {"header": "ROCm/MIOpen tag rocm-5.0.0"},
-    "2.17.0": {"header": "ROCm/MIOpen tag rocm-5.2.3",
-               "library": "HIPNOGPU build of ROCm 5.2.3's MIOpen, no GPU (tests/test_real_miopen.py); its OpenCL "
-                          "build computing on PoCL, numerics against numpy (tests/test_real_miopen_ocl.py)"},
-    "2.20.0": {"header": "ROCm/MIOpen tag rocm-5.7.0"},
-    "3.0.0": {"header": "ROCm/MIOpen tag rocm-6.0.0"},
-    "3.1.0": {"header": "ROCm/MIOpen tag rocm-6.1.0"},
-    "3.2.0": {"header": "ROCm/MIOpen tag rocm-6.2.0"},
-    "3.3.0": {"header": "ROCm/MIOpen develop 2d1fd997 (Oct 2024; ROCm 6.3 ships 3.3.0)"},
-    "3.4.0": {"header": "Debian libmiopen-dev 6.4.3+dfsg-1+b1 (ROCm 6.4.3)",
-              "library": "Debian libmiopen1 6.4.3+dfsg-1+b1 in a sid root, a stand-in GPU (tests/test_real_debian.py)"},
-    "3.5.1": {"header": "Debian libmiopen-dev 7.2.4+dfsg-1 (ROCm 7.2.4)",
-              "library": "Debian libmiopen1 7.2.4+dfsg-1 in a sid root, a stand-in GPU (tests/test_real_debian.py)"},
-    "3.5.2": {"header": "ROCm/rocm-libraries develop 01d724c5 (ROCm 7.14.0 ships 3.5.2)"},
-}
-
+_RELEASES_PATH_ENV = "MIOGEN_RELEASES_PATH"
 
 def _probe(library: str | None) -> tuple[list[dict[str, str]], str | None]:
     """Every candidate in the order `load_library` tries them, with the outcome; and the first that loads.
@@ -116,14 +92,16 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
     from . import __version__
     from ._generated import _state
     from ._generated import _support as s
-    from ._generated._releases import ROCM  # the module itself: `from ._generated import _releases` would bind
+    from ._generated._releases import PROVEN, ROCM  # the module itself: `from ._generated import _releases` would bind
     from ._generated._selection import _env_policy
+    from ._generated import _userreleases as _ur
     from ._generated._target import MODULES
 
     info: dict[str, Any] = {
         "package": {"name": "miopen", "version": __version__},
         "releases": [{"miopen": r, "rocm": ROCM.get(r, ""), "module": MODULES[r], "proven": PROVEN.get(r, {})}
                      for r in s.RELEASES],
+        "added_releases": {"root": _ur.releases_root(), "releases": [r._asdict() for r in _ur.scan()]},
         "environment": {name: os.environ.get(name) for name in
                         dict.fromkeys((s.LIBRARY_ENV, ROOT_ENV, s.SKIP_VERSION_CHECK_ENV or "")) if name},
         "search": [],
@@ -186,13 +164,21 @@ def _text(info: dict[str, Any], status: int) -> str:
     out(f"  {'MIOpen':<8} {'ROCm':<24} sub-package")
     for r in info["releases"]:
         out(f"  {r['miopen']:<8} {r['rocm'] or '-':<24} {r['module']}")
+    added = info["added_releases"]
     out("")
-    out("Proven against real MIOpen (header: the real miopen.h re-parses to the committed spec byte for byte and")
-    out("passes make abi-check; library: the API and runtime run against that real libMIOpen; every release also")
+    out(f"Releases added with `miogen add-release` ({added['root']}; ${_RELEASES_PATH_ENV} moves it):")
+    for r in added["releases"]:
+        state = f"refused: {r['refused']}" if r["refused"] else "bound to a library of exactly this version"
+        out(f"  {r['release']:<8} {r['path']} (from {r['source'] or '?'}): {state}")
+    if not added["releases"]:
+        out("  none")
+    out("")
+    out("Proven against real MIOpen (header: the real miopen.h re-parses to the committed spec byte for byte; abi:")
+    out("make abi-check on that header; library: the API and runtime run against that real libMIOpen; every release also")
     out("runs the runtime suite against a stub library generated from its spec):")
     for r in info["releases"]:
         proof = r["proven"]
-        kinds = [f"{kind}: {proof[kind]}" for kind in ("header", "library") if proof.get(kind)]
+        kinds = [f"{kind}: {proof[kind]}" for kind in ("header", "abi", "library") if proof.get(kind)]
         out(f"  {r['miopen']:<8} {'; '.join(kinds) or 'stub library only'}")
     out("")
     env = ", ".join(f"${k}={v!r}" if v is not None else f"${k} unset" for k, v in info["environment"].items())

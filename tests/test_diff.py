@@ -227,7 +227,7 @@ def test_upgrade_is_transactional(tmp_path: Path) -> None:
     r = _run("upgrade", str(header), "--specs", str(specs), "--restore", str(out), "--restore", str(docs),
              "--verify", f"echo new > {out}/a.py && touch {out}/b.py && echo x > {docs}", "--verify", "exit 3")
     assert r.returncode == 1, r.stdout + r.stderr
-    assert "`exit 3` failed (exit 3): rolled back" in r.stderr
+    assert "phase verify: `exit 3` failed (exit 3)\nmiogen: rolled back" in r.stderr
     assert not (specs / "3.5.0.yaml").exists() and (specs / "pinned").read_text().strip() == "3.4.1"
     assert sorted(p.name for p in out.iterdir()) == ["a.py"] and (out / "a.py").read_text() == "old\n"
     assert not docs.exists()

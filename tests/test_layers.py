@@ -23,12 +23,12 @@ LAYERS: tuple[tuple[str, ...], ...] = (
      "cppsrc", "doc", "stubvalues", "conditionals"),
     # the annotation forms: each form's gate, plan, docstring, stub, driver and audit (annotate classifies with them)
     ("forms",),
-    ("spec_io", "target", "roles", "diff", "preamble", "parser"),
+    ("spec_io", "target", "records", "roles", "diff", "preamble", "parser"),
     ("annotate",),
     ("direct", "plans", "docstrings", "planner", "jinja_env"),
     ("render", "stublib", "layout", "cxx", "callthrough", "audit"),
     ("abi",),
-    ("cli", "__main__"),
+    ("upgrade", "addrelease", "cli", "__main__"),
 )
 
 

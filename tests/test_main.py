@@ -11,11 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from miogen.spec_io import load
 
+from . import conftest
 from .conftest import Libs
 from .helpers import REPO, SPECS
 
-PINNED = (SPECS / "pinned").read_text().strip()
+#: the release the session's stub library reports (`make test MIOPEN_VERSION=X`; the pinned one by default)
+STUB_RELEASE = conftest.test_release()
 RELEASES = sorted((p.name[: -len(".yaml")] for p in SPECS.glob("*.*.*.yaml")),
                   key=lambda v: tuple(int(x) for x in v.split(".")))
 _ENV_NAMES = ("MIOPEN_LIBRARY", "ROCM_PATH", "MIOPEN_SKIP_VERSION_CHECK")
@@ -54,7 +57,7 @@ def _scripted_version(path: str, version: str) -> str:
 
 @pytest.fixture(scope="module")
 def stub(runtime_libs: Libs) -> str:
-    """The path of the session's stub libMIOpen (built from the pinned spec; it reports the pinned release)."""
+    """The path of the session's stub libMIOpen (built from STUB_RELEASE's spec; it reports that release)."""
     path: str = runtime_libs.miopen._name
     return path
 
@@ -63,12 +66,12 @@ def test_with_the_stub_library(stub: str) -> None:
     r = _run(["--library", stub])
     assert r.returncode == 0, r.stdout + r.stderr
     out = r.stdout
-    for version in RELEASES:  # every release the package has bindings for, with its ROCm release
-        assert f"  {version} " in out
-    assert "rocm-6.2.0" in out and "rocm-5.2.3" in out
+    for version in RELEASES:  # every release the package has bindings for, each with the ROCm release its spec records
+        shipped = load(SPECS / f"{version}.yaml").release or "-"
+        assert any(x.startswith(f"  {version} ") and shipped in x for x in out.splitlines()), version
     assert f"[loaded] {stub} (--library)" in out
-    assert f"Library: {stub}\n  version: {PINNED}" in out
-    assert f"Selected release: {PINNED} (policy compatible)" in out and "warning:" not in out
+    assert f"Library: {stub}\n  version: {STUB_RELEASE}" in out
+    assert f"Selected release: {STUB_RELEASE} (policy compatible)" in out and "warning:" not in out
     assert "Features (miopen.has_feature):" in out
     for name in ("find2", "immediate", "tensor_desc_v2", "get_version"):
         assert f"  {name} " in out
@@ -76,33 +79,28 @@ def test_with_the_stub_library(stub: str) -> None:
 
 
 def test_every_release_says_what_it_is_proven_against(stub: str) -> None:
-    """Each committed release names the real header it was parsed from; a real-library row names its tests."""
+    """Each committed release has its record (specs/miopen/releases.yaml): the real header it was parsed from, and
+    the real-library rows name test files that exist; `python -m miopen` shows the records, text and JSON."""
     import re
 
-    from miopen.__main__ import PROVEN
+    from miogen.records import load_records
 
-    from .helpers import REPO
+    from miopen._generated._releases import PROVEN
 
-    assert sorted(PROVEN) == sorted(RELEASES)
-    for version, proof in PROVEN.items():
-        assert set(proof) <= {"header", "library"} and proof["header"], version
-        for test_file in re.findall(r"tests/\w+\.py", proof.get("library", "")):
+    records = load_records(SPECS)
+    assert sorted(records) == sorted(RELEASES) == sorted(PROVEN)
+    for version, record in records.items():
+        assert record.header, version
+        assert PROVEN[version] == {k: v for k, v in record.__dict__.items() if v and k != "shipped_in"}
+        for test_file in re.findall(r"tests/\w+\.py", record.library):
             assert (REPO / test_file).is_file(), (version, test_file)
-    assert any("library" in proof for proof in PROVEN.values())
+    assert any(record.library for record in records.values())
     out = _run(["--library", stub]).stdout
     for version, proof in PROVEN.items():
         line = next(x for x in out.splitlines() if x.startswith(f"  {version} ") and "header: " in x)
-        assert proof["header"] in line and (proof.get("library", "") in line)
+        assert all(text in line for text in proof.values()), (version, line)
     info = json.loads(_run(["--library", stub, "--json"]).stdout)
     assert {r["miopen"]: r["proven"] for r in info["releases"]} == PROVEN
-    # README's table says the same (its test files in backquotes)
-    readme = (REPO / "README.md").read_text()
-    for version, proof in PROVEN.items():
-        row = next(x for x in readme.splitlines() if x.startswith(f"| {version} | ") and x.count("|") == 4)
-        header, library = (cell.strip().replace("`", "") for cell in row.split("|")[2:4])
-        assert header == proof["header"], (version, row)
-        assert library.startswith(proof.get("library", "—").split(" (tests/")[0]), (version, row)
-        assert re.findall(r"tests/\w+\.py", library) == re.findall(r"tests/\w+\.py", proof.get("library", "")), row
 
 
 def test_search_lists_every_candidate_until_the_library(stub: str, tmp_path: Path) -> None:
@@ -125,9 +123,9 @@ def test_search_lists_every_candidate_until_the_library(stub: str, tmp_path: Pat
     assert r.returncode == 0
     assert info["search"][0] == {"origin": "$MIOPEN_LIBRARY", "path": stub, "result": "loaded", "detail": ""}
     assert all(t["result"] == "not tried" for t in info["search"][1:])
-    assert info["library"]["path"] == stub and info["library"]["version"] == PINNED
+    assert info["library"]["path"] == stub and info["library"]["version"] == STUB_RELEASE
     assert info["library"]["backend"] == "HIP" and "  backend: HIP" in _run([], _env(MIOPEN_LIBRARY=stub)).stdout
-    assert info["selection"] == {"release": PINNED, "policy": "compatible", "warnings": [], "refused": None}
+    assert info["selection"] == {"release": STUB_RELEASE, "policy": "compatible", "warnings": [], "refused": None}
     assert [r["miopen"] for r in info["releases"]] == RELEASES
     assert {f["name"] for f in info["features"]} >= {"find2", "immediate", "get_version"}
     assert info["error"] is None
@@ -173,12 +171,15 @@ def test_a_refused_version_shows_the_error(stub: str) -> None:
 
 
 def test_a_neighbouring_patch_binds_with_the_selection_warning(stub: str) -> None:
-    major, minor, patch = (int(x) for x in PINNED.split("."))
-    other = f"{major}.{minor}.{patch + 7}"
+    major, minor, patch = (int(x) for x in STUB_RELEASE.split("."))
+    # an uncommitted patch of its major.minor nearer to the stub's release than to any other committed patch
+    patches = [int(v.split(".")[2]) for v in RELEASES if v.startswith(f"{major}.{minor}.") and v != STUB_RELEASE]
+    other = next(f"{major}.{minor}.{q}" for q in (patch + 1, patch - 1, patch + 2) if q >= 0
+                 and all(abs(q - patch) < abs(q - x) for x in patches))
     r = _script(_scripted_version(stub, other), "--library", stub)
     assert r.returncode == 0, r.stdout + r.stderr
-    assert f"Selected release: {PINNED} (policy compatible)" in r.stdout
-    assert f"  warning: {stub} is MIOpen {other}; bound to the bindings of {PINNED} (another patch release)" in r.stdout
+    assert f"Selected release: {STUB_RELEASE} (policy compatible)" in r.stdout
+    assert f"  warning: {stub} is MIOpen {other}; bound to the bindings of {STUB_RELEASE} (another patch release)" in r.stdout
 
 
 def test_the_version_switch_is_shown_and_checked(stub: str) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import shlex
 import shutil
@@ -123,3 +124,26 @@ def test_every_variable_is_documented() -> None:
     for var in known.group(1).split():
         assert re.search(rf"^#\s.*\b{var}=", header, re.M), var
         assert any(f"`{var}=" in line for line in table), var
+
+
+@_make_missing
+@pytest.mark.parametrize("given", [["MIOPEN_VERSION=3.2.0"], ["HEADER=/nowhere/miopen.h", "MIOPEN_VERSION=9.9.9"],
+                                   ["PARSE_ARGS=-D A=1", "UPGRADE_TEST=false", "BENCH_ARGS=--strict"]])
+def test_command_line_variables_reach_no_nested_make(given: list[str]) -> None:
+    """A variable given to the outer make is in neither the environment nor the MAKEFLAGS of what its recipes run
+    (a nested make, a test that runs make); where the venv lives travels on."""
+    probe = ('leak-probe: ; @env | grep -E "^(MIOPEN_VERSION|HEADER|PARSE_ARGS|UPGRADE_TEST|BENCH_ARGS)=" || true; '
+             'echo "MAKEFLAGS=$$MAKEFLAGS"; $(MAKE) --no-print-directory -f Makefile nested-probe\n'
+             'nested-probe: ; @echo "nested MIOPEN_VERSION=$(MIOPEN_VERSION) HEADER=$(HEADER) VENV=$(VENV)"')
+    r = subprocess.run(["make", "--no-print-directory", "--eval", probe, "leak-probe", *given, "VENV=.venv"],
+                       capture_output=True, text=True, cwd=REPO, env={k: v for k, v in os.environ.items()
+                                                                      if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL")})
+    assert r.returncode == 0, r.stdout + r.stderr
+    lines = r.stdout.splitlines()
+    flags = next(x for x in lines if x.startswith("MAKEFLAGS="))
+    pinned = (REPO / "specs" / "miopen" / "pinned").read_text().strip()
+    for assignment in given:
+        name = assignment.partition("=")[0]
+        assert not any(x.startswith(f"{name}=") for x in lines), (name, lines)
+        assert f"{name}=" not in flags.split("--eval")[0] + flags.rpartition(" -- ")[2], flags
+    assert f"nested MIOPEN_VERSION={pinned} HEADER= VENV=.venv" in lines, lines

@@ -7,6 +7,7 @@ write, and SIGINT, SIGTERM or SIGHUP while a verify command runs."""
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -70,7 +71,7 @@ class _Case:
                         f" && echo x > {shlex.quote(str(self.docs))}")
 
     def args(self, *verify: str) -> list[str]:
-        out = [sys.executable, "-m", "miogen", "upgrade", str(self.header), "--specs", str(self.specs),
+        out = [sys.executable, "-m", "miogen", "upgrade", str(self.header), "--specs", str(self.specs), "--no-abi-check",
                "--restore", str(self.out), "--restore", str(self.docs)]
         for cmd in verify:
             out += ["--verify", cmd]
@@ -107,7 +108,8 @@ def test_a_signal_during_verify_rolls_back(tmp_path: Path, sig: signal.Signals) 
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 128 + sig, err
         assert [pid for pid in pids if _running(pid)] == []  # the verify command and its child are gone
-        assert f"interrupted by {sig.name}: rolled back" in err
+        assert f"upgrade failed in phase verify: interrupted by {sig.name}\n" in err
+        assert "the log to read: " in err and "ready " in Path(err.split("the log to read: ")[1].split()[0]).read_text()
         case.assert_rolled_back(err)
     finally:
         for pid in [proc.pid, *pids]:
@@ -121,7 +123,7 @@ def test_a_failing_verify_rolls_back(tmp_path: Path) -> None:
     r = subprocess.run(case.args(case.rewrite, "exit 3"), capture_output=True, text=True, cwd=REPO,
                        env=_env(case.tmp), check=False)
     assert r.returncode == 1, r.stderr
-    assert "`exit 3` failed (exit 3): rolled back: removed " in r.stderr
+    assert "upgrade failed in phase verify: `exit 3` failed (exit 3)\nmiogen: rolled back: removed " in r.stderr
     case.assert_rolled_back(r.stderr)
 
 
@@ -153,6 +155,7 @@ def test_a_failing_pin_write_rolls_back(tmp_path: Path, monkeypatch: pytest.Monk
     assert main(case.args(case.rewrite)[3:]) == 2  # the spec was in place; writing the pin fails
     err = capsys.readouterr().err
     assert "No space left on device" in err and f"removed {case.specs / '3.5.0.yaml'}, " in err
+    assert "upgrade failed in phase write: " in err
     case.assert_rolled_back(err)
 
 
@@ -224,8 +227,12 @@ def test_make_upgrade_adds_a_release_end_to_end(tmp_path: Path) -> None:
     assert r.returncode == 0, out[-6000:]
     assert f"## MIOpen {newest} → {new}" in r.stdout and "### Functions added (1)\n\n- `miopenSynthNext`" in r.stdout
     assert "0 breaking" in r.stdout
-    for step in ("make --no-print-directory generate", "make --no-print-directory venv", "-m pytest -q"):
-        assert any(line.startswith("upgrade: ") and step in line for line in r.stdout.splitlines()), (step, out)
+    for phase, step in (("render", "make --no-print-directory generate"), ("venv", "make --no-print-directory venv"),
+                        ("tests", "-m pytest -q")):
+        assert any(line.startswith(f"upgrade [{phase}] ") and step in line for line in r.stdout.splitlines()), (step, out)
+    for phase in ("parse", "diff", "gate", "abi", "write", "render", "venv", "tests"):  # each says how long it took
+        assert re.search(rf"^upgrade \[{phase}\] done in \d+\.\d s$", r.stdout, re.M), (phase, out)
+    assert re.search(rf"^upgrade: added MIOpen {re.escape(new)} in \d+\.\d s \(parse ", r.stdout, re.M), out
     assert " failed" not in out and " passed" in out
     # the release is committed and pinned, rendered, and documented
     specs = repo / "specs" / "miopen"

@@ -121,7 +121,8 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
     where_it_is = f"between {release} and {newer[0]}" if newer else f"newer than every committed release ({release})"
     notes = [] if policy == "off" else [
         f"{where} is {LIB_NAME} {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
-        f"added after {release} are unbound. Add its release with `make upgrade HEADER=<its include/miopen/miopen.h>`"]
+        f"added after {release} are unbound. Add its release with `miogen add-release <its include/miopen/miopen.h>` "
+        f"(in a checkout: `make upgrade HEADER=...`)"]
     return release, notes
 
 

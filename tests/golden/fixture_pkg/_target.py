@@ -14,6 +14,11 @@ SKIP_VERSION_CHECK_ENV: str | None = "MIOPEN_SKIP_VERSION_CHECK"
 #: the committed releases these bindings have, oldest first, and their sub-packages
 RELEASES: tuple[str, ...] = ("3.4.1",)
 MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
+#: the target's name, and the miogen that rendered this package (a release added by `miogen add-release` is bound
+#: only when the same generator version and support modules rendered it)
+TARGET = "miopen"
+GENERATOR = "0.1.0"
+SUPPORT_DIGEST = "5f1f86be2e3596b6"
 
 
 class MIOpenVersionError(RuntimeError):
