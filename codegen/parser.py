@@ -683,6 +683,7 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
     record_kinds = (CK.STRUCT_DECL.value, CK.UNION_DECL.value)
     if cursors is None:
         cursors = _top_level(tu, header, target.api_headers)
+    _check_is_target(header, cursors, target)  # first: a foreign header's own types are not worth an error
     b.collect_names(cursors)
     handles: list[Handle] = []
     typedefs: list[Typedef] = []
@@ -921,7 +922,6 @@ def parse_header(
     else:
         items = build_spec(_translation_unit(header, clang_args(opts, target, False), target, pch_text), header, text,
                            target)
-    _check_is_target(header, items, target)
     defines = (*target.default_defines, *opts.defines, *((target.beta_macro,) if opts.beta else ()))
     spec = Spec(
         schema_version=SCHEMA_VERSION,
@@ -947,18 +947,27 @@ def parse_header(
     return spec
 
 
-def _check_is_target(header: Path, items: dict[str, list[Any]], target: Target) -> None:
-    has_status = any(e.name == target.status_type for e in items["enums"])
-    fns = [f for f in items["functions"] if f.name.startswith(target.function_prefix)]
+def _check_is_target(header: Path, cursors: list[Any], target: Target) -> None:
+    """Refuse a header that is not the target's (no status enum, or none of its functions), from the names of its
+    top-level declarations alone: before any type of it is bound, so a foreign header (stdio.h, zlib.h) gets this
+    error rather than one about a type miogen cannot bind."""
+    calls = _calls()
+    CK = cindex().CursorKind
+    function_kind, enum_kind, typedef_kind = CK.FUNCTION_DECL.value, CK.ENUM_DECL.value, CK.TYPEDEF_DECL.value
+    functions = sorted({calls.spelling(c) for c in cursors if c._kind_id == function_kind})
+    enums = sum(1 for c in cursors if c._kind_id == enum_kind and c.is_definition())
+    has_status = any(c._kind_id in (enum_kind, typedef_kind) and calls.spelling(c) == target.status_type
+                     for c in cursors)
+    fns = [f for f in functions if f.startswith(target.function_prefix)]
     if not has_status or not fns:
-        others = sorted({f.name for f in items["functions"]})[:3]
+        others = functions[:3]
         raise HeaderError(
             f"{header}: this does not look like {target.display_name}'s {target.header}: it declares "
             + (f"no enum {target.status_type}" if not has_status else "")
             + (" and " if not has_status and not fns else "")
             + (f"none of the target's functions (prefix {target.function_prefix}*)" if not fns else "")
-            + f" (found {len(items['functions'])} function(s)"
-            + (f", e.g. {', '.join(others)}" if others else "") + f", {len(items['enums'])} enum(s)). "
+            + f" (found {len(functions)} function(s)"
+            + (f", e.g. {', '.join(others)}" if others else "") + f", {enums} enum(s)). "
             f"Pass the path of {target.display_name}'s {target.header}, or, for another library, its target facts "
             f"with --target (these are {target.path})"
         )
