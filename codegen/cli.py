@@ -359,7 +359,7 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     from .diff import diff, to_markdown
     from .parser import ParseOptions, parse_header
     from .releases import Releases, Version
-    from .spec_io import dumps, load
+    from .spec_io import dumps_for, load
     from .target import load_target, target_for
     from .transaction import Snapshot, run_in_group
 
@@ -424,7 +424,7 @@ def _upgrade_guarded(args: argparse.Namespace, guard: SignalGuard) -> int:
     snapshot: Snapshot | None = None
     try:
         snapshot = Snapshot([pin_file, *args.restore])
-        staged.write_text(dumps(spec), encoding="utf-8")
+        staged.write_text(dumps_for(spec, out), encoding="utf-8")
         os.replace(staged, out)
         if newest:
             pin_file.write_text(version + "\n", encoding="utf-8")
