@@ -620,6 +620,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a path of any bytes prints escaped, never a UnicodeEncodeError
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     words = sys.argv[1:] if argv is None else argv
     args = _parser(words[0] if words and words[0] in _COMMANDS else None).parse_args(words)
     try:

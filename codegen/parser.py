@@ -253,7 +253,7 @@ def _translation_unit(header: Path, args: list[str], target: Target, text: str |
     index = ci.Index.create()
     flags = ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES | ci.TranslationUnit.PARSE_INCOMPLETE
     try:
-        tu = index.parse(str(header), args=args, options=flags)
+        tu = index.parse(os.fsencode(header), args=[os.fsencode(a) for a in args], options=flags)
     except ci.TranslationUnitLoadError as exc:
         raise HeaderError(f"{header}: libclang could not parse the file ({exc}); args: {' '.join(args)}") from None
     errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]

@@ -198,7 +198,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
         if not source.is_file() or source.read_bytes() != text.encode():  # kept as it is: every variant stamps it
             _write(source, text.encode())
         started = time.time_ns()
-        tu = ci.Index.create().parse(str(source), args=args, options=flags)
+        tu = ci.Index.create().parse(os.fsencode(source), args=[os.fsencode(a) for a in args], options=flags)
     except (OSError, ci.TranslationUnitLoadError):
         return None
     files = [str(source), *dict.fromkeys(inc.include.name for inc in tu.get_includes())]
@@ -400,7 +400,7 @@ def _skipped(ci: Any, tu: Any, header: Path) -> list[tuple[int, int]]:
     get, dispose = lib.clang_getSkippedRanges, lib.clang_disposeSourceRangeList
     get.argtypes, get.restype = [ci.TranslationUnit, ci.c_object_p], ctypes.POINTER(_RangeList)
     dispose.argtypes, dispose.restype = [ctypes.POINTER(_RangeList)], None
-    f = ci.conf.lib.clang_getFile(tu, str(header))
+    f = ci.conf.lib.clang_getFile(tu, os.fsencode(header))
     if not f:
         return []
     got = get(tu, f)
@@ -431,7 +431,7 @@ def parse(header: Path, text: str, args: list[str], target: Target) -> Any | Non
     for name in _FLAGS:
         flags |= getattr(ci.TranslationUnit, name)
     try:
-        tu = ci.Index.create(excludeDecls=True).parse(str(header), args=[*args, "-include-pch", pre.pch], options=flags)
+        tu = ci.Index.create(excludeDecls=True).parse(os.fsencode(header), args=[os.fsencode(a) for a in (*args, "-include-pch", pre.pch)], options=flags)
     except ci.TranslationUnitLoadError:
         _forget(args, target)  # clang refused the PCH (stale, foreign or damaged): not again in this process
         return None

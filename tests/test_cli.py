@@ -387,3 +387,28 @@ def test_no_command_writes_over_its_own_inputs(tmp_path: Path, what: str, comman
     assert "refusing to write over an input" in err and str(paths[victim]) in err, err
     assert err.count("\n") == 1 and "Traceback" not in err, err
     assert {p: p.read_bytes() for p in (tmp_path / "in").rglob("*") if p.is_file()} == before
+
+
+def test_paths_are_any_bytes_the_os_allows(tmp_path: Path) -> None:
+    """A folder named with bytes that are not UTF-8 works for the header, -I, -o and the spec of every command,
+    and messages show such a path escaped (no UnicodeDecodeError or UnicodeEncodeError, no traceback)."""
+    import os
+    import shutil
+
+    from .helpers import FIXTURE_ANNOTATIONS
+
+    folder = os.path.join(os.fsencode(tmp_path), b"x\xff")
+    os.mkdir(folder)
+    d = os.fsdecode(folder)
+    for name in ("miopen.h", "version.h"):
+        shutil.copy(FIXTURE_HEADER.parent / name, os.path.join(d, name))
+    r = _run("parse", os.path.join(d, "miopen.h"), "--beta", "-I", d, "-o", d + "/")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    spec = os.path.join(d, "3.4.1.yaml")
+    assert load(Path(spec)) == fixture_spec()
+    r = _run("check", spec)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    r = _run("render", spec, "--annotations", str(FIXTURE_ANNOTATIONS), "-o", os.path.join(d, "pkg"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr and os.path.isdir(os.path.join(d, "pkg")), r.stderr
+    r = _run("parse", os.path.join(d, "miopen.h"), "-o", os.path.join(d, "miopen.h"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "x\\xff" in r.stderr, r.stderr
