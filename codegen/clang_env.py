@@ -7,6 +7,7 @@ turns `size_t` and `bool` into `int` after a single fatal diagnostic.
 
 from __future__ import annotations
 
+import ctypes
 import functools
 import os
 from pathlib import Path
@@ -28,6 +29,15 @@ def cindex() -> ModuleType:
         ci.conf.lib  # noqa: B018 - loads libclang.so
     except Exception as exc:  # cindex raises LibclangError, a plain Exception
         raise SetupError(f"cannot load libclang.so from the libclang wheel: {exc}") from None
+    if not getattr(ci.c_interop_string, "_miogen_paths", False):
+        # paths are bytes on POSIX: libclang's strings (file names among them) as os.fsdecode reads them, so a
+        # folder named with any bytes round-trips (pass paths back with os.fsencode); UTF-8 text reads the same
+        def value(self: ctypes.c_char_p) -> str | None:
+            raw = super(ctypes.c_char_p, self).value
+            return None if raw is None else os.fsdecode(raw)
+
+        ci.c_interop_string.value = property(value)
+        ci.c_interop_string._miogen_paths = True
     return ci  # type: ignore[no-any-return]
 
 

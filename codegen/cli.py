@@ -363,10 +363,11 @@ def _diff(args: argparse.Namespace) -> int:
 
 def _changes(args: argparse.Namespace) -> int:
     from .diff import changes_document
-    from .files import into, write_file
+    from .files import into, not_an_input, write_file
 
-    text = changes_document(list(args.specs))
     output = into(args.output, "api-changes.md")
+    not_an_input(output, [("SPEC.yaml", s) for s in args.specs])
+    text = changes_document(list(args.specs))
     write_file(output, text)
     print(f"{output}: {len(args.specs)} releases", file=sys.stderr)
     return 0
@@ -382,10 +383,14 @@ def _abi_check(args: argparse.Namespace) -> int:
     import tempfile
 
     from .abi import check
+    from .files import not_an_input
     from .parser import ParseOptions, parse_header
     from .target import load_target
 
     target = load_target(args.target)
+    if args.keep:
+        not_an_input(args.keep, [("HEADER", args.header), ("--annotations", args.annotations),
+                                 ("--target", args.target), *(("-I", d) for d in args.includes)], tree=True)
     spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
                                                           beta=True, shims=not args.no_shims), args.miopen_version)
 
@@ -412,6 +417,7 @@ def _header_version(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     import time
 
+    from .files import not_an_input
     from .render import generate
     from .spec_io import load
     from .target import load_target, target_path
@@ -428,6 +434,8 @@ def _render(args: argparse.Namespace) -> int:
         target_file = target_path(name)
     target = load_target(target_file)
     annotations = args.annotations or target.path.parent / "annotations.yaml"
+    not_an_input(args.output, [*(("SPEC.yaml", s) for s in args.spec), ("--annotations", annotations),
+                               ("--target", target.path), ("--history", args.history)], tree=True)
     files = generate(list(args.spec), annotations, target, args.output, args.history)
     shown = args.spec[0] if len(args.spec) == 1 else f"{len(args.spec)} specs"
     print(f"{args.output}: {len(files)} files from {shown} in {time.perf_counter() - t0:.2f} s", file=sys.stderr)
@@ -470,8 +478,8 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    from .files import into
-    from .parser import ParseOptions, parse_header
+    from .files import into, not_an_input
+    from .parser import ParseOptions, parse_header, read_version_header
     from .spec_io import dump
     from .target import load_target
 
@@ -490,8 +498,14 @@ def _parse(args: argparse.Namespace) -> int:
         shims=not args.no_shims,
         builtin_include=args.builtin_include or True,
     )
+    inputs: list[tuple[str, Path | None]] = [("HEADER", args.header), ("--target", args.target),
+                                             ("--builtin-include", args.builtin_include),
+                                             *(("-I", d) for d in args.includes)]
+    if not (args.output.endswith(("/", os.sep)) or os.path.isdir(args.output)):
+        not_an_input(args.output, inputs)  # before the parse, where the output's name is known
     spec = parse_header(args.header, target, opts, args.miopen_version, args.rocm_release)
     output = into(args.output, f"{spec.version}.yaml")  # a spec directory: named after the version
+    not_an_input(output, [*inputs, ("the version header", read_version_header(args.header, target)[0])])
     dump(spec, output)
     beta = sum(f.beta for f in spec.functions)
     print(
@@ -520,6 +534,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _main(argv: list[str] | None) -> int:
+    for stream in (sys.stdout, sys.stderr):  # a path of any bytes prints escaped, never a UnicodeEncodeError
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is not None:
+            reconfigure(errors="backslashreplace")
     words = sys.argv[1:] if argv is None else argv
     args = _parser(words[0] if words and words[0] in _COMMANDS else None).parse_args(words)
     try:

@@ -25,3 +25,12 @@ class SpecError(CodegenError):
 
 class NamingError(SpecError):
     """Python names made from a spec collide, or hit a name the generated code uses itself."""
+
+
+def shown(path: object) -> str:
+    """A path (str, bytes or PathLike) as a message shows it: bytes that are not UTF-8 (a str holds them as lone
+    surrogates, os.fsdecode's) as backslash escapes, so printing it never fails."""
+    import os
+
+    text = os.fsdecode(path) if isinstance(path, bytes) else str(path)
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 from pathlib import Path, PurePosixPath
 from types import FrameType
 
-from .errors import CodegenError
+from .errors import CodegenError, shown
 
 # --------------------------------------------------------------------------- command-line paths
 
@@ -94,6 +94,40 @@ def into(output: str | Path, name: str) -> Path:
     if text.endswith(("/", os.sep)) or os.path.isdir(text):
         return Path(text) / name
     return Path(text)
+
+
+def _same(a: str, b: str) -> bool:
+    """Whether two paths name one file or directory: the same real path, or (hard links) the same inode."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except (OSError, ValueError):
+        return False
+
+
+def _within(inner: str, outer: str) -> bool:
+    """Whether `inner` lies inside the directory `outer` (real paths)."""
+    outer_real = os.path.realpath(outer)
+    return os.path.realpath(inner).startswith(outer_real.rstrip(os.sep) + os.sep)
+
+
+def not_an_input(output: str | Path, inputs: list[tuple[str, Path | None]], tree: bool = False) -> None:
+    """Refuse to write `output` (a file, or a directory tree where `tree`) over one of the command's inputs (each
+    named by its option): the same file or directory (a symlink or hard link to it too), an output directory that
+    holds an input, or an output file that exists inside a directory read as a whole."""
+    out = os.fspath(output)
+    for option, given in inputs:
+        if given is None:
+            continue
+        path = os.fspath(given)
+        if not os.path.lexists(path):
+            continue
+        if _same(out, path) or (tree and _within(path, out)) or (
+                not tree and os.path.isdir(path) and os.path.lexists(out) and _within(out, path)):
+            what = ("is" if _same(out, path) else "holds" if tree else "lies inside")
+            raise CodegenError(f"{shown(out)}: the output {what} {shown(path)} ({option}), an input of this command; "
+                               f"refusing to write over an input: choose another output path")
 
 
 # --------------------------------------------------------------------------- signals

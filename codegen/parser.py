@@ -12,7 +12,9 @@ unknown types into `int`.
 from __future__ import annotations
 
 import _thread
+import os
 import re
+import stat
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -20,7 +22,7 @@ from typing import Any
 from . import GENERATOR_VERSION, conditionals, doc, literals, preamble, roles, validate
 from .clang_env import cindex, find_builtin_include
 from .digest import sha256
-from .errors import HeaderError
+from .errors import HeaderError, shown
 from .model import (
     SCHEMA_VERSION,
     BaseKind,
@@ -78,16 +80,127 @@ class ParseOptions:
     preamble: bool = True  # the target's precompiled preamble, where it cannot change the result (codegen/preamble.py)
 
 
+#: the largest file a parse reads, the header or any file it includes (the largest real one is under 1 MiB)
+MAX_HEADER_BYTES = 16 << 20
+#: the most files the include graph of one parse may hold
+MAX_INCLUDED_FILES = 4096
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*(include_next|include|import)[ \t]*(<[^>\n]*>|"[^"\n]*")', re.M)
+_HOW = "miogen reads only regular files of at most " + f"{MAX_HEADER_BYTES} bytes through #include"
+
+
+def _read_bounded(path: Path, what: str) -> bytes:
+    """The bytes of `path`, a regular file of at most MAX_HEADER_BYTES (checked before it is read: a FIFO or a
+    device would block the read or never end it), else a HeaderError starting with `what`."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise HeaderError(f"{what}: {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > MAX_HEADER_BYTES:
+            raise HeaderError(f"{what}: {st.st_size} bytes, larger than {MAX_HEADER_BYTES}")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the stat
+                raise HeaderError(f"{what}: not a regular file")
+            data = fh.read(MAX_HEADER_BYTES + 1)
+    except OSError as exc:
+        raise HeaderError(f"{what}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_HEADER_BYTES:
+        raise HeaderError(f"{what}: larger than {MAX_HEADER_BYTES} bytes")
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _system_dirs() -> list[str]:
+    """The folders clang searches where no option names them (the libclang wheel has no resource folder)."""
+    import sysconfig
+
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    dirs = ["/usr/local/include", *([f"/usr/include/{multiarch}"] if multiarch else []), "/usr/include"]
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def search_path(args: list[str]) -> tuple[list[str], list[str]]:
+    """The folders clang's `#include "..."` (after the including file's own) and `#include <...>` search, in
+    order, for these arguments: -iquote; then -I, -isystem, the system folders, -idirafter."""
+    quote: list[str] = []
+    angled: list[str] = []
+    after: list[str] = []
+    for i, a in enumerate(args[:-1]):
+        d = os.path.abspath(args[i + 1])
+        if a == "-iquote":
+            quote.append(d)
+        elif a in ("-I", "-isystem"):
+            angled.append(d)
+        elif a == "-idirafter":
+            after.append(d)
+    angled = [*angled, *_system_dirs(), *after]
+    return [*quote, *angled], angled
+
+
+def check_includes(header: Path, data: bytes, args: list[str]) -> None:
+    """Refuse a header whose include graph reaches a file that is not a regular file of at most MAX_HEADER_BYTES
+    (/dev/zero, a FIFO, a huge file, a symlink to one), or holds more than MAX_INCLUDED_FILES files, before clang
+    opens any: each `#include` (active or not: this is a scan of the text, not a preprocessor) is resolved with
+    the parse's own search path, as clang does. An include that names a macro, or that no folder holds, is left to
+    clang (which reports a missing file itself). The error names the include chain, file:line:col."""
+    quote, angled = search_path(args)
+    seen: set[str] = {os.path.realpath(header)}
+    todo: list[tuple[str, bytes, tuple[str, ...]]] = [(str(header), data, ())]
+    while todo:
+        path, text, chain = todo.pop()
+        here = os.path.dirname(path)
+        for m in _INCLUDE.finditer(text):
+            directive, spelled = m.group(1), m.group(2).decode("utf-8", "replace")
+            name = spelled[1:-1]
+            line = text.count(b"\n", 0, m.start(2)) + 1
+            col = m.start(2) - (text.rfind(b"\n", 0, m.start(2)) + 1) + 1
+            where = f"{shown(path)}:{line}:{col}"
+            dirs = ([here] if spelled[0] == '"' else []) + (quote if spelled[0] == '"' else angled)
+            if directive == b"include_next" and here in dirs:
+                dirs = dirs[dirs.index(here) + 1:]
+            found = None
+            if os.path.isabs(name):
+                found = name if os.path.lexists(name) else None
+            else:
+                found = next((os.path.join(d, name) for d in dirs if os.path.lexists(os.path.join(d, name))), None)
+            if found is None:
+                continue
+            real = os.path.realpath(found)
+            if real in seen:
+                continue
+            seen.add(real)
+            if len(seen) > MAX_INCLUDED_FILES:
+                raise HeaderError(f"{where}: the include graph holds more than {MAX_INCLUDED_FILES} files; refusing "
+                                  f"to parse it" + _chain(chain))
+            shown_to = shown(found) + (f" (-> {shown(real)})" if real != os.path.abspath(found) else "")
+            try:
+                included = _read_bounded(Path(found), f"{where}: #include {spelled} is {shown_to}")
+            except HeaderError as exc:
+                raise HeaderError(f"{exc}{_chain(chain)}") from None
+            todo.append((found, included, (*chain, where)))
+
+
+def _chain(chain: tuple[str, ...]) -> str:
+    return "".join(f"\n  included from {w}" for w in reversed(chain))
+
+
 def read_header(path: Path, target: Target) -> tuple[bytes, str]:
     """The header's bytes and text, or a clear error for something that is not a header (checked before it is
-    opened: a FIFO or a device would block the read). Each is made once: a header is a few hundred KB, and fresh
-    memory is not free."""
+    opened: a FIFO or a device would block the read; a file over MAX_HEADER_BYTES is refused). Each is made once:
+    a header is a few hundred KB, and fresh memory is not free."""
     expected = f"expected {target.display_name}'s {target.header}"
     if not path.exists():
-        raise HeaderError(f"{path}: no such file; {expected}")
+        raise HeaderError(f"{shown(path)}: no such file; {expected}")
     if not path.is_file():
-        raise HeaderError(f"{path}: not a regular file; {expected} (pass the path of the file itself)")
-    data = path.read_bytes()
+        raise HeaderError(f"{shown(path)}: not a regular file; {expected} (pass the path of the file itself)")
+    data = _read_bounded(path, f"{shown(path)}")
     if not data or data.isspace():
         raise HeaderError(f"{path}: the file is empty; {expected}")
     if b"\0" in data[:65536]:
@@ -141,7 +254,7 @@ def _translation_unit(header: Path, args: list[str], target: Target, text: str |
     index = ci.Index.create()
     flags = ci.TranslationUnit.PARSE_SKIP_FUNCTION_BODIES | ci.TranslationUnit.PARSE_INCOMPLETE
     try:
-        tu = index.parse(str(header), args=args, options=flags)
+        tu = index.parse(os.fsencode(header), args=[os.fsencode(a) for a in args], options=flags)
     except ci.TranslationUnitLoadError as exc:
         raise HeaderError(f"{header}: libclang could not parse the file ({exc}); args: {' '.join(args)}") from None
     errors = [d for d in tu.diagnostics if d.severity >= ci.Diagnostic.Error]
@@ -684,6 +797,7 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
     record_kinds = (CK.STRUCT_DECL.value, CK.UNION_DECL.value)
     if cursors is None:
         cursors = _top_level(tu, header, target.api_headers)
+    _check_is_target(header, cursors, target)  # first: a foreign header's own types are not worth an error
     b.collect_names(cursors)
     handles: list[Handle] = []
     typedefs: list[Typedef] = []
@@ -896,6 +1010,11 @@ def parse_header(
     """Parse `header` into a spec (see module doc)."""
     header = header.resolve() if header.exists() else header
     data, text = read_header(header, target)
+    try:
+        check_includes(header, data, clang_args(opts, target, opts.beta))
+    except HeaderError as exc:
+        raise HeaderError(f"{exc}\n  fix: {_HOW}; remove the include, or put the folder of the real header first "
+                          f"on the include path (-I)") from None
     if version is None:
         version = header_version(header, target)
     try:
@@ -922,7 +1041,6 @@ def parse_header(
     else:
         items = build_spec(_translation_unit(header, clang_args(opts, target, False), target, pch_text), header, text,
                            target)
-    _check_is_target(header, items, target)
     defines = (*target.default_defines, *opts.defines, *((target.beta_macro,) if opts.beta else ()))
     spec = Spec(
         schema_version=SCHEMA_VERSION,
@@ -948,18 +1066,27 @@ def parse_header(
     return spec
 
 
-def _check_is_target(header: Path, items: dict[str, list[Any]], target: Target) -> None:
-    has_status = any(e.name == target.status_type for e in items["enums"])
-    fns = [f for f in items["functions"] if f.name.startswith(target.function_prefix)]
+def _check_is_target(header: Path, cursors: list[Any], target: Target) -> None:
+    """Refuse a header that is not the target's (no status enum, or none of its functions), from the names of its
+    top-level declarations alone: before any type of it is bound, so a foreign header (stdio.h, zlib.h) gets this
+    error rather than one about a type miogen cannot bind."""
+    calls = _calls()
+    CK = cindex().CursorKind
+    function_kind, enum_kind, typedef_kind = CK.FUNCTION_DECL.value, CK.ENUM_DECL.value, CK.TYPEDEF_DECL.value
+    functions = sorted({calls.spelling(c) for c in cursors if c._kind_id == function_kind})
+    enums = sum(1 for c in cursors if c._kind_id == enum_kind and c.is_definition())
+    has_status = any(c._kind_id in (enum_kind, typedef_kind) and calls.spelling(c) == target.status_type
+                     for c in cursors)
+    fns = [f for f in functions if f.startswith(target.function_prefix)]
     if not has_status or not fns:
-        others = sorted({f.name for f in items["functions"]})[:3]
+        others = functions[:3]
         raise HeaderError(
             f"{header}: this does not look like {target.display_name}'s {target.header}: it declares "
             + (f"no enum {target.status_type}" if not has_status else "")
             + (" and " if not has_status and not fns else "")
             + (f"none of the target's functions (prefix {target.function_prefix}*)" if not fns else "")
-            + f" (found {len(items['functions'])} function(s)"
-            + (f", e.g. {', '.join(others)}" if others else "") + f", {len(items['enums'])} enum(s)). "
+            + f" (found {len(functions)} function(s)"
+            + (f", e.g. {', '.join(others)}" if others else "") + f", {enums} enum(s)). "
             f"Pass the path of {target.display_name}'s {target.header}, or, for another library, its target facts "
             f"with --target (these are {target.path})"
         )

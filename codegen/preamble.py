@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from . import conditionals
+from . import cache, conditionals
 from .clang_env import cindex
 from .cache import private_cache
 from .digest import file_sha256, sha256
@@ -94,7 +94,7 @@ _PATH_VARIABLES = ("CPATH", "C_INCLUDE_PATH", "CPLUS_INCLUDE_PATH", "OBJC_INCLUD
 
 def _key(ci: Any, args: list[str], target: Target) -> str:
     env = [os.environ.get(v) for v in _PATH_VARIABLES]
-    ident = [_FORMAT, _libclang(ci), args, _search_dirs(args), env, list(target.preamble), target.beta_macro,
+    ident = [_FORMAT, cache.fingerprint(), _libclang(ci), args, _search_dirs(args), env, list(target.preamble), target.beta_macro,
              str(target.shim_dir)]
     return sha256(json.dumps(ident).encode()).hexdigest()[:32]
 
@@ -157,8 +157,18 @@ def _load(folder: Path, key: str, args: list[str]) -> Preamble | None:
     return None
 
 
+def _trusted(path: str | Path) -> bool:
+    """Whether a cache file may be used: this user's regular file that nobody else may write (else one warning)."""
+    why = cache.untrusted(os.lstat(path), directory=False)
+    if why is not None:
+        cache.warn(path, why)
+    return why is None
+
+
 def _load_one(folder: Path, manifest_path: Path, key: str, args: list[str]) -> Preamble | None:
     try:
+        if not _trusted(manifest_path):
+            return None
         manifest = json.loads(manifest_path.read_text("utf-8"))
         if manifest["format"] != _FORMAT or manifest["key"] != key or manifest["args"] != args:
             return None
@@ -168,7 +178,7 @@ def _load_one(folder: Path, manifest_path: Path, key: str, args: list[str]) -> P
         pch = manifest["pch"]
         if pch is not None:
             pch = str(manifest_path.with_suffix(".pch"))
-            if os.path.getsize(pch) != manifest["pch_size"] or file_sha256(pch) != manifest["pch_sha256"]:
+            if not _trusted(pch) or os.path.getsize(pch) != manifest["pch_size"] or file_sha256(pch) != manifest["pch_sha256"]:
                 return None
         return Preamble(pch, frozenset(manifest["files"]), frozenset(manifest["identifiers"].split()),
                         frozenset(manifest["defines"].split()), tuple(tuple(t) for t in stamps),
@@ -188,7 +198,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
         if not source.is_file() or source.read_bytes() != text.encode():  # kept as it is: every variant stamps it
             _write(source, text.encode())
         started = time.time_ns()
-        tu = ci.Index.create().parse(str(source), args=args, options=flags)
+        tu = ci.Index.create().parse(os.fsencode(source), args=[os.fsencode(a) for a in args], options=flags)
     except (OSError, ci.TranslationUnitLoadError):
         return None
     files = [str(source), *dict.fromkeys(inc.include.name for inc in tu.get_includes())]
@@ -240,9 +250,13 @@ def _write(path: Path, data: bytes | Any) -> None:
     partial = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         if isinstance(data, bytes):
-            partial.write_bytes(data)
+            with contextlib.suppress(FileNotFoundError):
+                partial.unlink()
+            with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "wb") as fh:
+                fh.write(data)
         else:
             data.save(str(partial))
+            os.chmod(partial, 0o600)  # the cache's files are private (codegen/cache.py)
         os.replace(partial, path)
     finally:
         with contextlib.suppress(OSError):
@@ -386,7 +400,7 @@ def _skipped(ci: Any, tu: Any, header: Path) -> list[tuple[int, int]]:
     get, dispose = lib.clang_getSkippedRanges, lib.clang_disposeSourceRangeList
     get.argtypes, get.restype = [ci.TranslationUnit, ci.c_object_p], ctypes.POINTER(_RangeList)
     dispose.argtypes, dispose.restype = [ctypes.POINTER(_RangeList)], None
-    f = ci.conf.lib.clang_getFile(tu, str(header))
+    f = ci.conf.lib.clang_getFile(tu, os.fsencode(header))
     if not f:
         return []
     got = get(tu, f)
@@ -417,7 +431,7 @@ def parse(header: Path, text: str, args: list[str], target: Target) -> Any | Non
     for name in _FLAGS:
         flags |= getattr(ci.TranslationUnit, name)
     try:
-        tu = ci.Index.create(excludeDecls=True).parse(str(header), args=[*args, "-include-pch", pre.pch], options=flags)
+        tu = ci.Index.create(excludeDecls=True).parse(os.fsencode(header), args=[os.fsencode(a) for a in (*args, "-include-pch", pre.pch)], options=flags)
     except ci.TranslationUnitLoadError:
         _forget(args, target)  # clang refused the PCH (stale, foreign or damaged): not again in this process
         return None

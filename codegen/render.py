@@ -14,7 +14,7 @@ from . import GENERATOR_VERSION, escape
 from .errors import CodegenError
 from .files import write_tree
 from .direct import DIRECT_ALIASES
-from .cache import private_cache, remembered
+from .cache import private_cache, read_entry, remembered, write_entry
 from .digest import sha256
 from .jinja_env import TEMPLATES, environment
 from .planner import plan
@@ -58,25 +58,22 @@ def _shared_banner(plans: tuple[Plan, ...]) -> str:
 
 def _check_python(out: dict[str, str]) -> None:
     """Every rendered Python file compiles. Compiling the largest ones is most of a render, so a text
-    that compiled once is remembered (an empty file named by its sha256 and the Python version, whose
+    that compiled once is remembered (an empty entry keyed by its sha256 and the Python version, whose
     grammar decides): a pure function's memo, never a text that failed."""
     folder = private_cache(f"syntax-py{sys.version_info[0]}.{sys.version_info[1]}")
     for name, text in out.items():
         if not name.endswith((".py", ".pyi")):
             continue
-        mark = folder / sha256_text(text) if folder else None
-        if mark is not None and mark.is_file():
+        key = f"compiles\0{sys.version}\0{sha256_text(text)}"
+        if folder is not None and read_entry(folder, key) == b"":
             continue
         try:
             compile(text, name, "exec")
         except SyntaxError as exc:
             raise CodegenError(f"rendered {name} is not valid Python (line {exc.lineno}: {exc.msg}); "
                                f"check the target's names and exception classes") from None
-        if mark is not None:
-            try:
-                mark.touch()
-            except OSError:  # a cache that cannot be written only costs the next render a compile
-                pass
+        if folder is not None:
+            write_entry(folder, key, b"")
 
 
 def _history(plans: tuple[Plan, ...]) -> list[tuple[str, str]]:

@@ -71,11 +71,20 @@ def dumps_events(spec: Any) -> str:
     return yamlwrite.through_libyaml(spec, _plan)
 
 
+def dumps_for(spec: model.Spec, path: Path) -> str:
+    """`dumps(spec)`, refused (with the reader's own error) where the file `path` would be over a limit of the
+    reader (`yamlread.too_large`): what one command writes, the next one reads."""
+    text = dumps(spec)
+    if len(text) > yamlread.MAX_YAML_BYTES or len(text.encode("utf-8")) > yamlread.MAX_YAML_BYTES:
+        raise yamlread.too_large(str(path))
+    return text
+
+
 def dump(spec: model.Spec, path: Path) -> None:
-    """Write `spec` to `path` in one step (files.write_file: never half a spec)."""
+    """Write `spec` to `path` in one step (files.write_file: never half a spec); see `dumps_for`."""
     from .files import write_file
 
-    write_file(path, dumps(spec))
+    write_file(path, dumps_for(spec, path))
 
 
 # --------------------------------------------------------------------------- load
@@ -83,7 +92,6 @@ def dump(spec: model.Spec, path: Path) -> None:
 # Every YAML file the project reads goes through codegen/yamlread.py (limits, duplicate and merge
 # keys, tags: docs/limits.md); here its data becomes model objects, each field checked by its rule.
 
-MAX_YAML_BYTES = yamlread.MAX_YAML_BYTES
 MAX_YAML_DEPTH = yamlread.MAX_YAML_DEPTH
 MAX_YAML_NODES = yamlread.MAX_YAML_NODES
 MAX_YAML_ALIASES = yamlread.MAX_YAML_ALIASES
@@ -294,21 +302,22 @@ def _remembered(data: bytes, cls: type[T], skip: tuple[str, ...], build: Callabl
 
 
 def read_bytes(path: Path) -> bytes:
-    """The bytes of a YAML file miogen reads: a regular file of at most MAX_YAML_BYTES (else SpecError)."""
+    """The bytes of a YAML file miogen reads: a regular file of at most yamlread.MAX_YAML_BYTES (else SpecError)."""
     try:
         if not stat.S_ISREG(path.stat().st_mode):  # a directory, a FIFO, /dev/zero: nothing to read
             raise SpecError(f"{path}: not a regular file")
         with path.open("rb") as fh:
             # read what the file holds (up to one byte past the limit): a read sized by the limit alone would
             # allocate the whole limit for every small file
-            size = min(os.fstat(fh.fileno()).st_size, MAX_YAML_BYTES) + 1
+            limit = yamlread.MAX_YAML_BYTES
+            size = min(os.fstat(fh.fileno()).st_size, limit) + 1
             data = fh.read(size)
-            if len(data) == size and size <= MAX_YAML_BYTES:  # it grew since: the rest, to the limit
-                data += fh.read(MAX_YAML_BYTES + 1 - size)
+            if len(data) == size and size <= limit:  # it grew since: the rest, to the limit
+                data += fh.read(limit + 1 - size)
     except OSError as exc:
         raise SpecError(f"{path}: cannot read: {exc.strerror or exc}") from None
-    if len(data) > MAX_YAML_BYTES:
-        raise SpecError(f"{path}: larger than {MAX_YAML_BYTES} bytes; not a YAML file miogen reads")
+    if len(data) > yamlread.MAX_YAML_BYTES:
+        raise yamlread.too_large(str(path))
     return data
 
 

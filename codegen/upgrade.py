@@ -67,7 +67,7 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     from .parser import ParseOptions, parse_header
     from .records import ReleaseRecord, add_record, load_records, records_path
     from .releases import Releases, Version
-    from .spec_io import dumps, load
+    from .spec_io import dumps_for, load
     from .target import load_target, target_for
     from .transaction import Snapshot
 
@@ -154,7 +154,7 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     try:
         snapshot = Snapshot([pin_file, records_file, *args.restore])
         with phases.phase("write", f"{out}, its record in {records_file}" + (", the pin" if newest else "")):
-            staged.write_text(dumps(spec), encoding="utf-8")
+            staged.write_text(dumps_for(spec, out), encoding="utf-8")
             os.replace(staged, out)
             old = load_records(args.specs).get(version, ReleaseRecord())
             add_record(args.specs, version, ReleaseRecord(

@@ -98,11 +98,18 @@ class _Frame:
         self.depth = depth
 
 
+def too_large(source: str) -> SpecError:
+    """The one error for a YAML file over MAX_YAML_BYTES: a reader refuses to read it, and a writer (a spec
+    `miogen parse` or `upgrade` writes) refuses to write it, with the same words."""
+    return SpecError(f"{source}: larger than {MAX_YAML_BYTES} bytes, the limit of a YAML file miogen reads (and "
+                     f"so of one it writes)")
+
+
 def read(text: str, source: str) -> Any:
     """The data of the YAML document `text` (None when empty); SpecError naming `source`, the line and the
     YAML path on anything malformed or over a limit."""
     if len(text) > MAX_YAML_BYTES:
-        raise SpecError(f"{source}: {len(text)} characters; YAML files are read up to {MAX_YAML_BYTES} bytes")
+        raise too_large(source)
     import yaml
 
     loader = _loader(text)

@@ -310,3 +310,105 @@ def test_run_freezes_what_the_command_made(monkeypatch: pytest.MonkeyPatch) -> N
         except KeyError:
             assert fail
         assert gc.get_freeze_count() >= before + 100
+
+
+def _inputs(tmp_path: Path) -> dict[str, Path]:
+    """A copy of every kind of input a command reads: a header with its version.h, an include folder, a spec, the
+    annotations, the target facts, a history folder and a source tree."""
+    import shutil
+
+    from .helpers import FIXTURE_ANNOTATIONS, GOLDEN, SPECS
+
+    d = tmp_path / "in"
+    (d / "inc").mkdir(parents=True)
+    (d / "src").mkdir()
+    (d / "hist").mkdir()
+    shutil.copy(FIXTURE_HEADER, d / "miopen.h")
+    shutil.copy(FIXTURE_HEADER.parent / "version.h", d / "version.h")
+    shutil.copy(GOLDEN / "fixture.spec.yaml", d / "hist" / "3.4.1.yaml")
+    shutil.copy(FIXTURE_ANNOTATIONS, d / "annotations.yaml")
+    shutil.copy(SPECS / "target.yaml", d / "target.yaml")
+    (d / "src" / "conv.cpp").write_text("int f() { return 0; }\n")
+    (d / "inc" / "extra.h").write_text("\n")
+    return {"header": d / "miopen.h", "version.h": d / "version.h", "inc": d / "inc", "spec": d / "hist" / "3.4.1.yaml",
+            "annotations": d / "annotations.yaml", "target": d / "target.yaml", "hist": d / "hist", "src": d / "src",
+            "src file": d / "src" / "conv.cpp", "folder": d}
+
+
+_OVER_INPUTS: list[tuple[str, list[str], str]] = [
+    # (what, the command with {input} placeholders, the input it would write over)
+    ("parse -o HEADER", ["parse", "{header}", "-o", "{header}"], "header"),
+    ("parse -o the target", ["parse", "{header}", "--target", "{target}", "-o", "{target}"], "target"),
+    ("parse -o the version.h", ["parse", "{header}", "-o", "{version.h}"], "version.h"),
+    ("parse -o a symlink to HEADER", ["parse", "{header}", "-o", "{link:header}"], "header"),
+    ("parse -o a hard link of HEADER", ["parse", "{header}", "-o", "{hard:header}"], "header"),
+    ("changes -o a spec", ["changes", "{spec}", "-o", "{spec}"], "spec"),
+    ("changes -o a hard link of a spec", ["changes", "{spec}", "-o", "{hard:spec}"], "spec"),
+    ("render -o the folder of its spec", ["render", "{spec}", "--annotations", "{annotations}", "--target",
+                                          "{target}", "-o", "{hist}"], "spec"),
+    ("render -o a folder holding its annotations", ["render", "{spec}", "--annotations", "{annotations}",
+                                                    "--target", "{target}", "-o", "{folder}"], "spec"),
+    ("render -o the history", ["render", "{spec}", "--annotations", "{annotations}", "--target", "{target}",
+                               "--history", "{src}", "-o", "{src}"], "src"),
+    ("audit -o its spec", ["audit", "{src}", "--spec", "{spec}", "--annotations", "{annotations}", "-o",
+                           "{spec}"], "spec"),
+    ("audit -o a file of its source tree", ["audit", "{src}", "--spec", "{spec}", "--annotations",
+                                            "{annotations}", "-o", "{src file}"], "src"),
+    ("abi-check --keep the header's folder", ["abi-check", "{header}", "--keep", "{folder}"], "header"),
+]
+
+
+@pytest.mark.parametrize("what,command,victim", _OVER_INPUTS, ids=[c[0] for c in _OVER_INPUTS])
+def test_no_command_writes_over_its_own_inputs(tmp_path: Path, what: str, command: list[str], victim: str,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    """Every command with an output refuses one that is (or, for a folder, holds) one of its inputs: by path, a
+    symlink or a hard link; the error names both; every input is left as it was."""
+    import os
+
+    from miogen.cli import main
+
+    paths = _inputs(tmp_path)
+    words = []
+    for word in command:
+        if word.startswith("{link:"):
+            link = tmp_path / "link"
+            link.symlink_to(paths[word[6:-1]])
+            word = str(link)
+        elif word.startswith("{hard:"):
+            link = tmp_path / "hard"
+            os.link(paths[word[6:-1]], link)
+            word = str(link)
+        elif word.startswith("{"):
+            word = str(paths[word[1:-1]])
+        words.append(word)
+    before = {p: p.read_bytes() for p in (tmp_path / "in").rglob("*") if p.is_file()}
+    assert main(words) == 2, what
+    err = capsys.readouterr().err
+    assert "refusing to write over an input" in err and str(paths[victim]) in err, err
+    assert err.count("\n") == 1 and "Traceback" not in err, err
+    assert {p: p.read_bytes() for p in (tmp_path / "in").rglob("*") if p.is_file()} == before
+
+
+def test_paths_are_any_bytes_the_os_allows(tmp_path: Path) -> None:
+    """A folder named with bytes that are not UTF-8 works for the header, -I, -o and the spec of every command,
+    and messages show such a path escaped (no UnicodeDecodeError or UnicodeEncodeError, no traceback)."""
+    import os
+    import shutil
+
+    from .helpers import FIXTURE_ANNOTATIONS
+
+    folder = os.path.join(os.fsencode(tmp_path), b"x\xff")
+    os.mkdir(folder)
+    d = os.fsdecode(folder)
+    for name in ("miopen.h", "version.h"):
+        shutil.copy(FIXTURE_HEADER.parent / name, os.path.join(d, name))
+    r = _run("parse", os.path.join(d, "miopen.h"), "--beta", "-I", d, "-o", d + "/")
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    spec = os.path.join(d, "3.4.1.yaml")
+    assert load(Path(spec)) == fixture_spec()
+    r = _run("check", spec)
+    assert r.returncode == 0 and "Traceback" not in r.stderr, r.stderr
+    r = _run("render", spec, "--annotations", str(FIXTURE_ANNOTATIONS), "-o", os.path.join(d, "pkg"))
+    assert r.returncode == 0 and "Traceback" not in r.stderr and os.path.isdir(os.path.join(d, "pkg")), r.stderr
+    r = _run("parse", os.path.join(d, "miopen.h"), "-o", os.path.join(d, "miopen.h"))
+    assert r.returncode == 2 and "Traceback" not in r.stderr and "x\\xff" in r.stderr, r.stderr

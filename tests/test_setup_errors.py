@@ -253,6 +253,36 @@ def test_not_miopen(tmp_path: Path) -> None:
         _parse(h)
 
 
+_FOREIGN = {
+    "zlib.h": "#include <stdarg.h>\ntypedef struct gzFile_s *gzFile;\nint gzprintf(gzFile file, const char *format, ...);\n"
+              "int gzvprintf(gzFile file, const char *format, va_list va);\n",
+    "vlog.h": "#include <stdarg.h>\nvoid vlog(const char *fmt, va_list ap);\n",
+    "complex.h": "double _Complex cmul(double _Complex a, double _Complex b);\n",
+    "wide.h": "unsigned __int128 widen(unsigned long long x);\n",
+    "bits.h": "struct flags { unsigned a : 3; unsigned b : 5; };\nint set_flags(struct flags *f);\n",
+    "vector.h": "typedef float v4 __attribute__((vector_size(16)));\nv4 vadd(v4 a, v4 b);\n",
+    "blocks.h": "typedef int (*cmp_fn)(const void *, const void *);\nvoid sort(void *base, cmp_fn cmp, ...);\n",
+    "status_only.h": "typedef enum { miopenStatusSuccess = 0 } miopenStatus_t;\nint other(__builtin_va_list v);\n",
+}
+
+
+@pytest.mark.parametrize("name", [*sorted(_FOREIGN), "/usr/include/stdio.h", "/usr/include/stdlib.h",
+                                  "/usr/include/zlib.h"])
+def test_a_foreign_header_is_named_as_such_before_its_types(tmp_path: Path, name: str) -> None:
+    """The identity check comes before any type is bound: a header of another library (with va_list functions,
+    _Complex, __int128, bit-fields, vectors: types miogen cannot bind) is "not the target's header"."""
+    if name.startswith("/"):
+        if not os.path.isfile(name):
+            pytest.skip(f"{name} is not installed here")
+        h = Path(name)
+    else:
+        h = tmp_path / name
+        h.write_text(_FOREIGN[name])
+    with pytest.raises(HeaderError, match=r"does not look like MIOpen's miopen.h") as e:
+        _parse(h)
+    assert "unsupported type" not in str(e.value)
+
+
 def test_version_must_be_known(tmp_path: Path) -> None:
     h = tmp_path / "miopen.h"
     shutil.copy(FIXTURE_HEADER, h)
@@ -308,3 +338,60 @@ def test_versions_are_read_as_three_ascii_numbers(text: str) -> None:
             normalise_version(text)
     else:
         assert normalise_version(text) == ".".join(str(int(p)) for p in m.groups())
+
+
+def _hostile(tmp_path: Path, kind: str) -> Path:
+    """A file the include graph must never read: /dev/zero, a FIFO, a file over the limit, a symlink to /dev/zero."""
+    from miogen.parser import MAX_HEADER_BYTES
+
+    bad = tmp_path / "inc" / "bad.h"
+    bad.parent.mkdir(exist_ok=True)
+    if kind == "dev-zero":
+        return Path("/dev/zero")
+    if kind == "fifo":
+        os.mkfifo(bad)
+    elif kind == "huge":
+        with open(bad, "wb") as fh:
+            fh.truncate(MAX_HEADER_BYTES + 1)  # sparse: costs no disk
+    elif kind == "symlink":
+        bad.symlink_to("/dev/zero")
+    return bad
+
+
+@pytest.mark.parametrize("kind", ["dev-zero", "fifo", "huge", "symlink"])
+@pytest.mark.parametrize("how", ["direct", "quoted", "nested", "header"])
+def test_hostile_includes_are_refused_before_clang_reads_them(tmp_path: Path, kind: str, how: str) -> None:
+    """A header whose include graph reaches /dev/zero, a FIFO, a file over the size limit or a symlink to
+    /dev/zero (included <...> through -I, "..." beside it, through another header, or passed as the header itself)
+    fails at once with the include chain (file:line:col) and how to fix it; the parse runs in a child process
+    killed after a timeout, so a hang fails the test instead of hanging it."""
+    import subprocess
+    import sys
+
+    bad = _hostile(tmp_path, kind)
+    inc = tmp_path / "inc"
+    inc.mkdir(exist_ok=True)
+    h = tmp_path / "miopen.h"
+    spelled = f"<{bad.name}>" if bad.parent == inc else f"<{bad}>"
+    if how == "quoted":
+        spelled = f'"inc/{bad.name}"' if bad.parent == inc else f'"{bad}"'
+    if how == "nested":
+        (inc / "middle.h").write_text(f"/* a header */\n  #  include {spelled}\n")
+        spelled = "<middle.h>"
+    h.write_text(f"#include <stddef.h>\n#include {spelled}\nint x;\n")
+    header = bad if how == "header" else h
+    code = ("import sys\nfrom pathlib import Path\nfrom miogen.parser import ParseOptions, parse_header\n"
+            "from miogen.errors import HeaderError\nfrom tests.helpers import target\n"
+            f"try:\n    parse_header(Path(sys.argv[1]), target(), ParseOptions(includes=(Path(sys.argv[2]),)), '1.0.0')\n"
+            "except HeaderError as exc:\n    print(exc)\n    sys.exit(3)\n")
+    r = subprocess.run([sys.executable, "-c", code, str(header), str(inc)], capture_output=True, text=True,
+                       timeout=60, cwd=Path(__file__).resolve().parent.parent)
+    assert r.returncode == 3, (r.returncode, r.stdout, r.stderr)
+    out = r.stdout
+    if how == "header":
+        assert ("not a regular file" in out or "larger than" in out) and "Traceback" not in r.stderr, out
+        return
+    assert f"{h}:2:10: #include" in out or (how == "nested" and f"{inc / 'middle.h'}:2:14: #include" in out), out
+    assert ("not a regular file" in out or "larger than" in out) and "fix:" in out, out
+    if how == "nested":
+        assert f"included from {h}:2:10" in out, out

@@ -10,6 +10,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from miogen import spec_io, yamlread
 from miogen.errors import SpecError
 from miogen.spec_io import RENAMED_KEYS, dumps, load, load_as, loads
 from miogen.target import Target
@@ -184,7 +185,7 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
 
     import yaml
 
-    from miogen import spec_io
+
     from miogen.spec_io import dumps, load, loads
 
     from .helpers import SPECS
@@ -202,7 +203,7 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
     assert count > 500_000 and len(functions) == 12 * len(base.functions)
     assert loads(text) == big
     for t in [text, *(p.read_text() for p in sorted(SPECS.glob("*.*.*.yaml")))]:
-        assert nodes(t) / len(t.encode()) * spec_io.MAX_YAML_BYTES < spec_io.MAX_YAML_NODES / 2
+        assert nodes(t) / len(t.encode()) * yamlread.MAX_YAML_BYTES < spec_io.MAX_YAML_NODES / 2
 
 
 def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -363,7 +364,7 @@ def test_a_yaml_file_is_read_whole_when_it_is_longer_than_its_size_said(tmp_path
     one reporting size 0), up to the limit: a file past the limit is refused either way."""
     import os
 
-    from miogen import spec_io
+
 
     path = tmp_path / "x.yaml"
     path.write_bytes(b"a: 1\n" * 20)
@@ -377,7 +378,7 @@ def test_a_yaml_file_is_read_whole_when_it_is_longer_than_its_size_said(tmp_path
     for reported in (0, 7, 99, 100):
         monkeypatch.setattr(spec_io.os, "fstat", lambda fd, n=reported: Small(real_fstat(fd), n))
         assert spec_io.read_bytes(path) == b"a: 1\n" * 20
-    monkeypatch.setattr(spec_io, "MAX_YAML_BYTES", 60)
+    monkeypatch.setattr(yamlread, "MAX_YAML_BYTES", 60)
     for reported in (0, 7, 100):
         monkeypatch.setattr(spec_io.os, "fstat", lambda fd, n=reported: Small(real_fstat(fd), n))
         with pytest.raises(SpecError, match="larger than 60 bytes"):
@@ -463,3 +464,26 @@ def test_the_cache_keeps_what_was_used_last_and_drops_stale_temporaries(tmp_path
     built.clear()
     assert [get(k) for k in ("a", "c", "d")] == ["value of a", "value of c", "value of d"] and built == []
     assert get("b") == "value of b" and built == ["b"]
+
+
+def test_what_a_command_writes_the_next_one_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each limit of the YAML reader that a written spec can reach (the file's size: the node count is bounded by
+    it, `test_a_large_spec_miogen_writes_it_reads_back` above, and names, lengths and depths by the model's rules, which the parser
+    applies too) has one home, yamlread: a spec over it is refused by the writer with the reader's own message."""
+    from .helpers import fixture_spec
+
+    spec = fixture_spec()
+    size = len(dumps(spec).encode())
+    out = tmp_path / "3.4.1.yaml"
+    monkeypatch.setattr(yamlread, "MAX_YAML_BYTES", size - 1)
+    with pytest.raises(SpecError) as written:
+        spec_io.dump(spec, out)
+    assert not out.exists()
+    out.write_text(dumps(spec))
+    with pytest.raises(SpecError) as read:
+        load(out)
+    assert str(written.value) == str(read.value) and f"larger than {size - 1} bytes" in str(read.value)
+    monkeypatch.setattr(yamlread, "MAX_YAML_BYTES", size)
+    out.unlink()
+    spec_io.dump(spec, out)
+    assert load(out) == spec

@@ -111,8 +111,16 @@ def run(args: Any) -> int:
     spec = load(args.spec)
     ann_path: Path = args.annotations or REPO_ROOT / "specs" / spec.target / "annotations.yaml"
     target = load_target(REPO_ROOT / "specs" / spec.target / "target.yaml")
-    idioms = load_idioms(args.idioms or ann_path.parent / "audit-idioms.yaml")
-    notes = load_notes(args.notes or ann_path.parent / "audit-notes.yaml")
+    idioms_path = args.idioms or ann_path.parent / "audit-idioms.yaml"
+    notes_path = args.notes or ann_path.parent / "audit-notes.yaml"
+    if args.output:
+        from ..files import into, not_an_input
+
+        not_an_input(into(args.output, f"semantics-audit.{args.format}"),
+                     [("SRC", args.source), ("--spec", args.spec), ("--annotations", ann_path),
+                      ("--idioms", idioms_path), ("--notes", notes_path)])
+    idioms = load_idioms(idioms_path)
+    notes = load_notes(notes_path)
     report = audit(args.source, spec, load_annotations(ann_path), idioms, notes, depth=args.depth,
                    source_label=args.source_label, spec_name=args.spec.name, prefix=target.function_prefix,
                    target_name=target.display_name)
