@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from . import hip
 from ._generated import _state
 from ._generated import _support as _s
+from ._generated._pointers import watch_releases
 from ._generated import api
 
 __all__ = ["Backend", "BackendError", "HipBackend", "OpenCLBackend", "current", "detect", "set_backend", "name",
@@ -180,6 +181,7 @@ def _pyopencl() -> Any:
     except ImportError as exc:
         raise BackendError(f"the loaded MIOpen ({_s.library_path()}) is built for OpenCL: the runtime needs "
                            f"pyopencl for queues and memory (pip install pyopencl): {exc}") from None
+    watch_releases(pyopencl.MemoryObject)  # a buffer released from now on is refused (tensor.Tensor.make)
     return pyopencl
 
 

@@ -81,3 +81,88 @@ def test_tensor_desc_of_a_tensor_cannot_be_rewritten(libs: Libs) -> None:
     with pytest.raises(ValueError, match="tensor_desc is a shared descriptor"):
         miopen.set_tensor_descriptor(t.desc, miopen.DataType.miopenFloat, [1, 1, 4, 4], [16, 16, 4, 1])
     assert Tensor.make(0x1000, (1, 1, 8, 8), "float32").desc is t.desc
+
+
+# ------------------------------------------------------------------ buffer extents
+
+
+class _Mem:
+    """A stand-in for a pyopencl memory object: `int_ptr`, `size`, `release()`."""
+
+    def __init__(self, size: int, ptr: int = 0x10000) -> None:
+        self.int_ptr, self.size = ptr, size
+
+    def release(self) -> None:
+        self.int_ptr = self.int_ptr  # like pyopencl: the stale address stays
+
+
+class _Array:
+    """A stand-in for a pyopencl Array (base_data, offset, shape, strides in bytes, dtype)."""
+
+    def __init__(self, base: _Mem, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        import numpy as np
+
+        self.base_data, self.offset, self.shape, self.dtype = base, 0, shape, np.dtype(np.float32)
+        self.strides = tuple(4 * s for s in strides)
+
+
+def _span(dims: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    return 4 * (1 + sum((d - 1) * s for d, s in zip(dims, strides, strict=True)))
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_layouts = st.integers(1, 4).flatmap(lambda n: st.tuples(st.lists(st.integers(1, 6), min_size=n, max_size=n),
+                                                         st.lists(st.integers(0, 40), min_size=n, max_size=n)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_layouts)
+def test_a_buffer_shorter_than_its_extent_is_refused(runtime_libs: Libs, layout: tuple[list[int], list[int]]) -> None:
+    """Whatever the dims and strides: a buffer one byte short of the extent they span is refused naming the bytes
+    needed and given, by Tensor.make and for an Array's buffer; the exact extent is accepted."""
+    import miopen
+    from miopen.tensor import Tensor, as_tensor, extent
+
+    miopen.load_library(runtime_libs.miopen)
+    dims, strides = tuple(layout[0]), tuple(layout[1])
+    need = _span(dims, strides)
+    t = Tensor.make(_Mem(need), dims, "float32", strides)
+    assert extent(t.dims, t.strides, t.dtype) == need
+    with pytest.raises(ValueError, match=rf"^Tensor: ptr holds {need - 1} bytes, but its descriptor spans {need} "):
+        Tensor.make(_Mem(need - 1), dims, "float32", strides)
+    assert as_tensor(_Array(_Mem(need), dims, strides), "x").dims == dims
+    with pytest.raises(ValueError, match=rf"^x: its buffer \(base_data\) holds {need - 1} bytes.* spans {need} "):
+        as_tensor(_Array(_Mem(need - 1), dims, strides), "x")
+
+
+def test_a_released_buffer_is_refused(libs: Libs) -> None:
+    """A buffer released through its class's release() (watched), or whose int_ptr is 0 or raises, is refused; an
+    Array seen before (the ops' fast path) is refused once its buffer is released; the issue's 16-byte buffer for a
+    1x1x64x64 float tensor too, and by an op."""
+    from miopen._generated._pointers import watch_releases
+    from miopen.ops import activation
+    from miopen.tensor import Tensor
+
+    watch_releases(_Mem)
+    m = _Mem(64)
+    Tensor.make(m, (1, 1, 4, 4), "float32")
+    m.release()
+    with pytest.raises(ValueError, match="^Tensor: ptr is a released OpenCL buffer"):
+        Tensor.make(m, (1, 1, 4, 4), "float32")
+    with pytest.raises(ValueError, match="^Tensor: ptr is a released buffer"):
+        Tensor.make(_Mem(64, ptr=0), (1, 1, 4, 4), "float32")
+    with pytest.raises(ValueError, match="^Tensor: ptr holds 16 bytes, but its descriptor spans 16384 bytes"):
+        Tensor.make(_Mem(16), (1, 1, 64, 64), "float32")
+    x, y = _Array(_Mem(64, 0x20000), (1, 1, 4, 4), (16, 16, 4, 1)), _Array(_Mem(64, 0x30000), (1, 1, 4, 4), (16, 16, 4, 1))
+    for _ in range(2):
+        activation.activation_forward(x, y, "relu")
+    y.base_data.release()
+    libs.reset()
+    with pytest.raises(ValueError, match="^activation_forward: y: its buffer .* released"):
+        activation.activation_forward(x, y, "relu")
+    assert libs.calls() == []
+    y.base_data = _Mem(32, 0x40000)  # another buffer, too short: checked again
+    with pytest.raises(ValueError, match="^activation_forward: y: its buffer .* holds 32 bytes"):
+        activation.activation_forward(x, y, "relu")
