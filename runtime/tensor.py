@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from . import layout
 from ._args import INT64_MAX, int_seq
@@ -148,11 +148,12 @@ def layout_of(obj: object) -> tuple[int, Layout] | None:
                 lay = _CL_META.get((kind, obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
                 if lay is None or obj.offset != 0:  # type: ignore[attr-defined]
                     return None
-                base = obj.base_data  # type: ignore[attr-defined]
+                base_data: Any = obj.base_data  # type: ignore[attr-defined]
+                ptr = base_data.int_ptr
                 # its buffer checked against its extent before (the full path notes it), and not released since
-                if obj.__dict__.get(_EXTENT_CHECKED) is not base or (RELEASED and RELEASED.get(id(base)) is base):
+                if (obj.__dict__.get(_EXTENT_CHECKED) is not base_data
+                        or (RELEASED and RELEASED.get(id(base_data)) is base_data)):
                     return None
-                ptr = base.int_ptr
             except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
                 return None
             return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None

@@ -186,3 +186,30 @@ def test_layouts_never_wrong_whatever_ran_before(order: tuple[str, ...], tmp_pat
     r = _run_program(["-c", _LAYOUTS_PROGRAM, *order], tmp_path)
     got = dict(item.split("=") for item in r.stdout.split())
     assert got == {"packed": "right", "channels-last": "refused", "stepped": "refused"}, r.stdout
+
+
+_FORK_PROGRAM = r'''
+import os, signal, sys
+import numpy as np, pyopencl.array as cla, miopen
+from miopen.ops import activation
+q = miopen.backend.opencl().default_queue()
+x = cla.to_device(q, np.ones((1, 1, 4, 4), np.float32)); y = cla.zeros(q, (1, 1, 4, 4), np.float32)
+activation.activation_forward(x, y, "relu", stream=q)
+pid = os.fork()
+if pid == 0:
+    signal.alarm(60)
+    try:
+        activation.activation_forward(x, y, "relu")
+    except miopen.backend.BackendError as exc:
+        os._exit(3 if "fork" in str(exc) else 4)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+activation.activation_forward(x, y, "relu", stream=q)  # the parent goes on
+print("child", os.waitstatus_to_exitcode(status))
+'''
+
+
+def test_forked_child_gets_a_clear_error_never_a_hang(tmp_path: Path) -> None:
+    """Issue 29: a child forked after OpenCL was used hung in its first op; now that call raises BackendError."""
+    r = _run_program(["-c", _FORK_PROGRAM], tmp_path)
+    assert r.stdout.split() == ["child", "3"], r.stdout + r.stderr
