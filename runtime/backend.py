@@ -36,6 +36,7 @@ from typing import Any, Protocol
 from . import hip
 from ._generated import _state
 from ._generated import _support as _s
+from ._generated._pointers import watch_releases
 from ._generated import api
 
 __all__ = ["Backend", "BackendError", "HipBackend", "OpenCLBackend", "current", "detect", "set_backend", "name",
@@ -180,6 +181,7 @@ def _pyopencl() -> Any:
     except ImportError as exc:
         raise BackendError(f"the loaded MIOpen ({_s.library_path()}) is built for OpenCL: the runtime needs "
                            f"pyopencl for queues and memory (pip install pyopencl): {exc}") from None
+    watch_releases(pyopencl.MemoryObject)  # a buffer released from now on is refused (tensor.Tensor.make)
     return pyopencl
 
 
@@ -279,6 +281,15 @@ class OpenCLBackend:
         self._known: dict[int, tuple[Any, int]] = {}
         #: pyopencl's CommandQueue class once a stream of it was seen: its instances' `int_ptr` is the stream
         self.queue_type: type | None = None
+        #: set in a forked child of a process that had used OpenCL: its driver state (threads, queues) did not cross
+        self.forked = False
+
+    def _check_fork(self, what: str) -> None:
+        if self.forked:
+            raise BackendError(f"{what}: this process was forked from one that had used OpenCL, whose driver state "
+                               f"(queues, contexts, its threads) does not survive fork(); a call would hang. Start "
+                               f"workers with multiprocessing's 'spawn' or 'forkserver' method, or fork before the "
+                               f"first OpenCL call")
 
     # ---------------------------------------------------------------- devices
     def devices(self) -> list[Any]:
@@ -326,6 +337,8 @@ class OpenCLBackend:
     def default_queue(self, device: int | None = None) -> Any:
         """The backend's in-order pyopencl queue of `device` (default: current), in a context of that device."""
         dev = self.current_device() if device is None else self._check_device(device, "default_queue")
+        if self.forked:
+            self._check_fork("default_queue")
         q = self._queues.get(dev)
         if q is not None:
             return q
@@ -375,6 +388,7 @@ class OpenCLBackend:
         """(pyopencl queue, cl_context) of a cl_command_queue, asked of OpenCL once per queue (`_known`)."""
         known = self._known.get(handle)
         if known is None:
+            self._check_fork("queue")
             default = self.default_queue()
             q = default if int(default.int_ptr) == handle else _pyopencl().CommandQueue.from_int_ptr(handle,
                                                                                                    retain=True)
@@ -404,6 +418,7 @@ class OpenCLBackend:
         return device, ctx
 
     def create_handle(self, device: int, stream: int | None) -> api.Handle:
+        self._check_fork("create_handle")
         return api.create_with_stream(self.bound_stream(stream, device))
 
     def allocator(self) -> hip.Allocator:
@@ -570,3 +585,16 @@ def _library_changed() -> None:
 
 
 _s._on_reset.append(_library_changed)
+
+
+def _after_fork_in_child() -> None:
+    """A forked child of a process that used OpenCL gets a clear error at its first call, never a hang: nothing of
+    the parent's queues, contexts or handles is used again (the handle pools forget theirs: runtime/handles.py)."""
+    b = _opencl[0]
+    if b is not None and (b._devices is not None or b._queues or b._known):
+        b.forked = True
+        b._lock = threading.Lock()
+        b._queues, b._known = {}, {}
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -2,7 +2,8 @@
 convolution/pooling/activation/LRN descriptors, and typed scaling constants.
 
 Tensor descriptors are keyed by (dtype, dims, canonical strides): equal layouts share one
-descriptor. Cached descriptors are frozen: the set_* functions must not be called on them.
+descriptor. Cached descriptors (tensor, convolution, activation, pooling: `FROZEN_KINDS`) are frozen: the typed
+API's setters refuse them (`_convert.handle_arg`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from . import layout
 from ._args import enum_arg, int_seq
 from ._generated import _support as _gs
 from ._generated import api
+from ._generated import _handles
 from ._generated._handles import TensorDescriptor
 from .errors import ScalingRuleError, ShapeError
 
@@ -57,6 +59,7 @@ class FrozenTensorDescriptor(TensorDescriptor):
     """A cached tensor descriptor that remembers its dtype, dims and strides."""
 
     __slots__ = ("dtype", "dims", "strides")
+    _frozen = True
     dtype: api.DataType
     dims: tuple[int, ...]
     strides: tuple[int, ...]
@@ -185,15 +188,43 @@ def _touch(items: OrderedDict[Any, Any], key: object, value: object) -> bool:
 
 
 def _make(dt: api.DataType, dims: tuple[int, ...], strides: tuple[int, ...]) -> FrozenTensorDescriptor:
-    plain = api.create_tensor_descriptor()
-    desc = FrozenTensorDescriptor.from_address(plain._detach(), owned=True)
+    with api.create_tensor_descriptor() as plain:
+        api.set_tensor_descriptor(plain, dt, list(dims), list(strides))
+        desc = FrozenTensorDescriptor.from_address(plain._detach(), owned=True)
     desc.dtype, desc.dims, desc.strides = dt, dims, strides
-    try:
-        api.set_tensor_descriptor(desc, dt, list(dims), list(strides))
-    except BaseException:
-        desc.close()
-        raise
     return desc
+
+
+class FrozenConvolutionDescriptor(_handles.ConvolutionDescriptor):
+    """A cached, shared convolution descriptor: the typed API's setters refuse it."""
+
+    __slots__ = ()
+    _frozen = True
+
+
+class FrozenActivationDescriptor(_handles.ActivationDescriptor):
+    """A cached, shared activation descriptor: the typed API's setters refuse it."""
+
+    __slots__ = ()
+    _frozen = True
+
+
+class FrozenPoolingDescriptor(_handles.PoolingDescriptor):
+    """A cached, shared pooling descriptor: the typed API's setters refuse it."""
+
+    __slots__ = ()
+    _frozen = True
+
+
+#: every descriptor class the runtime shares between callers (frozen: no setter of the typed API takes one)
+FROZEN_KINDS: tuple[type[_gs.HandleBase], ...] = (FrozenTensorDescriptor, FrozenConvolutionDescriptor,
+                                                  FrozenActivationDescriptor, FrozenPoolingDescriptor)
+_F = TypeVar("_F", bound=_gs.HandleBase)
+
+
+def _freeze(desc: _gs.HandleBase, kind: type[_F]) -> _F:
+    """The frozen object of a descriptor just made and set (the plain object is left closed, owning nothing)."""
+    return kind.from_address(desc._detach(), owned=True)
 
 
 _cache = DescriptorCache()
@@ -337,6 +368,7 @@ def convolution_descriptor(pads: Sequence[int], strides: Sequence[int], dilation
         api.set_convolution_find_mode(desc, find_mode)
     if any(output_pads):
         api.set_transpose_conv_nd_output_padding(desc, list(output_pads))
+    desc = _freeze(desc, FrozenConvolutionDescriptor)
     with _conv_lock:
         _conv_cache[key] = desc
     return desc
@@ -430,14 +462,15 @@ def cached_activation_descriptor(mode: api.ActivationMode, alpha: float, beta: f
                                  ) -> api.ActivationDescriptor:
     """The shared activation descriptor of (mode, alpha, beta, gamma), made once (`_shared`)."""
     key = (int(mode), float(alpha), float(beta), float(gamma))
-    return _shared(_act_cache, key, lambda: activation_descriptor(mode, *key[1:]))
+    return _shared(_act_cache, key, lambda: _freeze(activation_descriptor(mode, *key[1:]), FrozenActivationDescriptor))
 
 
 def cached_pooling_descriptor(mode: api.PoolingMode, window: tuple[int, ...], pads: tuple[int, ...],
                               strides: tuple[int, ...]) -> api.PoolingDescriptor:
     """The shared pooling descriptor of checked (mode, window, pads, strides), made once (`_shared`)."""
     return _shared(_pool_cache, (int(mode), window, pads, strides),
-                   lambda: pooling_descriptor(mode, list(window), list(pads), list(strides)))
+                   lambda: _freeze(pooling_descriptor(mode, list(window), list(pads), list(strides)),
+                                   FrozenPoolingDescriptor))
 
 
 def lrn_descriptor(mode: api.LRNMode | int, n: int, alpha: float, beta: float, k: float) -> api.LRNDescriptor:

@@ -124,3 +124,36 @@ def _library_changed() -> None:
 
 
 _s._on_reset.append(_library_changed)
+
+
+#: ops whose OpenCL kernels (MIOpen 2.17.0 on PoCL) give wrong results without an error for any view but a packed
+#: one (channels-last, stepped, or x and y of different strides: max error 0.5-7.5), and whose kernels MIOpen's
+#: kernel cache keys without the strides (a layout's result depended on the layouts run before it in the process):
+#: the runtime hands them packed tensors only (`check_packed`); tests/real/ocl/checks_reliability.py probes them
+PACKED_ONLY = ("activation_forward", "softmax_forward", "log_softmax_forward", "pooling_forward", "op_tensor",
+               "batch_norm_forward_inference")
+
+
+def _packed(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Packed in the logical order (a size-1 dim's stride never matters)."""
+    want = 1
+    for d, s in zip(reversed(dims), reversed(strides)):
+        if d != 1 and s != want:
+            return False
+        want *= d
+    return True
+
+
+def check_packed(fn: str, **tensors: object) -> None:
+    """On the OpenCL backend, refuse a view that is not packed for an op of `PACKED_ONLY` (a ShapeError naming the
+    op, the tensor and its strides); elsewhere nothing. Each argument is a `Tensor`."""
+    if fn not in PACKED_ONLY or not isinstance(_backend.current(), _backend.OpenCLBackend):
+        return
+    for name, t in tensors.items():
+        dims, strides = t.dims, t.strides  # type: ignore[attr-defined]
+        if not _packed(dims, strides):
+            from .errors import ShapeError
+
+            raise ShapeError(f"{fn}: {name} has strides {strides} for dims {dims}: on MIOpen's OpenCL backend this "
+                             f"op gives wrong results for views that are not packed (and its kernel cache ignores "
+                             f"strides); copy it into a packed tensor first")

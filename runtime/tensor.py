@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 from . import layout
 from ._args import INT64_MAX, int_seq
 from ._generated import api
-from ._generated._pointers import check_address
+from ._generated._pointers import RELEASED, buffer_bytes, check_address, check_extent
 from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor_of
 from .errors import ShapeError
 
@@ -31,8 +31,12 @@ class Tensor:
     @classmethod
     def make(cls, ptr: object, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None
              ) -> Tensor:
-        """`ptr`: an int device address, or an object with an int `int_ptr` (a pyopencl Buffer: its cl_mem)."""
+        """`ptr`: an int device address, or an object with an int `int_ptr` (a pyopencl Buffer: its cl_mem). A
+        buffer object whose size is known must hold the extent the dims and strides span (`buffer_bytes`); a
+        released one is refused."""
+        have = None
         if not isinstance(ptr, int):
+            have = buffer_bytes(ptr, "ptr", "Tensor")
             inner = getattr(ptr, "int_ptr", None)
             if isinstance(inner, int) and not isinstance(inner, bool):
                 ptr = inner
@@ -53,7 +57,10 @@ class Tensor:
             raise ShapeError(f"Tensor: every stride must be in [0, {INT64_MAX}]; got strides[{i}] = {s[i]} in {s}")
         if len(s) != len(d):
             raise ShapeError(f"Tensor: {len(d)} dims but {len(s)} strides")
-        return cls(ptr, d, s, data_type(dtype))
+        dt = data_type(dtype)
+        if have is not None:
+            check_extent(have, extent(d, s, dt), "ptr", "Tensor")
+        return cls(ptr, d, s, dt)
 
     @property
     def desc(self) -> FrozenTensorDescriptor:
@@ -69,6 +76,15 @@ class Tensor:
 
     def data_ptr(self) -> int:
         return self.ptr
+
+
+def extent(dims: tuple[int, ...], strides: tuple[int, ...], dtype: api.DataType) -> int:
+    """The bytes a view spans from its address: (largest element offset + 1) * element size (strides >= 0; a
+    broadcast stride of 0 spans nothing). O(ndim), whatever the element count."""
+    span = 1
+    for d, s in zip(dims, strides):
+        span += (d - 1) * s
+    return span * itemsize(dtype)
 
 
 def _plain(v: object) -> TypeGuard[tuple[int, ...]]:
@@ -132,7 +148,12 @@ def layout_of(obj: object) -> tuple[int, Layout] | None:
                 lay = _CL_META.get((kind, obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
                 if lay is None or obj.offset != 0:  # type: ignore[attr-defined]
                     return None
-                ptr = obj.base_data.int_ptr  # type: ignore[attr-defined]
+                base_data: Any = obj.base_data  # type: ignore[attr-defined]
+                ptr = base_data.int_ptr
+                # its buffer checked against its extent before (the full path notes it), and not released since
+                if (obj.__dict__.get(_EXTENT_CHECKED) is not base_data
+                        or (RELEASED and RELEASED.get(id(base_data)) is base_data)):
+                    return None
             except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
                 return None
             return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None
@@ -188,6 +209,8 @@ def _torch_fast(obj: object) -> Tensor | None:
     return None if parts is None else _checked_tensor(parts[0], *parts[1])
 
 
+#: the key under which a pyopencl Array's __dict__ holds the buffer (base_data) checked against its extent
+_EXTENT_CHECKED = "_miopen_extent_checked"
 #: pyopencl-Array-like (type, shape, strides, dtype) already checked -> its layout; bounded
 _CL_META: dict[tuple[type, object, object, object], Layout] = {}
 _CL_META_MAX = 1024
@@ -317,6 +340,12 @@ def _opencl_array(obj: object, name: str) -> Tensor | None:
     if size == 0 or any(x % size for x in byte_strides):
         raise ShapeError(f"{name}: byte strides {byte_strides} are not multiples of the item size {size}")
     t = Tensor.make(int(getattr(base, "int_ptr")), shape, dt, tuple(x // size for x in byte_strides))
+    check_extent(buffer_bytes(base, "its buffer (base_data)", name), extent(t.dims, t.strides, t.dtype),
+                 "its buffer (base_data)", name)
+    try:  # the fast path (layout_of) skips the check for this array while its buffer stays this one
+        obj.__dict__[_EXTENT_CHECKED] = base
+    except (AttributeError, TypeError):  # no __dict__: every call takes this path
+        pass
     kind = type(obj)
     if not any(hasattr(kind, a) for a in ("data_ptr", "stride", "__cuda_array_interface__")):  # else not this path
         try:

@@ -146,3 +146,70 @@ def test_python_m_miopen_names_the_backend(tmp_path: Path) -> None:
     assert info["library"]["backend"] == "OpenCL" and info["selection"]["release"] == "2.17.0"
     text = _run_program(["-m", "miopen"], tmp_path).stdout
     assert "  backend: OpenCL (its functions carry the version node MIOPEN_OpenCL_1" in text
+
+
+_LAYOUTS_PROGRAM = r'''
+import sys
+import numpy as np, pyopencl as cl, miopen
+from miopen.errors import ShapeError
+from miopen.tensor import Tensor
+from miopen.ops import activation, tensor_ops
+q = miopen.backend.opencl().default_queue()
+D = (2, 3, 4, 5)
+LAYOUTS = {"packed": (60, 20, 5, 1), "channels-last": (60, 1, 15, 3), "stepped": (123, 40, 10, 2)}
+keep = []
+def run(name):
+    s = LAYOUTS[name]
+    n = 1 + sum((d - 1) * st for d, st in zip(D, s))
+    flat = np.random.default_rng(1).standard_normal(n).astype(np.float32)
+    xb = cl.Buffer(q.context, cl.mem_flags.READ_WRITE | cl.mem_flags.COPY_HOST_PTR, hostbuf=flat)
+    yb = cl.Buffer(q.context, cl.mem_flags.READ_WRITE, 4 * n)
+    keep.extend((xb, yb))
+    x, y = Tensor.make(xb, D, "float32", s), Tensor.make(yb, D, "float32", s)
+    try:
+        activation.activation_forward(x, y, "relu")
+    except ShapeError as exc:
+        assert name != "packed" and "not packed" in str(exc), exc
+        return "refused"
+    out = np.empty(n, np.float32); cl.enqueue_copy(q, out, yb); q.finish()
+    v = lambda a: np.lib.stride_tricks.as_strided(a, D, tuple(4 * t for t in s))
+    return "right" if np.array_equal(v(out), np.maximum(v(flat), 0)) else "wrong"
+print(" ".join(f"{n}={run(n)}" for n in sys.argv[1:]))
+'''
+
+
+@pytest.mark.parametrize("order", [("packed", "channels-last", "stepped"), ("stepped", "channels-last", "packed")])
+def test_layouts_never_wrong_whatever_ran_before(order: tuple[str, ...], tmp_path: Path) -> None:
+    """Issue 29: on PoCL MIOpen's activation was wrong for channels-last and stepped views (and, keyed without the
+    strides in its kernel cache, wrong for whichever layout ran second). Whatever the order, each layout is right
+    or refused, never wrong; packed is right."""
+    r = _run_program(["-c", _LAYOUTS_PROGRAM, *order], tmp_path)
+    got = dict(item.split("=") for item in r.stdout.split())
+    assert got == {"packed": "right", "channels-last": "refused", "stepped": "refused"}, r.stdout
+
+
+_FORK_PROGRAM = r'''
+import os, signal, sys
+import numpy as np, pyopencl.array as cla, miopen
+from miopen.ops import activation
+q = miopen.backend.opencl().default_queue()
+x = cla.to_device(q, np.ones((1, 1, 4, 4), np.float32)); y = cla.zeros(q, (1, 1, 4, 4), np.float32)
+activation.activation_forward(x, y, "relu", stream=q)
+pid = os.fork()
+if pid == 0:
+    signal.alarm(60)
+    try:
+        activation.activation_forward(x, y, "relu")
+    except miopen.backend.BackendError as exc:
+        os._exit(3 if "fork" in str(exc) else 4)
+    os._exit(0)
+_, status = os.waitpid(pid, 0)
+activation.activation_forward(x, y, "relu", stream=q)  # the parent goes on
+print("child", os.waitstatus_to_exitcode(status))
+'''
+
+
+def test_forked_child_gets_a_clear_error_never_a_hang(tmp_path: Path) -> None:
+    """Issue 29: a child forked after OpenCL was used hung in its first op; now that call raises BackendError."""
+    r = _run_program(["-c", _FORK_PROGRAM], tmp_path)
+    assert r.stdout.split() == ["child", "3"], r.stdout + r.stderr

@@ -36,6 +36,7 @@ from ..descriptors import (_generation, cache_generation, cached_activation_desc
                            tensor_descriptor_of)
 from ..errors import ScalingRuleError, ShapeError
 from ..handles import inline_miopen_handle
+from ..quirks import check_packed
 from ..tensor import Tensor, as_tensor_of, layout_of, same_dims, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import PLAIN_NUMBERS, PLAIN_OPTIONAL, ShapeMemo, resolve_handle
@@ -147,6 +148,7 @@ def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: fl
     generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     dtype = _alike(fn, x=xt, y=yt)
+    check_packed(fn, x=xt, y=yt)
     checked = _activation_args(mode, alpha, beta, gamma, fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn)
     h = resolve_handle(handle, stream, device)

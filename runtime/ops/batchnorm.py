@@ -26,6 +26,7 @@ from .._generated import api
 from ..descriptors import _generation, tensor_descriptor_of
 from ..errors import ShapeError
 from ..handles import inline_miopen_handle
+from ..quirks import check_packed
 from ..tensor import Layout, Tensor, layout_of, same_dtype
 from ._common import PLAIN_NUMBERS, ShapeMemo, resolve_handle
 from .activation import _alike, _as, _desc, _float_arg, _scaling, _tensors
@@ -242,6 +243,7 @@ def batch_norm_forward_inference(x: object, y: object, weight: object, bias: obj
     generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     x_dtype = _alike(fn, x=xt, y=yt)
+    check_packed(fn, x=xt, y=yt)
     xv = _x_view(fn, "x", xt)
     yv = xv if yt.strides == xt.strides else _x_view(fn, "y", yt)
     m = batch_norm_mode(mode, fn)

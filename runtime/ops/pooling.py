@@ -22,6 +22,7 @@ from .. import backend as _backend
 from ..descriptors import _generation, cache_generation, cached_pooling_descriptor, on_clear
 from ..errors import ShapeError
 from ..handles import inline_miopen_handle
+from ..quirks import check_packed
 from ..tensor import Tensor, layout_of, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import PLAIN_NUMBERS, OpState, ShapeMemo, plain_geometry, resolve_handle
@@ -164,6 +165,7 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     fn = "pooling_forward"
     generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
+    check_packed(fn, x=xt, y=yt)
     if len(xt.dims) not in (4, 5) or len(yt.dims) not in (4, 5):
         _check_dims(fn, {"x": xt, "y": yt})
     dtype = xt.dtype if yt.dtype is xt.dtype else same_dtype(fn, x=xt, y=yt)

@@ -18,6 +18,7 @@ from .._generated import api
 from ..descriptors import _generation
 from ..errors import ShapeError
 from ..handles import inline_miopen_handle
+from ..quirks import check_packed
 from ..tensor import Tensor, layout_of
 from ._common import PLAIN_NUMBERS, ShapeMemo, resolve_handle
 from .activation import _alike, _as, _desc, _scaling, _tensors
@@ -101,6 +102,7 @@ def _forward(fn: str, x: object, y: object, algorithm: SoftmaxAlgorithmLike, mod
     generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     dtype = _alike(fn, x=xt, y=yt)
+    check_packed(fn, x=xt, y=yt)
     xd = _as_4d(fn, "x", xt)
     yd = xd if yt.strides == xt.strides else _as_4d(fn, "y", yt)
     algo = softmax_algorithm(algorithm, fn)

@@ -1,0 +1,168 @@
+"""Reliability (issue 29, the runtime side): shared descriptors cannot be changed, device buffers are checked
+against the extent their descriptor implies, a forked child never hangs, pools do not grow with dead contexts,
+paths are bytes. Against the stub libraries; the kernels' side is in tests/real/ocl/checks_reliability.py."""
+
+from __future__ import annotations
+
+import inspect
+
+import pytest
+
+from .conftest import Libs
+
+
+# ------------------------------------------------------------------ frozen descriptors
+
+
+def _c_name(fn: object) -> str:
+    return (getattr(fn, "__doc__", "") or "").split("(", 1)[0].strip()
+
+
+def _setters_of(base: type) -> list[tuple[str, object]]:
+    """Every typed-API function that sets what its first argument, a `base` descriptor, describes."""
+    from miopen._generated import api
+    from miopen._generated._convert import _is_setter
+
+    out = []
+    for name in sorted(dir(api)):
+        fn = getattr(api, name)
+        if not inspect.isfunction(fn) or not _is_setter(_c_name(fn)):
+            continue
+        params = list(inspect.signature(fn).parameters.values())
+        if params and str(params[0].annotation).split(" |")[0] == base.__name__:
+            out.append((name, fn))
+    return out
+
+
+def _frozen_objects() -> list[object]:
+    """One object of each kind the runtime caches and shares."""
+    from miopen import descriptors as d
+
+    return [d.tensor_descriptor("float32", [2, 3, 4, 5]), d.convolution_descriptor([1, 1], [1, 1], [1, 1]),
+            d.cached_activation_descriptor(d.api.ActivationMode(3), 0.0, 0.0, 0.0),
+            d.cached_pooling_descriptor(d.api.PoolingMode(0), (2, 2), (0, 0), (2, 2))]
+
+
+def test_every_setter_refuses_every_shared_descriptor(libs: Libs) -> None:
+    """For each cached descriptor kind, every Set/Init function of the typed API whose first argument is that kind
+    refuses it (ValueError naming the function and parameter) before any library call; readers still take it."""
+    from miopen import descriptors
+
+    objs = _frozen_objects()
+    assert {type(o) for o in objs} == set(descriptors.FROZEN_KINDS)
+    tried = 0
+    for obj in objs:
+        base = type(obj).__mro__[1]
+        setters = _setters_of(base)
+        assert setters, f"no setter of {base.__name__} found"
+        for name, fn in setters:
+            first = next(iter(inspect.signature(fn).parameters))  # type: ignore[arg-type]
+            nargs = len(inspect.signature(fn).parameters) - 1  # type: ignore[arg-type]
+            libs.reset()
+            with pytest.raises(ValueError, match=rf"^{_c_name(fn)}: {first} is a shared descriptor"):
+                fn(obj, *[None] * nargs)  # type: ignore[operator]
+            assert libs.calls() == [], f"{name} reached the library"
+            tried += 1
+        assert not obj.closed  # type: ignore[attr-defined]
+    assert tried >= 8
+    from miopen._generated import api
+
+    assert isinstance(api.get_tensor_descriptor_size(objs[0]), int)  # type: ignore[arg-type]  # a reader takes it
+    with api.create_tensor_descriptor() as own:  # a descriptor of one's own is still set freely
+        api.set_tensor_descriptor(own, api.DataType.miopenFloat, [2, 3], [3, 1])
+
+
+def test_tensor_desc_of_a_tensor_cannot_be_rewritten(libs: Libs) -> None:
+    """The issue's example: set_tensor_descriptor(t.desc, ...) would rewrite every later tensor of that shape."""
+    import miopen
+    from miopen.tensor import Tensor
+
+    t = Tensor.make(0x1000, (1, 1, 8, 8), "float32")
+    with pytest.raises(ValueError, match="tensor_desc is a shared descriptor"):
+        miopen.set_tensor_descriptor(t.desc, miopen.DataType.miopenFloat, [1, 1, 4, 4], [16, 16, 4, 1])
+    assert Tensor.make(0x1000, (1, 1, 8, 8), "float32").desc is t.desc
+
+
+# ------------------------------------------------------------------ buffer extents
+
+
+class _Mem:
+    """A stand-in for a pyopencl memory object: `int_ptr`, `size`, `release()`."""
+
+    def __init__(self, size: int, ptr: int = 0x10000) -> None:
+        self.int_ptr, self.size = ptr, size
+
+    def release(self) -> None:
+        self.int_ptr = self.int_ptr  # like pyopencl: the stale address stays
+
+
+class _Array:
+    """A stand-in for a pyopencl Array (base_data, offset, shape, strides in bytes, dtype)."""
+
+    def __init__(self, base: _Mem, shape: tuple[int, ...], strides: tuple[int, ...]) -> None:
+        import numpy as np
+
+        self.base_data, self.offset, self.shape, self.dtype = base, 0, shape, np.dtype(np.float32)
+        self.strides = tuple(4 * s for s in strides)
+
+
+def _span(dims: tuple[int, ...], strides: tuple[int, ...]) -> int:
+    return 4 * (1 + sum((d - 1) * s for d, s in zip(dims, strides, strict=True)))
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_layouts = st.integers(1, 4).flatmap(lambda n: st.tuples(st.lists(st.integers(1, 6), min_size=n, max_size=n),
+                                                         st.lists(st.integers(0, 40), min_size=n, max_size=n)))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_layouts)
+def test_a_buffer_shorter_than_its_extent_is_refused(runtime_libs: Libs, layout: tuple[list[int], list[int]]) -> None:
+    """Whatever the dims and strides: a buffer one byte short of the extent they span is refused naming the bytes
+    needed and given, by Tensor.make and for an Array's buffer; the exact extent is accepted."""
+    import miopen
+    from miopen.tensor import Tensor, as_tensor, extent
+
+    miopen.load_library(runtime_libs.miopen)
+    dims, strides = tuple(layout[0]), tuple(layout[1])
+    need = _span(dims, strides)
+    t = Tensor.make(_Mem(need), dims, "float32", strides)
+    assert extent(t.dims, t.strides, t.dtype) == need
+    with pytest.raises(ValueError, match=rf"^Tensor: ptr holds {need - 1} bytes, but its descriptor spans {need} "):
+        Tensor.make(_Mem(need - 1), dims, "float32", strides)
+    assert as_tensor(_Array(_Mem(need), dims, strides), "x").dims == dims
+    with pytest.raises(ValueError, match=rf"^x: its buffer \(base_data\) holds {need - 1} bytes.* spans {need} "):
+        as_tensor(_Array(_Mem(need - 1), dims, strides), "x")
+
+
+def test_a_released_buffer_is_refused(libs: Libs) -> None:
+    """A buffer released through its class's release() (watched), or whose int_ptr is 0 or raises, is refused; an
+    Array seen before (the ops' fast path) is refused once its buffer is released; the issue's 16-byte buffer for a
+    1x1x64x64 float tensor too, and by an op."""
+    from miopen._generated._pointers import watch_releases
+    from miopen.ops import activation
+    from miopen.tensor import Tensor
+
+    watch_releases(_Mem)
+    m = _Mem(64)
+    Tensor.make(m, (1, 1, 4, 4), "float32")
+    m.release()
+    with pytest.raises(ValueError, match="^Tensor: ptr is a released OpenCL buffer"):
+        Tensor.make(m, (1, 1, 4, 4), "float32")
+    with pytest.raises(ValueError, match="^Tensor: ptr is a released buffer"):
+        Tensor.make(_Mem(64, ptr=0), (1, 1, 4, 4), "float32")
+    with pytest.raises(ValueError, match="^Tensor: ptr holds 16 bytes, but its descriptor spans 16384 bytes"):
+        Tensor.make(_Mem(16), (1, 1, 64, 64), "float32")
+    x, y = _Array(_Mem(64, 0x20000), (1, 1, 4, 4), (16, 16, 4, 1)), _Array(_Mem(64, 0x30000), (1, 1, 4, 4), (16, 16, 4, 1))
+    for _ in range(2):
+        activation.activation_forward(x, y, "relu")
+    y.base_data.release()
+    libs.reset()
+    with pytest.raises(ValueError, match="^activation_forward: y: its buffer .* released"):
+        activation.activation_forward(x, y, "relu")
+    assert libs.calls() == []
+    y.base_data = _Mem(32, 0x40000)  # another buffer, too short: checked again
+    with pytest.raises(ValueError, match="^activation_forward: y: its buffer .* holds 32 bytes"):
+        activation.activation_forward(x, y, "relu")
