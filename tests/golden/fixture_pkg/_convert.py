@@ -9,6 +9,7 @@ from __future__ import annotations
 import ctypes
 import enum
 import struct
+import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from . import _state
@@ -19,7 +20,7 @@ from ._text import cut, name_list, what
 
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
-    from typing import Any, TypeVar
+    from typing import Any, NoReturn, TypeVar
     E = TypeVar("E", bound=enum.IntEnum)
     H = TypeVar("H", bound="HandleBase")
 
@@ -166,6 +167,27 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
     return ptr
 
 
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+
+
+def _is_setter(fn: str) -> bool:
+    """A function that sets what its first argument describes: `<prefix>Set...` or `<prefix>Init...` (the caller
+    checks the argument is the first: miopenSetTensor, miopenSetProblemTensorDescriptor, ... only read a descriptor
+    they take further on)."""
+    rest = fn.lstrip(_LOWER)
+    for verb in ("Set", "Init"):
+        if rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER):
+            return True
+    return False
+
+
+def refuse_frozen(value: object, name: str, fn: str) -> NoReturn:
+    """A shared (frozen) descriptor passed to a function that would change it: a ValueError naming both."""
+    raise ValueError(f"{fn}: {name} is a shared descriptor ({type(value).__name__}: the runtime's cache hands it to "
+                     f"every tensor or op of its kind), which must not be changed; create a descriptor of your own "
+                     f"(create_* then {fn}) instead")
+
+
 def handle_arg(value: object, cls: type[H], name: str, fn: str, nullable: bool) -> ctypes.c_void_p | None:
     """A handle argument as the wrappers pass it (the object's c_void_p; None for NULL where allowed), for
     what their fast path (an open object of exactly `cls`) did not take: an open object of a subclass
@@ -173,6 +195,8 @@ def handle_arg(value: object, cls: type[H], name: str, fn: str, nullable: bool) 
     if isinstance(value, cls):
         cp = value._cp
         if type(cp) is ctypes.c_void_p:
+            if value._frozen and _is_setter(fn) and sys._getframe(1).f_code.co_varnames[:1] == (name,):
+                refuse_frozen(value, name, fn)
             return cp
     ptr = as_handle(value, cls, name, fn, nullable)
     if ptr is None:

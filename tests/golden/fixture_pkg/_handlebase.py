@@ -36,6 +36,9 @@ class HandleBase:
     _gen: int  # the library generation it was made under
     _c_name: ClassVar[str] = ""
     _destroy_name: ClassVar[str | None] = None
+    #: True on a class whose objects are shared (a runtime cache's descriptors): no setter may change one
+    #: (`_convert.handle_arg` refuses it as the first argument of a Set/Init function)
+    _frozen: ClassVar[bool] = False
 
     def __init__(self) -> None:
         raise TypeError(f"{type(self).__name__} objects come from their create functions, "

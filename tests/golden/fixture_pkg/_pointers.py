@@ -244,3 +244,75 @@ def address_held(address: int | None) -> int | None:
     if not address:
         return None
     return ctypes.c_void_p.from_address(address).value
+
+
+# --------------------------------------------------------------------------- buffer extents
+
+#: memory objects released through their class's `release()` (pyopencl: the object keeps its stale `int_ptr`, and
+#: asking OpenCL about it afterwards is a use after free), id -> the object, held so that no other object can have
+#: that id while it is here; bounded (the oldest forgotten first)
+RELEASED: dict[int, object] = {}
+RELEASED_MAX = 4096
+_WATCHED: set[type] = set()
+
+
+def watch_releases(kind: type) -> None:
+    """Note every object of `kind` (pyopencl's MemoryObject) released from now on through `kind.release`, so that
+    `buffer_bytes` refuses it (idempotent)."""
+    if kind in _WATCHED:
+        return
+    _WATCHED.add(kind)
+    release = kind.release  # type: ignore[attr-defined]
+
+    def released(self: object, *args: object, **kwargs: object) -> object:
+        result = release(self, *args, **kwargs)
+        if len(RELEASED) >= RELEASED_MAX:
+            del RELEASED[next(iter(RELEASED))]
+        RELEASED[id(self)] = self
+        return result
+
+    released.__doc__ = release.__doc__
+    try:
+        kind.release = released  # type: ignore[attr-defined]
+    except (AttributeError, TypeError):  # a type that cannot be patched: its releases stay unseen
+        pass
+
+
+def _watch_pyopencl() -> None:
+    import sys
+
+    cl = sys.modules.get("pyopencl")
+    kind = getattr(cl, "MemoryObject", None) if cl is not None else None
+    if isinstance(kind, type):
+        watch_releases(kind)
+
+
+def check_extent(have: int | None, need: int, name: str, fn: str) -> None:
+    """Refuse a buffer of `have` bytes (None: unknown, accepted) for a view spanning `need` bytes: a kernel would
+    read or write past its end."""
+    if have is not None and have < need:
+        raise ValueError(f"{fn}: {name} holds {have} bytes, but its descriptor spans {need} bytes (largest element "
+                         f"offset + 1, times the element size): the library would access memory past its end")
+
+
+def buffer_bytes(value: object, name: str, fn: str) -> int | None:
+    """The bytes a device buffer object holds from the address it gives, where the object says: a pyopencl
+    Buffer or other memory object (`int_ptr` and `size`); None where that cannot be known (an int address, ...).
+    A released memory object (`int_ptr` 0, an `int_ptr` that raises, or released through `release()`) is refused
+    with a ValueError naming `fn` and `name`."""
+    if not _WATCHED:
+        _watch_pyopencl()
+    if RELEASED and RELEASED.get(id(value)) is value:
+        raise ValueError(f"{fn}: {name} is a released OpenCL buffer (its release() was called); pass a live one")
+    try:
+        ptr = value.int_ptr  # type: ignore[attr-defined]
+    except AttributeError:
+        return None
+    except Exception as exc:  # noqa: BLE001 - a released object that says so
+        raise ValueError(f"{fn}: {name} is a released buffer ({exc})") from None
+    if not ptr:
+        raise ValueError(f"{fn}: {name} is a released buffer (its int_ptr is 0)")
+    size = getattr(value, "size", None)
+    if isinstance(size, int) and not isinstance(size, bool):
+        return size
+    return None
