@@ -63,18 +63,25 @@ endif
 all: generate
 
 help:
+	@echo "make venv                .venv/ with exactly the pins of requirements.lock, miogen installed editable (every target does it first)"
 	@echo "make generate            render generated/ from every specs/miopen/<release>.yaml (HEADER=... parses one first)"
+	@echo "make all                 the same as make generate"
+	@echo "make docs                rewrite docs/api-changes.md (the releases and their changes) alone"
+	@echo "make check-generated     fail when the committed generated/ or docs/api-changes.md differs from a fresh render"
+	@echo "make typecheck           mypy --strict on codegen/ and on the assembled miopen package"
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
-	@echo "make upgrade HEADER=...  add a new release: parse, diff, gate, pin, generate, test (rolled back on failure)"
+	@echo "make upgrade HEADER=...  add a new release: parse, diff, gate, ABI check, pin, generate, test (phases timed; rolled back on failure)"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<version>.yaml"
 	@echo "make audit SRC=...       compare the annotations with MIOpen's C++ implementation (docs/audit.md)"
-	@echo "make test                unit, golden and setup-error tests + mypy --strict"
+	@echo "make test                the whole suite (stub libraries of every release, the real libraries of ../shared) + mypy --strict"
 	@echo "make versions            the pinned versions the venv runs (python, libyaml, every package)"
 	@echo "make lock                refresh requirements.lock (newest allowed versions, hashed), rebuild the venv, run the suite"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
 	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
 	@echo "make real-miopen-ocl     rebuild the real libMIOpen 2.17.0 with its OpenCL backend (the PoCL numerics; ~25 min, root)"
 	@echo "make real-miopen-debian  build (or reuse) the cached Debian sid root with the real MIOpen 3.4.0 and 3.5.1 (~5 min)"
+	@echo "make clean               remove the venv and the scratch folders"
+	@echo "make help                this list"
 
 # The editable install is strict (a link tree of the package files, which mypy follows; the default
 # import hook hides `miopen` from mypy), so a package file added or removed means reinstalling.

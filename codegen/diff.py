@@ -49,14 +49,15 @@ def _same_but_const(a: CType, b: CType) -> bool:
     return (a.kind, a.name, a.depth, a.array) == (b.kind, b.name, b.depth, b.array)
 
 
-def _beta(flag: bool) -> str:
-    return " (beta)" if flag else ""
+def _beta(flag: bool, undeclared: bool = False) -> str:
+    return (" (beta)" if flag else "") + (" (exported, not declared by the header)" if undeclared else "")
 
 
 def _added_removed(kind: str, o: dict[str, Any], n: dict[str, Any], out: list[Change]) -> None:
     """`<kind>-added` (compatible) and `<kind>-removed` (breaking) changes between two name maps."""
     for name in sorted(n.keys() - o.keys()):
-        out.append(Change(f"{kind}-added", name, f"{name}{_beta(n[name].beta)}", False))
+        out.append(Change(f"{kind}-added", name, f"{name}{_beta(n[name].beta, getattr(n[name], 'undeclared', False))}",
+                          False))
     for name in sorted(o.keys() - n.keys()):
         out.append(Change(f"{kind}-removed", name, f"{name}{_beta(o[name].beta)} was removed", True))
 

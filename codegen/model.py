@@ -113,6 +113,8 @@ class Function:
     group: str | None = field(default=None, metadata=_meta(omit_default=True))
     beta: bool = field(default=False, metadata=_meta(omit_default=True))
     deprecated: bool = field(default=False, metadata=_meta(omit_default=True))
+    #: exported by the library but not declared by its header (declared in the target's exported.yaml)
+    undeclared: bool = field(default=False, metadata=_meta(omit_default=True))
 
 
 @dataclass(frozen=True)

@@ -41,7 +41,7 @@ from .model import (
     Typedef,
 )
 from .records import ReleaseRecord, load_records
-from .target import Target
+from .target import EXPORTED_FILE, Target
 
 _GENERIC_HINTS = (
     ("'stddef.h' file not found", "the compiler builtin headers are not on the include path; install gcc or clang "
@@ -1057,6 +1057,7 @@ def parse_header(
         callbacks=tuple(items["callbacks"]),
         functions=tuple(items["functions"]),
     )
+    spec = add_exported(spec, header, opts, target)
     try:
         validate.check_model(replace(spec, handles=(), typedefs=(), enums=(), records=(), callbacks=(), functions=()))
         validate.check_spec(spec)
@@ -1064,6 +1065,39 @@ def parse_header(
         raise HeaderError(f"{header}: {exc.path}: {exc.message}") from None
     validate.mark_valid(spec)
     return spec
+
+
+def add_exported(spec: Spec, base: Path, opts: ParseOptions, target: Target) -> Spec:
+    """`spec` with the functions a library of its release exports beyond its header (the target's exported.yaml),
+    each marked `undeclared`: built from a translation unit of their declarations after `base` (the header itself,
+    or any header declaring the same types, such as one synthesised from the spec), appended in the file's order."""
+    wanted = target.exported(spec.version)
+    if not wanted:
+        return spec
+    import tempfile
+
+    function_kind = cindex().CursorKind.FUNCTION_DECL.value
+    body = "\n".join(f.declaration.strip() for f in wanted)
+    text = f'#ifdef __cplusplus\nextern "C" {{\n#endif\n{body}\n#ifdef __cplusplus\n}}\n#endif\n'
+    with tempfile.TemporaryDirectory(prefix="miogen-exported-") as tmp:
+        decls = Path(tmp) / EXPORTED_FILE.replace(".yaml", ".h")
+        decls.write_text(text, encoding="utf-8")
+        tu = _translation_unit(decls, [*clang_args(opts, target, opts.beta), "-include", str(base)], target)
+        b = _Builder(decls, text, target)
+        b.api_files |= {str(base), *(str(base.parent / n) for n in target.api_headers)}
+        b.collect_names(_top_level(tu, base, target.api_headers))
+        added = [replace(b.valid(c, b.function(c)), undeclared=True) for c in _top_level(tu, decls)
+                 if c._kind_id == function_kind]
+    where = target.path.parent / EXPORTED_FILE
+    names = [f.name for f in added]
+    if len(added) != len(wanted) or len(set(names)) != len(names):
+        raise HeaderError(f"{where}: each entry's declaration must declare exactly one function, once "
+                          f"({len(wanted)} entries for {spec.version} declare {', '.join(names) or 'none'})")
+    both = sorted(set(names) & {f.name for f in spec.functions})
+    if both:
+        raise HeaderError(f"{where}: {', '.join(both)} is declared by {spec.header.name} {spec.version} itself; "
+                          f"give its entry an `until: {spec.version}` (the first release whose header declares it)")
+    return replace(spec, functions=(*spec.functions, *added))
 
 
 def _check_is_target(header: Path, cursors: list[Any], target: Target) -> None:

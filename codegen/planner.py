@@ -174,6 +174,7 @@ class _Planner:
             group=spec_fn.group,
             beta=spec_fn.beta,
             deprecated=spec_fn.deprecated,
+            undeclared=spec_fn.undeclared,
             added_in=self.added_in.get(fn),
             destroys=destroys,
             destroys_param=destroys_param,

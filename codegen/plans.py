@@ -50,6 +50,7 @@ class FunctionPlan:
     group: str | None
     beta: bool
     deprecated: bool
+    undeclared: bool  # exported by the library, not declared by its header (the target's exported.yaml)
     added_in: str | None
     destroys: str | None  # the handle class this function destroys (its wrapper closes the object)
     destroys_param: str | None

@@ -39,6 +39,28 @@ class StatusException:
 
 
 @dataclass(frozen=True)
+class ExportedFunction:
+    """A function the library exports that its header does not declare: its C declaration (our own spelling of
+    the prototype), the first release exporting it and the first one without it (none: still exported)."""
+
+    declaration: str
+    since: str
+    until: str | None = None
+    source: str = ""
+
+
+@dataclass(frozen=True)
+class ExportedFunctions:
+    """specs/<target>/exported.yaml."""
+
+    functions: tuple[ExportedFunction, ...] = ()
+
+
+#: the file beside target.yaml declaring what the library exports beyond its header
+EXPORTED_FILE = "exported.yaml"
+
+
+@dataclass(frozen=True)
 class Target:
     """The facts of one target library (specs/<target>/target.yaml)."""
 
@@ -75,6 +97,17 @@ class Target:
     # (`<name>`): parsed once into a precompiled preamble (codegen/preamble.py)
     preamble: tuple[str, ...] = ()
     path: Path = Path()
+
+    def exported(self, version: str) -> tuple[ExportedFunction, ...]:
+        """What a library of `version` exports beyond its header (specs/<target>/exported.yaml; none without it)."""
+        from .releases import Version
+
+        path = self.path.parent / EXPORTED_FILE
+        if not path.is_file():
+            return ()
+        v = Version.parse(version)
+        return tuple(f for f in load_as(ExportedFunctions, path).functions
+                     if Version.parse(f.since) <= v and (f.until is None or v < Version.parse(f.until)))
 
     @property
     def shim_dir(self) -> Path:

@@ -147,3 +147,15 @@ def test_command_line_variables_reach_no_nested_make(given: list[str]) -> None:
         assert not any(x.startswith(f"{name}=") for x in lines), (name, lines)
         assert f"{name}=" not in flags.split("--eval")[0] + flags.rpartition(" -- ")[2], flags
     assert f"nested MIOPEN_VERSION={pinned} HEADER= VENV=.venv" in lines, lines
+
+
+@_make_missing
+def test_help_lists_every_target() -> None:
+    """Every target the Makefile declares (.PHONY) has its line in `make help`."""
+    makefile = (REPO / "Makefile").read_text()
+    phony = re.search(r"^\.PHONY: (.*)$", makefile, re.M)
+    assert phony is not None
+    r = subprocess.run(["make", "--no-print-directory", "help"], capture_output=True, text=True, cwd=REPO, check=False)
+    assert r.returncode == 0, r.stderr
+    listed = {line.split()[1] for line in r.stdout.splitlines() if line.startswith("make ")}
+    assert set(phony.group(1).split()) - {"FORCE"} == listed
