@@ -65,3 +65,14 @@ def test_rnn_typed_api(gemm: Worker) -> None:
             assert r["second call wrong"] and all(", 2)" in n for n in r["second call wrong"]), (label, r)
         else:
             assert r["second call wrong"] == [], (label, r)
+
+
+def test_rnn_runtime_op(gemm: Worker) -> None:
+    """miopen.ops.rnn.RNN on pyopencl arrays computes right in all four calls (LSTM bidirectional 2 layers, GRU skip
+    without bias, TANH bidirectional), its dw read back per part through get_layer_param/get_layer_bias."""
+    from .real.gemm import checks_rnn
+
+    got = run(gemm, "gemm.checks_rnn:runtime_op")
+    assert sorted(got) == sorted(c.label() for c in checks_rnn.RUNTIME_CASES)
+    for label, errs in got.items():
+        assert {"inference y", "training y", "dx", "dhx", "dw"} <= set(errs), label

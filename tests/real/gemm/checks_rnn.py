@@ -348,3 +348,77 @@ def typed_api() -> dict[str, Any]:
         results[lab] = {"errors": errs, "dw": sorted(set(behaviour.values())), "second call wrong": differ}
     queue().finish()
     return results
+
+
+RUNTIME_CASES = (Case("miopenLSTM", True, 2, False, True), Case("miopenGRU", False, 1, True, False),
+                 Case("miopenRNNTANH", True, 1, False, True))
+
+
+def runtime_op() -> dict[str, dict[str, float]]:
+    """miopen.ops.rnn.RNN on pyopencl arrays: weights placed with set_layer_param/set_layer_bias, then
+    forward_inference, forward_training, backward_data, backward_weights against the reference."""
+    import pyopencl.array as cla
+
+    from miopen.ops.rnn import RNN
+
+    q = queue()
+    out: dict[str, dict[str, float]] = {}
+    for i, case in enumerate(RUNTIME_CASES):
+        lab = case.label()
+        r = rng(700 + i)
+        values = {name: r.uniform(-0.6, 0.6, shape) for name, shape in case.parts()}
+        theta = np.concatenate([values[name].ravel() for name, _ in case.parts()])
+
+        def arr(a: np.ndarray) -> Any:
+            return cla.to_device(q, np.ascontiguousarray(a, np.float32))
+
+        with RNN(case.input, H, case.layers, mode=case.mode[-4:].lstrip("n").lower(),
+                 bidirectional=case.bidirectional, input_mode="skip" if case.skip else "linear", bias=case.bias,
+                 stream=q) as rnn:
+            nw = rnn.params_size(stream=q) // 4
+            w = cla.zeros(q, (nw,), np.float32)
+            for name, _ in case.parts():
+                if isinstance(name, tuple):
+                    setter = rnn.set_layer_param if name[0] == "w" else rnn.set_layer_bias
+                    setter(name[1], name[2], w, arr(values[name]), stream=q)
+            x, hx = arr(values["x"]), arr(values["hx"])
+            cx = arr(values["cx"]) if case.lstm else None
+            y_want, hy_want, cy_want = (None if a is None else a[0]
+                                        for a in forward(case, unpack(case, theta[None])))
+            assert y_want is not None and hy_want is not None
+            y, hy = cla.zeros(q, y_want.shape, np.float32), cla.zeros(q, hy_want.shape, np.float32)
+            cy = cla.zeros(q, hy_want.shape, np.float32) if case.lstm else None
+            rnn.forward_inference(x, hx, cx, w, y, hy, cy, stream=q)
+            errs = {"inference y": _err(y.get(), y_want, f"{lab} runtime inference y", 2e-5),
+                    "inference hy": _err(hy.get(), hy_want, f"{lab} runtime inference hy", 2e-5)}
+            if cy is not None and cy_want is not None:
+                errs["inference cy"] = _err(cy.get(), cy_want, f"{lab} runtime inference cy", 2e-5)
+            y = cla.zeros(q, y_want.shape, np.float32)
+            with rnn.forward_training(x, hx, cx, w, y, stream=q) as reserve:
+                errs["training y"] = _err(y.get(), y_want, f"{lab} runtime training y", 2e-5)
+                dy_h, dhy_h = r.uniform(-1, 1, y_want.shape), r.uniform(-1, 1, hy_want.shape)
+                dcy_h = r.uniform(-1, 1, hy_want.shape) if case.lstm else None
+                grads = reference_grads(case, theta, dy_h, dhy_h, dcy_h)
+                dx, dhx = cla.zeros(q, values["x"].shape, np.float32), cla.zeros(q, hy_want.shape, np.float32)
+                dcx = cla.zeros(q, hy_want.shape, np.float32) if case.lstm else None
+                rnn.backward_data(y, arr(dy_h), w, dx, reserve=reserve, dhy=arr(dhy_h),
+                                  dcy=None if dcy_h is None else arr(dcy_h), hx=hx, cx=cx, dhx=dhx, dcx=dcx,
+                                  stream=q)
+                errs["dx"] = _err(dx.get(), grads["x"], f"{lab} runtime dx", 5e-5)
+                errs["dhx"] = _err(dhx.get(), grads["hx"], f"{lab} runtime dhx", 5e-5)
+                if dcx is not None:
+                    errs["dcx"] = _err(dcx.get(), grads["cx"], f"{lab} runtime dcx", 5e-5)
+                dw = arr(r.uniform(-1, 1, nw))  # overwritten, not added to
+                rnn.backward_weights(x, hx, y, dw, reserve=reserve, stream=q)
+                got = dw.get()
+                worst = 0.0
+                for name, _ in case.parts():
+                    if isinstance(name, tuple):
+                        part = arr(np.zeros(values[name].shape))
+                        (rnn.get_layer_param if name[0] == "w" else rnn.get_layer_bias)(
+                            name[1], name[2], dw, part, stream=q).close()
+                        worst = max(worst, _err(part.get(), grads[name], f"{lab} runtime dw {name}", 5e-5))
+                errs["dw"] = worst
+                assert got.shape == (nw,)
+            out[lab] = errs
+    return out
