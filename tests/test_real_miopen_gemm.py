@@ -76,3 +76,24 @@ def test_rnn_runtime_op(gemm: Worker) -> None:
     assert sorted(got) == sorted(c.label() for c in checks_rnn.RUNTIME_CASES)
     for label, errs in got.items():
         assert {"inference y", "training y", "dx", "dhx", "dw"} <= set(errs), label
+
+
+#: the GEMM solver ids 2.17.0 lists for these cases (GemmFwd1x1_0_1 88, GemmFwd1x1_0_2 90, GemmFwdRest 91; GemmBwd1x1
+#: stride 2 95, stride 1 96, GemmBwdRest 97; GemmWrw1x1_stride1 101, GemmWrwUniversal 102)
+GEMM_IDS = {"fwd": {88, 90, 91}, "bwd": {95, 96, 97}, "wrw": {101, 102}}
+
+
+def test_gemm_convolutions(gemm: Worker) -> None:
+    """Forward, backward data and backward weights through Find + the legacy calls and through Immediate with every
+    listed solution are right (asserted in the check against numpy); Find lists the GEMM algorithm in every
+    direction, every case runs a GEMM solution by Immediate, and strided backward weights has GEMM alone (the plain
+    OpenCL build has no solver for it)."""
+    got = run(gemm, "gemm.checks_conv:find_and_immediate")
+    assert len(got) == 4
+    for tag, res in got.items():
+        for d in ("fwd", "bwd", "wrw"):
+            assert any(a.endswith("GEMM") for a in res[d]["find"]), (tag, d, res[d])
+            gemm_ids = {int(i) for i, (algo, _) in res[d]["immediate"].items() if algo.endswith("GEMM")}
+            assert gemm_ids and gemm_ids <= GEMM_IDS[d], (tag, d, res[d])
+        if "s2" in tag:
+            assert res["wrw"]["find"] == ["miopenConvolutionBwdWeightsAlgoGEMM"], (tag, res["wrw"])
