@@ -1,4 +1,4 @@
-"""Where the tests find a real libMIOpen. Two builds of 2.17.0 live in ../shared (each unpacked into a cache
+"""Where the tests find a real libMIOpen. Real builds live in ../shared (each unpacked into a cache
 outside the repository, checked by its README's sha256):
 
 - `HIPNOGPU` (../shared/real-miopen): the HIP backend without a GPU, host side only; or $MIOGEN_REAL_MIOPEN, or
@@ -7,6 +7,11 @@ outside the repository, checked by its README's sha256):
 - `OPENCL` (../shared/real-miopen-ocl): MIOpen's OpenCL backend, whose kernels compute on PoCL (an OpenCL driver
   for the CPU); or $MIOGEN_REAL_MIOPEN_OCL. `MIOGEN_REQUIRE_REAL_MIOPEN_OCL=1` (also set by .ci/run) makes it
   required, with an OpenCL device to run on.
+- `OPENCL_GEMM` (../shared/real-miopen-ocl-gemm): the same with MIOpenGEMM (libmiopengemm.so.1 unpacked beside it):
+  RNN and the GEMM convolutions compute; $MIOGEN_REAL_MIOPEN_OCL_GEMM, required by
+  `MIOGEN_REQUIRE_REAL_MIOPEN_OCL_GEMM=1`.
+- `OPENCL_330` (../shared/real-miopen-ocl-330): MIOpen 3.3.0's OpenCL build; $MIOGEN_REAL_MIOPEN_OCL_330, required
+  by `MIOGEN_REQUIRE_REAL_MIOPEN_OCL_330=1`.
 """
 
 from __future__ import annotations
@@ -49,6 +54,11 @@ class SharedLibrary:
     require_env: str
     #: a Python snippet a throwaway process runs after loading the library (argv[1]); non-zero exit: unusable
     probe: str = ""
+    #: other libraries of the build, unpacked beside libMIOpen.so.1 (which finds them through its $ORIGIN RUNPATH):
+    #: (file name, sha256 of the unpacked file)
+    companions: tuple[tuple[str, str], ...] = ()
+    #: environment the build needs at run time (added to every worker's)
+    env_vars: tuple[tuple[str, str], ...] = ()
 
     @property
     def shared(self) -> Path:
@@ -82,25 +92,34 @@ class SharedLibrary:
         stamp.write_text(key)
         return True
 
-    def _unpack_shared(self) -> Path | None:
-        packed = self.shared / "libMIOpen.so.1.xz"
+    def _unpack_one(self, name: str, sha256: str) -> Path | None:
+        """../shared/<folder>/<name>.xz unpacked into the cache folder (checked by its sha256); None without it."""
+        packed = self.shared / f"{name}.xz"
         if not packed.is_file():
             return None
-        out = self.cache_dir() / "libMIOpen.so.1"
-        if self._verified(out):
+        out = self.cache_dir() / name
+        lib = SharedLibrary(self.folder, sha256, self.env, self.require_env)
+        if lib._verified(out):
             return out
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".tmp{os.getpid()}")
         with lzma.open(packed) as src, tmp.open("wb") as dst:
             while chunk := src.read(1 << 20):
                 dst.write(chunk)
-        if _sha256(tmp) != self.sha256:
+        if _sha256(tmp) != sha256:
             tmp.unlink()
             raise RuntimeError(f"{packed} does not unpack to the library its README describes (sha256 differs)")
         tmp.replace(out)
         st = out.stat()
-        out.with_suffix(".verified").write_text(f"{st.st_size} {st.st_mtime_ns} {self.sha256}")
+        out.with_suffix(".verified").write_text(f"{st.st_size} {st.st_mtime_ns} {sha256}")
         return out
+
+    def _unpack_shared(self) -> Path | None:
+        """libMIOpen.so.1 and its companions, side by side in the cache folder."""
+        for name, sha in self.companions:
+            if self._unpack_one(name, sha) is None:
+                return None
+        return self._unpack_one("libMIOpen.so.1", self.sha256)
 
     def find(self) -> tuple[Path | None, str]:
         """(path of the library, where it came from) or (None, why not)."""
@@ -154,6 +173,19 @@ OPENCL = SharedLibrary("real-miopen-ocl", "a9f4306d11a7f3442bec7aaf03c6aa92ef8dc
                        "MIOGEN_REAL_MIOPEN_OCL", "MIOGEN_REQUIRE_REAL_MIOPEN_OCL",
                        probe="import pyopencl as cl\n"
                              "sys.exit(0 if any(p.get_devices() for p in cl.get_platforms()) else 'no OpenCL device')\n")
+
+_OCL_PROBE = ("import pyopencl as cl\n"
+              "sys.exit(0 if any(p.get_devices() for p in cl.get_platforms()) else 'no OpenCL device')\n")
+#: 2.17.0's OpenCL build with MIOpenGEMM (RNN and the GEMM convolution solvers compute); libmiopengemm.so.1 beside it
+OPENCL_GEMM = SharedLibrary("real-miopen-ocl-gemm", "7a05ac345b2bccecca8ab868b1dfc26b1d3a890541155075b175c1a08ca84ec9",
+                            "MIOGEN_REAL_MIOPEN_OCL_GEMM", "MIOGEN_REQUIRE_REAL_MIOPEN_OCL_GEMM", probe=_OCL_PROBE,
+                            companions=(("libmiopengemm.so.1",
+                                         "b9aa61a30a4fb7479074890a1bc28f16dcbd1d1938e8a072a3afade86466bd62"),))
+#: MIOpen 3.3.0's OpenCL build; its direct convolution solvers are "deprecated" and enabled off AMD GPUs only by
+#: MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS=1 (../shared/real-miopen-ocl-330/README.md)
+OPENCL_330 = SharedLibrary("real-miopen-ocl-330", "dc3507e7d5b5d5224b0936652b0687c33ab25ab44db5bf08f23370c4406738a9",
+                           "MIOGEN_REAL_MIOPEN_OCL_330", "MIOGEN_REQUIRE_REAL_MIOPEN_OCL_330", probe=_OCL_PROBE,
+                           env_vars=(("MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS", "1"),))
 
 # the HIPNOGPU build under its historical names
 SHARED = HIPNOGPU.shared

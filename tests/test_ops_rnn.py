@@ -392,6 +392,15 @@ def test_reserve_errors_raise_before_any_call(libs: Libs) -> None:
     with pytest.raises(ReserveMismatchError, match="call backward_data with this reserve first"):
         _bw(rnn, reserve)
     assert since(libs, n) == []
+    # ... and once per backward_weights: GRU's backward-weights pass changes that workspace (real kernels show it)
+    _bd(rnn, reserve)
+    _bw(rnn, reserve)
+    n = mark(libs)
+    with pytest.raises(ReserveMismatchError, match="once per backward_weights"):
+        _bw(rnn, reserve)
+    assert since(libs, n) == []
+    _bd(rnn, reserve)
+    _bw(rnn, reserve)
     # another shape: 3-D tensors with a uniform batch, or other packed batch sizes
     for kw in ({"y": T(0x2000, (3, 4, 32)), "dy": T(0x2800, (3, 4, 32)), "dx": T(0x1800, (3, 4, 8))},
                {"batch_sizes": [4, 3, 3]}):

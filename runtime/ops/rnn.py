@@ -17,7 +17,12 @@ Training keeps two device buffers alive between calls, never drawn from the shar
 * the *backward workspace*: MIOpen's backward-weights pass reads the gate gradients that the
   backward-data pass leaves in its workspace (PyTorch's MIOpen RNN passes the workspace of
   `miopen_rnn_backward_input` on to `miopen_rnn_backward_weight` for this reason), so the
-  `RNNReserve` also holds that workspace; `backward_weights` must follow `backward_data`.
+  `RNNReserve` also holds that workspace; `backward_weights` must follow `backward_data`, once: GRU's
+  backward-weights pass changes that workspace (a second call gets the new-memory gate's input weights and bias
+  wrong, measured on real kernels), so each `backward_weights` needs a `backward_data` of its own.
+
+`backward_weights` overwrites dw with the gradient (it does not add into it; measured on MIOpen 2.17.0's kernels,
+tests/test_real_miopen_gemm.py): sum gradients yourself.
 
 The forward passes use the thread's scratch workspace (or the one given). Shapes, dtypes, layer
 and parameter ids and the reserve are checked in Python before any MIOpen call; only the size
@@ -716,10 +721,11 @@ class RNN:
     def backward_weights(self, x: TensorLike, hx: TensorLike | None, y: TensorLike, dw: TensorLike, *,
                          reserve: RNNReserve, batch_sizes: Sequence[int] | None = None,
                          handle: api.Handle | None = None, stream: object = None, device: int | None = None) -> None:
-        """dw += gradient of the weights, from `reserve` and the workspace `backward_data` left in it.
+        """dw = gradient of the weights, from `reserve` and the workspace `backward_data` left in it.
 
-        MIOpen accumulates into dw: zero it first for a plain gradient. Call `backward_data` with the
-        same reserve first.
+        MIOpen overwrites dw (it does not add into it). Call `backward_data` with the same reserve first,
+        once per `backward_weights`: GRU's backward-weights pass changes the workspace it reads, so a
+        second call without a new `backward_data` raises `ReserveMismatchError`.
         """
         op = "RNN.backward_weights"
         self._check_open(op)
@@ -736,8 +742,9 @@ class RNN:
         dev = _backend.current().current_device() if device is None else device
         res = self._check_reserve(op, reserve, bs, dev)
         if not res.backward_data_done:
-            raise ReserveMismatchError(f"{op}: call backward_data with this reserve first: MIOpen's backward-weights "
-                                       f"pass reads the gate gradients that backward_data leaves in the workspace")
+            raise ReserveMismatchError(f"{op}: call backward_data with this reserve first (once per backward_weights): "
+                                       f"MIOpen's backward-weights pass reads the gate gradients that backward_data "
+                                       f"leaves in the workspace, and GRU's pass changes them")
         with _device_scope(device):
             h = resolve_handle(handle, stream, dev)
             self._check_weights(op, "dw", dwt, self.params_size(handle=h))
@@ -745,6 +752,7 @@ class RNN:
             y_descs = self._step_descs(bs, self.output_size)
             hdesc = tensor_descriptor(self.dtype, self.hidden_dims(bs[0]))
             ws = res._workspace()
+            res.backward_data_done = False  # consumed: GRU's pass changes the workspace it reads
             api.rnn_backward_weights(h, self.desc, x_descs, xt.ptr, hdesc, _ptr(hxt), y_descs, yt.ptr, dwt.desc,
                                      dwt.ptr, ws.ptr, ws.nbytes, res.ptr, res.nbytes)
 
