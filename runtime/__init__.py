@@ -27,6 +27,7 @@ from ._generated._support import (
     unload_library,
 )
 from ._generated.errors import *  # noqa: F403
+from . import _hiponly  # noqa: F401  (status 7 of a HIP-only op on an OpenCL build names the cause)
 
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
