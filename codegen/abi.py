@@ -30,6 +30,12 @@ class Report:
     def ok(self) -> bool:
         return not self.layout_problems and all(not c.problems for c in self.calls)
 
+    def record(self) -> str:
+        """The one-line result a release's record keeps (specs/<target>/releases.yaml `abi`)."""
+        bad = sum(1 for c in self.calls if c.problems)
+        return (f"{self.layout_checked} layout facts, {len(self.layout_problems)} mismatches; "
+                f"{len(self.calls)} functions called through, {bad} failing")
+
     def summary(self) -> str:
         bad = [c for c in self.calls if c.problems]
         lines = [f"{self.library} {self.version}: layout {self.layout_checked} facts, {len(self.layout_problems)} mismatches; "

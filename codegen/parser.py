@@ -1082,7 +1082,11 @@ def add_exported(spec: Spec, base: Path, opts: ParseOptions, target: Target) -> 
     with tempfile.TemporaryDirectory(prefix="miogen-exported-") as tmp:
         decls = Path(tmp) / EXPORTED_FILE.replace(".yaml", ".h")
         decls.write_text(text, encoding="utf-8")
-        tu = _translation_unit(decls, [*clang_args(opts, target, opts.beta), "-include", str(base)], target)
+        try:
+            tu = _translation_unit(decls, [*clang_args(opts, target, opts.beta), "-include", str(base)], target)
+        except HeaderError as exc:  # an entry that does not compile after the header (e.g. conflicting types)
+            raise HeaderError(f"{target.path.parent / EXPORTED_FILE}: the declarations for {spec.version} do not "
+                              f"compile after {base.name}; fix the entry (or its since/until): {exc}") from None
         b = _Builder(decls, text, target)
         b.api_files |= {str(base), *(str(base.parent / n) for n in target.api_headers)}
         b.collect_names(_top_level(tu, base, target.api_headers))
@@ -1093,11 +1097,15 @@ def add_exported(spec: Spec, base: Path, opts: ParseOptions, target: Target) -> 
     if len(added) != len(wanted) or len(set(names)) != len(names):
         raise HeaderError(f"{where}: each entry's declaration must declare exactly one function, once "
                           f"({len(wanted)} entries for {spec.version} declare {', '.join(names) or 'none'})")
-    both = sorted(set(names) & {f.name for f in spec.functions})
-    if both:
-        raise HeaderError(f"{where}: {', '.join(both)} is declared by {spec.header.name} {spec.version} itself; "
-                          f"give its entry an `until: {spec.version}` (the first release whose header declares it)")
-    return replace(spec, functions=(*spec.functions, *added))
+    # a header that declares one itself (a later release may) is followed; its prototype must be the entry's
+    declared = {f.name: f for f in spec.functions}
+    differ = sorted(f.name for f in added if f.name in declared and
+                    ([p.type for p in f.params], f.returns) != ([p.type for p in declared[f.name].params],
+                                                                declared[f.name].returns))
+    if differ:
+        raise HeaderError(f"{where}: {', '.join(differ)}: {spec.header.name} {spec.version} declares it with other "
+                          f"types than the entry; fix the entry's declaration, or give it `until: {spec.version}`")
+    return replace(spec, functions=(*spec.functions, *(f for f in added if f.name not in declared)))
 
 
 def _check_is_target(header: Path, cursors: list[Any], target: Target) -> None:

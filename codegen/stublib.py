@@ -292,7 +292,8 @@ def _record_text(r: Record, name: str, indent: str = "") -> str:
 
 
 def header_source(spec: Spec, banner: str) -> str:
-    """C++ declarations of the spec's API (ABI-equivalent to the real header; no prose)."""
+    """C++ declarations of the spec's API (ABI-equivalent to the real header, so without the functions only the
+    library declares; no prose)."""
     typedefs = [{"name": t.name, "target": _c_spelling(t.type)} for t in spec.typedefs]
     declared = {t.name for t in spec.typedefs} | {h.name for h in spec.handles}
     used = [t.type for t in spec.typedefs] + [p.type for f in spec.functions for p in f.params]
@@ -309,7 +310,7 @@ def header_source(spec: Spec, banner: str) -> str:
         else:
             records.append({"text": "typedef " + _record_text(r, r.tag or "") + f" {r.typedef or r.name};"})
     functions = [{"name": f.name, "returns": _c_spelling(f.returns),
-                  "params": ", ".join(_param_decl(p) for p in f.params)} for f in spec.functions]
+                  "params": ", ".join(_param_decl(p) for p in f.params)} for f in spec.functions if not f.undeclared]
     return cpp_environment().get_template("header.h.j2").render(banner=banner, opaque=opaque, typedefs=typedefs, handles=handles,
                                                       enums=enums,
                                                       callbacks=callbacks, records=records, functions=functions)

@@ -14,12 +14,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 from .errors import CodegenError
 from .files import Interrupted
 from .model import Spec
 from .target import Target
+
+if TYPE_CHECKING:
+    from .abi import Report
 from .transaction import SignalGuard
 
 
@@ -136,13 +139,13 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     abi = ""
     if not args.no_abi_check:
         with phases.phase("abi", "layout probe and call-through stub against the header (make abi-check)"):
-            abi_ok, abi = _abi(spec, ann_path, args, target)
-            print(abi)
-            if not abi_ok:
+            report = _abi(spec, ann_path, args, target)
+            print(report.summary())
+            if not report.ok:
                 print("miogen: upgrade failed in phase abi: the bindings would not match the header's ABI "
                       "(nothing was written)", file=sys.stderr)
                 return 1
-            abi = abi.splitlines()[0].partition(": ")[2]
+            abi = report.record()
 
     out = args.specs / f"{version}.yaml"
     staged = out.with_name(f".{out.name}.tmp")  # written beside its place, then moved there in one step
@@ -205,15 +208,14 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     return 0
 
 
-def _abi(spec: Spec, ann_path: Path, args: argparse.Namespace, target: Target) -> tuple[bool, str]:
-    """(ok, the ABI check's summary) of the parsed header."""
+def _abi(spec: Spec, ann_path: Path, args: argparse.Namespace, target: Target) -> Report:
+    """The ABI check of the parsed header (codegen/abi.py), built in a temporary folder."""
     import tempfile
 
     from .abi import check
 
     with tempfile.TemporaryDirectory(prefix="miogen-abi-") as tmp:
-        report = check(spec, ann_path, args.header, target, Path(tmp), tuple(args.includes))
-    return report.ok, report.summary()
+        return check(spec, ann_path, args.header, target, Path(tmp), tuple(args.includes))
 
 
 def _log_path(version: str) -> Path:

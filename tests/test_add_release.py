@@ -2,9 +2,9 @@
 
 The wheel is built from a copy of the tree with one committed release (2.17.0, whose real header and real library
 lie in ../shared/real-miopen) taken out, so that release is new to it. Its real header is added; a library of that
-release (a stub of it; the real HIPNOGPU build where it loads) then binds exactly that release, not the 2.15.0
-neighbour; `python -m miopen` lists it with where it came from. A folder rendered by another miogen, one that others
-can write to, and one owned by another user are never imported."""
+release (a stub of it; the real HIPNOGPU build where it loads) then binds exactly that release, not the older
+neighbour (NEIGHBOUR); `python -m miopen` lists it with where it came from. A folder rendered by another miogen,
+one that others can write to, and one owned by another user are never imported."""
 
 from __future__ import annotations
 
@@ -21,12 +21,16 @@ import pytest
 
 from miogen.records import dumps_records, load_records
 
-from .helpers import REPO
+from miogen.releases import Releases, Version
+
+from .helpers import REPO, SPECS
 from .real_miopen import HIPNOGPU
 
 RELEASE = "2.17.0"  # taken out of the wheel: its real header is in ../shared/real-miopen
 HEADER = HIPNOGPU.shared / "include" / "miopen" / "miopen.h"
 _SOURCES = ("codegen", "runtime", "specs", "pyproject.toml", "setup.py", "README.md")
+#: the committed release a library of RELEASE binds when RELEASE is not there: the newest older one
+NEIGHBOUR = str(max(v for v in Releases.of(SPECS).versions if v < Version.parse(RELEASE)))
 
 
 def _run(cmd: list[str], cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -158,7 +162,7 @@ def test_a_folder_it_cannot_trust_is_never_imported(installed: Path, added: Path
         why = "owned by another user"
     stub = str(build_stub(RELEASE, tmp_path))
     out = _bind(installed, releases, stub, tmp_path)
-    assert out[:2] == ["2.15.0", "False"], out  # the older neighbour, with the reason in a warning
+    assert out[:2] == [NEIGHBOUR, "False"], out  # the older neighbour, with the reason in a warning
     assert any(why in line for line in out if line.startswith("warning:")), out
     r = _run([str(installed / "python"), "-m", "miopen"], tmp_path, MIOGEN_RELEASES_PATH=str(releases),
              MIOPEN_LIBRARY=stub)

@@ -106,14 +106,24 @@ def test_exported_functions_join_the_spec_of_their_releases(tmp_path: Path) -> N
 
 @pytest.mark.parametrize("bad, message", [
     ("functions:\n  - since: 1.0.0\n    declaration: 'int x;'\n", "must declare exactly one function"),
-    ("functions:\n  - since: 1.0.0\n    declaration: 'miopenStatus_t miopenDestroy(miopenHandle_t handle);'\n",
-     "is declared by miopen.h"),
+    ("functions:\n  - since: 1.0.0\n    declaration: 'miopenStatus_t miopenDestroy(miopenHandle_t handle, int n);'\n",
+     "do not compile after miopen.h"),
+    ("functions:\n  - since: 1.0.0\n    declaration: 'miopenStatus_t miopenNoSuch(miopenNoSuchType_t x);'\n",
+     "do not compile after miopen.h"),
 ])
 def test_a_wrong_entry_is_named(tmp_path: Path, bad: str, message: str) -> None:
     header = _header(HEADERS[0])
     with pytest.raises(HeaderError, match=message) as info:
         parse_header(header, load_target(_target_with(tmp_path, bad)), ParseOptions(beta=True))
     assert "exported.yaml" in str(info.value)
+
+
+def test_a_header_that_declares_one_itself_is_followed(tmp_path: Path) -> None:
+    """A later header may declare an entry's function itself: its own declaration is used (same prototype)."""
+    header = _header(HEADERS[0])
+    plain = parse_header(header, load_target(), ParseOptions(beta=True))
+    entry = "functions:\n  - since: 1.0.0\n    declaration: 'miopenStatus_t miopenDestroy(miopenHandle_t handle);'\n"
+    assert parse_header(header, load_target(_target_with(tmp_path, entry)), ParseOptions(beta=True)) == plain
 
 
 def test_exported_functions_are_abi_checked_like_the_rest(tmp_path: Path) -> None:

@@ -219,8 +219,8 @@ def test_make_upgrade_adds_a_release_end_to_end(tmp_path: Path) -> None:
     package = "v" + new.replace(".", "_")
     header = next_release_header(load(SPECS / f"{newest}.yaml"), tmp_path / "include", new,
                                  "miopenStatus_t miopenSynthNext(miopenHandle_t handle, int flags);")
-    focused = ("$(PY) -m pytest -q -p no:cacheprovider tests/test_releases.py "
-               "tests/test_packaging.py::test_wheel_has_every_committed_release")
+    focused = ("$(PY) -m pytest -q -p no:cacheprovider tests/test_releases.py tests/test_real_specs.py "
+               "tests/test_release_lists.py tests/test_packaging.py::test_wheel_has_every_committed_release")
     r = subprocess.run(["make", "--no-print-directory", "upgrade", f"HEADER={header}", f"UPGRADE_TEST={focused}"],
                        capture_output=True, text=True, cwd=repo, env=env, timeout=600, check=False)
     out = r.stdout + r.stderr
@@ -237,6 +237,10 @@ def test_make_upgrade_adds_a_release_end_to_end(tmp_path: Path) -> None:
     # the release is committed and pinned, rendered, and documented
     specs = repo / "specs" / "miopen"
     assert (specs / "pinned").read_text() == new + "\n"
+    from miogen.records import load_records
+
+    record = load_records(specs)[new]  # its record: where the header came from, what the ABI check found
+    assert str(header) in record.header and record.abi.endswith("functions called through, 0 failing"), record
     assert load(specs / f"{new}.yaml").function("miopenSynthNext").params[1].name == "flags"
     assert (repo / "generated" / package / "api.py").is_file()
     assert "miopenSynthNext" in (repo / "generated" / package / "raw.py").read_text()
