@@ -96,6 +96,13 @@ class Target:
     # the system headers the main header includes before its own declarations, as it names them
     # (`<name>`): parsed once into a precompiled preamble (codegen/preamble.py)
     preamble: tuple[str, ...] = ()
+    # environment variables naming install prefixes (a list, os.pathsep-separated: conda's $CONDA_PREFIX, spack's
+    # $CMAKE_PREFIX_PATH) whose lib/ and lib64/ are searched after $library_root_env
+    library_prefix_envs: tuple[str, ...] = ()
+    # folders of Python wheels that carry the library, relative to each site-packages folder, `*` matching any
+    # name part (TheRock's rocm-sdk wheels: `_rocm_sdk_libraries_<family>/lib`), searched after the prefixes and before
+    # library_roots
+    library_wheel_dirs: tuple[str, ...] = ()
     path: Path = Path()
 
     def exported(self, version: str) -> tuple[ExportedFunction, ...]:

@@ -227,6 +227,9 @@ DISPLAY = Rule("display name", "ASCII letters, digits, spaces and `._+()-` (it i
 PY_CLASS = Rule("Python class name", "an ASCII identifier starting with an uppercase letter, no keyword",
                 lambda s: _regex(r"[A-Z][A-Za-z0-9_]*", "a Python class name (ASCII, starting with an uppercase "
                                  "letter)")(s) or ("a Python keyword" if keyword.iskeyword(s) else None))
+WHEEL_DIR = Rule("wheel folder", "a relative folder: file names or `*` patterns of them joined by `/`",
+                 _regex(r"[A-Za-z0-9_+*-][A-Za-z0-9_.+*-]*(?:/[A-Za-z0-9_+*-][A-Za-z0-9_.+*-]*)*",
+                        "a relative folder (file names or * patterns joined by /, none starting with a dot)", 256))
 PATH_TEXT = Rule("path", "printable characters", _text(4096))
 TEXT = Rule("text", f"printable characters only, at most {MAX_TEXT}; templates must escape it", _text(MAX_TEXT))
 LABEL = Rule("label", "printable characters only, at most 128", _text(128))
@@ -332,6 +335,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Target", "library_root_env"): ENV_NAME,
     ("Target", "library_roots"): PATH_TEXT,
     ("Target", "find_library_name"): FILE_NAME,
+    ("Target", "library_prefix_envs"): ENV_NAME,
+    ("Target", "library_wheel_dirs"): WHEEL_DIR,
     ("Target", "error_suffix"): TEXT,
     ("Target", "host_scalar_names"): C_NAME,
     ("Target", "releases", "key"): VERSION,

@@ -8,6 +8,8 @@ LIBRARY_ENV = "MIOPEN_LIBRARY"
 LIBRARY_NAMES: tuple[str, ...] = ("libMIOpen.so.1", "libMIOpen.so")
 LIBRARY_ROOT_ENV: str | None = "ROCM_PATH"
 LIBRARY_ROOTS: tuple[str, ...] = ("/opt/rocm",)
+LIBRARY_PREFIX_ENVS: tuple[str, ...] = ("CONDA_PREFIX", "CMAKE_PREFIX_PATH")
+LIBRARY_WHEEL_DIRS: tuple[str, ...] = ("_rocm_sdk_libraries_*/lib",)
 FIND_LIBRARY_NAME = "MIOpen"
 VERSION_GETTER: str | None = "miopenGetVersion"
 SKIP_VERSION_CHECK_ENV: str | None = "MIOPEN_SKIP_VERSION_CHECK"
@@ -18,7 +20,7 @@ MODULES: dict[str, str] = {"2.15.0": "v2_15_0", "2.17.0": "v2_17_0", "2.20.0": "
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "4ff60dbf479519dc"
+SUPPORT_DIGEST = "b96423203aa6e7fc"
 
 
 class MIOpenVersionError(RuntimeError):

@@ -28,11 +28,15 @@ from ._generated._support import (
 )
 from ._generated.errors import *  # noqa: F403
 from . import _hiponly  # noqa: F401  (status 7 of a HIP-only op on an OpenCL build names the cause)
+from . import settings as _settings
+from .settings import configure
+
+_gs.before_load.append(_settings.apply_defaults)  # miopen's defaults (a quiet MIOpen log) before the library loads
 
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
     from typing import Any
-    from . import (algo, backend, caffe2, descriptors, errors, handles, hip, layout, ops, quirks, scopes, state, tensor,
+    from . import (settings, algo, backend, caffe2, descriptors, errors, handles, hip, layout, ops, quirks, scopes, state, tensor,
                    version, workspace)
     from ._generated.api import *  # noqa: F403
     from .descriptors import k_one, k_zero, tensor_descriptor
@@ -53,10 +57,10 @@ _LAZY = {
     "tensor_descriptor": "descriptors", "k_one": "descriptors", "k_zero": "descriptors", "Tensor": "tensor",
     "as_tensor": "tensor", "create_scope": "scopes", "has_scope": "scopes",
 }
-_SUBMODULES = {"hip", "backend", "quirks", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
+_SUBMODULES = {"settings", "hip", "backend", "quirks", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
                "tensor", "errors"}
 _FIXED = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
-          "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library"]
+          "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library", "configure"]
 
 
 if not TYPE_CHECKING:  # for type checkers the names below are the static ones, not "anything"
@@ -85,7 +89,7 @@ if TYPE_CHECKING:  # at run time `__all__` is the bound release's (see __getattr
 
     __all__ = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
                "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library",
-               "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
+               "configure", "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
                "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
                "create_scope", "has_scope"]
     __all__ += api.__all__

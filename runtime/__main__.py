@@ -3,7 +3,7 @@ which features that library offers.
 
     python -m miopen [--library PATH] [--json]
 
-Sections: the committed releases (with the ROCm release each shipped in) and what each is proven against (`_releases.PROVEN`,
+Sections: MIOpen's settings (`miopen.configure`: each value and where it came from), the committed releases (with the ROCm release each shipped in) and what each is proven against (`_releases.PROVEN`,
 rendered from specs/miopen/releases.yaml: its real header, the ABI check on it, its real library); every place searched for the library, in order, with why each failed; the
 library found (path, version, backend: HIP or OpenCL); the selected release, with any warning the selection gave, or the refusal (the
 MIOpenVersionError message); the `has_feature` table.
@@ -103,13 +103,18 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
                      for r in s.RELEASES],
         "added_releases": {"root": _ur.releases_root(), "releases": [r._asdict() for r in _ur.scan()]},
         "environment": {name: os.environ.get(name) for name in
-                        dict.fromkeys((s.LIBRARY_ENV, ROOT_ENV, s.SKIP_VERSION_CHECK_ENV or "")) if name},
+                        dict.fromkeys((s.LIBRARY_ENV, ROOT_ENV, *s.LIBRARY_PREFIX_ENVS, s.SKIP_VERSION_CHECK_ENV or "")) if name},
+        "settings": [],
         "search": [],
         "library": None,
         "selection": None,
         "features": [],
         "error": None,
     }
+    from . import settings
+
+    settings.apply_defaults()  # what `import miopen` does before its library loads
+    info["settings"] = settings.current()
     if library is not None and not library:
         info["error"] = "--library: an empty path"
         return info, EXIT_NOT_USABLE
@@ -180,6 +185,13 @@ def _text(info: dict[str, Any], status: int) -> str:
         proof = r["proven"]
         kinds = [f"{kind}: {proof[kind]}" for kind in ("header", "abi", "library") if proof.get(kind)]
         out(f"  {r['miopen']:<8} {'; '.join(kinds) or 'stub library only'}")
+    out("")
+    out("MIOpen's settings (miopen.configure(name=value) before the first call, or the variable; MIOpen reads each "
+        "once):")
+    width = max((len(r["name"]) for r in info["settings"]), default=0)
+    for r in info["settings"]:
+        value = "unset (MIOpen's default)" if r["value"] is None else repr(r["value"])
+        out(f"  {r['name']:<{width}}  ${r['env']}={value}  [{r['origin']}]")
     out("")
     env = ", ".join(f"${k}={v!r}" if v is not None else f"${k} unset" for k, v in info["environment"].items())
     out(f"Library search ({env}):")

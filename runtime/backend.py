@@ -527,8 +527,10 @@ def _opencl_backend() -> OpenCLBackend:
     backend = _opencl[0]
     if backend is None:
         backend = _opencl[0] = OpenCLBackend()
+        from . import settings
+
         for var, value in FIND_ENV.items():  # before MIOpen's first Find reads them (it reads them once)
-            os.environ.setdefault(var, value)
+            settings.set_default(var, value, "the OpenCL backend")
     return backend
 
 

@@ -31,6 +31,23 @@ class FusionError(RuntimeError):
     """MIOpen rejected a fusion plan (it cannot fuse this combination)."""
 
 
+class SettingError(ValueError):
+    """`miopen.configure()` got an unknown setting or a value it does not take; `setting` names it."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        super().__init__(message)
+        self.setting = setting
+
+
+class SettingTooLateError(RuntimeError):
+    """`miopen.configure()` would change a variable MIOpen has had its chance to read (it reads each once): a MIOpen
+    library is already in the process. `settings` names them."""
+
+    def __init__(self, message: str, settings: list[str]) -> None:
+        super().__init__(message)
+        self.settings = settings
+
+
 
 
 def check_status(code: int, function: str, args: dict[str, object] | None = None) -> None:
@@ -42,5 +59,6 @@ def check_status(code: int, function: str, args: dict[str, object] | None = None
 __all__ = [
     "MIOpenError", "MIOpenWarning", "STATUS_EXCEPTIONS", "HipError", "HipOutOfMemoryError", "HipLibraryNotFoundError",
     "MIOpenVersionError", "MIOpenVersionWarning", "WorkspaceOOM", "WorkspaceLimitError", "ScalingRuleError",
-    "ShapeError", "FusionError", "HipBuildRequiredError", "HIP_ONLY_FUNCTIONS", "check_status",
+    "ShapeError", "FusionError", "SettingError", "SettingTooLateError", "HipBuildRequiredError", "HIP_ONLY_FUNCTIONS",
+    "check_status",
 ]

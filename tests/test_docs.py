@@ -111,3 +111,16 @@ def test_relative_links_resolve(page: str) -> None:
     links = re.findall(r"\]\(([^)\s]+)\)", _prose(path.read_text(encoding="utf-8")))
     local = [link.split("#", 1)[0] for link in links if not re.match(r"[a-z]+:", link) and not link.startswith("#")]
     assert [link for link in local if link and not (path.parent / link).exists()] == []
+
+
+def test_no_page_quotes_a_count_of_tests_or_files_that_nothing_checks() -> None:
+    """Counts of the project's own tests, test files, modules or files go stale (docs/real-miopen.md said "17 tests"
+    of a file that had 35): the pages name the file instead. A release's function counts are facts of that release
+    (its spec), not of the project, and stay."""
+    import re
+
+    pattern = re.compile(r"(?<![\w.])\d+ (?:tests?|test files|test functions|modules|source files)\b")
+    pages = [REPO / "README.md", REPO / "AGENTS.md", *sorted((REPO / "docs").glob("*.md"))]
+    found = [f"{p.relative_to(REPO)}:{n}: {m.group(0)}" for p in pages
+             for n, line in enumerate(p.read_text().splitlines(), 1) for m in pattern.finditer(line)]
+    assert not found, found

@@ -188,6 +188,11 @@ def test_missing_library_lists_everything_searched(no_library: None, tmp_path: P
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(hip.LIBRARY_ENV, raising=False)
     monkeypatch.setenv("ROCM_PATH", str(tmp_path / "rocm"))
+    monkeypatch.setenv("CONDA_PREFIX", str(tmp_path / "conda"))
+    monkeypatch.delenv("CMAKE_PREFIX_PATH", raising=False)
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    monkeypatch.setattr(sys, "path", [str(site)])
     # names no system has, so the loader path (where Debian's libamdhip64 may be) finds nothing either
     monkeypatch.setattr(hip.library, "LIBRARY_NAMES", ("libamdhip64_miogen_absent.so", "libamdhip64_miogen_absent.so.6"))
     with pytest.raises(hip.HipLibraryNotFoundError) as e:
@@ -197,6 +202,10 @@ def test_missing_library_lists_everything_searched(no_library: None, tmp_path: P
     expected = [
         f"{tmp_path}/rocm/lib/libamdhip64_miogen_absent.so ($ROCM_PATH/lib)",
         f"{tmp_path}/rocm/lib/libamdhip64_miogen_absent.so.6 ($ROCM_PATH/lib)",
+        f"{tmp_path}/conda/lib/libamdhip64_miogen_absent.so ($CONDA_PREFIX/lib)",
+        f"{tmp_path}/conda/lib/libamdhip64_miogen_absent.so.6 ($CONDA_PREFIX/lib)",
+        f"{site}/_rocm_sdk_core*/lib/libamdhip64_miogen_absent.so (wheel _rocm_sdk_core*/lib in {site})",
+        f"{site}/_rocm_sdk_core*/lib/libamdhip64_miogen_absent.so.6 (wheel _rocm_sdk_core*/lib in {site})",
         "/opt/rocm/lib/libamdhip64_miogen_absent.so (/opt/rocm/lib)",
         "/opt/rocm/lib/libamdhip64_miogen_absent.so.6 (/opt/rocm/lib)",
         "libamdhip64_miogen_absent.so (loader path)",
@@ -211,7 +220,7 @@ def test_missing_library_lists_everything_searched(no_library: None, tmp_path: P
 
 def test_default_names_and_search_order(no_library: None, stub_builds: StubBuilds, tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    assert hip.LIBRARY_NAMES == ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5")
+    assert hip.LIBRARY_NAMES == ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
     rocm_lib = tmp_path / "rocm" / "lib"
     rocm_lib.mkdir(parents=True)
     shutil.copy(stub_builds.full, rocm_lib / "libamdhip64.so.6")

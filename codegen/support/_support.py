@@ -25,7 +25,9 @@ from ._target import (
     LIBRARY_ENV as LIBRARY_ENV,
     LIBRARY_NAMES as LIBRARY_NAMES,
     LIBRARY_ROOT_ENV as LIBRARY_ROOT_ENV,
+    LIBRARY_PREFIX_ENVS as LIBRARY_PREFIX_ENVS,
     LIBRARY_ROOTS as LIBRARY_ROOTS,
+    LIBRARY_WHEEL_DIRS as LIBRARY_WHEEL_DIRS,
     RELEASES as RELEASES,
     SKIP_VERSION_CHECK_ENV as SKIP_VERSION_CHECK_ENV,
     VERSION_GETTER as VERSION_GETTER,
@@ -150,9 +152,14 @@ class MissingSymbolError(AttributeError):
 
 
 
+#: called (no arguments) before a library is opened while none is loaded
+before_load: list[Callable[[], None]] = []
+
+
 def _candidates() -> list[tuple[str, str]]:
     """Where `load_library()` looks, in order: (origin, path or name) pairs."""
-    return library_candidates(LIBRARY_ENV, LIBRARY_NAMES, LIBRARY_ROOT_ENV, LIBRARY_ROOTS, FIND_LIBRARY_NAME)
+    return library_candidates(LIBRARY_ENV, LIBRARY_NAMES, LIBRARY_ROOT_ENV, LIBRARY_ROOTS, FIND_LIBRARY_NAME,
+                              prefix_envs=LIBRARY_PREFIX_ENVS, wheel_dirs=LIBRARY_WHEEL_DIRS)
 
 
 def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ctypes.CDLL:
@@ -166,6 +173,9 @@ def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ct
     loading a different library while one is loaded (call `unload_library()` first).
     """
     with _state.lock:
+        if _state.lib is None:
+            for hook in before_load:  # e.g. the runtime's settings, into the environment before the library reads it
+                hook()
         lib, where = _open(path)
         if _state.lib is not None:
             if getattr(_state.lib, "_handle", None) == getattr(lib, "_handle", None):

@@ -13,7 +13,10 @@ from typing import Any, Final
 #: environment variable naming the HIP runtime to load (a file, or a directory holding one)
 LIBRARY_ENV: Final = "MIOGEN_HIP_LIBRARY"
 #: file names tried in each directory and on the loader path, in this order
-LIBRARY_NAMES: tuple[str, ...] = ("libamdhip64.so", "libamdhip64.so.6", "libamdhip64.so.5")
+LIBRARY_NAMES: tuple[str, ...] = ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6", "libamdhip64.so.5")
+#: ROCm as Python wheels: TheRock's rocm-sdk-core wheel (`_rocm_sdk_core` plus a version nonce) carries
+#: libamdhip64.so.7 in its lib/ folder (rocm_sdk/_dist_info.py: LibraryEntry("amdhip64", "core", ...))
+WHEEL_DIRS: tuple[str, ...] = ("_rocm_sdk_core*/lib",)
 
 _UINT64_LIMIT: Final = 1 << 64
 _UINT32_LIMIT: Final = 1 << 32
@@ -252,9 +255,11 @@ def _where(cdll: ctypes.CDLL) -> str:
 def _candidates() -> list[tuple[str, str]]:
     """Where the search looks, in order; only `$MIOGEN_HIP_LIBRARY` (a file, or a directory's library names) when set."""
     from .._generated._search import library_candidates
+    from .._generated._target import LIBRARY_PREFIX_ENVS
 
     return library_candidates(LIBRARY_ENV, LIBRARY_NAMES, "ROCM_PATH", ("/opt/rocm",), subdirs=("lib",),
-                              env_dir=True, env_root_label=True)
+                              env_dir=True, env_root_label=True, prefix_envs=LIBRARY_PREFIX_ENVS,
+                              wheel_dirs=WHEEL_DIRS)
 
 
 def _why(path: str, exc: OSError | None) -> str:
@@ -281,7 +286,7 @@ def _search() -> _Hip:
         what = "a directory holding no loadable HIP runtime" if os.path.isdir(env) else "which cannot be loaded"
         raise HipLibraryNotFoundError(
             f"${LIBRARY_ENV} is set to {env!r}, {what}: " + "; ".join(tried) +
-            f"; fix it, or unset ${LIBRARY_ENV} to search $ROCM_PATH, /opt/rocm/lib and the loader path", tuple(tried))
+            f"; fix it, or unset ${LIBRARY_ENV} to search $ROCM_PATH, the conda/spack prefixes, /opt/rocm/lib, the rocm-sdk wheels and the loader path", tuple(tried))
     raise HipLibraryNotFoundError(
         f"cannot find the HIP runtime (libamdhip64); set ${LIBRARY_ENV} to its path or $ROCM_PATH to your ROCm "
         "install. Searched:\n  " + "\n  ".join(tried), tuple(tried))
