@@ -88,7 +88,7 @@ PACKAGE: frozenset[str] = frozenset({
     "_handles",
     # the support modules copied from codegen/support/ and the rendered _target
     "_target", "_search", "_state", "_selection", "_text", "_convert", "_pointers", "_elements", "_handlebase",
-    "_inflight", "_status", "_envflags",
+    "_inflight", "_status", "_envflags", "_userreleases",
     "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "annotations", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
@@ -96,7 +96,7 @@ PACKAGE: frozenset[str] = frozenset({
     "tensor", "envflags", "caffe2", "_bound", "_args", "backend", "quirks", "__main__",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
     "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
-    "create_scope", "has_scope",
+    "create_scope", "has_scope", "_hiponly", "_settings", "configure", "settings",
 })
 
 ERRORS_MODULE: frozenset[str] = frozenset({

@@ -104,16 +104,15 @@ class Target:
     # library_roots
     library_wheel_dirs: tuple[str, ...] = ()
     path: Path = Path()
+    #: what the library exports beyond its header: exported.yaml beside target.yaml (read by load_target)
+    exported_functions: tuple[ExportedFunction, ...] = ()
 
     def exported(self, version: str) -> tuple[ExportedFunction, ...]:
-        """What a library of `version` exports beyond its header (specs/<target>/exported.yaml; none without it)."""
+        """What a library of `version` exports beyond its header (`exported_functions`)."""
         from .releases import Version
 
-        path = self.path.parent / EXPORTED_FILE
-        if not path.is_file():
-            return ()
         v = Version.parse(version)
-        return tuple(f for f in load_as(ExportedFunctions, path).functions
+        return tuple(f for f in self.exported_functions
                      if Version.parse(f.since) <= v and (f.until is None or v < Version.parse(f.until)))
 
     @property
@@ -133,11 +132,13 @@ def target_for(name: str) -> Target:
 
 
 def load_target(path: Path = DEFAULT_TARGET) -> Target:
-    target = load_as(Target, path, skip=("path",))
+    target = load_as(Target, path, skip=("path", "exported_functions"))
     problems = target_problems(target)
     if problems:
         raise SpecError(f"{path}: " + "; ".join(problems))
-    return Target(**{**target.__dict__, "path": path})
+    exported = path.parent / EXPORTED_FILE
+    functions = load_as(ExportedFunctions, exported).functions if exported.is_file() else ()
+    return Target(**{**target.__dict__, "path": path, "exported_functions": functions})
 
 
 def target_problems(target: Target) -> list[str]:

@@ -15,6 +15,7 @@ device memory back (the OpenCL backend); elsewhere (HIP) nothing is probed and n
 
 from __future__ import annotations
 
+import dataclasses
 import struct
 import threading
 from collections.abc import Callable
@@ -22,6 +23,10 @@ from collections.abc import Callable
 from . import backend as _backend
 from ._generated import _support as _s
 from ._generated import api
+
+TYPE_CHECKING = False  # typing stays unimported at run time (import cost)
+if TYPE_CHECKING:
+    from .tensor import Tensor
 
 _lock = threading.Lock()
 #: (library id, bug) -> present
@@ -142,6 +147,21 @@ def _packed(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
             return False
         want *= d
     return True
+
+
+def memory_order(*tensors: Tensor) -> tuple[Tensor, ...]:
+    """Tensors of one dense layout (the same dims and strides, a permutation of a packed layout: channels-last, ...)
+    described in the order of their memory, which is packed: for an element-wise op the same elements pair up, so
+    MIOpen's OpenCL kernels, wrong for such views, compute them right. Any other set of tensors as it is."""
+    first = tensors[0]
+    dims, strides = first.dims, first.strides
+    if any((t.dims, t.strides) != (dims, strides) for t in tensors[1:]):
+        return tensors
+    order = sorted(range(len(dims)), key=lambda i: -strides[i])
+    new_dims, new_strides = tuple(dims[i] for i in order), tuple(strides[i] for i in order)
+    if new_dims == dims or not _packed(new_dims, new_strides):
+        return tensors
+    return tuple(dataclasses.replace(t, dims=new_dims, strides=new_strides) for t in tensors)
 
 
 def check_packed(fn: str, **tensors: object) -> None:

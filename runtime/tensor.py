@@ -150,10 +150,15 @@ def layout_of(obj: object) -> tuple[int, Layout] | None:
                     return None
                 base_data: Any = obj.base_data  # type: ignore[attr-defined]
                 ptr = base_data.int_ptr
-                # its buffer checked against its extent before (the full path notes it), and not released since
-                if (obj.__dict__.get(_EXTENT_CHECKED) is not base_data
-                        or (RELEASED and RELEASED.get(id(base_data)) is base_data)):
-                    return None
+                if RELEASED and RELEASED.get(id(base_data)) is base_data:
+                    return None  # released: the full path refuses it
+                # its buffer checked against the extent of its layout: once per (array, buffer), marked in the array
+                attrs = obj.__dict__
+                if attrs.get(_EXTENT_CHECKED) is not base_data:
+                    size = base_data.size
+                    if type(size) is not int or size < extent(*lay):
+                        return None  # the full path reports it
+                    attrs[_EXTENT_CHECKED] = base_data
             except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
                 return None
             return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -31,7 +32,9 @@ FX = REPO / "tests" / "fixtures" / "audit"
 
 @functools.cache
 def fx_spec() -> model.Spec:
-    return parse_header(FX / "include" / "miopen" / "miopen.h", target(), ParseOptions(), "9.0.0")
+    # a MIOpen-shaped header of a made-up release: what the real library exports beyond its header is not its own
+    return parse_header(FX / "include" / "miopen" / "miopen.h", replace(target(), exported_functions=()),
+                        ParseOptions(), "9.0.0")
 
 
 @functools.cache

@@ -121,17 +121,15 @@ def test_target_file_errors_name_the_path(tmp_path: Path) -> None:
     p = tmp_path / "target.yaml"
     p.write_text(good.replace("status_type: miopenStatus_t", "status_type: [miopenStatus_t]"))
     with pytest.raises(SpecError, match=r"status_type: expected a string; got list"):
-        load_as(Target, p, skip=("path",))
+        load_as(Target, p, skip=("path", "exported_functions"))
     p.write_text(good.replace("  - match:", "  - matches:", 1))
     with pytest.raises(SpecError, match=r"diagnostic_hints\[0\]\.matches: unknown key"):
-        load_as(Target, p, skip=("path",))
+        load_as(Target, p, skip=("path", "exported_functions"))
 
 
 def test_round_trip_of_committed_specs() -> None:
-    from .test_real_specs import COUNTS
-
     specs = sorted(SPECS.glob("*.*.*.yaml"))
-    assert sorted(p.name[:-5] for p in specs) == sorted(COUNTS), [p.name for p in specs]
+    assert specs
     for path in specs:
         text = path.read_text()
         assert dumps(load(path)) == text, path

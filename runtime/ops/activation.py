@@ -36,7 +36,7 @@ from ..descriptors import (_generation, cache_generation, cached_activation_desc
                            tensor_descriptor_of)
 from ..errors import ScalingRuleError, ShapeError
 from ..handles import inline_miopen_handle
-from ..quirks import check_packed
+from ..quirks import check_packed, memory_order
 from ..tensor import Tensor, as_tensor_of, layout_of, same_dims, same_dtype
 from ..workspace import PersistentBuffer
 from ._common import PLAIN_NUMBERS, PLAIN_OPTIONAL, ShapeMemo, resolve_handle
@@ -148,6 +148,7 @@ def activation_forward(x: object, y: object, mode: ActivationModeLike, alpha: fl
     generation = _generation[0]
     xt, yt = _as(fn, "x", x), _as(fn, "y", y)
     dtype = _alike(fn, x=xt, y=yt)
+    xt, yt = memory_order(xt, yt)  # a channels-last x and y: element-wise, the same in memory order (packed)
     check_packed(fn, x=xt, y=yt)
     checked = _activation_args(mode, alpha, beta, gamma, fn)
     s_alpha, s_beta = _scaling(dtype, scale, shift, fn)

@@ -27,7 +27,7 @@ from .._generated import api
 from ..descriptors import _generation
 from ..errors import ShapeError
 from ..handles import inline_miopen_handle
-from ..quirks import check_packed
+from ..quirks import check_packed, memory_order
 from ..tensor import Tensor, as_tensor, layout_of
 from ._common import ShapeMemo, resolve_handle
 
@@ -122,6 +122,7 @@ def op_tensor(op: api.TensorOp | int | str, a: object, b: object, c: object, alp
     top = _tensor_op(op)
     ta, tb, tc = _tensor(a, "a", name), _tensor(b, "b", name), _tensor(c, "c", name)
     s1, s2, sb = _scalar(alpha1, "alpha1", name), _scalar(alpha2, "alpha2", name), _scalar(beta, "beta", name)
+    ta, tb, tc = memory_order(ta, tb, tc)  # one channels-last layout: element-wise, the same in memory order
     ad, bd, cd = _check_layouts(ta, tb, tc)
     check_packed(name, a=ta, b=tb, c=tc)
     with _on_device(device):
