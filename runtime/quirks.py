@@ -152,7 +152,10 @@ def _packed(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
 def memory_order(*tensors: Tensor) -> tuple[Tensor, ...]:
     """Tensors of one dense layout (the same dims and strides, a permutation of a packed layout: channels-last, ...)
     described in the order of their memory, which is packed: for an element-wise op the same elements pair up, so
-    MIOpen's OpenCL kernels, wrong for such views, compute them right. Any other set of tensors as it is."""
+    MIOpen's OpenCL kernels, wrong for such views, compute them right. Any other set of tensors, or any backend but
+    OpenCL (where MIOpen computes such views itself), as it is."""
+    if not isinstance(_backend.current(), _backend.OpenCLBackend):
+        return tensors
     first = tensors[0]
     dims, strides = first.dims, first.strides
     if any((t.dims, t.strides) != (dims, strides) for t in tensors[1:]):
