@@ -5,6 +5,8 @@ paths are bytes. Against the stub libraries; the kernels' side is in tests/real/
 from __future__ import annotations
 
 import inspect
+from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -166,3 +168,90 @@ def test_a_released_buffer_is_refused(libs: Libs) -> None:
     y.base_data = _Mem(32, 0x40000)  # another buffer, too short: checked again
     with pytest.raises(ValueError, match="^activation_forward: y: its buffer .* holds 32 bytes"):
         activation.activation_forward(x, y, "relu")
+
+
+# ------------------------------------------------------------------ pools per dead context
+
+
+@pytest.fixture()
+def opencl_stub(libs: Libs) -> Iterator[Any]:
+    """The stub library driven as an OpenCL build (real pyopencl queues on the first device; the stub never touches
+    them); skips without pyopencl or a device (fails under MIOGEN_REQUIRE_REAL_MIOPEN_OCL=1)."""
+    from miopen import backend, handles
+
+    from . import real_miopen
+
+    try:
+        import pyopencl as cl
+
+        devices = [d for p in cl.get_platforms() for d in p.get_devices()]
+    except Exception as exc:  # noqa: BLE001 - no pyopencl, ICD loader or platform
+        devices, why = [], str(exc)
+    else:
+        why = "no OpenCL device"
+    if not devices:
+        if real_miopen.OPENCL.required:
+            pytest.fail(f"MIOGEN_REQUIRE_REAL_MIOPEN_OCL=1 but {why}")
+        pytest.skip(why)
+    handles.handle_pool().close()
+    backend.set_backend("OpenCL")
+    try:
+        yield cl
+    finally:
+        handles.handle_pool().close()
+        backend.set_backend(None)
+
+
+def _count(libs: Libs, fn: str) -> int:
+    return int(libs.miopen.miogen_stub_calls(fn.encode()))
+
+
+@pytest.mark.parametrize("threads", [1, 3])
+def test_dropped_contexts_leave_a_bounded_pool_each_handle_destroyed_once(opencl_stub: Any, libs: Libs,
+                                                                           threads: int) -> None:
+    """Issue 29: 120 dropped OpenCL contexts left 120 handles in the pool. Now, whatever the threads, the pool keeps
+    handles for at most `max_keys` contexts; every handle beyond is destroyed exactly once (miopenDestroy counted
+    by the stub), none twice when the pool is closed; the backend's queue memo and the threads' scratch stay
+    bounded too."""
+    import threading
+
+    from miopen import backend, handles, workspace
+    from miopen.ops import activation
+    from miopen.tensor import Tensor
+
+    cl = opencl_stub
+    pool = handles.handle_pool()
+    b = backend.opencl()
+    dev = b.devices()[0]
+    libs.reset()
+    created0, evicted0 = pool.created, pool.evicted
+    x, y = Tensor.make(0x1000, (1, 1, 4, 4), "float32"), Tensor.make(0x2000, (1, 1, 4, 4), "float32")
+    sizes: list[int] = []
+
+    def work() -> None:
+        for _ in range(130 // threads):
+            q = cl.CommandQueue(cl.Context([dev]), dev)
+            activation.activation_forward(x, y, "relu", stream=q)
+            workspace.scratch(0, q)
+            assert len(workspace._scratch.table) <= workspace.SCRATCH_MAX
+            sizes.append(pool.size)
+            del q
+
+    ts = [threading.Thread(target=work) for _ in range(threads)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    import gc
+
+    gc.collect()  # the threads' windows handed back (their evicted handles destroyed then)
+    assert not pool._retiring
+    created = _count(libs, "miopenCreateWithStream")
+    assert created == pool.created - created0 >= 129
+    assert max(sizes) <= pool.max_keys + threads and pool.size <= pool.max_keys
+    if threads == 1:  # the queues remembered are those of the contexts kept (and the default one)
+        assert len(b._known) <= pool.max_keys + 1
+    # the stub hands out one address: the calls are counted
+    assert _count(libs, "miopenDestroy") == pool.evicted - evicted0 == created - pool.size
+    pool.close()
+    assert _count(libs, "miopenDestroy") == created  # the rest once each, the evicted ones not again
