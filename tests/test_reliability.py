@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import inspect
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -255,3 +256,86 @@ def test_dropped_contexts_leave_a_bounded_pool_each_handle_destroyed_once(opencl
     assert _count(libs, "miopenDestroy") == pool.evicted - evicted0 == created - pool.size
     pool.close()
     assert _count(libs, "miopenDestroy") == created  # the rest once each, the evicted ones not again
+
+
+# ------------------------------------------------------------------ paths are bytes
+
+
+def _bytes_env(**extra: bytes) -> dict[bytes, bytes]:
+    import os
+
+    env = {k: v for k, v in os.environb.items() if k not in (b"MIOPEN_LIBRARY", b"ROCM_PATH")}
+    env.update({k.encode(): v for k, v in extra.items()})
+    env[b"PYTHONIOENCODING"] = b"utf-8:strict"  # a terminal that takes UTF-8 only: a raw \xff byte would fail
+    return env
+
+
+@pytest.fixture()
+def odd_root(runtime_libs: Libs, tmp_path: Path) -> bytes:
+    """The stub library copied to <tmp>/lib\\xff/lib/libMIOpen.so (a folder name that is not UTF-8); its root."""
+    import os
+    import shutil
+
+    root = os.fsencode(tmp_path) + b"/lib\xff"
+    os.makedirs(root + b"/lib")
+    shutil.copy(runtime_libs.miopen._name, root + b"/lib/libMIOpen.so")
+    return root
+
+
+_LOAD = r'''
+import os, sys, pathlib, miopen
+from miopen._generated import _support
+how, path = sys.argv[1], os.fsencode(sys.argv[2]) if len(sys.argv) > 2 else None
+arg = {"bytes": path, "str": os.fsdecode(path) if path else None, "path": pathlib.Path(os.fsdecode(path)) if path
+       else None, "search": None}[how]
+try:
+    miopen.load_library(arg)
+except OSError as exc:
+    print("error:", exc)
+else:
+    print("loaded", os.fsencode(_support.library_path()) == path if path else os.fsencode(_support.library_path()).hex())
+'''
+
+
+@pytest.mark.parametrize("how", ["bytes", "str", "path"])
+def test_a_library_under_a_non_utf8_folder_loads_from_any_path_form(odd_root: bytes, how: str) -> None:
+    """Issue 29 item 14: load_library(bytes, str or Path of a folder named b'lib\\xff') loads it, and library_path()
+    gives those very bytes back; one that is missing there is an error showing the byte as \\xff."""
+    import subprocess
+    import sys
+
+    lib = odd_root + b"/lib/libMIOpen.so"
+    r = subprocess.run([sys.executable, "-c", _LOAD, how, lib], capture_output=True, env=_bytes_env(), timeout=120)
+    assert r.stdout.decode() == "loaded True\n", r.stdout + r.stderr
+    r = subprocess.run([sys.executable, "-c", _LOAD, how, odd_root + b"/none.so"], capture_output=True,
+                       env=_bytes_env(), timeout=120)
+    out = r.stdout.decode("ascii")
+    assert out.startswith("error: cannot load MIOpen from ") and "lib\\xff/none.so: no such file" in out, out
+
+
+@pytest.mark.parametrize("var", ["MIOPEN_LIBRARY", "ROCM_PATH"])
+def test_the_environment_and_python_m_miopen_take_any_bytes(odd_root: bytes, var: str) -> None:
+    """$MIOPEN_LIBRARY or $ROCM_PATH naming a non-UTF-8 folder: the search loads the library; `python -m miopen`
+    prints the path with \\xff (ASCII, on a UTF-8-only stdout) and its --json gives back the exact bytes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    lib = odd_root + b"/lib/libMIOpen.so"
+    value = lib if var == "MIOPEN_LIBRARY" else odd_root
+    env = _bytes_env(**{var: value})
+    r = subprocess.run([sys.executable, "-c", _LOAD, "search"], capture_output=True, env=env, timeout=120)
+    assert r.stdout.startswith(b"loaded ") and b"Traceback" not in r.stderr, r.stdout + r.stderr
+    assert bytes.fromhex(r.stdout[len(b"loaded "):].decode()) == lib
+    r = subprocess.run([sys.executable, "-m", "miopen"], capture_output=True, env=env, timeout=120)
+    text = r.stdout.decode("ascii")  # nothing but ASCII: the \xff escaped
+    assert r.returncode == 0 and b"Traceback" not in r.stderr, r.stderr
+    assert "Library: " + lib.decode("utf-8", "backslashreplace") + "\n" in text
+    assert f"${var}='" + value.decode("utf-8", "backslashreplace") + "'" in text
+    r = subprocess.run([sys.executable, "-m", "miopen", "--json"], capture_output=True, env=env, timeout=120)
+    info = json.loads(r.stdout)
+    assert os.fsencode(info["library"]["path"]) == lib and os.fsencode(info["environment"][var]) == value
+    r = subprocess.run([sys.executable, "-m", "miopen", "--library", odd_root + b"/none.so"], capture_output=True,
+                       env=env, timeout=120)
+    assert r.returncode == 1 and b"Traceback" not in r.stderr and b"lib\\xff/none.so" in r.stdout, r.stdout
