@@ -7,7 +7,7 @@ from __future__ import annotations
 from ._generated.errors import *  # noqa: F403
 from ._generated.errors import STATUS_EXCEPTIONS, MIOpenError, MIOpenWarning, raise_status
 from ._generated._support import MIOpenVersionError, MIOpenVersionWarning
-from .hip import HipError, HipLibraryNotFoundError, HipOutOfMemoryError
+from .hip import HipError, HipForkError, HipLibraryNotFoundError, HipOutOfMemoryError
 
 
 class WorkspaceOOM(MemoryError):
@@ -37,7 +37,7 @@ def check_status(code: int, function: str, args: dict[str, object] | None = None
 
 
 __all__ = [
-    "MIOpenError", "MIOpenWarning", "STATUS_EXCEPTIONS", "HipError", "HipOutOfMemoryError", "HipLibraryNotFoundError",
+    "MIOpenError", "MIOpenWarning", "STATUS_EXCEPTIONS", "HipError", "HipOutOfMemoryError", "HipLibraryNotFoundError", "HipForkError",
     "MIOpenVersionError", "MIOpenVersionWarning", "WorkspaceOOM", "WorkspaceLimitError", "ScalingRuleError",
     "ShapeError", "FusionError", "check_status",
 ]

@@ -339,3 +339,63 @@ def test_the_environment_and_python_m_miopen_take_any_bytes(odd_root: bytes, var
     r = subprocess.run([sys.executable, "-m", "miopen", "--library", odd_root + b"/none.so"], capture_output=True,
                        env=env, timeout=120)
     assert r.returncode == 1 and b"Traceback" not in r.stderr and b"lib\\xff/none.so" in r.stdout, r.stdout
+
+
+# ------------------------------------------------------------------ fork on HIP
+
+
+def test_a_forked_child_of_a_hip_process_gets_hip_fork_error_at_every_first_call(libs: Libs) -> None:
+    """Issue 29 item 4, the HIP backend: after fork, every way into HIP the parent had opened (an op's handle, the
+    current device, a stream the parent created, a state) raises HipForkError naming fork and what to do, never
+    reaching HIP (which would hang); the pools, states and scratch are fresh; naming a library (set_hip_library)
+    makes the child use it. The parent is untouched."""
+    import os
+    import time
+
+    from miopen import handles, hip, state
+    from miopen.ops import activation
+    from miopen.tensor import Tensor
+
+    x = Tensor.make(0x1000, (1, 1, 4, 4), "float32")
+    activation.activation_forward(x, x, "relu")
+    stream = hip.Stream.create()
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child reports through the pipe, never returns into pytest
+        code = 1
+        try:
+            os.close(read)
+            seen = []
+            for what, call in [("op", lambda: activation.activation_forward(x, x, "relu")),
+                               ("device", hip.current_device), ("stream", stream.synchronize),
+                               ("state", lambda: state.with_miopen_state(0).__enter__()),
+                               ("handle", handles.inline_miopen_handle)]:
+                try:
+                    call()
+                    seen.append(f"{what}: no error")
+                except hip.HipForkError as exc:
+                    seen.append(what if "fork" in str(exc) and "spawn" in str(exc) else f"{what}: {exc}")
+                except Exception as exc:  # noqa: BLE001 - reported
+                    seen.append(f"{what}: {type(exc).__name__}: {exc}")
+            seen.append(f"pool {handles.handle_pool().size}")
+            hip.set_hip_library(libs.hip)  # the stub works after fork: named, it is used
+            activation.activation_forward(x, x, "relu")
+            seen.append("named: ok")
+            os.write(write, " | ".join(seen).encode())
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(write)
+    deadline = time.monotonic() + 60
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            os.waitpid(pid, 0)
+            pytest.fail("the forked child hung")
+        time.sleep(0.02)
+    report = os.read(read, 4096).decode()
+    os.close(read)
+    assert report == "op | device | stream | state | handle | pool 0 | named: ok", report
+    stream.synchronize()  # the parent's HIP goes on
+    activation.activation_forward(x, x, "relu")
+    stream.close()
