@@ -399,3 +399,76 @@ def test_a_forked_child_of_a_hip_process_gets_hip_fork_error_at_every_first_call
     stream.synchronize()  # the parent's HIP goes on
     activation.activation_forward(x, x, "relu")
     stream.close()
+
+
+# ------------------------------------------------------------------ extents of the other sources
+
+
+class _CAI:
+    """A __cuda_array_interface__ exporter of float32 with `shape` and element `strides` (None: packed)."""
+
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...] | None) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (0x10000, False), "version": 3,
+                                         "strides": None if strides is None else tuple(4 * s for s in strides)}
+
+
+class _DLPack:
+    """A DLPack exporter (kDLROCM) of float32 with `shape` and element `strides` (None: packed)."""
+
+    def __init__(self, shape: tuple[int, ...], strides: tuple[int, ...] | None) -> None:
+        import ctypes
+
+        from miopen._generated._pointers import _DLDataType, _DLDevice, _DLTensor
+
+        self.shape = (ctypes.c_int64 * len(shape))(*shape)
+        self.strides = None if strides is None else (ctypes.c_int64 * len(shape))(*strides)
+        self.tensor = _DLTensor(0x20000, _DLDevice(10, 0), len(shape), _DLDataType(2, 32, 1),
+                                ctypes.cast(self.shape, ctypes.POINTER(ctypes.c_int64)),
+                                None if strides is None else ctypes.cast(self.strides, ctypes.POINTER(ctypes.c_int64)), 0)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return 10, 0
+
+    def __dlpack__(self, stream: object = None) -> object:
+        import ctypes
+
+        new = ctypes.pythonapi.PyCapsule_New
+        new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+        return new(ctypes.addressof(self.tensor), b"dltensor", None)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(_layouts, st.booleans())
+def test_every_exporter_s_extent_bounds_a_tensor_made_on_it(runtime_libs: Libs, layout: tuple[list[int], list[int]],
+                                                            packed: bool) -> None:
+    """Issue 29 item 1, the other sources: a Tensor made on a __cuda_array_interface__ or DLPack exporter, or on a
+    PersistentBuffer, may span at most what the exporter's own layout spans (its shape, strides and item size;
+    the buffer's nbytes): the exact extent is accepted at the exporter's address, one element more is refused
+    naming the parameter, the bytes needed and the bytes given."""
+    import miopen
+    from miopen.tensor import Tensor
+    from miopen.workspace import PersistentBuffer
+
+    miopen.load_library(runtime_libs.miopen)
+    dims, strides = tuple(layout[0]), None if packed else tuple(layout[1])
+    have = _span(dims, strides or _packed(dims))
+    flat = have // 4
+    for exporter, address in [(_CAI(dims, strides), 0x10000), (_DLPack(dims, strides), 0x20000)]:
+        assert Tensor.make(exporter, (flat,), "float32").ptr == address
+        with pytest.raises(ValueError, match=rf"^Tensor: ptr holds {have} bytes, but its descriptor spans {have + 4} "):
+            Tensor.make(exporter, (flat + 1,), "float32")
+    from miopen import hip
+
+    hip.set_hip_library(runtime_libs.hip)
+    with PersistentBuffer(have, 0, "test") as buf:
+        assert Tensor.make(buf, (flat,), "float32").ptr == buf.ptr
+        with pytest.raises(ValueError, match=rf"^Tensor: ptr holds {have} bytes, but its descriptor spans {have + 4} "):
+            Tensor.make(buf, (1, flat + 1), "float32")
+
+
+def _packed(dims: tuple[int, ...]) -> tuple[int, ...]:
+    out, n = [], 1
+    for d in reversed(dims):
+        out.append(n)
+        n *= d
+    return tuple(reversed(out))
