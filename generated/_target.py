@@ -18,7 +18,7 @@ MODULES: dict[str, str] = {"2.15.0": "v2_15_0", "2.17.0": "v2_17_0", "2.20.0": "
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "9348c708327493ae"
+SUPPORT_DIGEST = "d7e4259acc9f088f"
 
 
 class MIOpenVersionError(RuntimeError):

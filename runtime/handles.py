@@ -159,7 +159,7 @@ class HandlePool:
             while len(self._keys) > self.max_keys:
                 gone.add(self._keys.popitem(last=False)[0])
             me = threading.get_ident()
-            victims = []
+            victims: list[PooledHandle] = []
             for ph in self._all:
                 if ph.key in gone:
                     ph.evicted = True

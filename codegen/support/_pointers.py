@@ -219,7 +219,7 @@ def _dlpack_tensor(value: object, name: str, fn: str) -> _DLTensor:
         raise ValueError(f"{fn}: {name}: __dlpack__() returned a capsule holding NULL")
     tensor = _DLTensor.from_address(pointer)
     _check_dlpack_device(tensor.device.device_type, name, fn, "DLPack tensor")
-    tensor._capsule = capsule  # type: ignore[attr-defined]  # the memory it describes lives while it is used
+    tensor._capsule = capsule  # the memory it describes lives while it is used
     return tensor
 
 

@@ -411,7 +411,7 @@ class _Forked(dict[str, Any]):
     def __getitem__(self, name: str) -> Any:
         return self.refuse
 
-    def get(self, name: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, name: str, default: Any = None) -> Any:
         return self.refuse
 
 

@@ -18,7 +18,7 @@ MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "9348c708327493ae"
+SUPPORT_DIGEST = "d7e4259acc9f088f"
 
 
 class MIOpenVersionError(RuntimeError):
