@@ -123,7 +123,7 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
     if found is None:
         env = os.environ.get(s.LIBRARY_ENV) if library is None else None
         where = (f"{library} does not load" if library is not None else
-                 f"${s.LIBRARY_ENV} is set to {env!r}, which does not load" if env else "no MIOpen library found")
+                 f"${s.LIBRARY_ENV} is set to '{env}', which does not load" if env else "no MIOpen library found")
         hint = ("check the path, and that the library's own dependencies are installed" if library is not None else
                 f"fix it, or unset ${s.LIBRARY_ENV} to search the install roots and the loader path" if env else
                 f"set ${s.LIBRARY_ENV} to the library's path or ${ROOT_ENV} to its install root, or pass --library PATH")
@@ -160,6 +160,8 @@ def report(library: str | None = None) -> tuple[dict[str, Any], int]:
 
 
 def _text(info: dict[str, Any], status: int) -> str:
+    from ._generated._text import shown
+
     lines: list[str] = []
     out = lines.append
     pkg = info["package"]
@@ -193,7 +195,7 @@ def _text(info: dict[str, Any], status: int) -> str:
         value = "unset (MIOpen's default)" if r["value"] is None else repr(r["value"])
         out(f"  {r['name']:<{width}}  ${r['env']}={value}  [{r['origin']}]")
     out("")
-    env = ", ".join(f"${k}={v!r}" if v is not None else f"${k} unset" for k, v in info["environment"].items())
+    env = ", ".join(f"${k}='{v}'" if v is not None else f"${k} unset" for k, v in info["environment"].items())
     out(f"Library search ({env}):")
     later = [t for t in info["search"] if t["result"] == "not tried"]
     for t in info["search"]:
@@ -237,7 +239,7 @@ def _text(info: dict[str, Any], status: int) -> str:
     out("")
     out(f"exit status {status}: " + ("a library was found and bound" if status == EXIT_OK else
                                      "no usable library (none found, or its version refused)"))
-    return "\n".join(lines)
+    return shown("\n".join(lines))  # a path's bytes that are not UTF-8 as \xNN: printable on any terminal
 
 
 def _library(text: str) -> str:
@@ -274,7 +276,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         info = {"error": f"{type(exc).__name__}: {exc}"}
         status = EXIT_NOT_USABLE
         if not args.json:
-            print(f"python -m miopen: unexpected error: {info['error']}", file=sys.stderr)
+            from ._generated._text import shown
+
+            print(shown(f"python -m miopen: unexpected error: {info['error']}"), file=sys.stderr)
             return status
     print(json.dumps(info, indent=2) if args.json else _text(info, status))
     return status

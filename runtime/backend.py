@@ -404,6 +404,14 @@ class OpenCLBackend:
         with self._lock:
             self._known.clear()
 
+    def forget_keys(self, keys: set[object]) -> None:
+        """The handle pool destroyed the handles of `keys` ((device, cl_context)): drop the queues remembered in
+        those contexts, so that OpenCL can free a context nobody else holds."""
+        contexts = {k[1] for k in keys if isinstance(k, tuple) and len(k) == 2}
+        with self._lock:
+            for handle in [h for h, (_, ctx) in self._known.items() if ctx in contexts]:
+                del self._known[handle]
+
     def bound_stream(self, stream: object, device: int) -> int | None:
         handle = self.as_stream_handle(stream)
         return handle if handle is not None else int(self.default_queue(device).int_ptr)

@@ -8,7 +8,7 @@ from ._generated.errors import *  # noqa: F403
 from ._generated.errors import STATUS_EXCEPTIONS, MIOpenError, MIOpenWarning, raise_status
 from ._generated._support import MIOpenVersionError, MIOpenVersionWarning
 from ._hiponly import HIP_ONLY_FUNCTIONS, HipBuildRequiredError
-from .hip import HipError, HipLibraryNotFoundError, HipOutOfMemoryError
+from .hip import HipError, HipForkError, HipLibraryNotFoundError, HipOutOfMemoryError
 
 
 class WorkspaceOOM(MemoryError):
@@ -58,7 +58,8 @@ def check_status(code: int, function: str, args: dict[str, object] | None = None
 
 __all__ = [
     "MIOpenError", "MIOpenWarning", "STATUS_EXCEPTIONS", "HipError", "HipOutOfMemoryError", "HipLibraryNotFoundError",
-    "MIOpenVersionError", "MIOpenVersionWarning", "WorkspaceOOM", "WorkspaceLimitError", "ScalingRuleError",
+    "HipForkError", "MIOpenVersionError", "MIOpenVersionWarning", "WorkspaceOOM", "WorkspaceLimitError",
+    "ScalingRuleError",
     "ShapeError", "FusionError", "SettingError", "SettingTooLateError", "HipBuildRequiredError", "HIP_ONLY_FUNCTIONS",
     "check_status",
 ]

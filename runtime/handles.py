@@ -2,8 +2,11 @@
 
 PyTorch's `getMiopenHandle` calls `miopenSetStream` on every call; `miopenSetStream` is neither
 free nor thread-safe, so here a handle remembers its stream and is re-bound only on a change.
-The pool has no limit (a limit can deadlock threads waiting on each other); a thread's handles go
-back to the pool when the thread ends; nothing is destroyed during interpreter shutdown. Unloading the
+The pool never makes a thread wait for a handle (a limit on handles can deadlock threads waiting on each other);
+it bounds the keys instead: handles are kept for at most `KEYS_MAX` keys (HIP: devices; OpenCL: device and queue
+context), and the handles of the least recently acquired key beyond that are destroyed (after the calls using
+them return: the in-flight guard), so a long-running process that drops contexts keeps a bounded pool. A
+thread's handles go back to the pool when the thread ends; nothing is destroyed during interpreter shutdown. Unloading the
 library retires its handles (`_support.unload_library`): the pools forget them, and a thread's next
 `inline_miopen_handle` creates a handle of the library loaded then.
 """
@@ -13,6 +16,7 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -35,13 +39,16 @@ def set_version_policy(policy: Policy) -> None:
 class PooledHandle:
     """A pooled `miopen.Handle` with the stream it is bound to."""
 
-    __slots__ = ("handle", "device", "stream", "key")
+    __slots__ = ("handle", "device", "stream", "key", "owner", "evicted")
 
     def __init__(self, handle: api.Handle, device: int, key: object = None) -> None:
         self.handle = handle
         self.device = device
         self.key = device if key is None else key
         self.stream: int | None = None
+        #: the thread whose window holds it (None: free); `evicted`: its key left the pool, the owner destroys it
+        self.owner: int | None = None
+        self.evicted = False
 
     def bind(self, stream: int | None) -> api.Handle:
         """Point the handle at `stream` (skipping `miopenSetStream` when it already is)."""
@@ -59,7 +66,14 @@ class HandlePool:
         self._free: dict[object, list[PooledHandle]] = {}
         self._all: list[PooledHandle] = []
         self._local = threading.local()
+        #: the keys with handles, least recently acquired first (bounded by `max_keys`)
+        self._keys: OrderedDict[object, None] = OrderedDict()
+        #: evicted handles still in another thread's window (destroyed by that thread, or by close())
+        self._retiring: list[PooledHandle] = []
+        self.max_keys = KEYS_MAX
         self.created = 0
+        #: handles destroyed because their key was evicted
+        self.evicted = 0
         _POOLS.add(self)
 
     def _after_fork(self) -> None:
@@ -67,10 +81,11 @@ class HandlePool:
         lists and no per-thread windows. The parent's handles are forgotten, never destroyed or
         handed out here: they belong to the parent's GPU context."""
         self._lock = threading.Lock()
-        for ph in self._all:
+        for ph in self._all + self._retiring:
             disown(ph.handle)
         self._free, self._all, self._local = {}, [], threading.local()
-        self.created = 0
+        self._keys, self._retiring = OrderedDict(), []
+        self.created = self.evicted = 0
 
     def _window(self) -> dict[object, PooledHandle]:
         window: dict[object, PooledHandle] | None = getattr(self._local, "window", None)
@@ -87,11 +102,16 @@ class HandlePool:
         return window
 
     def _release(self, window: dict[object, PooledHandle]) -> None:
+        evicted = []
         with self._lock:
             for key, ph in window.items():
-                if not ph.handle.closed:  # handles closed by close() are not handed out again
+                ph.owner = None
+                if ph.evicted:
+                    evicted.append(ph)
+                elif not ph.handle.closed:  # handles closed by close() are not handed out again
                     self._free.setdefault(key, []).append(ph)
         window.clear()
+        self._destroy(evicted)
 
     def acquire(self, device: int, stream: int | None = None) -> PooledHandle:
         """This thread's handle for `device` (created on first use, under a device guard). The backend decides
@@ -99,30 +119,88 @@ class HandlePool:
         b = _backend.current()
         key = b.handle_key(device, stream)
         window = self._window()
+        me = threading.get_ident()
         ph = window.get(key)
         if ph is not None and not ph.handle.closed:
-            return ph
+            if not ph.evicted:
+                return ph
+            self._destroy([window.pop(key)])  # its key left the pool while this thread held it
         with self._lock:
             free = self._free.get(key)
             ph = free.pop() if free else None
             while ph is not None and ph.handle.closed:  # retired with its library
                 ph = free.pop() if free else None
+            if ph is not None:
+                ph.owner = me  # under the lock: no eviction takes it for a free one
         if ph is None:
             check_miopen_versions(_policy[0])
             handle = b.create_handle(device, stream)
             ph = PooledHandle(handle, device, key)
+            ph.owner = me
             if b.name != "HIP":  # created on its queue
                 ph.stream = stream
             with self._lock:
                 self._all.append(ph)
                 self.created += 1
         window[key] = ph
+        self._touch(key, b)
         return ph
+
+    def _touch(self, key: object, b: _backend.Backend) -> None:
+        """`key` is the most recently acquired; the handles of the keys beyond `max_keys` are destroyed (each once:
+        `HandleBase.close`, which waits for calls using it in other threads), and the backend forgets what it held
+        for them (OpenCL: the queues of that context)."""
+        with self._lock:
+            self._keys[key] = None
+            self._keys.move_to_end(key)
+            if len(self._keys) <= self.max_keys:
+                return
+            gone = set()
+            while len(self._keys) > self.max_keys:
+                gone.add(self._keys.popitem(last=False)[0])
+            me = threading.get_ident()
+            victims: list[PooledHandle] = []
+            for ph in self._all:
+                if ph.key in gone:
+                    ph.evicted = True
+                    # a handle in another thread's window may be on its way to a call: that thread destroys it
+                    (victims if ph.owner in (None, me) else self._retiring).append(ph)
+            self._all = [ph for ph in self._all if ph.key not in gone]
+            for k in gone:
+                self._free.pop(k, None)
+        self._destroy(victims)
+        forget = getattr(b, "forget_keys", None)
+        if forget is not None:
+            forget(gone)
+        self._prune_local()
+
+    def _destroy(self, handles: list[PooledHandle]) -> None:
+        n = 0
+        for ph in handles:
+            if not ph.handle.closed:
+                ph.handle.close()
+                n += 1
+        if handles:
+            with self._lock:
+                self.evicted += n
+                self._retiring = [ph for ph in self._retiring if not ph.handle.closed]
+
+    def _prune_local(self) -> None:
+        """Drop this thread's entries of closed handles, destroying those whose key was evicted (other threads do
+        so at their next acquire, or when they end)."""
+        window = getattr(self._local, "window", None)
+        if window is not None:
+            gone = [k for k, ph in window.items() if ph.handle.closed or ph.evicted]
+            self._destroy([window.pop(k) for k in gone])
+            queues = self._local.queues
+            for queue in [q for q, known in queues.items() if known[3].handle.closed]:
+                del queues[queue]  # nor keep the user's queue (and its context) alive
 
     def close(self) -> None:
         """Destroy every handle the pool ever created (explicit; never at interpreter exit)."""
         with self._lock:
-            handles, self._all, self._free = self._all, [], {}
+            handles, self._all, self._free, self._keys = self._all + self._retiring, [], {}, OrderedDict()
+            self._retiring = []
         for ph in handles:
             ph.handle.close()
         window = getattr(self._local, "window", None)
@@ -135,18 +213,17 @@ class HandlePool:
         with self._lock:
             self._all = [ph for ph in self._all if not ph.handle.closed]
             self._free = {d: [ph for ph in phs if not ph.handle.closed] for d, phs in self._free.items()}
-        window = getattr(self._local, "window", None)
-        if window is not None:
-            for device in [d for d, ph in window.items() if ph.handle.closed]:
-                del window[device]
-            queues = self._local.queues
-            for queue in [q for q, known in queues.items() if known[3].handle.closed]:
-                del queues[queue]  # nor keep the user's queue (and its context) alive
+            self._keys = OrderedDict((ph.key, None) for ph in self._all)
+        self._prune_local()
 
     @property
     def size(self) -> int:
         with self._lock:
             return len(self._all)
+
+
+#: how many keys (HIP: devices; OpenCL: (device, queue context)) a pool keeps handles for
+KEYS_MAX = 16
 
 
 class _ThreadMarker:

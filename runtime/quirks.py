@@ -134,9 +134,13 @@ _s._on_reset.append(_library_changed)
 #: ops whose OpenCL kernels (MIOpen 2.17.0 on PoCL) give wrong results without an error for any view but a packed
 #: one (channels-last, stepped, or x and y of different strides: max error 0.5-7.5), and whose kernels MIOpen's
 #: kernel cache keys without the strides (a layout's result depended on the layouts run before it in the process):
-#: the runtime hands them packed tensors only (`check_packed`); tests/real/ocl/checks_reliability.py probes them
+#: the runtime hands them packed tensors only (`check_packed`); tests/real/ocl/strided_views.py probes them
 PACKED_ONLY = ("activation_forward", "softmax_forward", "log_softmax_forward", "pooling_forward", "op_tensor",
                "batch_norm_forward_inference")
+#: ops whose OpenCL kernels are right for any dense view (packed in some order of the dims, channels-last; a
+#: broadcast stride of 0) but write at wrong offsets for a view with gaps (a sliced or stepped one: half of a
+#: SetTensor's values landed outside the view, without an error): the runtime refuses views with gaps for them
+DENSE_ONLY = ("set_tensor", "scale_tensor", "transform_tensor")
 
 
 def _packed(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
@@ -167,16 +171,29 @@ def memory_order(*tensors: Tensor) -> tuple[Tensor, ...]:
     return tuple(dataclasses.replace(t, dims=new_dims, strides=new_strides) for t in tensors)
 
 
+def _dense(dims: tuple[int, ...], strides: tuple[int, ...]) -> bool:
+    """Packed in some order of the dims, with no gap (size-1 dims and broadcast strides of 0 aside)."""
+    want = 1
+    for s, d in sorted((s, d) for d, s in zip(dims, strides) if d != 1 and s != 0):
+        if s != want:
+            return False
+        want *= d
+    return True
+
+
 def check_packed(fn: str, **tensors: object) -> None:
     """On the OpenCL backend, refuse a view that is not packed for an op of `PACKED_ONLY` (a ShapeError naming the
     op, the tensor and its strides); elsewhere nothing. Each argument is a `Tensor`."""
-    if fn not in PACKED_ONLY or not isinstance(_backend.current(), _backend.OpenCLBackend):
+    if (fn not in PACKED_ONLY and fn not in DENSE_ONLY) or not isinstance(_backend.current(), _backend.OpenCLBackend):
         return
+    dense = fn in DENSE_ONLY
     for name, t in tensors.items():
         dims, strides = t.dims, t.strides  # type: ignore[attr-defined]
-        if not _packed(dims, strides):
+        if not (_dense(dims, strides) if dense else _packed(dims, strides)):
             from .errors import ShapeError
 
+            what = ("views with gaps (sliced or stepped: it writes at wrong offsets)" if dense else
+                    "views that are not packed (and its kernel cache ignores strides)")
             raise ShapeError(f"{fn}: {name} has strides {strides} for dims {dims}: on MIOpen's OpenCL backend this "
-                             f"op gives wrong results for views that are not packed (and its kernel cache ignores "
-                             f"strides); copy it into a packed tensor first")
+                             f"op gives wrong results for {what}; copy it into a "
+                             f"{'dense' if dense else 'packed'} tensor first")

@@ -13,7 +13,7 @@ from typing import Any, TypeGuard
 from . import layout
 from ._args import INT64_MAX, int_seq
 from ._generated import api
-from ._generated._pointers import RELEASED, buffer_bytes, check_address, check_extent
+from ._generated._pointers import RELEASED, buffer_bytes, check_address, check_extent, device_address
 from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor_of
 from .errors import ShapeError
 
@@ -31,15 +31,23 @@ class Tensor:
     @classmethod
     def make(cls, ptr: object, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None
              ) -> Tensor:
-        """`ptr`: an int device address, or an object with an int `int_ptr` (a pyopencl Buffer: its cl_mem). A
-        buffer object whose size is known must hold the extent the dims and strides span (`buffer_bytes`); a
-        released one is refused."""
+        """`ptr`: an int device address, an object with an int `int_ptr` (a pyopencl Buffer: its cl_mem), a
+        `PersistentBuffer`, or a `__cuda_array_interface__` or DLPack exporter (its address). A buffer object whose
+        size is known (`buffer_bytes`: the exporter's own extent; a PersistentBuffer's `nbytes`) must hold the
+        extent the dims and strides span; a released one is refused."""
         have = None
         if not isinstance(ptr, int):
-            have = buffer_bytes(ptr, "ptr", "Tensor")
-            inner = getattr(ptr, "int_ptr", None)
-            if isinstance(inner, int) and not isinstance(inner, bool):
-                ptr = inner
+            from .workspace import PersistentBuffer
+
+            if isinstance(ptr, PersistentBuffer):
+                have, ptr = ptr.nbytes, ptr.data_ptr()
+            else:
+                have = buffer_bytes(ptr, "ptr", "Tensor")
+                inner = getattr(ptr, "int_ptr", None)
+                if isinstance(inner, int) and not isinstance(inner, bool):
+                    ptr = inner
+                elif not isinstance(ptr, bool):
+                    ptr = device_address(ptr, "ptr", "Tensor") if _exporter(ptr) else ptr
         if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
         if ptr >= 1 << 64:  # ctypes would pass it modulo 2**64 (2**64 + 0x1000 as 0x1000), without a word
@@ -76,6 +84,11 @@ class Tensor:
 
     def data_ptr(self) -> int:
         return self.ptr
+
+
+def _exporter(obj: object) -> bool:
+    """A `__cuda_array_interface__` or DLPack exporter (whose address `device_address` reads)."""
+    return hasattr(obj, "__cuda_array_interface__") or callable(getattr(obj, "__dlpack__", None))
 
 
 def extent(dims: tuple[int, ...], strides: tuple[int, ...], dtype: api.DataType) -> int:

@@ -204,5 +204,11 @@ def scratch(device: int, stream: object = None) -> MIOpenWorkspace:
         _scratch.table = table
     ws = table.get(key)
     if ws is None:
+        if len(table) >= SCRATCH_MAX:  # the oldest stream's scratch is freed (a dropped queue or stream's, mostly)
+            table.pop(next(iter(table))).reset()
         ws = table[key] = MIOpenWorkspace(device, stream=key[1])
     return ws
+
+
+#: how many (device, stream) scratch workspaces a thread keeps (then the oldest is freed)
+SCRATCH_MAX = 16

@@ -214,3 +214,40 @@ def test_forked_child_gets_a_clear_error_never_a_hang(tmp_path: Path) -> None:
     """Issue 29: a child forked after OpenCL was used hung in its first op; now that call raises BackendError."""
     r = _run_program(["-c", _FORK_PROGRAM], tmp_path)
     assert r.stdout.split() == ["child", "3"], r.stdout + r.stderr
+
+
+_CONTEXTS_PROGRAM = r'''
+import gc, sys
+import numpy as np, pyopencl as cl, pyopencl.array as cla, miopen
+from miopen import handles
+from miopen.ops import activation
+dev = miopen.backend.opencl().devices()[0]
+pool = handles.handle_pool()
+def rss():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096
+def one():
+    q = cl.CommandQueue(cl.Context([dev]), dev)
+    x = cla.to_device(q, -np.arange(16, dtype=np.float32).reshape(1, 1, 4, 4) + 8)
+    y = cla.zeros(q, (1, 1, 4, 4), np.float32)
+    activation.activation_forward(x, y, "relu", stream=q)
+    assert np.array_equal(y.get(), np.maximum(x.get(), 0))
+n = int(sys.argv[1])
+for _ in range(pool.max_keys + 8):  # the pool full: every context from here on evicts one
+    one()
+gc.collect(); before = rss()
+for _ in range(n):
+    one()
+gc.collect()
+print(pool.created, pool.evicted, pool.size, before, rss())
+'''
+
+
+def test_dropped_contexts_keep_the_pool_and_memory_bounded(tmp_path: Path) -> None:
+    """Issue 29: 120 dropped OpenCL contexts (an op each) left 120 handles in the pool, +53 MiB. Now the pool keeps
+    at most `max_keys` contexts' handles, each evicted handle is destroyed, and 120 more contexts once the pool is
+    full cost next to no memory."""
+    r = _run_program(["-c", _CONTEXTS_PROGRAM, "120"], tmp_path)
+    created, evicted, size, before, after = (int(v) for v in r.stdout.split())
+    assert size <= 16 and created - evicted == size and created >= 120 + 24, r.stdout
+    assert after - before < 12 << 20, f"RSS grew {(after - before) >> 20} MiB over 120 dropped contexts"

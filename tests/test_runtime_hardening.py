@@ -161,7 +161,7 @@ def _wait(pid: int, timeout: float = 30.0) -> int:
 def test_forked_child_gets_fresh_pools_locks_and_caches(fresh: Libs) -> None:
     """Another thread holds every pool/cache lock while the process forks; the child must neither
     deadlock nor reuse the parent's handles, states, scratch or cached plans."""
-    from miopen import algo, descriptors, handles, state, workspace
+    from miopen import algo, descriptors, handles, hip, state, workspace
 
     parent_handle = handles.inline_miopen_handle()
     parent_state_handle = None
@@ -201,6 +201,13 @@ def test_forked_child_gets_fresh_pools_locks_and_caches(fresh: Libs) -> None:
                 problems.append("caches not empty")
             if not parent_handle.closed:
                 problems.append("the parent's pooled handle is still usable")
+            try:  # the parent had loaded HIP: the first call says so instead of hanging in the real runtime
+                handles.inline_miopen_handle()
+                problems.append("no HipForkError")
+            except hip.HipForkError as exc:
+                if "forked" not in str(exc) or "spawn" not in str(exc):
+                    problems.append(f"unclear: {exc}")
+            hip.set_hip_library(fresh.hip)  # the stub survives fork: named again, it is used
             h = handles.inline_miopen_handle()
             if h is parent_handle:
                 problems.append("pooled handle reused")

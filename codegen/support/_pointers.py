@@ -4,7 +4,7 @@ streams and opaque pointers, with the checks every caller shares."""
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from ._text import what
 
@@ -198,6 +198,11 @@ def _check_not_host(value: object, name: str, fn: str) -> None:
 
 def _dlpack_address(value: object, name: str, fn: str) -> int:
     """data + byte_offset of a DLPack tensor, after checking its device (before and after export)."""
+    return dlpack_parts(value, name, fn)[0]
+
+
+def _dlpack_tensor(value: object, name: str, fn: str) -> _DLTensor:
+    """The DLTensor of a fresh export of `value`, its device checked before and after export."""
     dlpack_device = getattr(value, "__dlpack_device__", None)
     if callable(dlpack_device):
         device = dlpack_device()
@@ -214,11 +219,8 @@ def _dlpack_address(value: object, name: str, fn: str) -> int:
         raise ValueError(f"{fn}: {name}: __dlpack__() returned a capsule holding NULL")
     tensor = _DLTensor.from_address(pointer)
     _check_dlpack_device(tensor.device.device_type, name, fn, "DLPack tensor")
-    data: int = tensor.data or 0
-    address: int = data + tensor.byte_offset
-    if address >= ADDRESS_LIMIT:
-        raise ValueError(f"{fn}: {name}: DLPack data {data:#x} + byte_offset {tensor.byte_offset} is beyond 2**64")
-    return address
+    tensor._capsule = capsule  # the memory it describes lives while it is used
+    return tensor
 
 
 def typed_pointer(address: int | None, ptype: Any) -> Any:
@@ -294,9 +296,10 @@ def check_extent(have: int | None, need: int, name: str, fn: str) -> None:
 
 def buffer_bytes(value: object, name: str, fn: str) -> int | None:
     """The bytes a device buffer object holds from the address it gives, where the object says: a pyopencl
-    Buffer or other memory object (`int_ptr` and `size`); None where that cannot be known (an int address, ...).
-    A released memory object (`int_ptr` 0, an `int_ptr` that raises, or released through `release()`) is refused
-    with a ValueError naming `fn` and `name`."""
+    Buffer or other memory object (`int_ptr` and `size`), a `__cuda_array_interface__` (its shape, strides and
+    typestr) or DLPack (`__dlpack__`: its tensor's shape, strides and dtype) exporter: the extent its own layout
+    spans; None where that cannot be known (an int address, ...). O(ndim). A released memory object (`int_ptr` 0,
+    an `int_ptr` that raises, or released through `release()`) is refused with a ValueError naming `fn` and `name`."""
     if not _WATCHED:
         _watch_pyopencl()
     if RELEASED and RELEASED.get(id(value)) is value:
@@ -304,7 +307,7 @@ def buffer_bytes(value: object, name: str, fn: str) -> int | None:
     try:
         ptr = value.int_ptr  # type: ignore[attr-defined]
     except AttributeError:
-        return None
+        return _exporter_bytes(value, name, fn)
     except Exception as exc:  # noqa: BLE001 - a released object that says so
         raise ValueError(f"{fn}: {name} is a released buffer ({exc})") from None
     if not ptr:
@@ -313,3 +316,60 @@ def buffer_bytes(value: object, name: str, fn: str) -> int | None:
     if isinstance(size, int) and not isinstance(size, bool):
         return size
     return None
+
+
+def span_bytes(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> int:
+    """The bytes a layout spans from its first element: (largest element offset + 1) * itemsize, `strides` in
+    elements (None: packed); 0 for an empty shape's zero elements."""
+    if any(d == 0 for d in shape):
+        return 0
+    if strides is None:
+        n = 1
+        for d in shape:
+            n *= d
+        return n * itemsize
+    return (1 + sum((d - 1) * s for d, s in zip(shape, strides))) * itemsize
+
+
+def _exporter_bytes(value: object, name: str, fn: str) -> int | None:
+    """The extent a `__cuda_array_interface__` or DLPack exporter's own layout spans (None: neither, or it says
+    too little); a layout that cannot be read is no extent (the address reader reports what is wrong)."""
+    try:
+        iface = getattr(value, "__cuda_array_interface__", None)
+    except Exception:  # noqa: BLE001 - the address reader reports it
+        return None
+    if isinstance(iface, Mapping):
+        shape, raw, typestr = iface.get("shape"), iface.get("strides"), iface.get("typestr")
+        try:
+            size = int(typestr[2:]) if isinstance(typestr, str) and typestr[2:].isdigit() else 0
+            ints = tuple(int(d) for d in shape)  # type: ignore[union-attr]
+            byte_strides = None if raw is None else tuple(int(x) for x in raw)
+        except (TypeError, ValueError):
+            return None
+        if not size or any(d < 0 for d in ints) or (byte_strides is not None and (
+                len(byte_strides) != len(ints) or any(x < 0 for x in byte_strides))):
+            return None
+        if byte_strides is None:
+            return span_bytes(ints, None, size)
+        return 0 if any(d == 0 for d in ints) else sum((d - 1) * x for d, x in zip(ints, byte_strides)) + size
+    if callable(getattr(value, "__dlpack__", None)) and not callable(getattr(value, "data_ptr", None)):
+        return dlpack_parts(value, name, fn)[1]
+    return None
+
+
+def dlpack_parts(value: object, name: str, fn: str) -> tuple[int, int | None]:
+    """(data + byte_offset, the bytes its shape, strides and dtype span from there) of a DLPack exporter, from one
+    export; its device checked (before and after export)."""
+    tensor = _dlpack_tensor(value, name, fn)
+    data: int = tensor.data or 0
+    address: int = data + tensor.byte_offset
+    if address >= ADDRESS_LIMIT:
+        raise ValueError(f"{fn}: {name}: DLPack data {data:#x} + byte_offset {tensor.byte_offset} is beyond 2**64")
+    ndim, bits = tensor.ndim, tensor.dtype.bits * max(tensor.dtype.lanes, 1)
+    if ndim < 0 or bits % 8 or not tensor.shape:
+        return address, None
+    shape = [tensor.shape[i] for i in range(ndim)]
+    strides = [tensor.strides[i] for i in range(ndim)] if tensor.strides else None
+    if any(d < 0 for d in shape) or (strides is not None and any(x < 0 for x in strides)):
+        return address, None
+    return address, span_bytes(shape, strides, bits // 8)

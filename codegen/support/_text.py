@@ -29,6 +29,15 @@ def name_list(names: Iterable[object], see: str = "", limit: int = LIST_MAX) -> 
     return ", ".join(shown) + f", ... ({len(items)} in all{f'; see {see}' if see else ''})"
 
 
+def shown(text: str) -> str:
+    """`text` printable whatever encoding a terminal has: the bytes of a POSIX path that are not UTF-8 (kept in a
+    str as lone surrogates by os.fsdecode) as \\xNN, any other non-ASCII character as itself."""
+    try:
+        return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # a surrogate os.fsdecode never makes
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 def cut(text: str) -> str:
     """`text` cut to QUOTE_MAX characters: a caller's 10 KB string never becomes a 10 KB message."""
     return text if len(text) <= QUOTE_MAX else text[:QUOTE_MAX - 3] + "..."

@@ -14,7 +14,8 @@ What it offers:
   reaches HIP), and `as_stream_handle()` for ints and torch / CuPy / hip-python streams;
 - memory: `malloc`, `free`, `memcpy`, `memcpy_async`, `memset`, `memset_async`, with `MemcpyKind`;
 - errors: `HipError` (`.code`, `.name`, `.function`), `HipOutOfMemoryError` (also a `MemoryError`),
-  `HipNotReady` (queries turn it into False), `HipLibraryNotFoundError` (an `OSError`);
+  `HipNotReady` (queries turn it into False), `HipLibraryNotFoundError` (an `OSError`), `HipForkError` (a
+  forked child's first call when the parent had loaded HIP);
 - allocators: the `Allocator` protocol, `HipMallocAllocator` (the default), `TorchAllocator`,
   `CallableAllocator`, the process-wide `set_allocator()` / `get_allocator()`, and
   `miopen_allocator_callbacks()`, which turns an allocator into the two callbacks that
@@ -43,6 +44,7 @@ from .library import (
     HIP_ERROR_OUT_OF_MEMORY as HIP_ERROR_OUT_OF_MEMORY,
     HIP_SUCCESS as HIP_SUCCESS,
     HipError as HipError,
+    HipForkError as HipForkError,
     HipLibraryNotFoundError as HipLibraryNotFoundError,
     HipNotReady as HipNotReady,
     HipOutOfMemoryError as HipOutOfMemoryError,
@@ -108,7 +110,7 @@ __all__ = [
     "LIBRARY_ENV", "LIBRARY_NAMES", "ERROR_NAMES", "HIP_SUCCESS", "HIP_ERROR_INVALID_VALUE",
     "HIP_ERROR_OUT_OF_MEMORY", "HIP_ERROR_NO_DEVICE", "HIP_ERROR_INVALID_DEVICE", "HIP_ERROR_INVALID_HANDLE",
     "HIP_ERROR_NOT_READY", "HIP_ERROR_NOT_SUPPORTED",
-    "HipError", "HipOutOfMemoryError", "HipNotReady", "HipLibraryNotFoundError",
+    "HipError", "HipOutOfMemoryError", "HipNotReady", "HipLibraryNotFoundError", "HipForkError",
     "MemcpyKind", "StreamFlags", "EventFlags",
     "load_hip", "set_hip_library", "loaded_hip_library", "hip_library_path", "is_available", "error_name",
     "device_count", "current_device", "set_device", "device_guard", "synchronize", "device_arch", "device_name",

@@ -8,7 +8,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from .library import (
-    HIP_ERROR_NOT_SUPPORTED, HIP_ERROR_NO_DEVICE, HIP_SUCCESS, HipError, _PROPS_ARCH_OFFSET,
+    HIP_ERROR_NOT_SUPPORTED, HIP_ERROR_NO_DEVICE, HIP_SUCCESS, HipError,
+    HipForkError, _PROPS_ARCH_OFFSET,
     _PROPS_BUFFER_BYTES, _PROPS_NAME_OFFSET, _PROPS_STRING_BYTES, _lib,
 )
 from . import library as _library
@@ -146,5 +147,5 @@ def is_available() -> bool:
     """True when a HIP runtime loads and reports at least one device; never raises."""
     try:
         return device_count() > 0
-    except (OSError, HipError):
+    except (OSError, HipError, HipForkError):
         return False

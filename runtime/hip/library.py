@@ -63,6 +63,11 @@ ERROR_NAMES: Final[dict[int, str]] = {
 }
 
 
+class HipForkError(RuntimeError):
+    """This process was forked from one that had loaded the HIP runtime: HIP's state (its threads, device queues)
+    does not survive fork(), and a call could hang."""
+
+
 class HipLibraryNotFoundError(OSError):
     """No usable HIP runtime could be loaded; the message (and `.searched`) lists every place tried."""
 
@@ -315,9 +320,12 @@ def load_hip(path_or_cdll: ctypes.CDLL | str | os.PathLike[str] | None = None) -
         bound = _bind(path_or_cdll)
         with _lock:
             _hip = bound
+            _forked[0] = None  # named in this process: the caller vouches that it works here
         return bound.cdll
     with _lock:
         if _hip is None:
+            if _forked[0] is not None:
+                raise _fork_error(_forked[0])
             _hip = _search()
         return _hip.cdll
 
@@ -370,13 +378,46 @@ def error_name(code: int) -> str:
 
 
 
+#: in a forked child of a process that had loaded the HIP runtime: its path (every HIP call of the runtime raises
+#: HipForkError until `set_hip_library` names a library)
+_forked: list[str | None] = [None]
+
+
 def _after_fork_in_child() -> None:
-    """A forked child gets a fresh loading lock (one another thread held at fork time would stay locked; HIP
-    itself must not be used in a child forked after HIP was initialised)."""
-    global _lock
+    """A forked child gets a fresh loading lock (one another thread held at fork time would stay locked) and, if the
+    parent had loaded HIP, no HIP: its first HIP call raises HipForkError instead of hanging."""
+    global _lock, _hip
     _lock = threading.Lock()
     if _hip is not None:
-        _hip.props_lock = threading.Lock()
+        _forked[0] = _hip.path
+        _hip.fns = _Forked(_hip.path)  # what still holds it (a parent's Stream or Event) raises too
+        _hip.get_device = _hip.fns.refuse
+        _hip = None
+
+
+def _fork_error(path: str) -> HipForkError:
+    return HipForkError(
+        f"this process was forked from one that had loaded the HIP runtime ({path}), whose state (its threads, the "
+        f"device's queues) does not survive fork(); a call could hang. Start workers with multiprocessing's 'spawn' "
+        f"or 'forkserver' method, or fork before the first HIP call (a library known to work after fork, e.g. a "
+        f"stand-in, can be named with set_hip_library)")
+
+
+class _Forked(dict[str, Any]):
+    """The functions of a HIP runtime loaded before fork, in the child: each raises HipForkError."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+
+    def refuse(self, *args: object) -> int:
+        raise _fork_error(self.path)
+
+    def __getitem__(self, name: str) -> Any:
+        return self.refuse
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.refuse
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

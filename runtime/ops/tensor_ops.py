@@ -167,6 +167,7 @@ def set_tensor(y: object, value: float, *, handle: api.Handle | None = None, str
                device: int | None = None) -> None:
     """Fill y with `value` (the wrapper passes it in y's element type)."""
     ty, v = _fill("set_tensor", y, value, "value")
+    check_packed("set_tensor", y=ty)
     with _on_device(device):
         api.set_tensor(resolve_handle(handle, stream, device), ty.desc, ty.ptr, v)
 
@@ -178,6 +179,7 @@ def scale_tensor(y: object, alpha: float, *, handle: api.Handle | None = None, s
     if ty.dtype in (api.DataType.miopenInt8, api.DataType.miopenBFloat16):
         raise ShapeError(f"scale_tensor: MIOpen does not scale {ty.dtype.name} tensors")
     ty, v = _fill("scale_tensor", ty, alpha, "alpha")
+    check_packed("scale_tensor", y=ty)
     with _on_device(device):
         api.scale_tensor(resolve_handle(handle, stream, device), ty.desc, ty.ptr, v)
 
@@ -196,6 +198,7 @@ def transform_tensor(x: object, y: object, alpha: float = 1.0, beta: float = 0.0
         raise ShapeError(f"{name}: x and y must have the same logical dims (only strides may differ); got "
                          f"x={tx.dims}, y={ty.dims}")
     dt = _same_dtype(name, x=tx, y=ty)
+    check_packed(name, x=tx, y=ty)
     if dt not in (api.DataType.miopenHalf, api.DataType.miopenFloat, api.DataType.miopenInt32,
                   api.DataType.miopenBFloat16, api.DataType.miopenDouble):
         raise ShapeError(f"{name}: MIOpen transforms half, float, int32, bfloat16 and double tensors; got {dt.name}")

@@ -173,9 +173,14 @@ def main() -> None:
             _send(out, _run(modname, func, args, kwargs))
             continue
         # "fork": run the check in a child, so that MIOpen aborting it costs a fork, not a new worker
+        from miopen import hip
+
+        stand_in = hip.loaded_hip_library()  # a stand-in GPU's HIP, which works after fork: named again there
         pid = os.fork()
         if pid == 0:
             try:
+                if stand_in is not None:
+                    hip.set_hip_library(stand_in)
                 _send(out, _run(modname, func, args, kwargs))
             finally:
                 os._exit(0)

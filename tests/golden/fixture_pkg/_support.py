@@ -46,6 +46,7 @@ from ._text import (
     QUOTE_MAX as QUOTE_MAX,
     quoted as quoted,
     RELEASES_MAX as RELEASES_MAX,
+    shown as shown,
 )
 from ._status import (
     _raise_hook as _raise_hook,
@@ -141,7 +142,11 @@ _on_reset = _state.on_reset
 
 
 class LibraryNotFoundError(OSError):
-    """The library could not be loaded; the message lists every place that was searched."""
+    """The library could not be loaded; the message lists every place that was searched (paths' bytes that are not
+    UTF-8 shown as \\xNN: `shown`)."""
+
+    def __str__(self) -> str:
+        return shown(super().__str__())
 
 
 class MissingSymbolError(AttributeError):
@@ -165,8 +170,11 @@ def _candidates() -> list[tuple[str, str]]:
                               prefix_envs=LIBRARY_PREFIX_ENVS, wheel_dirs=LIBRARY_WHEEL_DIRS)
 
 
-def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ctypes.CDLL:
+def load_library(path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | ctypes.CDLL | None = None
+                 ) -> ctypes.CDLL:
     """Load (or inject) the library and bind the layer of its release.
+
+    `path`: str, bytes or a path object; a POSIX path may hold any bytes (kept through os.fsdecode).
 
     Without `path`: $`LIBRARY_ENV` when set (a library that does not load there is an error, never a
     fall-through), else the install roots, then the loader path. The library's
@@ -206,11 +214,18 @@ def load_library(path: str | os.PathLike[str] | ctypes.CDLL | None = None) -> ct
     return lib
 
 
-def _open(path: str | os.PathLike[str] | ctypes.CDLL | None) -> tuple[ctypes.CDLL, str]:
+def _open(path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | ctypes.CDLL | None
+          ) -> tuple[ctypes.CDLL, str]:
     if isinstance(path, ctypes.CDLL):
-        return path, str(getattr(path, "_name", "<injected>"))
+        name = getattr(path, "_name", None)
+        return path, os.fsdecode(name) if isinstance(name, (str, bytes)) else "<injected>"
     if path is not None:
-        where = os.fspath(path)
+        if not isinstance(path, (str, bytes, os.PathLike)):
+            raise TypeError(f"load_library: path must be a str, bytes, os.PathLike or ctypes.CDLL; got "
+                            f"{type(path).__name__}")
+        where = os.fsdecode(path)
+        if "\0" in where:
+            raise LibraryNotFoundError(f"cannot load {LIB_NAME} from {where!r}: a path cannot hold a NUL byte")
         try:
             return _dlopen(where), where
         except OSError as exc:
