@@ -144,9 +144,9 @@ import importlib
 out['api_doc'] = importlib.import_module('raw{i}.v3_5_0.api').__doc__
 """)
         assert report["env"] == text and report["names"] == [text, "libMIOpen.so"] and report["skip"] == text + "S"
-        assert f"cannot load {text} from /nonexistent" in str(report["load"])
-        assert f"in no {text} release" in str(report["missing"])
         shown = "".join(f"\\u{ord(c):04x}" if "\ud800" <= c <= "\udfff" else c for c in text)  # docstrings: visible
+        assert f"cannot load {shown} from /nonexistent" in str(report["load"])  # messages: visible too (_text.shown)
+        assert f"in no {text} release" in str(report["missing"])
         assert f"opaque {shown} handle" in str(report["doc"])
         assert str(report["api_doc"]).startswith(f"The typed API of {shown} 3.5.0")
         assert not marker.exists(), text

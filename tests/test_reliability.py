@@ -249,7 +249,8 @@ def test_dropped_contexts_leave_a_bounded_pool_each_handle_destroyed_once(opencl
     gc.collect()  # the threads' windows handed back (their evicted handles destroyed then)
     assert not pool._retiring
     created = _count(libs, "miopenCreateWithStream")
-    assert created == pool.created - created0 >= 129
+    # at most 129 (a context dropped by one thread may give its address to the next one of another: the same key)
+    assert created == pool.created - created0 > pool.max_keys + threads
     assert max(sizes) <= pool.max_keys + threads and pool.size <= pool.max_keys
     if threads == 1:  # the queues remembered are those of the contexts kept (and the default one)
         assert len(b._known) <= pool.max_keys + 1

@@ -25,7 +25,8 @@ _CLEARED = ("MIOPEN_LIBRARY", "ROCM_PATH", "CONDA_PREFIX", "CMAKE_PREFIX_PATH",
 
 
 def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in _CLEARED}
+    # every MIOPEN_ variable the test process has (another test on this worker may have set some) is left out
+    env = {k: v for k, v in os.environ.items() if k not in _CLEARED and not k.startswith("MIOPEN_")}
     env.update(extra)
     return env
 
