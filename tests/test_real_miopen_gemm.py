@@ -7,46 +7,24 @@ MIOGEN_REQUIRE_REAL_MIOPEN_OCL_GEMM=1 (.ci/run sets it). Kernel binaries are cac
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from . import real_miopen
-from .real.client import Died, Worker, WorkerError
+from .real.client import Worker, run_check, shared_worker
 from .real.ocl.plan import FIND_ENV
 
 LIB = real_miopen.OPENCL_GEMM
 
 
-def kernel_cache() -> Path:
-    return LIB.cache_dir() / "kernels"
-
-
 @pytest.fixture(scope="module")
 def gemm() -> Iterator[Worker]:
-    path = LIB.library_path()  # skips (or fails when required) without a usable library
-    try:
-        w = Worker(path, None, cache=kernel_cache(), extra_env={**FIND_ENV, **dict(LIB.env_vars)})
-    except RuntimeError as exc:
-        if LIB.required:
-            pytest.fail(str(exc))
-        pytest.skip(str(exc))
-    try:
-        yield w
-    finally:
-        w.close()
-        w.cleanup()
+    yield from shared_worker(LIB, FIND_ENV)
 
 
 def run(w: Worker, name: str) -> Any:
-    try:
-        result = w.call(name, timeout=600)
-    except WorkerError as exc:
-        pytest.fail(str(exc), pytrace=False)
-    if isinstance(result, Died):
-        pytest.fail(f"{name}: the worker {result.describe()}\n{result.stderr_tail}", pytrace=False)
-    return result.value
+    return run_check(w, name)
 
 
 def test_rnn_typed_api(gemm: Worker) -> None:

@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -270,3 +271,36 @@ def _now() -> float:
     import time
 
     return time.monotonic()
+
+
+def shared_worker(lib: Any, extra_env: dict[str, str]) -> Iterator[Worker]:
+    """A fixture's body: a Worker on a real library of ../shared (`real_miopen.SharedLibrary`) with its kernel
+    cache (`lib.cache_dir()/kernels`) and environment; skipped without a usable library, failed when required."""
+    import pytest
+
+    path = lib.library_path()  # skips (or fails when required) without a usable library
+    try:
+        w = Worker(path, None, cache=lib.cache_dir() / "kernels", extra_env={**extra_env, **dict(lib.env_vars)})
+    except RuntimeError as exc:
+        if lib.required:
+            pytest.fail(str(exc))
+        pytest.skip(str(exc))
+    try:
+        yield w
+    finally:
+        w.close()
+        w.cleanup()
+
+
+def run_check(w: Worker, name: str, timeout: float = 600) -> Any:
+    """The value of the check `name` (module:function under tests/real) run in `w`; a failure or a death fails
+    the test with what the worker said."""
+    import pytest
+
+    try:
+        result = w.call(name, timeout=timeout)
+    except WorkerError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    if isinstance(result, Died):
+        pytest.fail(f"{name}: the worker {result.describe()}\n{result.stderr_tail}", pytrace=False)
+    return result.value
