@@ -202,11 +202,13 @@ def _upgrade_parser(sub: Any) -> None:
         help="add a new release: parse its miopen.h, diff, gate, then write and pin its spec",
         description="Parse HEADER, print the API diff against the pinned (newest) release and run the annotation "
         "gate on the new spec and every committed one; unclassified parameters are listed with the annotations "
-        "to add, valid for every release. Only then is specs/<target>/<version>.yaml added and pinned. With "
-        "--verify, each command runs afterwards, in a process group of its own (make upgrade: make generate, "
-        "make venv, make test); if one fails, or SIGINT, SIGTERM or SIGHUP ends the run (the running command's "
-        "group is ended first; exit status 128 + the signal's number), the new spec, the pin and every --restore "
-        "path are put back as they were. Nothing is replaced: a release already committed is refused.",
+        "to add, valid for every release, then the ABI check of HEADER. Only then is specs/<target>/<version>.yaml "
+        "added with its record in releases.yaml, and pinned. Each --step runs afterwards, in a process group of its "
+        "own (make upgrade: render, venv, tests), its output kept in a log; each phase prints its time. If one "
+        "fails, or SIGINT, SIGTERM or SIGHUP ends the run (the running command's group is ended first; exit status "
+        "128 + the signal's number), the new spec, the records, the pin and every --restore path are put back as "
+        "they were, and the message names the phase and the log. Nothing is replaced: a release already committed "
+        "is refused.",
     )
     u.add_argument("header", type=in_file, metavar="HEADER")
     u.add_argument("--miopen-version", metavar="X.Y.Z", help="version of HEADER (default: from version.h)")
