@@ -803,7 +803,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
 
 
 def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_type: DataType | int, tensor_layout: TensorLayout | int, lens: Sequence[int]) -> None:
-    """miopenSetNdTensorDescriptorWithLayout(tensorDesc, dataType, tensorLayout, lens, num_lens) (group tensor); added in MIOpen 2.20.0.
+    """miopenSetNdTensorDescriptorWithLayout(tensorDesc, dataType, tensorLayout, lens, num_lens) (group tensor); added in MIOpen 2.18.0.
 
     Args:
         tensor_desc (TensorDescriptor): in, by value: a TensorDescriptor object.
