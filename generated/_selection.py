@@ -33,14 +33,23 @@ def _env_policy(policy: str) -> str:
     return "off" if env_flag(SKIP_VERSION_CHECK_ENV) else policy
 
 
+def exports(lib: ctypes.CDLL, name: str) -> bool:
+    """Whether the library exports `name`. (For a library whose path is not UTF-8, ctypes answers a missing name with
+    UnicodeDecodeError, decoding the path for its AttributeError's message: that is a no too.)"""
+    try:
+        getattr(lib, name)
+    except (AttributeError, UnicodeDecodeError):
+        return False
+    return True
+
+
 def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
     """The library's version from its version function; None when it has none."""
     if VERSION_GETTER is None:
         return None
-    try:
-        get = getattr(lib, VERSION_GETTER)
-    except AttributeError:
+    if not exports(lib, VERSION_GETTER):
         return None
+    get = getattr(lib, VERSION_GETTER)
     parts = [ctypes.c_size_t() for _ in range(3)]
     get.restype = ctypes.c_int
     get.argtypes = [ctypes.POINTER(ctypes.c_size_t)] * 3
@@ -56,7 +65,7 @@ def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
 def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, int, int] | None, list[str]]:
     """(release to bind, the library's version, warnings) under `policy`, judged by its version and exports."""
     version = read_version(lib, where)
-    release, notes = select_release(version, policy, where, exports=lambda name: hasattr(lib, name))
+    release, notes = select_release(version, policy, where, exports=lambda name: exports(lib, name))
     return release, version, notes
 
 

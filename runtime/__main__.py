@@ -64,6 +64,7 @@ def _vstr(version: Sequence[int] | None) -> str | None:
 def _features(lib: ctypes.CDLL) -> list[dict[str, Any]]:
     from . import version as v
     from ._generated import _support as s
+    from ._generated._selection import exports as _exports
 
     bound = s.bound_raw_prototypes()
     runtime = v.runtime_version()
@@ -71,7 +72,7 @@ def _features(lib: ctypes.CDLL) -> list[dict[str, Any]]:
     for name in sorted(v.FEATURES):
         symbols, minimum = v.FEATURES[name]
         available = v.has_feature(name)
-        lacking = [sym for sym in symbols if not hasattr(lib, sym)]
+        lacking = [sym for sym in symbols if not _exports(lib, sym)]
         unbound = [sym for sym in symbols if sym not in bound]
         if available:
             why = ""

@@ -13,6 +13,7 @@ import threading
 from typing import Literal, NamedTuple
 
 from ._generated import _support as _s
+from ._generated._selection import exports as _exports
 from .errors import MIOpenVersionError, MIOpenVersionWarning
 
 Policy = Literal["compatible", "strict", "off"]
@@ -111,7 +112,7 @@ def has_feature(name: str) -> bool:
     symbols, minimum = FEATURES[name]
     lib = _s.library()
     bound = _s.bound_raw_prototypes()
-    if not all(s in bound and hasattr(lib, s) for s in symbols):
+    if not all(s in bound and _exports(lib, s) for s in symbols):
         return False  # the library lacks it, or the bound release's layer has no binding for it
     runtime = runtime_version() if name != "get_version" else None
     return runtime is None or runtime >= minimum

@@ -131,6 +131,7 @@ from ._selection import (
     _vt as _vt,
     read_version as read_version,
     select_release as select_release,
+    exports as exports,
 )
 
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
@@ -357,7 +358,7 @@ def symbol(name: str, restype: Any, argtypes: Sequence[Any] | None) -> Any:
     lib = library()
     try:
         fn = getattr(lib, name) if argtypes is not None else lib[name]
-    except AttributeError:
+    except (AttributeError, UnicodeDecodeError):  # (a library path that is not UTF-8: see _selection.exports)
         from ._releases import ADDED_IN
 
         added = ADDED_IN.get(name)
@@ -398,7 +399,7 @@ def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[in
             introduced.setdefault(first, []).append(name)
     later: list[str] = []
     for names in introduced.values():
-        exported = sorted(n for n in names if hasattr(lib, n))
+        exported = sorted(n for n in names if exports(lib, n))
         if len(exported) >= 3 and 2 * len(exported) > len(names):
             later += exported
     later.sort(key=lambda n: (_first(n), n))
