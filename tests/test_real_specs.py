@@ -119,9 +119,11 @@ def _real_headers() -> dict[str, Path]:
 
 @pytest.mark.parametrize("preamble", [True, False], ids=["preamble", "no-preamble"])
 @pytest.mark.parametrize("version", RELEASES)
-def test_reparse_is_byte_identical(version: str, preamble: bool) -> None:
+def test_reparse_is_byte_identical(version: str, preamble: bool, tmp_path: Path) -> None:
     """Parsing the real header again gives the committed spec byte for byte (the parser's speed-ups
-    must not change a single line), with the precompiled preamble (codegen/preamble.py) and without it."""
+    must not change a single line), with the precompiled preamble (codegen/preamble.py) and without it. The header
+    is parsed from a copy of its own: one header may be two releases' (2.15.0's and 2.16.0's are the same bytes), and
+    the version.h found beside it would name only one."""
     from miogen.parser import ParseOptions, parse_header
     from miogen.spec_io import dumps
 
@@ -131,5 +133,7 @@ def test_reparse_is_byte_identical(version: str, preamble: bool) -> None:
     header = _real_headers().get(spec(version).header.sha256)
     if header is None:
         pytest.skip(f"the real {version} miopen.h is not under $MIOGEN_HEADERS")
-    s = parse_header(header, target(), ParseOptions(beta=True, preamble=preamble), version, spec(version).release)
+    alone = tmp_path / header.name
+    alone.write_bytes(header.read_bytes())
+    s = parse_header(alone, target(), ParseOptions(beta=True, preamble=preamble), version, spec(version).release)
     assert dumps(s) == committed
