@@ -170,15 +170,20 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
 _LOWER = "abcdefghijklmnopqrstuvwxyz"
 
 
+#: function name -> whether it is a setter (`_is_setter`), decided once per name (the ops' hot path asks it per call)
+_SETTERS: dict[str, bool] = {}
+
+
 def _is_setter(fn: str) -> bool:
     """A function that sets what its first argument describes: `<prefix>Set...` or `<prefix>Init...` (the caller
     checks the argument is the first: miopenSetTensor, miopenSetProblemTensorDescriptor, ... only read a descriptor
     they take further on)."""
-    rest = fn.lstrip(_LOWER)
-    for verb in ("Set", "Init"):
-        if rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER):
-            return True
-    return False
+    known = _SETTERS.get(fn)
+    if known is None:
+        rest = fn.lstrip(_LOWER)
+        known = _SETTERS[fn] = any(rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER)
+                                   for verb in ("Set", "Init"))
+    return known
 
 
 def refuse_frozen(value: object, name: str, fn: str) -> NoReturn:
