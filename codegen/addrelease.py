@@ -13,6 +13,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from . import GENERATOR_VERSION
+from .digest import sha256
 from .errors import CodegenError
 from .plans import HandlePlan
 
@@ -63,19 +65,17 @@ def add_release(args: argparse.Namespace) -> int:
     ann = load_annotations(ann_path)
     resolve(spec, ann, prefix=target.function_prefix)  # AnnotationGateError: printed by the command line
     print("add-release [render] its release sub-package", flush=True)
-    added = Releases.of(specs_dir).added_in()
+    added = shipped.added_in()
     for f in spec.functions:
         added.setdefault(f.name, str(version))
     text = dumps(spec)
-    from .digest import sha256
-
     info = banner(f"{version}.yaml", sha256(text.encode()).hexdigest(), sha256(ann_path.read_bytes()).hexdigest())
     p = plan(spec, ann, target, info, added)
     _check_handles(p.handles, target.display_name, str(version))
     module = release_module(str(version))
     files = {name.partition("/")[2]: body for name, body in render(p).items() if name.startswith(module + "/")}
     files["release.json"] = json.dumps({
-        "release": str(version), "module": module, "generator": _generator(), "support": support_digest(),
+        "release": str(version), "module": module, "generator": GENERATOR_VERSION, "support": support_digest(),
         "source": os.fsdecode(os.path.abspath(args.header)), "header_sha256": spec.header.sha256,
         "shipped_in": spec.release or "", "added": time.strftime("%Y-%m-%d"),
         "functions": sorted(f.name for f in spec.functions)}, indent=1, sort_keys=True) + "\n"
@@ -85,12 +85,6 @@ def add_release(args: argparse.Namespace) -> int:
     print(f"`import miopen` now binds {target.display_name} {version} to a library of exactly that version "
           f"(`python -m miopen` lists it)")
     return 0
-
-
-def _generator() -> str:
-    from . import GENERATOR_VERSION
-
-    return GENERATOR_VERSION
 
 
 def _check_handles(handles: Sequence[HandlePlan], lib: str, version: str) -> None:
