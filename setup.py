@@ -16,7 +16,8 @@ _HERE = Path(__file__).resolve().parent
 # ship as miogen/targets/<target>/... (pyproject.toml maps the directories), so an installed `miogen`
 # parses and renders without a checkout.
 _PACKAGES = [
-    "miogen", "miogen.audit", "miogen.support", "miogen.templates", "miogen.templates.release",
+    "miogen", "miogen.base", "miogen.spec", "miogen.parse", "miogen.semantics", "miogen.render", "miogen.prove",
+    "miogen.audit", "miogen.workflow", "miogen.support", "miogen.templates", "miogen.templates.release",
     "miogen.targets", "miogen.targets.miopen", "miogen.targets.miopen.shims",
     "miogen.targets.miopen.shims.miopen", "miogen.targets.miopen.shims.hip", "miogen.targets.cudnn",
     "miopen", "miopen.hip", "miopen.ops", "miopen.caffe2", "miopen._generated",

@@ -17,13 +17,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from miogen import cxx, stublib  # noqa: E402
-from miogen.annotate import load_annotations, resolve  # noqa: E402
-from miogen.parser import ParseOptions, parse_header  # noqa: E402
-from miogen.files import write_tree  # noqa: E402
-from miogen.planner import plan  # noqa: E402
-from miogen.render import render  # noqa: E402
-from miogen.target import load_target  # noqa: E402
+from miogen.prove import cxx, stublib  # noqa: E402
+from miogen.semantics.annotations import load_annotations
+from miogen.semantics.resolve import resolve  # noqa: E402
+from miogen.parse.parser import ParseOptions, parse_header  # noqa: E402
+from miogen.base.files import write_tree  # noqa: E402
+from miogen.render.planner import plan  # noqa: E402
+from miogen.render.package import render  # noqa: E402
+from miogen.spec.target import load_target  # noqa: E402
 
 HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
 ANNOTATIONS = REPO / "tests" / "fixtures" / "annotations.yaml"
@@ -33,8 +34,9 @@ def build(tmp: Path) -> tuple[object, ctypes.CDLL]:
     target = load_target()
     spec = parse_header(HEADER, target, ParseOptions(beta=True))
     ann = load_annotations(ANNOTATIONS)
-    write_tree(render(plan(spec, ann, target, "# bench")), tmp / "bench_pkg")
-    stub = cxx.compile_cpp(stublib.stub_source(spec, resolve(spec, ann), HEADER, "bench", target.status_type,
+    sem = resolve(spec, ann, prefix=target.function_prefix)
+    write_tree(render(plan(spec, sem, target, "# bench")), tmp / "bench_pkg")
+    stub = cxx.compile_cpp(stublib.stub_source(spec, sem, HEADER, "bench", target.status_type,
                                            target.version_getter),
                            tmp / "libstub.so", target, shared=True)
     sys.path.insert(0, str(tmp))

@@ -33,10 +33,11 @@ GOAL_US = 5.0
 
 def build_stubs(tmp: Path) -> tuple[ctypes.CDLL, ctypes.CDLL]:
     """The stub libMIOpen of the pinned spec and the stub libamdhip64 (as tests/conftest.py builds them)."""
-    from miogen import cxx, stublib
-    from miogen.annotate import load_annotations, resolve
-    from miogen.spec_io import load
-    from miogen.target import load_target
+    from miogen.prove import cxx, stublib
+    from miogen.semantics.annotations import load_annotations
+    from miogen.semantics.resolve import resolve
+    from miogen.spec.spec_io import load
+    from miogen.spec.target import load_target
 
     specs = REPO / "specs" / "miopen"
     version = (specs / "pinned").read_text().strip()

@@ -123,8 +123,8 @@ def _committed_headers(root: Path) -> tuple[dict[str, Path], list[str]]:
 def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
     from synth_header import write as write_synth
 
-    from miogen.parser import ParseOptions, clang_args
-    from miogen.target import load_target
+    from miogen.parse.parser import ParseOptions, clang_args
+    from miogen.spec.target import load_target
 
     py = sys.executable
     pinned = (REPO / "specs" / "miopen" / "pinned").read_text().strip()
@@ -156,8 +156,8 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
             floor = _stdlib_floor(wrap, parse[3:], [str(args.header), json.dumps(cargs)])
             cmds["floor_shims"] = [*wrap, py, "-c", f"import {', '.join(floor)}; {BARE_PARSE}", str(args.header),
                                    json.dumps(cargs)]
-            # and the model's classes made (miogen.model: the frozen dataclasses every parse builds its spec of)
-            cmds["floor_model_shims"] = [*wrap, py, "-c", f"import {', '.join(floor)}, miogen.model; {BARE_PARSE}",
+            # and the model's classes made (miogen.spec.model: the frozen dataclasses every parse builds its spec of)
+            cmds["floor_model_shims"] = [*wrap, py, "-c", f"import {', '.join(floor)}, miogen.spec.model; {BARE_PARSE}",
                                          str(args.header), json.dumps(cargs)]
         if "real_hip" in configs and not configs["real_hip"]:
             cmds["parse_real_hip_cold"] = parse  # the per-user cache empty: its HIP preamble built anew
@@ -201,7 +201,7 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
                      "miogen's parse imports (with miogen's HIP shims)", "-",
                      f"{floor / bare:.2f}x CPU ({floor:.2f} s vs {bare:.2f} s)", None))
         model = mc["floor_model_shims"]
-        rows.append(("the same floor, also making the model's classes (importing miogen.model)", "-",
+        rows.append(("the same floor, also making the model's classes (importing miogen.spec.model)", "-",
                      f"{model / bare:.2f}x CPU ({model:.2f} s vs {bare:.2f} s)", None))
     if "parse_real_hip_cold" in mc:
         cold, bare = mc["parse_real_hip_cold"], mc["bare_parse_real_hip"]
@@ -228,14 +228,15 @@ def all_releases(headers_dir: Path, runs: int = 3) -> Row:
     """Parse + render of every committed release in one process (median CPU of `runs`). A release whose real
     header is not under `headers_dir` costs a parse of the nearest earlier release's header (its stand-in) and
     is rendered from its committed spec; the row says so."""
-    from miogen import gcpolicy
-    from miogen.annotate import load_annotations
-    from miogen.parser import ParseOptions, parse_header
-    from miogen.planner import plan
-    from miogen.releases import Version
-    from miogen.render import render
-    from miogen.spec_io import load
-    from miogen.target import load_target
+    from miogen.base import gcpolicy
+    from miogen.semantics.annotations import load_annotations
+    from miogen.parse.parser import ParseOptions, parse_header
+    from miogen.render.planner import plan
+    from miogen.semantics.resolve import resolve
+    from miogen.spec.releases import Version
+    from miogen.render.package import render
+    from miogen.spec.spec_io import load
+    from miogen.spec.target import load_target
 
     found, missing = _committed_headers(headers_dir)
     if not found:
@@ -258,7 +259,7 @@ def all_releases(headers_dir: Path, runs: int = 3) -> Row:
                 else:
                     parse_header(found[stand_ins[version]], target, ParseOptions(beta=True), stand_ins[version])
                     specs.append(load(REPO / "specs" / "miopen" / f"{version}.yaml"))
-            render(*(plan(spec, ann, target, "# bench") for spec in specs))
+            render(*(plan(spec, resolve(spec, ann, prefix=target.function_prefix), target, "# bench") for spec in specs))
         walls.append(time.perf_counter() - t0)
         cpus.append(time.process_time() - c0)
     cpu, wall = statistics.median(cpus), statistics.median(walls)

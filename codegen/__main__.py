@@ -2,7 +2,7 @@
 
 import sys
 
-from . import gcpolicy
+from .base import gcpolicy
 
 #: the generator's third-party imports -> the distribution that provides each (pyproject.toml's dependencies)
 NEEDED = {"jinja2": "jinja2", "markupsafe": "jinja2 (its markupsafe)", "yaml": "pyyaml", "clang": "libclang"}

@@ -10,10 +10,11 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from . import GENERATOR_VERSION, gcpolicy
-from .errors import CodegenError
-from .files import Interrupted, in_dir, in_file, in_path, interrupts, out_dir, out_file
-from .target import DEFAULT_TARGET, SPECS_DIR
+from . import GENERATOR_VERSION
+from .base import gcpolicy
+from .base.errors import CodegenError
+from .base.files import Interrupted, in_dir, in_file, in_path, interrupts, out_dir, out_file
+from .spec.target import DEFAULT_TARGET, SPECS_DIR
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -331,9 +332,9 @@ def _peek_schema(path: Path) -> str | None:
 
 
 def _diff(args: argparse.Namespace) -> int:
-    from .diff import diff, to_json, to_markdown
-    from .spec_io import load
-    from .target import target_for
+    from .spec.diff import diff, to_json, to_markdown
+    from .spec.spec_io import load
+    from .spec.target import target_for
 
     so, sn = _peek_schema(args.old), _peek_schema(args.new)
     if so and sn and so != sn:
@@ -364,8 +365,8 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def _changes(args: argparse.Namespace) -> int:
-    from .diff import changes_document
-    from .files import into, not_an_input, write_file
+    from .spec.diff import changes_document
+    from .base.files import into, not_an_input, write_file
 
     output = into(args.output, "api-changes.md")
     not_an_input(output, [("SPEC.yaml", s) for s in args.specs])
@@ -376,7 +377,7 @@ def _changes(args: argparse.Namespace) -> int:
 
 
 def _upgrade(args: argparse.Namespace) -> int:
-    from .upgrade import upgrade
+    from .workflow.upgrade import upgrade
 
     return upgrade(args)
 
@@ -384,10 +385,10 @@ def _upgrade(args: argparse.Namespace) -> int:
 def _abi_check(args: argparse.Namespace) -> int:
     import tempfile
 
-    from .abi import check
-    from .files import not_an_input
-    from .parser import ParseOptions, parse_header
-    from .target import load_target
+    from .prove.abi import check
+    from .base.files import not_an_input
+    from .parse.parser import ParseOptions, parse_header
+    from .spec.target import load_target
 
     target = load_target(args.target)
     if args.keep:
@@ -409,8 +410,8 @@ def _abi_check(args: argparse.Namespace) -> int:
 
 
 def _header_version(args: argparse.Namespace) -> int:
-    from .parser import header_version
-    from .target import load_target
+    from .parse.parser import header_version
+    from .spec.target import load_target
 
     print(header_version(args.header, load_target(args.target)))
     return 0
@@ -419,10 +420,10 @@ def _header_version(args: argparse.Namespace) -> int:
 def _render(args: argparse.Namespace) -> int:
     import time
 
-    from .files import not_an_input
-    from .render import generate
-    from .spec_io import load
-    from .target import load_target, target_path
+    from .base.files import not_an_input
+    from .render.package import generate
+    from .spec.spec_io import load
+    from .spec.target import load_target, target_path
 
     t0 = time.perf_counter()
     # a spec's file name goes into every file's banner comment (render.banner() escapes it too)
@@ -445,10 +446,12 @@ def _render(args: argparse.Namespace) -> int:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from .annotate import AnnotationGateError, load_annotations, resolve
-    from .releases import Version
-    from .spec_io import load
-    from .target import target_for
+    from .semantics.suggest import AnnotationGateError
+    from .semantics.annotations import load_annotations
+    from .semantics.resolve import resolve
+    from .spec.releases import Version
+    from .spec.spec_io import load
+    from .spec.target import target_for
 
     ann = load_annotations(args.annotations) if args.annotations else None
     specs = [load(path) for path in args.specs]
@@ -480,14 +483,14 @@ def _check(args: argparse.Namespace) -> int:
 
 
 def _parse(args: argparse.Namespace) -> int:
-    from .files import into, not_an_input
-    from .parser import ParseOptions, parse_header, read_version_header
-    from .spec_io import dump
-    from .target import load_target
+    from .base.files import into, not_an_input
+    from .parse.parser import ParseOptions, parse_header, read_version_header
+    from .spec.spec_io import dump
+    from .spec.target import load_target
 
     target = load_target(args.target)
     if args.builtin_include is not None:
-        from .clang_env import _has_builtins
+        from .parse.clang_env import _has_builtins
 
         if not _has_builtins(args.builtin_include):
             raise CodegenError(f"--builtin-include {args.builtin_include}: no stddef.h, stdbool.h and stdint.h there; "
@@ -529,8 +532,8 @@ def run() -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    # fewer collector passes over the objects a command keeps (codegen/gcpolicy.py); SIGTERM and SIGHUP
-    # interrupt like SIGINT, so an output being written rolls back (codegen/files.py)
+    # fewer collector passes over the objects a command keeps (codegen/base/gcpolicy.py); SIGTERM and SIGHUP
+    # interrupt like SIGINT, so an output being written rolls back (codegen/base/files.py)
     with gcpolicy.batch(), interrupts():
         return _main(argv)
 
@@ -558,7 +561,7 @@ def _main(argv: list[str] | None) -> int:
         if args.command == "upgrade":
             return _upgrade(args)
         if args.command == "add-release":
-            from .addrelease import add_release
+            from .workflow.addrelease import add_release
 
             return add_release(args)
         if args.command == "header-version":

@@ -1,5 +1,5 @@
 """Every real header x beta on/off x (installed HIP headers, miogen's shims): the spec parsed with the precompiled
-preamble (codegen/preamble.py) is byte-identical to the spec parsed without it; prints whether each parse used it.
+preamble (codegen/parse/preamble.py) is byte-identical to the spec parsed without it; prints whether each parse used it.
 
 Usage: python scripts/preamble_identity.py [--headers DIR]   (default $MIOGEN_HEADERS or /tmp/miopen-headers)
 The shims run hides the installed HIP headers in a user mount namespace (benchmarks/run_all.py `hide_hip`).
@@ -22,10 +22,10 @@ sys.path.insert(0, str(REPO / "benchmarks"))
 def child(headers: Path) -> int:
     from run_all import _committed_headers
 
-    from miogen import preamble
-    from miogen.parser import ParseOptions, parse_header
-    from miogen.spec_io import dumps
-    from miogen.target import load_target
+    from miogen.parse import preamble
+    from miogen.parse.parser import ParseOptions, parse_header
+    from miogen.spec.spec_io import dumps
+    from miogen.spec.target import load_target
 
     used: list[bool] = []
     real = preamble.parse

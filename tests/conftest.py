@@ -13,16 +13,17 @@ from types import ModuleType
 
 import pytest
 
-from miogen import stublib
-from miogen.annotate import Semantics, load_annotations, resolve
-from miogen.model import Spec
-from miogen.files import write_tree as write
-from miogen.planner import plan
-from miogen.plans import Plan
-from miogen.render import banner, render, sha256_text
-from miogen.spec_io import dumps
+from miogen.prove import stublib
+from miogen.semantics.resolved import Semantics
+from miogen.semantics.annotations import load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.spec.model import Spec
+from miogen.base.files import write_tree as write
+from miogen.render.plans import Plan
+from miogen.render.package import banner, render, sha256_text
+from miogen.spec.spec_io import dumps
 
-from .helpers import CACHE_ENV, FIXTURE_ANNOTATIONS, FIXTURE_HEADER, compile_stub, cached_header, fixture_spec, target
+from .helpers import CACHE_ENV, cached_header, compile_stub, FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, planned, target
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -74,7 +75,7 @@ def fixture_files() -> tuple[Plan, dict[str, str]]:
     spec = fixture_spec()
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     info = banner("fixture.spec.yaml", sha256_text(dumps(spec)), sha256_text(FIXTURE_ANNOTATIONS.read_text()))
-    pl = plan(spec, ann, target(), info, {"miopenCatForward": "3.1.0"})
+    pl = planned(spec, ann, target(), info, {"miopenCatForward": "3.1.0"})
     return pl, render(pl)
 
 
@@ -175,7 +176,7 @@ def test_release() -> str:
 
 def build_stub(version: str, root: Path) -> Path:
     """A stub libMIOpen of a committed release (declarations re-synthesised from its spec), reporting that release."""
-    from miogen.spec_io import load
+    from miogen.spec.spec_io import load
 
     from .helpers import SPECS
 

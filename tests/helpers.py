@@ -9,11 +9,15 @@ from pathlib import Path
 
 import pytest
 
-from miogen import model
-from miogen.parser import ParseOptions, parse_header
-from miogen.releases import PIN_FILE, Releases, Version
-from miogen.spec_io import dumps
-from miogen.target import Target, load_target
+from miogen.spec import model
+from miogen.parse.parser import ParseOptions, parse_header
+from miogen.spec.releases import PIN_FILE, Releases, Version
+from miogen.spec.spec_io import dumps
+from miogen.spec.target import Target, load_target
+from miogen.render.planner import plan
+from miogen.render.plans import Plan
+from miogen.semantics.annotations import Annotations
+from miogen.semantics.resolve import resolve
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURE_HEADER = REPO / "tests" / "fixtures" / "include" / "miopen" / "miopen.h"
@@ -23,6 +27,12 @@ SPECS = REPO / "specs" / "miopen"
 #: the committed releases (specs/miopen: paths, the pinned one), the one home tests read them from
 COMMITTED = Releases.of(SPECS)
 UPDATE_GOLDEN = os.environ.get("MIOGEN_UPDATE_GOLDEN") == "1"
+
+
+def planned(spec: model.Spec, ann: Annotations, tgt: Target, info: str, added: dict[str, str] | None = None, *,
+            strict: bool = True) -> Plan:
+    """The plans of `spec` under `ann`: resolved, then planned."""
+    return plan(spec, resolve(spec, ann, strict=strict, prefix=tgt.function_prefix), tgt, info, added)
 
 
 @functools.cache
@@ -78,12 +88,12 @@ def release_header(tmp_path: Path, extra: str = "", version: str = "3.4.1") -> P
 
 def next_release_header(spec: model.Spec, directory: Path, version: str, extra: str) -> Path:
     """A miopen.h of release `version` (version.h beside it) declaring `spec`'s API plus the declarations
-    `extra`: the spec's header re-synthesised (miogen.stublib.header_source) with what the parser reads from
+    `extra`: the spec's header re-synthesised (miogen.prove.stublib.header_source) with what the parser reads from
     doc comments (group, direction tags, deprecation), default arguments, beta functions under the
     beta macro and HIP's types from <hip/hip_runtime_api.h>."""
     import re
 
-    from miogen.stublib import header_source
+    from miogen.prove.stublib import header_source
 
     functions = {f.name: f for f in spec.functions}
     beta_macro = target().beta_macro
@@ -149,7 +159,7 @@ def compile_stub(source: str, out: Path, tgt: Target, inputs: tuple[Path, ...] =
     keeps the library under the hash of its source, the files it includes (`inputs`: files or folders; the
     target's shims), the flags and the compiler, and `out` gets a copy of it (a file of its own: each dlopen
     of it is a library of its own, as a fresh compile's is)."""
-    from miogen import cxx
+    from miogen.prove import cxx
 
     cache = os.environ.get(CACHE_ENV)
     if not cache:

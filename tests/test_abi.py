@@ -5,7 +5,7 @@ from __future__ import annotations
 import ctypes
 from pathlib import Path
 
-from miogen import callthrough, cxx, layout
+from miogen.prove import callthrough, cxx, layout
 
 from .conftest import Built
 from .helpers import FIXTURE_HEADER, target

@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from miogen.records import dumps_records, load_records
+from miogen.spec.records import dumps_records, load_records
 
-from miogen.releases import Releases, Version
+from miogen.spec.releases import Releases, Version
 
 from .helpers import REPO, SPECS
 from .real_miopen import HIPNOGPU
@@ -176,7 +176,7 @@ def test_upgrade_without_specs_points_at_add_release(installed: Path, tmp_path: 
 
 def test_both_sides_agree_on_the_folder(tmp_path: Path) -> None:
     """The generator writes where the package reads, for every way the folder is chosen."""
-    from miogen.addrelease import releases_root
+    from miogen.workflow.addrelease import releases_root
 
     code = "from miopen._generated._userreleases import releases_root; print(releases_root())"
     for env in ({"MIOGEN_RELEASES_PATH": str(tmp_path / "a")}, {"XDG_DATA_HOME": str(tmp_path / "b")},
@@ -184,7 +184,7 @@ def test_both_sides_agree_on_the_folder(tmp_path: Path) -> None:
         clean = {k: v for k, v in os.environ.items() if k not in ("MIOGEN_RELEASES_PATH", "XDG_DATA_HOME")}
         r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env={**clean, **env},
                            check=True)
-        mine = subprocess.run([sys.executable, "-c", "from miogen.addrelease import releases_root; "
+        mine = subprocess.run([sys.executable, "-c", "from miogen.workflow.addrelease import releases_root; "
                                "print(releases_root('miopen'))"], capture_output=True, text=True,
                               env={**clean, **env}, check=True)
         assert r.stdout == mine.stdout and r.stdout.strip().startswith(str(tmp_path)), (env, r.stdout, mine.stdout)

@@ -17,10 +17,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miogen import naming
-from miogen.annotate import FunctionSem, ParamSem, load_annotations, resolve
-from miogen.ctypes_map import INT_BITS, int_range
-from miogen.spec_io import load
+from miogen.semantics import naming
+from miogen.semantics.resolved import FunctionSem, ParamSem
+from miogen.semantics.annotations import load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.spec.ctypes_map import INT_BITS, int_range
+from miogen.spec.spec_io import load
 
 from .conftest import Libs
 from .conftest import test_release as bound_release_version
@@ -379,7 +381,7 @@ def test_every_release_checks_each_integer_against_its_c_type() -> None:
     against the range of its own C type (int64_t, char, ... wherever a release has them)."""
     import ast
 
-    from miogen.render import release_module
+    from miogen.render.package import release_module
 
     from .helpers import REPO
 

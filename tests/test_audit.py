@@ -19,11 +19,13 @@ import pytest
 
 from miogen import audit as A
 from miogen.audit.notes import _in_range
-from miogen import cppsrc, model
-from miogen.annotate import load_annotations, resolve
-from miogen.errors import CodegenError
-from miogen.parser import ParseOptions, parse_header
-from miogen.spec_io import dump, load
+from miogen.audit import cppsrc
+from miogen.spec import model
+from miogen.semantics.annotations import load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.base.errors import CodegenError
+from miogen.parse.parser import ParseOptions, parse_header
+from miogen.spec.spec_io import dump, load
 
 from .helpers import REPO, SPECS, check_golden, target
 

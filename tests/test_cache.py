@@ -1,4 +1,4 @@
-"""The per-user cache (codegen/cache.py and its users): every key covers what its output depends on, nothing is
+"""The per-user cache (codegen/base/cache.py and its users): every key covers what its output depends on, nothing is
 loaded from a folder or file others may write, and a damaged entry is a miss that is written again."""
 
 from __future__ import annotations
@@ -12,9 +12,11 @@ from pathlib import Path
 import jinja2
 import pytest
 
-from miogen import cache, jinja_env, render, spec_io
-from miogen.annotate import load_annotations
-from miogen.target import load_target
+from miogen.base import cache
+from miogen.render import jinja_env, package as render
+from miogen.spec import spec_io
+from miogen.semantics.annotations import load_annotations
+from miogen.spec.target import load_target
 
 from .helpers import FIXTURE_ANNOTATIONS, GOLDEN
 

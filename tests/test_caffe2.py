@@ -1199,7 +1199,7 @@ def real(runtime_libs: Libs) -> dict[str, Any]:
 
 
 def test_real_version_and_status_strings(real: dict[str, Any]) -> None:
-    from miogen.spec_io import load
+    from miogen.spec.spec_io import load
 
     from .helpers import SPECS
 

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from miogen.spec_io import dumps, load
+from miogen.spec.spec_io import dumps, load
 
 from .helpers import FIXTURE_HEADER, REPO, fixture_spec
 
@@ -106,7 +106,7 @@ def test_console_script_is_declared() -> None:
     assert "raise SystemExit(command())" in (REPO / "codegen" / "__main__.py").read_text()
     calls: list[str] = []
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr("miogen.gcpolicy.for_command", lambda: calls.append("thresholds"))
+        mp.setattr("miogen.base.gcpolicy.for_command", lambda: calls.append("thresholds"))
         mp.setattr("miogen.cli.run", lambda: calls.append("run") or 7)
         assert getattr(main, attr)() == 7
     assert calls == ["thresholds", "run"]
@@ -162,7 +162,7 @@ def _path_options() -> list[tuple[str, str, object]]:
     """(command, option, its argparse type) for every option of every miogen command that takes a path."""
     import argparse
 
-    from miogen import files
+    from miogen.base import files
     from miogen.cli import _parser
 
     found = []
@@ -174,7 +174,7 @@ def _path_options() -> list[tuple[str, str, object]]:
                 found.append((command, action.option_strings[0] if action.option_strings else action.dest, action.type))
             elif action.metavar and any(w in str(action.metavar) for w in ("DIR", "YAML", "FILE", "HEADER", "SRC",
                                                                            ".yaml", ".md", "PATH")):
-                raise AssertionError(f"{command} {action.dest}: a path option without a path type of miogen.files")
+                raise AssertionError(f"{command} {action.dest}: a path option without a path type of miogen.base.files")
     return found
 
 

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from miogen import model
-from miogen.diff import changes_document, diff
-from miogen.releases import Version
-from miogen.spec_io import dumps, load
+from miogen.spec import model
+from miogen.spec.diff import changes_document, diff
+from miogen.spec.releases import Version
+from miogen.spec.spec_io import dumps, load
 
 from .helpers import COMMITTED, FIXTURE_HEADER, REPO, SPECS, fixture_spec, release_header, upgrade_specs_dir
 

@@ -1,4 +1,4 @@
-"""miogen's SHA-256 (codegen/digest.py: CPython's own implementation, not OpenSSL's) gives hashlib's digests."""
+"""miogen's SHA-256 (codegen/base/digest.py: CPython's own implementation, not OpenSSL's) gives hashlib's digests."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miogen import digest
+from miogen.base import digest
 
 
 @settings(max_examples=200, deadline=None)

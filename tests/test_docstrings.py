@@ -14,14 +14,17 @@ import re
 from dataclasses import replace
 import pytest
 
-from miogen.annotate import AnnotationGateError, FunctionNote, FunctionSem, ParamNote, load_annotations, resolve
-from miogen.planner import plan
-from miogen.plans import FunctionPlan, Plan
-from miogen.render import release_module, render
-from miogen.spec_io import load
+from miogen.semantics.suggest import AnnotationGateError
+from miogen.semantics.annotations import FunctionNote, ParamNote, load_annotations
+from miogen.semantics.resolved import FunctionSem
+from miogen.semantics.resolve import resolve
+from miogen.render.planner import plan
+from miogen.render.plans import FunctionPlan, Plan
+from miogen.render.package import release_module, render
+from miogen.spec.spec_io import load
 
 from .conftest import Libs
-from .helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, target
+from .helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, planned, target
 
 RELEASES = sorted((p.name[: -len(".yaml")] for p in SPECS.glob("*.*.*.yaml")),
                   key=lambda v: tuple(int(x) for x in v.split(".")))
@@ -33,7 +36,7 @@ def _plan(version: str) -> tuple[Plan, dict[str, FunctionSem]]:
     ann = load_annotations(SPECS / "annotations.yaml")
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, ann)
-    return plan(spec, ann, target(), "# test"), sem.functions
+    return plan(spec, sem, target(), "# test"), sem.functions
 
 
 def _sections(doc: str) -> dict[str, list[str]]:
@@ -170,7 +173,7 @@ def test_docstrings_are_safe_for_any_annotation_text() -> None:
     text = 'ends """ here \\ and "quoted"'
     note = replace(ann.functions["miopenSetAllocator"].params["allocatorContext"], null_means=text)
     changed = replace(ann, functions={**ann.functions, "miopenSetAllocator": FunctionNote(params={"allocatorContext": note})})
-    pl = plan(fixture_spec(), changed, target(), "# test")
+    pl = planned(fixture_spec(), changed, target(), "# test")
 
     files = render(pl)
     tree = ast.parse(files[f"{release_module(pl.spec.version)}/api.py"])

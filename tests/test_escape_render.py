@@ -1,5 +1,5 @@
 """Strings from specs, targets and callers reach the generated code of the multi-release renderer
-only through codegen/escape.py: crafted text renders inert (nothing runs at render or import, it
+only through codegen/base/escape.py: crafted text renders inert (nothing runs at render or import, it
 reads back verbatim) or is refused cleanly with its YAML path; C++ outputs (stub, probe, header)
 keep such text inside comments and string literals, and refuse what they cannot spell."""
 
@@ -14,16 +14,17 @@ from pathlib import Path
 
 import pytest
 
-from miogen import cxx, layout, stublib, validate
-from miogen.annotate import load_annotations, resolve
-from miogen.errors import CodegenError
-from miogen.model import Spec
-from miogen.files import write_tree as write
-from miogen.planner import plan
-from miogen.render import banner, render
-from miogen.target import Target
+from miogen.prove import cxx, layout, stublib
+from miogen.spec import validate
+from miogen.semantics.annotations import load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.base.errors import CodegenError
+from miogen.spec.model import Spec
+from miogen.base.files import write_tree as write
+from miogen.render.package import banner, render
+from miogen.spec.target import Target
 
-from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, target
+from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, planned, target
 
 
 def _touch(marker: Path) -> str:
@@ -80,8 +81,8 @@ def test_free_text_of_target_spec_and_caller_renders_inert_in_every_release(tmp_
                       library_roots=(text, "/opt/rocm"))
         old, new = _two_releases(fixture_spec())
         added = {"miopenCatForward": text}
-        files = render(plan(old, ann, tgt, banner(f"{text}.yaml", "0" * 64, "1" * 64), added),
-                       plan(new, ann, tgt, banner(f"new{text}.yaml", "0" * 64, "1" * 64), added))
+        files = render(planned(old, ann, tgt, banner(f"{text}.yaml", "0" * 64, "1" * 64), added),
+                       planned(new, ann, tgt, banner(f"new{text}.yaml", "0" * 64, "1" * 64), added))
         assert {"v3_4_1/api.py", "v3_5_0/api.py", "_support.py", "errors.py"} <= set(files)
         assert not marker.exists()
         write(files, tmp_path / f"pkg{i}")
@@ -115,15 +116,15 @@ def test_escaping_alone_keeps_literals_inert(tmp_path: Path, monkeypatch: pytest
     versions) still renders valid Python that runs nothing and reads back (defence in depth)."""
     marker = tmp_path / "PWNED"
     monkeypatch.setattr(validate, "ensure_valid", lambda obj: None)
-    monkeypatch.setattr("miogen.target.target_problems", lambda t: [])
+    monkeypatch.setattr("miogen.spec.target.target_problems", lambda t: [])
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     for i, text in enumerate(_raw_payloads(marker)):
         tgt = replace(target(), display_name=text, library_env=text, library_root_env=text + "R",
                       find_library_name=text, library_names=(text, "libMIOpen.so"), skip_version_check_env=text + "S",
                       error_suffix=text, status_hints={"miopenStatusBadParm": text}, library_roots=(text,))
         old, new = _two_releases(fixture_spec())
-        files = render(plan(old, ann, tgt, f"# banner\n{text}\n# {text}", {"miopenCatForward": text}),
-                       plan(new, ann, tgt, banner(text, text, text), {"miopenCatForward": text}))
+        files = render(planned(old, ann, tgt, f"# banner\n{text}\n# {text}", {"miopenCatForward": text}),
+                       planned(new, ann, tgt, banner(text, text, text), {"miopenCatForward": text}))
         for name, body in files.items():
             assert body.isascii(), name  # every escape is ASCII
             for line in body.splitlines()[:3]:
@@ -166,7 +167,7 @@ def test_a_crafted_target_built_in_memory_is_refused_at_render(field: str, value
     """A Target made in Python (not loaded from YAML) is checked by the same rules before rendering."""
     tgt: Target = replace(target(), **{field: value})  # type: ignore[arg-type]
     with pytest.raises(CodegenError, match=rf": {path}: "):
-        plan(fixture_spec(), load_annotations(FIXTURE_ANNOTATIONS), tgt, "# crafted")
+        planned(fixture_spec(), load_annotations(FIXTURE_ANNOTATIONS), tgt, "# crafted")
 
 
 def test_crafted_annotation_reason_never_reaches_code(tmp_path: Path) -> None:
@@ -176,7 +177,7 @@ def test_crafted_annotation_reason_never_reaches_code(tmp_path: Path) -> None:
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     ann = replace(ann, functions={k: replace(v, why=text) for k, v in ann.functions.items()})
     assert ann.functions
-    files = render(plan(fixture_spec(), ann, target(), "# why"))
+    files = render(planned(fixture_spec(), ann, target(), "# why"))
     assert not any(text in body for body in files.values())
     assert not marker.exists()
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from miogen import model
-from miogen.parser import ParseOptions, parse_header
-from miogen.spec_io import dumps, loads
+from miogen.spec import model
+from miogen.parse.parser import ParseOptions, parse_header
+from miogen.spec.spec_io import dumps, loads
 
 from .helpers import check_golden, fixture_spec, release_header, target
 

@@ -1,4 +1,4 @@
-"""The forms (codegen/forms.py) against the code and docs/annotations.md.
+"""The forms (codegen/semantics/forms.py, codegen/semantics/annotation_forms.py) against the code and docs/annotations.md.
 
 Every annotation form has one key (the same in annotations.yaml and in the model) and implements each
 behaviour the "Adding a form" checklist names as its own method reading that key, called where the
@@ -18,17 +18,19 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miogen import forms
-from miogen.annotate import ParamNote, ParamSem, load_annotations, resolve
+from miogen.semantics import annotation_forms, forms, resolved
+from miogen.semantics.annotations import ParamNote, load_annotations
+from miogen.semantics.resolved import ParamSem
+from miogen.semantics.resolve import resolve
 from miogen.audit.vocabulary import FORMS as AUDIT_FORMS
-from miogen.model import CType
+from miogen.spec.model import CType
 
 ROOT = Path(__file__).resolve().parent.parent
 DOC = (ROOT / "docs" / "annotations.md").read_text(encoding="utf-8")
-IDS = [f.key for f in forms.FORMS]
+IDS = [f.key for f in annotation_forms.FORMS]
 #: the code outside the registry that builds each behaviour (where its calls must be)
 CALLERS = "\n".join(p.read_text(encoding="utf-8") for p in sorted((ROOT / "codegen").rglob("*.py"))
-                     if p.name != "forms.py" and "support" not in p.parts)
+                     if p.name != "annotation_forms.py" and "support" not in p.parts)
 
 
 def _reads(fn: object, key: str) -> bool:
@@ -42,19 +44,19 @@ def test_keys_are_unique_and_named_alike_in_yaml_and_model() -> None:
     note_fields = {f.name for f in dataclasses.fields(ParamNote)}
     sem_fields = {f.name for f in dataclasses.fields(ParamSem)}
     for key in IDS:
-        assert key in note_fields, f"{key}: no annotations.yaml key (annotate.ParamNote)"
-        assert key in sem_fields, f"{key}: no field of the same name in the model (annotate.ParamSem)"
+        assert key in note_fields, f"{key}: no annotations.yaml key (annotations.ParamNote)"
+        assert key in sem_fields, f"{key}: no field of the same name in the model (resolved.ParamSem)"
 
 
 @pytest.mark.parametrize("key", IDS)
 def test_every_form_implements_every_behaviour_itself(key: str) -> None:
     """Each behaviour is a method of the form's own class reading its key (or says why it needs none),
     and the planner, docstrings, stub library, driver and audit call it; no behaviour lives elsewhere."""
-    form = next(f for f in forms.FORMS if f.key == key)
-    assert getattr(forms, key.upper()) is form, f"{key}: no registry instance forms.{key.upper()}"
-    assert set(form.nothing) <= set(forms.BEHAVIOURS) - {"gate", "audit"}, f"{key}: nothing {sorted(form.nothing)}"
+    form = next(f for f in annotation_forms.FORMS if f.key == key)
+    assert getattr(annotation_forms, key.upper()) is form, f"{key}: no registry instance annotation_forms.{key.upper()}"
+    assert set(form.nothing) <= set(annotation_forms.BEHAVIOURS) - {"gate", "audit"}, f"{key}: nothing {sorted(form.nothing)}"
     own = vars(type(form))
-    for behaviour in forms.BEHAVIOURS:
+    for behaviour in annotation_forms.BEHAVIOURS:
         if behaviour in form.nothing:
             assert behaviour not in own, f"{key}.{behaviour}: both implemented and said to be needed nowhere"
             assert len(form.nothing[behaviour]) > 10, f"{key}.{behaviour}: say why it needs nothing"
@@ -69,13 +71,13 @@ def test_every_form_implements_every_behaviour_itself(key: str) -> None:
 
 
 def test_gates_and_audit_views_run_every_form() -> None:
-    assert "form.gate(p, params)" in inspect.getsource(forms.gate_problems)
-    assert "forms.FORMS" in CALLERS and "form.audit(ps, fs.params)" in CALLERS
+    assert "form.gate(p, params)" in inspect.getsource(annotation_forms.gate_problems)
+    assert "annotation_forms.FORMS" in CALLERS and "form.audit(ps, fs.params)" in CALLERS
 
 
 @pytest.mark.parametrize("key", IDS)
 def test_every_form_is_documented(key: str) -> None:
-    form = next(f for f in forms.FORMS if f.key == key)
+    form = next(f for f in annotation_forms.FORMS if f.key == key)
     heading = re.search(rf"^### {re.escape(form.heading)}: .*`{re.escape(key)}\b", DOC, re.M)
     assert heading, f"docs/annotations.md: no `### {form.heading}: ... {key}` section"
     assert re.search(rf"^\| `{re.escape(key)}` \|", DOC, re.M), f"docs/annotations.md: no table row for `{key}`"
@@ -83,7 +85,7 @@ def test_every_form_is_documented(key: str) -> None:
 
 def test_the_checklist_names_every_behaviour() -> None:
     checklist = DOC.split("### Adding a form", 1)[1].split("\n### ", 1)[0]
-    for behaviour in forms.BEHAVIOURS:
+    for behaviour in annotation_forms.BEHAVIOURS:
         assert f"**{behaviour}**" in checklist, f"docs/annotations.md 'Adding a form' lacks {behaviour}"
 
 
@@ -96,7 +98,7 @@ def _param(**kw: object) -> ParamSem:
 @pytest.mark.parametrize("key", IDS)
 def test_a_gate_passes_a_parameter_without_its_form(key: str) -> None:
     """A form absent (the model's default) is never a problem; the same form misplaced is one naming it."""
-    form = next(f for f in forms.FORMS if f.key == key)
+    form = next(f for f in annotation_forms.FORMS if f.key == key)
     plain = _param()
     assert form.gate(plain, [plain]) is None
     misplaced = {"scalar": "float", "null_means": "zero", "holds": "address_of_device_pointer", "per": 3,
@@ -127,14 +129,14 @@ def test_every_parameter_has_one_form_refining_its_shape(shape: str, direction: 
     form = p.form
     assert isinstance(form, forms.ParamForm) and type(form) is not forms.ParamForm
     assert form.shape == shape
-    assert p.form is form and forms.classify(p) == form  # classified once; the same classification again
+    assert p.form is form and resolved.classify(p) == form  # classified once; the same classification again
     if isinstance(form, forms.ByPointer) and not isinstance(form, forms.Count):
-        assert isinstance(form, (forms.HostScalar, forms.ElementScalar)) == forms.is_host_scalar(p)
+        assert isinstance(form, (forms.HostScalar, forms.ElementScalar)) == resolved.is_host_scalar(p)
 
 
 def test_every_parameter_of_a_release_has_a_form_of_its_shape() -> None:
-    from miogen.spec_io import load
-    from miogen.target import load_target
+    from miogen.spec.spec_io import load
+    from miogen.spec.target import load_target
 
     target = load_target()
     sem = resolve(load(ROOT / "specs" / "miopen" / "3.5.2.yaml"), load_annotations(ROOT / "specs" / "miopen" /
@@ -155,7 +157,8 @@ def test_a_count_must_name_an_out_scalar(counted: str) -> None:
     naming the parameter, before any form is planned from it."""
     from dataclasses import replace
 
-    from miogen.annotate import AnnotationGateError, FunctionNote
+    from miogen.semantics.suggest import AnnotationGateError
+    from miogen.semantics.annotations import FunctionNote
 
     from .helpers import FIXTURE_ANNOTATIONS, fixture_spec
 

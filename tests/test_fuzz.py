@@ -24,15 +24,15 @@ from typing import Any
 import pytest
 import yaml
 
-from miogen import model
-from miogen.annotate import load_annotations, resolve
-from miogen.errors import CodegenError
-from miogen.parser import ParseOptions, parse_header
-from miogen.planner import plan
-from miogen.render import render
-from miogen.spec_io import dumps, load, loads
+from miogen.spec import model
+from miogen.semantics.annotations import load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.base.errors import CodegenError
+from miogen.parse.parser import ParseOptions, parse_header
+from miogen.render.package import render
+from miogen.spec.spec_io import dumps, load, loads
 
-from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, SPECS, target
+from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, planned, SPECS, target
 
 SEED = int(os.environ.get("MIOGEN_FUZZ_SEED", "20261123"))
 SPEC_CASES = int(os.environ.get("MIOGEN_FUZZ_SCALE", "1")) * 120
@@ -210,7 +210,7 @@ def test_fuzz_specs() -> None:
             spec = loads(mutated, f"fuzz-{case}.yaml")
             resolve(spec, ann, strict=False, prefix="miopen", target=target())
             if rendered < RENDERED:  # render (and compile) a few of the valid ones
-                render(plan(spec, ann, target(), "# fuzz", strict=False))
+                render(planned(spec, ann, target(), "# fuzz", strict=False))
                 rendered += 1
             return "valid"
 
@@ -389,10 +389,10 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
     import subprocess
     import sys
 
-    from miogen import cxx, stublib
-    from miogen.files import write_tree as write
-    from miogen.render import banner
-    from miogen.target import load_target
+    from miogen.prove import cxx, stublib
+    from miogen.base.files import write_tree as write
+    from miogen.render.package import banner
+    from miogen.spec.target import load_target
 
     rng = random.Random(SEED + 3)
     marker = tmp_path / "PWNED"
@@ -428,8 +428,8 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
         def attempt() -> str:
             spec = loads(_dump(mutated_data, allow_unicode=rng.random() < 0.5), f"fuzz-render-{attempts}.yaml")
             tgt = load_target(tpath)
-            files = render(plan(spec, ann, tgt, banner(rng.choice(payloads), "0" * 64, "1" * 64), strict=False),
-                           plan(other, ann, tgt, banner("other.yaml", "0" * 64, "1" * 64), strict=False))
+            files = render(planned(spec, ann, tgt, banner(rng.choice(payloads), "0" * 64, "1" * 64), strict=False),
+                           planned(other, ann, tgt, banner("other.yaml", "0" * 64, "1" * 64), strict=False))
             write(files, tmp_path / name)
             if len([p for p in packages if p[1]]) < STUBS:
                 header = tmp_path / f"{name}.h"

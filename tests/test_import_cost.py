@@ -52,7 +52,7 @@ def test_lazy_names_still_resolve_after_a_cheap_import() -> None:
 
 
 #: what a parse of a header does without: shutil (with bz2, lzma and zlib), tempfile (with random), threading,
-#: fcntl, and OpenSSL's hashes (`_hashlib`: miogen.digest uses CPython's own SHA-256)
+#: fcntl, and OpenSSL's hashes (`_hashlib`: miogen.base.digest uses CPython's own SHA-256)
 NOT_FOR_A_PARSE = ("shutil", "bz2", "lzma", "zlib", "tempfile", "random", "threading", "fcntl", "_hashlib")
 
 
@@ -71,6 +71,6 @@ def test_a_parse_loads_none_of_what_it_does_without(tmp_path: Path) -> None:
         out = subprocess.run([sys.executable, "-c", code, str(FIXTURE_HEADER), str(tmp_path) + "/"], env=env,
                              check=True, capture_output=True, text=True).stdout
     loaded = set(out.splitlines()[-1].split())
-    assert "miogen.parser" in loaded and "miogen.yamlwrite" in loaded
+    assert "miogen.parse.parser" in loaded and "miogen.spec.yamlwrite" in loaded
     assert not set(NOT_FOR_A_PARSE) & _modules_after("")
     assert not set(NOT_FOR_A_PARSE) & loaded

@@ -1,13 +1,14 @@
-"""The generator's import graph: no circles, and no module imports one of a higher layer.
+"""The generator's import graph: folders by stage, each importing only the stages below it, and no circle.
 
-The graph is read with `ast` from every module of codegen/ (the package `miogen`; imports inside functions count
-too, those under `if TYPE_CHECKING:` do not: they never run),
-so a new module must be given a layer here, and a new import must point down or sideways.
+The graph is read with `ast` from every module of codegen/ (the package `miogen`): module-level imports,
+imports inside functions, and those under `if TYPE_CHECKING:` too (a circle the type checker needs is still a
+circle), so a new module must sit in a stage folder and a new import must point down or inside its folder.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -16,20 +17,21 @@ CODEGEN = Path(__file__).resolve().parent.parent / "codegen"
 #: codegen/support/ is not part of the generator: its modules are copied into the generated package
 SUPPORT = CODEGEN / "support"
 
-#: bottom to top; a module may import modules of its own layer or of lower ones
-LAYERS: tuple[tuple[str, ...], ...] = (
-    ("miogen", "errors", "model", "reserved", "gcpolicy", "digest", "cache"),
-    ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "yamlwrite", "transaction", "clang_env",
-     "cppsrc", "doc", "stubvalues", "conditionals"),
-    # the annotation forms: each form's gate, plan, docstring, stub, driver and audit (annotate classifies with them)
-    ("forms",),
-    ("spec_io", "target", "records", "roles", "diff", "preamble", "parser"),
-    ("annotate",),
-    ("direct", "plans", "docstrings", "planner", "jinja_env"),
-    ("render", "stublib", "layout", "cxx", "callthrough", "audit"),
-    ("abi",),
-    ("upgrade", "addrelease", "cli", "__main__"),
-)
+#: each stage (a folder of codegen/, or a module at its top) and the stages it may import, bottom to top;
+#: a module may import its own folder too
+STAGES: dict[str, tuple[str, ...]] = {
+    "miogen": (),  # the package itself: GENERATOR_VERSION
+    "base": ("miogen",),
+    "spec": ("miogen", "base"),
+    "parse": ("miogen", "base", "spec"),
+    "semantics": ("miogen", "base", "spec"),
+    "render": ("miogen", "base", "spec", "semantics"),
+    "prove": ("miogen", "base", "spec", "semantics", "render"),
+    "audit": ("miogen", "base", "spec", "semantics"),
+    "workflow": ("miogen", "base", "spec", "parse", "semantics", "render", "prove"),
+    "cli": ("miogen", "base", "spec", "parse", "semantics", "render", "prove", "audit", "workflow"),
+    "__main__": ("miogen", "base", "cli"),
+}
 
 
 def _module(path: Path) -> str:
@@ -39,25 +41,22 @@ def _module(path: Path) -> str:
     return ".".join(parts) or "miogen"
 
 
-def _is_type_checking(test: ast.expr) -> bool:
-    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
-        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+def _sources() -> list[Path]:
+    return sorted(p for p in CODEGEN.rglob("*.py") if SUPPORT not in p.parents)
 
 
-def _imports(path: Path) -> set[str]:
-    """The miogen modules `path` imports (by their name inside the package, e.g. `audit.notes`)."""
-    me = _module(path)
-    package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+def _imports(path: Path, known: set[str]) -> set[str]:
+    return _imports_of(path.read_text(encoding="utf-8"), _module(path), path.name == "__init__.py", known)
+
+
+def _imports_of(source: str, me: str, is_package: bool, known: set[str]) -> set[str]:
+    """The miogen modules module `me` imports (by their name inside the package, e.g. `spec.model`), wherever
+    the import statement sits."""
+    package = me.split(".") if is_package else me.split(".")[:-1]
     if me == "miogen":
         package = []
-    known = {_module(p) for p in _sources()}
     out: set[str] = set()
-    tree = ast.parse(path.read_text(encoding="utf-8"))
-    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
-                   for stmt in block.body for n in ast.walk(stmt)}
-    for node in ast.walk(tree):
-        if id(node) in typing_only:  # `if TYPE_CHECKING:` imports are for the type checker, never run
-            continue
+    for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.ImportFrom):
             if node.level:
                 base, module = package[: len(package) - (node.level - 1)], node.module
@@ -79,12 +78,13 @@ def _imports(path: Path) -> set[str]:
     return out
 
 
-def _sources() -> list[Path]:
-    return sorted(p for p in CODEGEN.rglob("*.py") if SUPPORT not in p.parents)
-
-
 def _graph() -> dict[str, set[str]]:
-    return {_module(p): _imports(p) for p in _sources()}
+    known = {_module(p) for p in _sources()}
+    return {_module(p): _imports(p, known) for p in _sources()}
+
+
+def _stage(module: str) -> str:
+    return module.split(".")[0]
 
 
 def test_support_modules_never_import_the_generator() -> None:
@@ -100,56 +100,74 @@ def test_support_modules_never_import_the_generator() -> None:
     assert not bad, bad
 
 
-def _layer(module: str) -> int:
-    top = module.split(".")[0]
-    for i, names in enumerate(LAYERS):
-        if module in names or top in names:
-            return i
-    raise KeyError(module)
+def test_every_module_sits_in_a_stage() -> None:
+    """Only the package, the command line and `python -m miogen` sit at the top; everything else in a folder."""
+    missing = sorted(m for m in _graph() if _stage(m) not in STAGES)
+    assert not missing, f"miogen modules outside the stage folders of tests/test_layers.py STAGES: {missing}"
+    folders = {p.name for p in CODEGEN.iterdir() if p.is_dir() and (p / "__init__.py").is_file()} - {"support"}
+    assert folders == {s for s in STAGES if (CODEGEN / s).is_dir()}
 
 
-def test_every_module_has_a_layer() -> None:
-    missing = []
-    for m in _graph():
-        try:
-            _layer(m)
-        except KeyError:
-            missing.append(m)
-    assert not missing, f"miogen modules with no layer in tests/test_layers.py LAYERS: {missing}"
-
-
-def test_no_module_imports_a_higher_layer() -> None:
-    bad = [f"{m} (layer {_layer(m)}) imports {d} (layer {_layer(d)})"
-           for m, deps in _graph().items() for d in sorted(deps) if _layer(d) > _layer(m)]
+def test_stages_import_only_the_stages_below() -> None:
+    bad = [f"{m} ({_stage(m)}/) imports {d} ({_stage(d)}/)" for m, deps in _graph().items() for d in sorted(deps)
+           if _stage(d) != _stage(m) and _stage(d) not in STAGES[_stage(m)]]
     assert not bad, "\n".join(bad)
 
 
-def test_the_import_graph_has_no_circle() -> None:
-    graph = _graph()
-    state: dict[str, int] = {}  # 1: on the path, 2: done
+def test_the_stage_rules_have_no_circle() -> None:
+    """STAGES is itself a ladder: a stage never (even indirectly) may import one that may import it."""
+    order = list(STAGES)
+    assert all(order.index(d) < order.index(s) for s, below in STAGES.items() for d in below)
 
-    def visit(m: str, path: list[str]) -> None:
+
+def _circle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import circle of `graph` (a path that comes back to its start), or None."""
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+    path: list[str] = []
+
+    def visit(m: str) -> list[str] | None:
         state[m] = 1
+        path.append(m)
         for d in sorted(graph.get(m, ())):
             if state.get(d) == 1:
-                pytest.fail("import circle: " + " -> ".join(path[path.index(d):] + [m, d]) if d in path
-                            else f"import circle through {m} -> {d}")
-            if d not in state:
-                visit(d, path + [m])
+                return path[path.index(d):] + [d]
+            if d not in state and (found := visit(d)) is not None:
+                return found
+        path.pop()
         state[m] = 2
+        return None
 
-    for m in graph:
-        if m not in state:
-            visit(m, [])
+    for m in sorted(graph):
+        if m not in state and (found := visit(m)) is not None:
+            return found
+    return None
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    """No circle among the modules, counting imports in functions and under TYPE_CHECKING."""
+    found = _circle(_graph())
+    assert found is None, "import circle: " + " -> ".join(found or [])
+
+
+def test_the_circle_finder_finds_circles() -> None:
+    assert _circle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _circle({"a": {"b"}, "b": set(), "c": {"c"}}) == ["c", "c"]
+    assert _circle({"a": {"b", "c"}, "b": {"c"}, "c": set()}) is None
 
 
 def test_the_graph_reader_sees_imports() -> None:
-    """The reader finds the edges the tests above rely on (relative, package-relative, absolute)."""
+    """The reader finds the edges the tests above rely on: relative, package-relative, absolute, in a function,
+    under TYPE_CHECKING."""
     graph = _graph()
-    assert {"planner", "render", "stublib"} <= graph["abi"]
-    assert "audit.vocabulary" in graph["audit.compare"] and "annotate" in graph["audit.compare"]
+    assert {"render.planner", "render.package", "prove.stublib"} <= graph["prove.abi"]
+    assert "audit.vocabulary" in graph["audit.compare"]
     assert "audit.run" in graph["audit"]
-    assert "miogen" in graph["render"]  # from . import GENERATOR_VERSION
+    assert "miogen" in graph["render.package"]  # from .. import GENERATOR_VERSION
+    assert "workflow.upgrade" in graph["cli"]  # imported in a function
+    known = {"spec.x", "spec.y", "base.z", "base", "miogen"}
+    source = ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .x import X\n"
+              "def f() -> None:\n    from ..base import z\n    import miogen.spec.y\n")
+    assert _imports_of(source, "spec.m", False, known) == {"spec.x", "spec.y", "base", "base.z"}
 
 
 def test_one_definition_per_shared_type_name() -> None:
@@ -163,18 +181,23 @@ def test_one_definition_per_shared_type_name() -> None:
                      else [])
             for name in names:
                 defined.setdefault(name, []).append(_module(path))
-    homes = {"Shape": ["model"], "Check": ["audit.compare"], "Version": ["releases"], "Releases": ["releases"]}
+    homes = {"Shape": ["spec.model"], "Check": ["audit.compare"], "Version": ["spec.releases"],
+             "Releases": ["spec.releases"]}
     assert {n: defined.get(n) for n in homes} == homes
 
 
-def test_the_architecture_page_lists_these_layers() -> None:
-    """docs/architecture.md's numbered list of layers is LAYERS (the package itself aside)."""
-    import re
-
+def test_the_architecture_page_lists_these_stages() -> None:
+    """docs/architecture.md's numbered list of stages is STAGES (the package itself aside), each with the
+    folder (or module) it is."""
     page = (CODEGEN.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
-    section = page.split("## Layers of the generator", 1)[1].split("\n## ", 1)[0]
-    listed = [tuple(re.findall(r"`(\w+)`", item)) for item in re.split(r"\n\d+\. ", "\n" + section.split("\n1. ", 1)[1])
-              if item.strip()]
-    listed = [names for names in listed if names]
-    wanted = [tuple(n for n in names if n != "miogen") for names in LAYERS]
-    assert listed[: len(wanted)] == wanted
+    section = page.split("## Stages of the generator", 1)[1].split("\n## ", 1)[0]
+    listed = re.findall(r"^\d+\. `codegen/([\w.]+?)(?:/|\.py)`", section, re.M)
+    assert listed == [s for s in STAGES if s != "miogen"]
+    for stage, below in STAGES.items():
+        if stage == "miogen":
+            continue
+        line = re.search(rf"^\d+\. `codegen/{re.escape(stage)}(?:/|\.py)`.*$", section, re.M)
+        assert line is not None
+        said = re.search(r"imports: ([^.]*)", line.group(0))
+        named = set(re.findall(r"`(\w+)`", said.group(1))) if said else set()
+        assert named == set(below) - {"miogen"}, f"{stage}: the page says it imports {sorted(named)}"

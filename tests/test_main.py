@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from miogen.spec_io import load
+from miogen.spec.spec_io import load
 
 from . import conftest
 from .conftest import Libs
@@ -83,7 +83,7 @@ def test_every_release_says_what_it_is_proven_against(stub: str) -> None:
     the real-library rows name test files that exist; `python -m miopen` shows the records, text and JSON."""
     import re
 
-    from miogen.records import load_records
+    from miogen.spec.records import load_records
 
     from miopen._generated._releases import PROVEN
 

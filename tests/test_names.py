@@ -15,16 +15,17 @@ from types import ModuleType
 
 import pytest
 
-from miogen import naming, reserved
-from miogen.annotate import Annotations, Rules, load_annotations, resolve
-from miogen.errors import CodegenError, HeaderError, NamingError
-from miogen.parser import ParseOptions, parse_header
-from miogen.files import write_tree as write
-from miogen.planner import plan
-from miogen.render import render
+from miogen.semantics import naming
+from miogen.spec import reserved
+from miogen.semantics.annotations import Annotations, Rules, load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.base.errors import CodegenError, HeaderError, NamingError
+from miogen.parse.parser import ParseOptions, parse_header
+from miogen.base.files import write_tree as write
+from miogen.render.package import render
 
 from .conftest import fixture_files
-from .helpers import REPO, target
+from .helpers import planned, REPO, target
 
 NAMES = REPO / "tests" / "fixtures" / "names"
 
@@ -37,8 +38,8 @@ def names_build(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Modu
     ann = load_annotations(NAMES / "annotations.yaml")
     old = parse_header(NAMES / "miopen.h", target(), ParseOptions(), "3.0.0")
     new = parse_header(NAMES / "miopen.h", target(), ParseOptions(defines=("MIOGEN_NAMES_NEWER",)), "3.1.0")
-    files = render(plan(old, ann, target(), "# names fixture 3.0.0"),
-                   plan(new, ann, target(), "# names fixture 3.1.0", {"miopenNewer": "3.1.0"}))
+    files = render(planned(old, ann, target(), "# names fixture 3.0.0"),
+                   planned(new, ann, target(), "# names fixture 3.1.0", {"miopenNewer": "3.1.0"}))
     assert {"v3_0_0/api.py", "v3_1_0/api.py", "_support.py", "api.py"} <= set(files)
     write(files, root / "names_pkg")
     lib_path = root / "libnames.so"
@@ -280,9 +281,9 @@ def _bound_and_used(tree: ast.Module) -> tuple[set[str], set[str]]:
 ])
 def test_reserved_sets_cover_every_name_the_templates_use(module: str, allowed: frozenset[str]) -> None:
     """Each module-level name of a rendered module, and each name its wrapper bodies read, is either
-    made from the spec or listed in codegen/reserved.py (a template change that adds a helper fails
+    made from the spec or listed in codegen/spec/reserved.py (a template change that adds a helper fails
     here until the name is listed)."""
-    from miogen.render import release_module
+    from miogen.render.package import release_module
 
     pl, files = fixture_files()
     if module.startswith("release/"):  # the release's own sub-package
@@ -292,7 +293,7 @@ def test_reserved_sets_cover_every_name_the_templates_use(module: str, allowed: 
     import builtins
 
     extra = {n for n in bound if n not in made and n not in allowed and not n.startswith(reserved.API_PREFIXES)}
-    assert not extra, f"{module}: names the template binds that codegen/reserved.py does not list: {sorted(extra)}"
+    assert not extra, f"{module}: names the template binds that codegen/spec/reserved.py does not list: {sorted(extra)}"
     if module.endswith("/api.py"):
         body = {n for n in used if n not in made and n not in bound and n not in allowed and not hasattr(builtins, n)
                 and not n.startswith(reserved.BODY_PREFIXES)}
@@ -324,6 +325,7 @@ def test_the_rendered_fixture_compiles_and_stays_inside_reserved_names() -> None
 
 def test_reserved_names_list_the_direct_call_aliases() -> None:
     """The api module's ctypes aliases for direct calls (direct.DIRECT_ALIASES) are reserved names."""
-    from miogen import direct, reserved
+    from miogen.render import direct
+    from miogen.spec import reserved
 
     assert {alias for alias, _ in direct.DIRECT_ALIASES} == reserved.DIRECT_ALIASES

@@ -16,10 +16,10 @@ from pathlib import Path
 
 import pytest
 
-from miogen.errors import HeaderError
-from miogen.parser import ParseOptions, add_exported, parse_header
-from miogen.stublib import header_source
-from miogen.target import DEFAULT_TARGET, load_target
+from miogen.base.errors import HeaderError
+from miogen.parse.parser import ParseOptions, add_exported, parse_header
+from miogen.prove.stublib import header_source
+from miogen.spec.target import DEFAULT_TARGET, load_target
 
 from .real_miopen import HIPNOGPU, OPENCL
 

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from miogen.cli import main
-from miogen.errors import CodegenError
-from miogen.files import OUTPUT_MARKER
-from miogen.files import write_tree as write
+from miogen.base.errors import CodegenError
+from miogen.base.files import OUTPUT_MARKER
+from miogen.base.files import write_tree as write
 
 from .helpers import SPECS
 
@@ -113,8 +113,8 @@ import sys  # noqa: E402
 import threading  # noqa: E402
 from collections.abc import Callable  # noqa: E402
 
-from miogen import files as files_mod  # noqa: E402
-from miogen.files import Interrupted, recover  # noqa: E402
+from miogen.base import files as files_mod  # noqa: E402
+from miogen.base.files import Interrupted, recover  # noqa: E402
 
 from .helpers import REPO  # noqa: E402
 
@@ -122,14 +122,14 @@ _STEPS = ("_put", "_link", "_mkdir", "_rename")
 
 
 def _rendered(version: str) -> dict[str, str]:
-    from miogen.annotate import load_annotations
-    from miogen.planner import plan
-    from miogen.render import banner, render
-    from miogen.spec_io import load
-    from miogen.target import load_target
+    from miogen.semantics.annotations import load_annotations
+    from .helpers import planned
+    from miogen.render.package import banner, render
+    from miogen.spec.spec_io import load
+    from miogen.spec.target import load_target
 
     spec = load(SPECS / f"{version}.yaml")
-    return render(plan(spec, load_annotations(SPECS / "annotations.yaml"), load_target(), banner(version, "0", "0")))
+    return render(planned(spec, load_annotations(SPECS / "annotations.yaml"), load_target(), banner(version, "0", "0")))
 
 
 def _state(parent: Path) -> dict[str, dict[str, bytes] | str]:
@@ -309,7 +309,7 @@ def test_a_signal_mid_write_leaves_the_output_as_it_was(tmp_path: Path, sig: int
 def test_one_file_is_written_through_a_temp_name_of_its_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`write_file` writes beside the file under a name of its own (pid and random bits), renamed over the file:
     nothing is left beside it; where another file holds that name, the write fails and leaves both alone."""
-    from miogen import files
+    from miogen.base import files
 
     target = tmp_path / "spec.yaml"
     target.write_text("old\n")
@@ -325,7 +325,7 @@ def test_one_file_is_written_through_a_temp_name_of_its_own(tmp_path: Path, monk
 
 def test_one_file_under_a_file_is_refused_in_one_line(tmp_path: Path) -> None:
     """`write_file` where a file stands in for the folder: a CodegenError naming the path, nothing written."""
-    from miogen import files
+    from miogen.base import files
 
     (tmp_path / "plain").write_text("x")
     for where in (tmp_path / "plain" / "spec.yaml", tmp_path / "plain" / "deeper" / "spec.yaml"):

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from miogen.spec_io import dumps
+from miogen.spec.spec_io import dumps
 
 from .helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, REPO, fixture_spec
 
@@ -78,7 +78,7 @@ def test_wheel_has_every_committed_release(installed: Path) -> None:
 
 def test_wheel_carries_the_target_files(installed: Path) -> None:
     r = _run([str(installed / "python"), "-c",
-              "import miogen.target as t, miopen, miopen.ops.conv; print(t.TARGETS_DIR); print(t.SPECS_DIR); "
+              "import miogen.spec.target as t, miopen, miopen.ops.conv; print(t.TARGETS_DIR); print(t.SPECS_DIR); "
               "print(miopen.__file__)"], installed)
     assert r.returncode == 0, r.stderr
     targets, specs, miopen_file = r.stdout.split()

@@ -1,4 +1,4 @@
-"""Beta declarations told apart in one libclang pass (codegen/conditionals.py) give the spec the two-pass
+"""Beta declarations told apart in one libclang pass (codegen/parse/conditionals.py) give the spec the two-pass
 parse gives, and headers whose beta conditionals that cannot decide fall back to parsing twice."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miogen import parser
-from miogen.conditionals import beta_lines
-from miogen.parser import ParseOptions, parse_header
-from miogen.spec_io import dumps
+from miogen.parse import parser
+from miogen.parse.conditionals import beta_lines
+from miogen.parse.parser import ParseOptions, parse_header
+from miogen.spec.spec_io import dumps
 
 from .helpers import release_header, target
 
@@ -163,7 +163,7 @@ def test_the_comment_patterns_match_as_the_plain_ones(text: str) -> None:
     `/\\*.*?\\*/` ones find, literals with a backslash-newline included."""
     import re
 
-    from miogen import conditionals, doc
+    from miogen.parse import conditionals, doc
 
     def spans(pattern: re.Pattern[str]) -> list[tuple[int, int]]:
         return [m.span() for m in pattern.finditer(text)]
@@ -179,6 +179,6 @@ def test_the_macro_is_found_where_a_word_boundary_regex_finds_it(text: str) -> N
     """conditionals._mentions (str.find) gives the offsets `\\bMACRO\\b` gives (Unicode word characters too)."""
     import re
 
-    from miogen import conditionals
+    from miogen.parse import conditionals
 
     assert conditionals._mentions(text, "BETA_X") == [m.start() for m in re.finditer(r"\bBETA_X\b", text)]

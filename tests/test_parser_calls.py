@@ -1,4 +1,4 @@
-"""The parser's direct libclang calls (codegen/parser.py `_Calls`, `_Builder.typed`) give what cindex gives, on every
+"""The parser's direct libclang calls (codegen/parse/parser.py `_Calls`, `_Builder.typed`) give what cindex gives, on every
 declaration of the fixture header with extra declarations whose types differ only in their sugar; the doc checks
 that look for a substring first answer as their regular expressions alone do."""
 
@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miogen import doc, parser
-from miogen.clang_env import cindex
-from miogen.parser import ParseOptions, clang_args
+from miogen.parse import doc, parser
+from miogen.parse.clang_env import cindex
+from miogen.parse.parser import ParseOptions, clang_args
 
 from .helpers import fixture_spec, release_header, target
 

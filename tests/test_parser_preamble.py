@@ -1,4 +1,4 @@
-"""The precompiled preamble (codegen/preamble.py): a parse with it gives the spec a parse without it gives, byte
+"""The precompiled preamble (codegen/parse/preamble.py): a parse with it gives the spec a parse without it gives, byte
 for byte, or it is not used; every problem with it falls back to the plain parse.
 
 The HIP header here is a small stand-in put before miogen's shims on the include path (`-I`), so these tests do
@@ -16,11 +16,11 @@ from pathlib import Path
 
 import pytest
 
-from miogen import preamble
-from miogen.errors import HeaderError, SpecError
-from miogen.parser import ParseOptions, clang_args, parse_header
-from miogen.spec_io import dumps, loads
-from miogen.target import load_target
+from miogen.parse import preamble
+from miogen.base.errors import HeaderError, SpecError
+from miogen.parse.parser import ParseOptions, clang_args, parse_header
+from miogen.spec.spec_io import dumps, loads
+from miogen.spec.target import load_target
 
 from .helpers import FIXTURE_HEADER, REPO, release_header, target
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from miogen import model
-from miogen.records import load_records
-from miogen.releases import Version
-from miogen.spec_io import load
+from miogen.spec import model
+from miogen.spec.records import load_records
+from miogen.spec.releases import Version
+from miogen.spec.spec_io import load
 
 from .helpers import SPECS
 
@@ -121,11 +121,11 @@ def _real_headers() -> dict[str, Path]:
 @pytest.mark.parametrize("version", RELEASES)
 def test_reparse_is_byte_identical(version: str, preamble: bool, tmp_path: Path) -> None:
     """Parsing the real header again gives the committed spec byte for byte (the parser's speed-ups
-    must not change a single line), with the precompiled preamble (codegen/preamble.py) and without it. The header
+    must not change a single line), with the precompiled preamble (codegen/parse/preamble.py) and without it. The header
     is parsed from a copy of its own: one header may be two releases' (2.15.0's and 2.16.0's are the same bytes), and
     the version.h found beside it would name only one."""
-    from miogen.parser import ParseOptions, parse_header
-    from miogen.spec_io import dumps
+    from miogen.parse.parser import ParseOptions, parse_header
+    from miogen.spec.spec_io import dumps
 
     from .helpers import target
 

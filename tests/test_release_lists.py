@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from miogen.releases import Releases
+from miogen.spec.releases import Releases
 
 from .helpers import REPO, SPECS
 

@@ -12,13 +12,14 @@ from pathlib import Path
 
 import pytest
 
-from miogen import callthrough
-from miogen.annotate import load_annotations, resolve
-from miogen.releases import Version
-from miogen.spec_io import load
+from miogen.prove import callthrough
+from miogen.semantics.annotations import load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.spec.releases import Version
+from miogen.spec.spec_io import load
 
 from .conftest import Libs, _configure_stub, build_stub
-from .helpers import COMMITTED, SPECS, target
+from .helpers import COMMITTED, planned, SPECS, target
 
 RELEASES = [str(v) for v in COMMITTED.versions]
 
@@ -69,9 +70,8 @@ def test_every_wrapper_calls_through_with_its_release(stubs: dict[str, ctypes.CD
     assert miopen.bound_release() == version and miopen.MIOPEN_VERSION == version
     spec = load(SPECS / f"{version}.yaml")
     sem = resolve(spec, load_annotations(SPECS / "annotations.yaml"))
-    from miogen.planner import plan as make_plan
 
-    pl = make_plan(spec, load_annotations(SPECS / "annotations.yaml"), target(), "# matrix")
+    pl = planned(spec, load_annotations(SPECS / "annotations.yaml"), target(), "# matrix")
     # every wrapper of every release takes the direct call (no parameter of theirs lacks a direct form)
     assert [f.c_name for f in pl.functions if f.direct_args is None] == []
     plans = {f.c_name: (f.py_name, [(p.c_name, p.py) for p in f.params], [p.c_name for p in f.params if p.out])

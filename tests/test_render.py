@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from miogen.annotate import AnnotationGateError, FunctionNote, ParamNote, load_annotations, resolve
-from miogen.render import RELEASE_OUTPUTS, SHARED_OUTPUTS, release_module
+from miogen.semantics.suggest import AnnotationGateError
+from miogen.semantics.annotations import FunctionNote, ParamNote, load_annotations
+from miogen.semantics.resolve import resolve
+from miogen.render.package import RELEASE_OUTPUTS, SHARED_OUTPUTS, release_module
 
 from .conftest import Built, fixture_files
 from .helpers import FIXTURE_ANNOTATIONS, REPO, check_golden, fixture_spec
@@ -103,7 +105,7 @@ def test_gate_scopes_parameters_by_release() -> None:
 def test_gate_suggestion_is_one_block_valid_for_every_release() -> None:
     """Two open parameters of one function give one entry (not two colliding keys), with since: when older
     releases lack the function."""
-    from miogen.annotate import suggestion
+    from miogen.semantics.suggest import suggestion
 
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     spec = fixture_spec()
@@ -120,7 +122,7 @@ def test_gate_suggestion_is_one_block_valid_for_every_release() -> None:
 
 def test_gate_checks_length_calls() -> None:
     ann = load_annotations(FIXTURE_ANNOTATIONS)
-    from miogen.annotate import LengthCall
+    from miogen.semantics.annotations import LengthCall
 
     note = FunctionNote(params={"data": ParamNote(shape="blob", length_call=LengthCall("miopenGetKernelTime", "size"))})
     bad = replace(ann, functions={**ann.functions, "miopenSaveSolution": note})
@@ -161,18 +163,18 @@ def test_usage_example_misuse_is_caught_by_mypy(tmp_path: Path, built: Built) ->
 @pytest.mark.long
 def test_every_committed_release_renders(tmp_path: Path) -> None:
     """`make generate MIOPEN_VERSION=X` works for every committed spec (gate, target check, valid Python)."""
-    from miogen.annotate import load_annotations
-    from miogen.planner import plan
-    from miogen.render import render
-    from miogen.spec_io import load
-    from miogen.target import load_target
+    from miogen.semantics.annotations import load_annotations
+    from .helpers import planned
+    from miogen.render.package import render
+    from miogen.spec.spec_io import load
+    from miogen.spec.target import load_target
 
     from .helpers import SPECS
 
     ann = load_annotations(SPECS / "annotations.yaml")
     plans = []
     for path in sorted(SPECS.glob("*.*.*.yaml")):
-        plans.append(plan(load(path), ann, load_target(), "# test"))
+        plans.append(planned(load(path), ann, load_target(), "# test"))
         files = render(plans[-1])
         assert set(files) == _expected_files(plans[-1].spec.version), path
     together = render(*plans)
@@ -187,7 +189,7 @@ def test_compiled_templates_are_cached_privately_and_change_nothing(tmp_path: Pa
     import os
     import stat
 
-    from miogen import jinja_env
+    from miogen.render import jinja_env
 
     _, expected = fixture_files()
     monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
@@ -212,7 +214,7 @@ def test_collector_thresholds_are_restored(monkeypatch: pytest.MonkeyPatch) -> N
     """The CLI raises the collector's thresholds while it works and puts the caller's back, also on errors."""
     import gc
 
-    from miogen import gcpolicy
+    from miogen.base import gcpolicy
     from miogen.cli import main
 
     before = gc.get_threshold()
@@ -234,8 +236,8 @@ def test_syntax_check_remembers_only_texts_that_compiled(tmp_path: Path, monkeyp
     """A rendered Python text that compiled once is not compiled again (the per-user cache, keyed by its sha256
     and the Python version); a text that fails is never remembered and fails every time; with the cache off
     or unusable every text is compiled."""
-    from miogen import render
-    from miogen.errors import CodegenError
+    from miogen.render import package as render
+    from miogen.base.errors import CodegenError
 
     compiled: list[str] = []
 
@@ -266,8 +268,8 @@ def test_plans_are_remembered_and_change_nothing(tmp_path: Path, monkeypatch: py
     """`generate` takes a spec's plan from the per-user cache when the spec, annotations, target, banner and
     history are the same; the output is the same with the cache off, cold, warm or corrupt, and a changed input
     is planned again."""
-    from miogen import render
-    from miogen.target import load_target
+    from miogen.render import package as render
+    from miogen.spec.target import load_target
 
     from .helpers import SPECS
 

@@ -10,10 +10,10 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from miogen import spec_io, yamlread
-from miogen.errors import SpecError
-from miogen.spec_io import RENAMED_KEYS, dumps, load, load_as, loads
-from miogen.target import Target
+from miogen.spec import spec_io, yamlread
+from miogen.base.errors import SpecError
+from miogen.spec.spec_io import RENAMED_KEYS, dumps, load, load_as, loads
+from miogen.spec.target import Target
 
 from .helpers import SPECS, fixture_spec
 
@@ -148,13 +148,13 @@ def test_dump_quotes_what_would_read_back_as_another_type() -> None:
 
 @pytest.mark.long
 def test_yaml_reading_equals_pyyaml() -> None:
-    """codegen/yamlread.py gives what yaml.load(CSafeLoader) gives, for every committed YAML file and for
+    """codegen/spec/yamlread.py gives what yaml.load(CSafeLoader) gives, for every committed YAML file and for
     documents with every scalar type, quoting, anchors and aliases, flow and block styles; what it refuses
     (merge keys, other tags, several documents, bad syntax) is a SpecError naming the file."""
     import yaml
 
-    from miogen.errors import SpecError
-    from miogen.yamlread import read
+    from miogen.base.errors import SpecError
+    from miogen.spec.yamlread import read
 
     from .helpers import REPO
 
@@ -184,7 +184,7 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
     import yaml
 
 
-    from miogen.spec_io import dumps, load, loads
+    from miogen.spec.spec_io import dumps, load, loads
 
     from .helpers import SPECS
 
@@ -205,7 +205,7 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
 
 
 def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.MonkeyPatch) -> None:
-    """dumps writes the text itself (codegen/yamlwrite.py): byte for byte what libyaml emits event by event, for
+    """dumps writes the text itself (codegen/spec/yamlwrite.py): byte for byte what libyaml emits event by event, for
     every committed spec, for a parsed spec whose functions share their parameters, and without importing
     PyYAML; a spec holding what it does not spell (a line past its width, a non-ASCII or multi-line text) goes
     through libyaml, with the same result."""
@@ -213,8 +213,8 @@ def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.Monke
     import sys
     from dataclasses import replace
 
-    from miogen import yamlwrite
-    from miogen.spec_io import _plan, dumps, dumps_events, load
+    from miogen.spec import yamlwrite
+    from miogen.spec.spec_io import _plan, dumps, dumps_events, load
 
     from .helpers import SPECS, fixture_spec
 
@@ -236,7 +236,7 @@ def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.Monke
         assert dumps(spec) == dumps_events(spec) and fallbacks[-1] is spec
     import pickle
 
-    code = ("import sys, pickle; from miogen.spec_io import dumps; spec = pickle.loads(sys.stdin.buffer.read()); "
+    code = ("import sys, pickle; from miogen.spec.spec_io import dumps; spec = pickle.loads(sys.stdin.buffer.read()); "
             "text = dumps(spec); print('yaml' in sys.modules, len(text))")
     out = subprocess.run([sys.executable, "-c", code], input=pickle.dumps(repeated), capture_output=True, check=True)
     assert out.stdout.split()[0] == b"False"
@@ -254,7 +254,7 @@ def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.Monke
 def test_the_direct_writer_spells_a_scalar_as_libyaml_does_or_declines(text: str, flow: bool) -> None:
     """Any printable ASCII string, as a mapping value in block and in flow style and as a key: the direct writer
     gives libyaml's own text (plain, or quoted where YAML 1.1 would read another type), or declines it."""
-    from miogen import yamlwrite
+    from miogen.spec import yamlwrite
 
     def plan(cls: type) -> list[tuple[str, str, object, bool, bool, bool]] | None:
         return [("value", "value", None, False, flow, False)] if cls is _Holder else None
@@ -280,8 +280,9 @@ def test_loaded_files_are_remembered_and_a_bad_entry_changes_nothing(tmp_path: P
     import pickle
     import stat
 
-    from miogen import cache, spec_io
-    from miogen.annotate import Annotations, load_annotations
+    from miogen.base import cache
+    from miogen.spec import spec_io
+    from miogen.semantics.annotations import Annotations, load_annotations
 
     src = tmp_path / "spec.yaml"
     src.write_bytes(sorted(SPECS.glob("*.*.*.yaml"))[0].read_bytes())
@@ -330,7 +331,7 @@ def test_the_generators_fingerprint_tells_a_changed_module(tmp_path: Path, monke
     its size or mtime, or one is added; bytecode and other files do not count."""
     import os
 
-    from miogen import cache
+    from miogen.base import cache
 
     (tmp_path / "sub" / "__pycache__").mkdir(parents=True)
     for name in ("a.py", "sub/b.py", "sub/__pycache__/c.py", "notes.txt"):
@@ -389,8 +390,8 @@ def test_the_direct_writer_gives_libyamls_text_for_any_structure(data: st.DataOb
     """Random nestings of dataclasses (block, flow and flow-item fields, omitted defaults), dicts, tuples (empty
     too), shared objects, long keys and lines past the width: the direct writer gives libyaml's own text or
     declines (a line past the width, always)."""
-    from miogen import yamlwrite
-    from miogen.spec_io import _plan
+    from miogen.spec import yamlwrite
+    from miogen.spec.spec_io import _plan
 
     scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
                         st.sampled_from(["a", "b c", "", "1", "yes", "-1", "x-y", "on", "a: b", "k" * 130, "z" * 127,
@@ -437,7 +438,7 @@ def test_the_cache_keeps_what_was_used_last_and_drops_stale_temporaries(tmp_path
     import os
     import time
 
-    from miogen import cache
+    from miogen.base import cache
 
     monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path))
     monkeypatch.setattr(cache, "MAX_MODELS", 3)

@@ -518,11 +518,12 @@ def test_a_parameter_without_a_direct_form_uses_the_prototype() -> None:
     """A struct or a char by value has no form ctypes passes unconverted: that function calls `_raw.`."""
     from dataclasses import replace
 
-    from miogen.annotate import load_annotations, resolve
-    from miogen.model import CType, Function, Param
-    from miogen.direct import direct_arg
-    from miogen.planner import plan
-    from miogen.render import render
+    from miogen.semantics.annotations import load_annotations
+    from miogen.semantics.resolve import resolve
+    from miogen.spec.model import CType, Function, Param
+    from miogen.render.direct import direct_arg
+    from .helpers import planned
+    from miogen.render.package import render
 
     from .helpers import FIXTURE_ANNOTATIONS, fixture_spec, target
 
@@ -532,7 +533,7 @@ def test_a_parameter_without_a_direct_form_uses_the_prototype() -> None:
         Param(name="tag", c="char", type=CType(kind="char", name="char"))))
     spec = replace(spec, functions=(*spec.functions, by_value))
     ann = load_annotations(FIXTURE_ANNOTATIONS)
-    pl = plan(spec, ann, target(), "# test")
+    pl = planned(spec, ann, target(), "# test")
     f = next(f for f in pl.functions if f.c_name == "miopenTakesSolution")
     assert f.direct_args is None
     sems = resolve(spec, ann).functions["miopenTakesSolution"].params

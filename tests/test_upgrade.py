@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from miogen.spec_io import load
+from miogen.spec.spec_io import load
 
 from .helpers import REPO, SPECS, fixture_spec, next_release_header, release_header, upgrade_specs_dir
 
@@ -161,7 +161,7 @@ def test_a_failing_pin_write_rolls_back(tmp_path: Path, monkeypatch: pytest.Monk
 
 def test_a_signal_while_taking_the_snapshot_leaves_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                                            capsys: pytest.CaptureFixture[str]) -> None:
-    from miogen import transaction
+    from miogen.workflow import transaction
     from miogen.cli import main
 
     case = _Case(tmp_path)
@@ -237,7 +237,7 @@ def test_make_upgrade_adds_a_release_end_to_end(tmp_path: Path) -> None:
     # the release is committed and pinned, rendered, and documented
     specs = repo / "specs" / "miopen"
     assert (specs / "pinned").read_text() == new + "\n"
-    from miogen.records import load_records
+    from miogen.spec.records import load_records
 
     record = load_records(specs)[new]  # its record: where the header came from, what the ABI check found
     assert str(header) in record.header and record.abi.endswith("functions called through, 0 failing"), record

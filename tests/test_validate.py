@@ -1,5 +1,5 @@
 """No spec, annotation or target file can run code, hang or crash the loader: every string that
-reaches generated code is validated on load (codegen/validate.py), free text is escaped, YAML is
+reaches generated code is validated on load (codegen/spec/validate.py), free text is escaped, YAML is
 bounded; crafted files are refused with the file, line and YAML path, and nothing executes."""
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ import hypothesis
 import pytest
 import yaml
 
-from miogen import escape, literals, model, validate
-from miogen.annotate import Annotations, load_annotations
-from miogen.errors import CodegenError, SpecError
-from miogen.model import CType
-from miogen.files import write_tree as write
-from miogen.planner import plan
-from miogen.render import render
-from miogen.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
-from miogen.target import Target, load_target
+from miogen.base import escape
+from miogen.spec import literals, model, validate
+from miogen.semantics.annotations import Annotations, load_annotations
+from miogen.base.errors import CodegenError, SpecError
+from miogen.spec.model import CType
+from miogen.base.files import write_tree as write
+from miogen.render.package import render
+from miogen.spec.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
+from miogen.spec.target import Target, load_target
 
-from .helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, target
+from .helpers import FIXTURE_ANNOTATIONS, fixture_spec, planned, REPO, SPECS, target
 
 
 def test_every_string_field_has_a_rule() -> None:
@@ -110,7 +110,7 @@ def test_crafted_spec_strings_are_refused_and_never_run(site: str, tmp_path: Pat
             loads(text, "evil.yaml")
         assert len(str(e.value)) < 400  # the message quotes the payload cut short, never whole
         with pytest.raises(CodegenError):  # a spec built in memory gets the same checks before rendering
-            render(plan(evil, ann, target(), "# crafted"))
+            render(planned(evil, ann, target(), "# crafted"))
     assert not marker.exists()
 
 
@@ -130,7 +130,7 @@ def test_free_text_renders_inert_and_reads_back(tmp_path: Path) -> None:
     text = f'a"b\'c{{{touch}}}\\d """ e{touch}'
     spec = replace(fixture_spec(), release='a"b\'c{x}\\d """ e')
     tgt = replace(target(), error_suffix=text, status_hints={"miopenStatusNotImplemented": text})
-    files = render(plan(spec, load_annotations(FIXTURE_ANNOTATIONS), tgt, "# free text"))
+    files = render(planned(spec, load_annotations(FIXTURE_ANNOTATIONS), tgt, "# free text"))
     write(files, tmp_path / "inert_pkg")
     probe = ("import inert_pkg, sys\n"
              "e = inert_pkg.errors.raise_status\n"
@@ -335,7 +335,7 @@ def test_committed_files_load() -> None:
 
 
 def test_limits_doc_states_the_real_limits() -> None:
-    from miogen import spec_io, yamlread
+    from miogen.spec import spec_io, yamlread
     from miopen import algo, workspace
 
     doc = (REPO / "docs" / "limits.md").read_text()

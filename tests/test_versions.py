@@ -1,4 +1,4 @@
-"""One `Version` type and one home for the committed releases (miogen.releases)."""
+"""One `Version` type and one home for the committed releases (miogen.spec.releases)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miogen.errors import CodegenError
-from miogen.releases import PIN_FILE, Releases, Version, by_version, spec_version
+from miogen.base.errors import CodegenError
+from miogen.spec.releases import PIN_FILE, Releases, Version, by_version, spec_version
 
 from .helpers import COMMITTED, SPECS
 

@@ -17,8 +17,9 @@ from typing import Any
 
 import pytest
 
-from miogen.annotate import (AnnotationGateError, ElementQuery, FunctionNote, ParamNote, RecordNote, FieldNote,
-                              Variant, load_annotations, resolve)
+from miogen.semantics.suggest import AnnotationGateError
+from miogen.semantics.annotations import ElementQuery, FieldNote, FunctionNote, ParamNote, RecordNote, Variant, load_annotations
+from miogen.semantics.resolve import resolve
 
 from .conftest import Built
 from .helpers import FIXTURE_ANNOTATIONS, fixture_spec

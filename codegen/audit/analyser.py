@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from ..cppsrc import KEYWORDS, CppDef, Source, SourceFile, split_args
+from .cppsrc import KEYWORDS, CppDef, Source, SourceFile, split_args
 from .idioms import Idioms
 
 

@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from .. import forms
-from ..annotate import FunctionSem, ParamSem
+from ..semantics import forms
+from ..semantics.resolved import FunctionSem, ParamSem
 from .analyser import Fact, _HOST, first_of
 from .vocabulary import AnnView, EXPRESSIBLE, _missing, expressible, view
 

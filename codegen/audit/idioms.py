@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..errors import CodegenError
-from ..spec_io import load_as
+from ..base.errors import CodegenError
+from ..spec.spec_io import load_as
 
 
 @dataclass(frozen=True)

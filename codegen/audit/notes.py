@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from ..errors import CodegenError
-from ..spec_io import load_as
+from ..base.errors import CodegenError
+from ..spec.spec_io import load_as
 from .compare import Check, FunctionReport, Status
 from .vocabulary import AnnView, FORMS, _missing, expresses
 

@@ -6,10 +6,12 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import forms, model
-from ..annotate import Annotations, resolve
-from ..cppsrc import CppDef, Source, load_source
-from ..errors import CodegenError
+from ..semantics import forms
+from ..spec import model
+from ..semantics.annotations import Annotations
+from ..semantics.resolve import resolve
+from .cppsrc import CppDef, Source, load_source
+from ..base.errors import CodegenError
 from .analyser import Analyzer, Fact, _NULL_EVENTS, _rename
 from .compare import AuditReport, FunctionReport, ParamReport, RecordField, compare
 from .idioms import Idioms, load_idioms
@@ -102,9 +104,9 @@ def _record_fields(spec: model.Spec, source: Source, an: Analyzer) -> list[Recor
 def run(args: Any) -> int:
     import sys
 
-    from ..annotate import load_annotations
-    from ..spec_io import load
-    from ..target import REPO_ROOT, load_target
+    from ..semantics.annotations import load_annotations
+    from ..spec.spec_io import load
+    from ..spec.target import REPO_ROOT, load_target
 
     if args.depth < 0:
         raise CodegenError(f"--depth {args.depth}: must be 0 or more")
@@ -114,7 +116,7 @@ def run(args: Any) -> int:
     idioms_path = args.idioms or ann_path.parent / "audit-idioms.yaml"
     notes_path = args.notes or ann_path.parent / "audit-notes.yaml"
     if args.output:
-        from ..files import into, not_an_input
+        from ..base.files import into, not_an_input
 
         not_an_input(into(args.output, f"semantics-audit.{args.format}"),
                      [("SRC", args.source), ("--spec", args.spec), ("--annotations", ann_path),
@@ -126,7 +128,7 @@ def run(args: Any) -> int:
                    target_name=target.display_name)
     text = to_json(report) if args.format == "json" else to_markdown(report)
     if args.output:
-        from ..files import into, write_file
+        from ..base.files import into, write_file
 
         write_file(into(args.output, f"semantics-audit.{args.format}"), text)
     else:

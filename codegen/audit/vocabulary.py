@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ..annotate import FunctionSem, ParamSem
-from .. import forms
+from ..semantics.resolved import FunctionSem, ParamSem
+from ..semantics import annotation_forms, forms
 
 
 #: Forms beyond direction/memory/shape/length that a finding can be about. A form the vocabulary cannot
@@ -107,14 +107,14 @@ def _missing(form: str) -> Literal["disagree", "needs-vocabulary"]:
 
 
 def view(fs: FunctionSem, ps: ParamSem) -> AnnView:
-    """Normalise a resolved parameter (each annotation form states its own attributes: forms.FORMS)."""
+    """Normalise a resolved parameter (each annotation form states its own attributes: annotation_forms.FORMS)."""
     length = ps.length or (f"call:{ps.length_call.call}" if ps.length_call else None) or \
         ("unsized" if ps.unsized else None)
     shared = bool(ps.length) and any(
         o.name != ps.name and o.length == ps.length and o.direction == "in" and isinstance(o.form, (forms.Array, forms.Blob))
         for o in fs.params)
     stated: dict[str, Any] = {}
-    for form in forms.FORMS:
+    for form in annotation_forms.FORMS:
         stated.update(form.audit(ps, fs.params))
     return AnnView(direction=ps.direction, memory=ps.memory, shape=ps.shape, length=length, shared_length=shared,
                    fields=ps.fields, **stated)

@@ -26,7 +26,7 @@ SPEC = Path(__file__).resolve().parents[2] / "specs" / "miopen" / "2.17.0.yaml"
 
 @functools.cache
 def _spec() -> Any:
-    from miogen.spec_io import load
+    from miogen.spec.spec_io import load
 
     return load(SPEC)
 
@@ -118,13 +118,13 @@ def null_handles_typed() -> int:
 
 
 def _snake(c_name: str) -> str:
-    from miogen.naming import function_name
+    from miogen.semantics.naming import function_name
 
     return function_name(c_name, "miopen")
 
 
 def _snake_param(fn: Any, c_param: str, sig: inspect.Signature) -> str:
-    from miogen.naming import param_name
+    from miogen.semantics.naming import param_name
 
     name = param_name(c_param)
     assert name in sig.parameters, (fn.name, c_param, list(sig.parameters))

@@ -61,7 +61,7 @@ NOT_CHECKED: dict[str, str] = {
 
 def spec_functions() -> list[str]:
     """The function names of the 2.17.0 spec (read with the project's own loader)."""
-    from miogen.spec_io import load
+    from miogen.spec.spec_io import load
 
     return [f.name for f in load(SPEC).functions]
 

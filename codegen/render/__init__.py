@@ -1,0 +1,1 @@
+"""Spec + semantics -> plans -> the text of the generated package."""

@@ -1,0 +1,227 @@
+"""The tagged forms of a parameter and of a record's pointer field: what the code branches on.
+
+A parameter's form (by value: Value, Length; Callback, Opaque, Buffer; String: InString, OutString; Blob:
+InBlob, OutBlob; Array: InArray, OutArray, ElementArray; by pointer: HostScalar, ElementScalar, InScalar,
+InOutScalar, OutScalar, Count) is the one place its shape, direction, memory and C type are read together
+(`resolved.classify`, `ParamSem.form`); the planner, docstrings, stub library, call-through driver, direct
+calls and audit dispatch on it. A record's pointer fields have forms too (`FieldForm`: HandleField,
+BufferField, AddressField; one `field_gate`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar, Literal
+
+from ..spec.model import CType
+
+# --------------------------------------------------------------------------- the tagged forms
+
+
+@dataclass(frozen=True)
+class ParamForm:
+    """One parameter's form; `shape` is the annotation shape it refines."""
+
+    shape: ClassVar[str]
+
+
+@dataclass(frozen=True)
+class ByValue(ParamForm):
+    """Passed by value (a handle, an enum, a number, a stream, a function pointer)."""
+
+    shape: ClassVar[str] = "value"
+
+
+@dataclass(frozen=True)
+class Value(ByValue):
+    """A by-value argument the caller passes."""
+
+
+@dataclass(frozen=True)
+class Length(ByValue):
+    """A by-value length the wrapper fills in from the input sequences it sizes."""
+
+
+@dataclass(frozen=True)
+class Callback(ParamForm):
+    """A C function pointer: a Python callable wrapped in the typedef's CFUNCTYPE."""
+
+    shape: ClassVar[str] = "callback"
+
+
+@dataclass(frozen=True)
+class Opaque(ParamForm):
+    """An address passed through untouched."""
+
+    shape: ClassVar[str] = "opaque"
+
+
+@dataclass(frozen=True)
+class Buffer(ParamForm):
+    """A device address (untyped `void *`, or typed: `typed`)."""
+
+    shape: ClassVar[str] = "buffer"
+    typed: bool = False
+
+
+@dataclass(frozen=True)
+class String(ParamForm):
+    """A NUL-terminated C string."""
+
+    shape: ClassVar[str] = "string"
+
+
+@dataclass(frozen=True)
+class InString(String):
+    """Read by the callee: a str encoded (or bytes) passed as it is."""
+
+
+@dataclass(frozen=True)
+class OutString(String):
+    """Written by the callee into a buffer the wrapper allocates."""
+
+
+@dataclass(frozen=True)
+class Blob(ParamForm):
+    """Bytes with a length."""
+
+    shape: ClassVar[str] = "blob"
+
+
+@dataclass(frozen=True)
+class InBlob(Blob):
+    """Read by the callee: bytes passed with their length."""
+
+
+@dataclass(frozen=True)
+class OutBlob(Blob):
+    """Written by the callee into a buffer the wrapper allocates."""
+
+
+@dataclass(frozen=True)
+class Array(ParamForm):
+    """A sequence of elements."""
+
+    shape: ClassVar[str] = "array"
+
+
+@dataclass(frozen=True)
+class InArray(Array):
+    """An input sequence with a length; `per` values per unit of it."""
+
+    per: int = 1
+
+
+@dataclass(frozen=True)
+class OutArray(Array):
+    """An output (or in-out: `reads`) sequence the wrapper allocates, cut by a count where one is named."""
+
+    reads: bool = False
+
+
+@dataclass(frozen=True)
+class ElementArray(Array):
+    """A sequence whose element type another argument gives (`element_of`)."""
+
+    out: bool = False
+
+
+@dataclass(frozen=True)
+class ByPointer(ParamForm):
+    """One element passed by pointer."""
+
+    shape: ClassVar[str] = "scalar"
+
+
+@dataclass(frozen=True)
+class HostScalar(ByPointer):
+    """A host `void *` scaling factor (alpha/beta), read as `reads` (float, double, or None: what is passed)."""
+
+    reads: Literal["float", "double"] | None = None
+
+
+@dataclass(frozen=True)
+class ElementScalar(ByPointer):
+    """A host `void *` scalar in the element type another argument gives (`scalar: element`)."""
+
+    out: bool = False
+
+
+@dataclass(frozen=True)
+class InScalar(ByPointer):
+    """An input value the wrapper passes by pointer."""
+
+
+@dataclass(frozen=True)
+class InOutScalar(ByPointer):
+    """A value passed by pointer that the callee reads and updates; the wrapper returns the new one."""
+
+
+@dataclass(frozen=True)
+class OutScalar(ByPointer):
+    """An output the wrapper allocates and returns; `holds`: what the written address holds."""
+
+    holds: str | None = None
+
+
+@dataclass(frozen=True)
+class Count(ByPointer):
+    """An output count the wrapper passes (it cuts output arrays); `returned`: data of its own too."""
+
+    returned: bool = False
+
+
+# --------------------------------------------------------------------------- forms of record fields
+
+
+@dataclass(frozen=True)
+class FieldForm:
+    """The form of a pointer field of a record the API takes by pointer (annotations.FieldNote's shape)."""
+
+    shape: ClassVar[str]
+    memory: ClassVar[Literal["host", "device"]]  # where it points unless the annotation says
+
+
+@dataclass(frozen=True)
+class HandleField(FieldForm):
+    """A pointer to one handle (a descriptor variable): the caller gives the handle object."""
+
+    shape: ClassVar[str] = "scalar"
+    memory: ClassVar[Literal["host", "device"]] = "host"
+
+
+@dataclass(frozen=True)
+class BufferField(FieldForm):
+    """A `void *` to device memory."""
+
+    shape: ClassVar[str] = "buffer"
+    memory: ClassVar[Literal["host", "device"]] = "device"
+
+
+@dataclass(frozen=True)
+class AddressField(FieldForm):
+    """A `void *` host address passed through."""
+
+    shape: ClassVar[str] = "opaque"
+    memory: ClassVar[Literal["host", "device"]] = "host"
+
+
+_FIELD_FORMS: dict[str, FieldForm] = {f.shape: f for f in (HandleField(), BufferField(), AddressField())}
+
+
+def classify_field(shape: str) -> FieldForm:
+    return _FIELD_FORMS[shape]
+
+
+def field_gate(shape: str | None, t: CType) -> str | None:
+    """The problem of a record field annotated with `shape`, or None."""
+    if shape is None:
+        return "give its shape (scalar, buffer or opaque)"
+    if shape not in _FIELD_FORMS:
+        return f"shape: {shape} is no field shape ({', '.join(_FIELD_FORMS)})"
+    form = _FIELD_FORMS[shape]
+    if isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "handle"):
+        return f"shape: {shape} is for a pointer to one handle (a descriptor variable); the field is {t.spelling()}"
+    if not isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "void"):
+        return f"shape: {shape} is for a `void *` field"
+    return None

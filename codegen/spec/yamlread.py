@@ -1,0 +1,316 @@
+"""Reading one YAML document, checked, in one pass over libyaml's events.
+
+Every YAML file miogen reads (specs, annotations, target facts) comes through `read`: a size limit,
+then libyaml's C parser, whose events are built into Python data here, without the composer's node
+tree and without recursion. On the way it refuses, with the line and the YAML path, what would
+otherwise be silently lost or unbounded: nesting deeper than MAX_YAML_DEPTH, more than MAX_YAML_NODES
+nodes (an alias counting as a copy of what it names), more than MAX_YAML_ALIASES aliases, duplicate
+keys (YAML keeps the last), merge keys (which hide duplicates), keys that are not scalars, undefined or
+recursive aliases, and tags other than the core schema's. Scalars are resolved and constructed as
+PyYAML's SafeLoader does (once per distinct spelling). Limits are in docs/limits.md.
+
+Line numbers of errors found later in the data (a wrong type under some key) come from `line_of`,
+which composes the node tree of the text only then.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from typing import Any
+
+from . import validate
+from .validate import short
+from ..base.errors import SpecError
+
+# PyYAML is imported where a file is read, not with this module: a parse that finds its target facts in
+# the per-user cache and writes its spec (codegen/spec/yamlwrite.py) never loads it.
+
+
+def _loader(text: str) -> Any:
+    """libyaml's loader of `text` (PyYAML's pure-Python one without libyaml)."""
+    import yaml
+
+    return getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+
+
+def library() -> str:
+    """Which PyYAML reads (for cache keys), without importing it: its package file and that file's stamp."""
+    found = importlib.util.find_spec("yaml")
+    origin = found.origin if found is not None else None
+    if origin is None:  # pragma: no cover - PyYAML is a dependency
+        return "no PyYAML"
+    try:
+        st = os.stat(origin)
+    except OSError:  # pragma: no cover
+        return origin
+    return f"{origin}\0{st.st_size}\0{st.st_mtime_ns}"
+
+#: largest YAML file read (bytes)
+MAX_YAML_BYTES = 16 * 1024 * 1024
+#: deepest nesting of mappings and sequences
+MAX_YAML_DEPTH = 64
+#: most nodes, counting every alias as a copy of what it names: more than a 16 MiB file miogen writes holds
+#: (3.4 bytes a node; a spec takes about 7, the 5,000-function synthetic spec 950,000 nodes in 6.7 MB)
+MAX_YAML_NODES = 5_000_000
+#: most aliases in one file
+MAX_YAML_ALIASES = 1_000
+
+_STR_TAG = "tag:yaml.org,2002:str"
+_MAP_TAG = "tag:yaml.org,2002:map"
+_SEQ_TAG = "tag:yaml.org,2002:seq"
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+
+#: (resolved tag, spelling) -> constructed value, shared by every read; bounded
+_SCALARS: dict[tuple[str, str], Any] = {}
+_RESOLVED: dict[tuple[str, tuple[bool, bool]], str] = {}
+_CACHE_MAX = 100_000
+_MISSING = object()
+
+
+def message(exc: BaseException) -> str:
+    text = str(exc)
+    return text if len(text) <= 500 else text[:497] + "..."
+
+
+def error(source: str, line: int | None, parts: list[str], text: str) -> SpecError:
+    path = validate.Violation("", list(parts)).path
+    at = f"{source}:{line}" if line else source
+    return SpecError(f"{at}: {path + ': ' if path else ''}{text}", path=path or None)
+
+
+class _Frame:
+    """An open mapping or sequence."""
+
+    __slots__ = ("container", "is_map", "key", "expect_key", "keys", "anchor", "start", "deepest", "depth", "part")
+
+    def __init__(self, container: Any, is_map: bool, anchor: str | None, start: int, depth: int,
+                 part: str | None) -> None:
+        self.part = part  # where it sits in its parent (a YAML path part; None for the root)
+        self.container = container
+        self.is_map = is_map
+        self.key: Any = None
+        self.expect_key = True
+        self.keys: dict[Any, int] = {}  # key identity -> line (duplicates)
+        self.anchor = anchor
+        self.start = start  # nodes before it (for an anchor's size)
+        self.deepest = depth  # deepest level inside (for an anchor's height)
+        self.depth = depth
+
+
+def too_large(source: str) -> SpecError:
+    """The one error for a YAML file over MAX_YAML_BYTES: a reader refuses to read it, and a writer (a spec
+    `miogen parse` or `upgrade` writes) refuses to write it, with the same words."""
+    return SpecError(f"{source}: larger than {MAX_YAML_BYTES} bytes, the limit of a YAML file miogen reads (and "
+                     f"so of one it writes)")
+
+
+def read(text: str, source: str) -> Any:
+    """The data of the YAML document `text` (None when empty); SpecError naming `source`, the line and the
+    YAML path on anything malformed or over a limit."""
+    if len(text) > MAX_YAML_BYTES:
+        raise too_large(source)
+    import yaml
+
+    loader = _loader(text)
+    try:
+        return _Reader(loader, source).document()
+    except yaml.YAMLError as exc:
+        raise SpecError(f"{source}: not valid YAML: {message(exc)}") from None
+    finally:
+        loader.dispose()
+
+
+class _Reader:
+    def __init__(self, loader: Any, source: str) -> None:
+        self.loader = loader
+        self.source = source
+        self.stack: list[_Frame] = []
+
+    def fail(self, event: Any, text: str, extra: str | None = None) -> SpecError:
+        parts = [f.part for f in self.stack if f.part is not None]
+        if self.stack:  # the element of the innermost one being read
+            top = self.stack[-1]
+            if not top.is_map:
+                parts.append(f"[{len(top.container)}]")
+            elif not top.expect_key:
+                parts.append(validate.key_part(top.key))
+        if extra is not None:
+            parts.append(extra)
+        return error(self.source, event.start_mark.line + 1, parts, text)
+
+    def scalar(self, event: Any, as_key: bool) -> tuple[Any, str]:
+        """The value of a scalar event and its tag."""
+        import yaml
+
+        tag = event.tag
+        value = event.value
+        if tag is None or tag == "!":
+            rkey = (value, event.implicit)
+            tag = _RESOLVED.get(rkey)
+            if tag is None:
+                tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
+                if len(_RESOLVED) < _CACHE_MAX:
+                    _RESOLVED[rkey] = tag
+        if tag == _STR_TAG:
+            return value, tag
+        key = (tag, value)
+        out = _SCALARS.get(key, _MISSING)
+        if out is _MISSING:
+            if tag == _MERGE_TAG:
+                if as_key:
+                    raise self.fail(event, "merge keys (<<) are not supported")
+                raise self.fail(event, "not valid YAML: a merge key (<<) where a value belongs")
+            node = yaml.ScalarNode(tag, value, event.start_mark, event.end_mark, event.style)
+            try:
+                out = self.loader.construct_object(node)
+            except Exception as exc:  # noqa: BLE001 - PyYAML's scalar constructors raise all sorts (a bad timestamp)
+                if as_key:
+                    raise self.fail(event, f"bad key: {message(exc)}") from None
+                raise self.fail(event, f"not valid YAML: {message(exc)}") from None
+            finally:
+                self.loader.constructed_objects.clear()
+            if len(_SCALARS) < _CACHE_MAX:
+                _SCALARS[key] = out
+        return out, tag
+
+    def document(self) -> Any:
+        import yaml
+
+        get = self.loader.get_event
+        stack = self.stack
+        anchors: dict[str, tuple[Any, int, int]] = {}  # name -> (value, expanded nodes, height)
+        open_anchors: list[_Frame] = []
+        scalar_event, alias_event = yaml.ScalarEvent, yaml.AliasEvent
+        map_start, seq_start = yaml.MappingStartEvent, yaml.SequenceStartEvent
+        map_end, seq_end = yaml.MappingEndEvent, yaml.SequenceEndEvent
+        total = 0
+        aliases = 0
+        root: Any = None
+        get()  # the stream's start
+        event = get()
+        if type(event) is yaml.StreamEndEvent:
+            return None
+        while True:
+            event = get()
+            kind = type(event)
+            top = stack[-1] if stack else None
+            as_key = top is not None and top.is_map and top.expect_key
+            if kind is scalar_event:
+                total += 1
+                value, tag = self.scalar(event, as_key)
+                if event.anchor is not None:
+                    anchors[event.anchor] = (value, 1, 0)
+            elif kind is map_start or kind is seq_start:
+                is_map = kind is map_start
+                if event.tag not in (None, "!", _MAP_TAG if is_map else _SEQ_TAG):
+                    raise self.fail(event, f"not valid YAML: the tag {short(event.tag)} is not one miogen reads "
+                                           f"(plain mappings and sequences only)")
+                if as_key:
+                    raise self.fail(event, "a mapping key must be a plain scalar")
+                if len(stack) >= MAX_YAML_DEPTH:
+                    raise self.fail(event, f"nesting deeper than {MAX_YAML_DEPTH} levels")
+                total += 1
+                container: Any = {} if is_map else []
+                if top is None:
+                    root, part = container, None
+                else:
+                    part = f"[{len(top.container)}]" if not top.is_map else validate.key_part(top.key)
+                    self._attach(top, container)
+                frame = _Frame(container, is_map, event.anchor, total - 1, len(stack) + 1, part)
+                stack.append(frame)
+                for f in open_anchors:
+                    f.deepest = max(f.deepest, frame.depth)
+                if event.anchor is not None:
+                    open_anchors.append(frame)
+                if total > MAX_YAML_NODES:
+                    raise self.fail(event, f"more than {MAX_YAML_NODES} YAML nodes (aliases counted as copies)")
+                continue
+            elif kind is map_end or kind is seq_end:
+                frame = stack.pop()
+                if frame.anchor is not None:
+                    open_anchors.remove(frame)
+                    anchors[frame.anchor] = (frame.container, total - frame.start, frame.deepest - frame.depth + 1)
+                continue
+            elif kind is alias_event:
+                aliases += 1
+                if aliases > MAX_YAML_ALIASES:
+                    raise self.fail(event, f"more than {MAX_YAML_ALIASES} aliases")
+                entry = anchors.get(event.anchor)
+                if entry is None:
+                    opened = any(f.anchor == event.anchor for f in open_anchors)
+                    raise self.fail(event, f"{'recursive' if opened else 'undefined'} alias *{short(event.anchor)}")
+                value, nodes, height = entry
+                if as_key and isinstance(value, (dict, list)):
+                    raise self.fail(event, "a mapping key must be a plain scalar")
+                if len(stack) + height > MAX_YAML_DEPTH:
+                    raise self.fail(event, f"nesting deeper than {MAX_YAML_DEPTH} levels (through an alias)")
+                for f in open_anchors:
+                    f.deepest = max(f.deepest, len(stack) + height)
+                total += nodes
+                tag = _STR_TAG if type(value) is str else ""
+            elif kind is yaml.DocumentEndEvent:
+                if type(get()) is not yaml.StreamEndEvent:
+                    raise self.fail(event, "not valid YAML: expected a single document in the stream")
+                return root
+            else:  # pragma: no cover - libyaml emits nothing else inside a document
+                raise self.fail(event, f"not valid YAML: unexpected {kind.__name__}")
+            if total > MAX_YAML_NODES:
+                raise self.fail(event, f"more than {MAX_YAML_NODES} YAML nodes (aliases counted as copies); "
+                                       f"refusing to expand it")
+            if top is None:
+                root = value
+            elif as_key:
+                ident = value if tag == _STR_TAG else (
+                    type(value).__name__, value if isinstance(value, (int, float, bool)) or value is None
+                    else repr(value))
+                line = event.start_mark.line + 1
+                first = top.keys.get(ident)
+                if first is not None:
+                    raise self.fail(event, f"duplicate key {short(value)} (first at line {first}); YAML keeps only "
+                                           f"the last, so one of them would be lost", validate.key_part(value))
+                top.keys[ident] = line
+                top.key = value
+                top.expect_key = False
+            else:
+                self._attach(top, value)
+
+    @staticmethod
+    def _attach(top: _Frame, value: Any) -> None:
+        if top.is_map:
+            top.container[top.key] = value
+            top.expect_key = True
+        else:
+            top.container.append(value)
+
+
+def line_of(text: str, parts: list[str]) -> int | None:
+    """1-based line of the YAML node at the path `parts` of a document `read` accepted (best effort, for
+    error messages): composes its node tree now."""
+    import yaml
+
+    loader = _loader(text)
+    try:
+        node = loader.get_single_node()
+    except yaml.YAMLError:  # pragma: no cover - `read` accepted it
+        return None
+    finally:
+        loader.dispose()
+    for n, part in enumerate(parts):
+        if node is None:
+            return None
+        if part.startswith("[") and isinstance(node, yaml.SequenceNode):
+            try:
+                idx = int(part[1:-1])
+            except ValueError:
+                return int(node.start_mark.line) + 1
+            node = node.value[idx] if idx < len(node.value) else None
+        elif isinstance(node, yaml.MappingNode):
+            match = [(k, v) for k, v in node.value if isinstance(k, yaml.ScalarNode) and k.value == part]
+            if not match:
+                return int(node.start_mark.line) + 1
+            key, value = match[0]
+            node = value if n < len(parts) - 1 else key
+        else:
+            break
+    return None if node is None else int(node.start_mark.line) + 1
