@@ -20,7 +20,8 @@ sys.path.insert(0, str(REPO))
 from miogen.prove import cxx, stublib  # noqa: E402
 from miogen.semantics.annotations import load_annotations
 from miogen.semantics.resolve import resolve  # noqa: E402
-from miogen.parse.parser import ParseOptions, parse_header  # noqa: E402
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import parse_header  # noqa: E402
 from miogen.base.files import write_tree  # noqa: E402
 from miogen.render.planner import plan  # noqa: E402
 from miogen.render.package import render  # noqa: E402

@@ -123,7 +123,7 @@ def _committed_headers(root: Path) -> tuple[dict[str, Path], list[str]]:
 def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
     from synth_header import write as write_synth
 
-    from miogen.parse.parser import ParseOptions, clang_args
+    from miogen.parse.headers import ParseOptions, clang_args
     from miogen.spec.target import load_target
 
     py = sys.executable
@@ -230,7 +230,8 @@ def all_releases(headers_dir: Path, runs: int = 3) -> Row:
     is rendered from its committed spec; the row says so."""
     from miogen.base import gcpolicy
     from miogen.semantics.annotations import load_annotations
-    from miogen.parse.parser import ParseOptions, parse_header
+    from miogen.parse.headers import ParseOptions
+    from miogen.parse.parser import parse_header
     from miogen.render.planner import plan
     from miogen.semantics.resolve import resolve
     from miogen.spec.releases import Version

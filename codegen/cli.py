@@ -387,7 +387,8 @@ def _abi_check(args: argparse.Namespace) -> int:
 
     from .prove.abi import check
     from .base.files import not_an_input
-    from .parse.parser import ParseOptions, parse_header
+    from .parse.headers import ParseOptions
+    from .parse.parser import parse_header
     from .spec.target import load_target
 
     target = load_target(args.target)
@@ -410,7 +411,7 @@ def _abi_check(args: argparse.Namespace) -> int:
 
 
 def _header_version(args: argparse.Namespace) -> int:
-    from .parse.parser import header_version
+    from .parse.version_header import header_version
     from .spec.target import load_target
 
     print(header_version(args.header, load_target(args.target)))
@@ -484,7 +485,9 @@ def _check(args: argparse.Namespace) -> int:
 
 def _parse(args: argparse.Namespace) -> int:
     from .base.files import into, not_an_input
-    from .parse.parser import ParseOptions, parse_header, read_version_header
+    from .parse.headers import ParseOptions
+    from .parse.parser import parse_header
+    from .parse.version_header import read_version_header
     from .spec.spec_io import dump
     from .spec.target import load_target
 

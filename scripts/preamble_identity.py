@@ -23,7 +23,8 @@ def child(headers: Path) -> int:
     from run_all import _committed_headers
 
     from miogen.parse import preamble
-    from miogen.parse.parser import ParseOptions, parse_header
+    from miogen.parse.headers import ParseOptions
+    from miogen.parse.parser import parse_header
     from miogen.spec.spec_io import dumps
     from miogen.spec.target import load_target
 

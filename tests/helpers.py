@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from miogen.spec import model
-from miogen.parse.parser import ParseOptions, parse_header
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import parse_header
 from miogen.spec.releases import PIN_FILE, Releases, Version
 from miogen.spec.spec_io import dumps
 from miogen.spec.target import Target, load_target

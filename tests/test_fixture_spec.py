@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from miogen.spec import model
-from miogen.parse.parser import ParseOptions, parse_header
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import parse_header
 from miogen.spec.spec_io import dumps, loads
 
 from .helpers import check_golden, fixture_spec, release_header, target

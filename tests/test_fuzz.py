@@ -28,7 +28,8 @@ from miogen.spec import model
 from miogen.semantics.annotations import load_annotations
 from miogen.semantics.resolve import resolve
 from miogen.base.errors import CodegenError
-from miogen.parse.parser import ParseOptions, parse_header
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import parse_header
 from miogen.render.package import render
 from miogen.spec.spec_io import dumps, load, loads
 

@@ -20,7 +20,8 @@ from miogen.spec import reserved
 from miogen.semantics.annotations import Annotations, Rules, load_annotations
 from miogen.semantics.resolve import resolve
 from miogen.base.errors import CodegenError, HeaderError, NamingError
-from miogen.parse.parser import ParseOptions, parse_header
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import parse_header
 from miogen.base.files import write_tree as write
 from miogen.render.package import render
 

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from miogen.base.errors import HeaderError
-from miogen.parse.parser import ParseOptions, add_exported, parse_header
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import add_exported, parse_header
 from miogen.prove.stublib import header_source
 from miogen.spec.target import DEFAULT_TARGET, load_target
 

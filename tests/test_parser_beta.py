@@ -13,7 +13,8 @@ from hypothesis import strategies as st
 
 from miogen.parse import parser
 from miogen.parse.conditionals import beta_lines
-from miogen.parse.parser import ParseOptions, parse_header
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import parse_header
 from miogen.spec.spec_io import dumps
 
 from .helpers import release_header, target
@@ -72,7 +73,7 @@ def test_macro_in_a_string_is_code() -> None:
 def _parse(header: Path, one_pass: bool, monkeypatch: pytest.MonkeyPatch) -> tuple[str, bool]:
     """The spec text, and whether the one-pass path decided it."""
     used: list[bool] = []
-    real = parser._one_pass_beta
+    real = parser.one_pass_beta
 
     def spy(*args: Any) -> Any:
         out = real(*args) if one_pass else None
@@ -80,7 +81,7 @@ def _parse(header: Path, one_pass: bool, monkeypatch: pytest.MonkeyPatch) -> tup
         return out
 
     with monkeypatch.context() as m:
-        m.setattr(parser, "_one_pass_beta", spy)
+        m.setattr(parser, "one_pass_beta", spy)
         text = dumps(parse_header(header, target(), ParseOptions(beta=True)))
     return text, used == [True]
 

@@ -1,4 +1,4 @@
-"""The parser's direct libclang calls (codegen/parse/parser.py `_Calls`, `_Builder.typed`) give what cindex gives, on every
+"""The parser's direct libclang calls (codegen/parse/calls.py `HotCalls`, codegen/parse/builder.py `Builder.typed`) give what cindex gives, on every
 declaration of the fixture header with extra declarations whose types differ only in their sugar; the doc checks
 that look for a substring first answer as their regular expressions alone do."""
 
@@ -12,9 +12,11 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from miogen.parse import doc, parser
+from miogen.parse import builder, doc
+from miogen.parse.unit import top_level, translation_unit
+from miogen.parse.calls import hot_calls
 from miogen.parse.clang_env import cindex
-from miogen.parse.parser import ParseOptions, clang_args
+from miogen.parse.headers import ParseOptions, clang_args
 
 from .helpers import fixture_spec, release_header, target
 
@@ -35,14 +37,14 @@ miopenTestInt_t miopenTestSugarResult(miopenTestInt_t x, int y);
 def tu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path, str]]:
     header = release_header(tmp_path_factory.mktemp("calls"), SUGAR)
     text = header.read_text()
-    tu = parser._translation_unit(header, clang_args(ParseOptions(), target(), True), target())
+    tu = translation_unit(header, clang_args(ParseOptions(), target(), True), target())
     yield tu, header, text
 
 
 def _cursors(tu: Any, header: Path) -> list[Any]:
     """Every top-level declaration and everything under it (parameters, constants, fields, expressions)."""
     out = []
-    todo = list(parser._top_level(tu, header, target().api_headers))
+    todo = list(top_level(tu, header, target().api_headers))
     while todo:
         c = todo.pop()
         out.append(c)
@@ -59,7 +61,7 @@ def _extent(c: Any) -> tuple[bool, int, int, int, int]:
 
 def test_children_spelling_extent_and_line_are_cindex_values(tu: tuple[Any, Path, str]) -> None:
     unit, header, _ = tu
-    calls = parser._calls()
+    calls = hot_calls()
     cursors = _cursors(unit, header)
     assert len(cursors) > 500
     for c in [unit.cursor, *cursors]:
@@ -76,12 +78,12 @@ def test_children_spelling_extent_and_line_are_cindex_values(tu: tuple[Any, Path
 
 def test_typed_is_each_parameters_own_spelling_and_type(tu: tuple[Any, Path, str]) -> None:
     unit, header, text = tu
-    fast = parser._Builder(header, text, target())
-    slow = parser._Builder(header, text, target())
-    top = parser._top_level(unit, header, target().api_headers)
+    fast = builder.Builder(header, text, target())
+    slow = builder.Builder(header, text, target())
+    top = top_level(unit, header, target().api_headers)
     fast.collect_names(top)
     slow.collect_names(top)
-    calls = parser._calls()
+    calls = hot_calls()
     seen = set()
     for c in top:
         if c.kind != cindex().CursorKind.FUNCTION_DECL:

@@ -18,7 +18,8 @@ import pytest
 
 from miogen.parse import preamble
 from miogen.base.errors import HeaderError, SpecError
-from miogen.parse.parser import ParseOptions, clang_args, parse_header
+from miogen.parse.headers import ParseOptions, clang_args
+from miogen.parse.parser import parse_header
 from miogen.spec.spec_io import dumps, loads
 from miogen.spec.target import load_target
 

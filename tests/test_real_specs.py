@@ -124,7 +124,8 @@ def test_reparse_is_byte_identical(version: str, preamble: bool, tmp_path: Path)
     must not change a single line), with the precompiled preamble (codegen/parse/preamble.py) and without it. The header
     is parsed from a copy of its own: one header may be two releases' (2.15.0's and 2.16.0's are the same bytes), and
     the version.h found beside it would name only one."""
-    from miogen.parse.parser import ParseOptions, parse_header
+    from miogen.parse.headers import ParseOptions
+    from miogen.parse.parser import parse_header
     from miogen.spec.spec_io import dumps
 
     from .helpers import target

@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 
 from miogen.parse import clang_env
 from miogen.base.errors import HeaderError, SetupError
-from miogen.parse.parser import ParseOptions, parse_header
+from miogen.parse.headers import ParseOptions
+from miogen.parse.parser import parse_header
 
 from .helpers import FIXTURE_HEADER, fixture_spec, target
 
@@ -330,7 +331,7 @@ def test_versions_are_read_as_three_ascii_numbers(text: str) -> None:
     leading zeros; anything else is a ValueError."""
     import re
 
-    from miogen.parse.parser import normalise_version
+    from miogen.parse.version_header import normalise_version
 
     m = re.fullmatch(r"([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})", text.strip(), re.ASCII)
     if m is None:
@@ -342,7 +343,7 @@ def test_versions_are_read_as_three_ascii_numbers(text: str) -> None:
 
 def _hostile(tmp_path: Path, kind: str) -> Path:
     """A file the include graph must never read: /dev/zero, a FIFO, a file over the limit, a symlink to /dev/zero."""
-    from miogen.parse.parser import MAX_HEADER_BYTES
+    from miogen.parse.headers import MAX_HEADER_BYTES
 
     bad = tmp_path / "inc" / "bad.h"
     bad.parent.mkdir(exist_ok=True)
@@ -380,7 +381,7 @@ def test_hostile_includes_are_refused_before_clang_reads_them(tmp_path: Path, ki
         spelled = "<middle.h>"
     h.write_text(f"#include <stddef.h>\n#include {spelled}\nint x;\n")
     header = bad if how == "header" else h
-    code = ("import sys\nfrom pathlib import Path\nfrom miogen.parse.parser import ParseOptions, parse_header\n"
+    code = ("import sys\nfrom pathlib import Path\nfrom miogen.parse.headers import ParseOptions\nfrom miogen.parse.parser import parse_header\n"
             "from miogen.base.errors import HeaderError\nfrom tests.helpers import target\n"
             f"try:\n    parse_header(Path(sys.argv[1]), target(), ParseOptions(includes=(Path(sys.argv[2]),)), '1.0.0')\n"
             "except HeaderError as exc:\n    print(exc)\n    sys.exit(3)\n")

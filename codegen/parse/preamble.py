@@ -40,7 +40,7 @@ _FORMAT = 1  # of the cache files
 RACY_NS = 2 * 10**9
 _SYSTEM_DIRS = ("/usr/local/include", "/usr/include")  # searched by clang where no option names them
 _SEARCH_OPTIONS = ("-I", "-isystem", "-idirafter", "-iquote")
-_FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's own (codegen/parse/parser.py)
+_FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's own (codegen/parse/unit.py)
 
 # bytes -> spaces but for identifier characters: split() then gives every identifier (and number) of a file
 _WORDS_ONLY = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))

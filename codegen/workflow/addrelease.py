@@ -32,7 +32,8 @@ def add_release(args: argparse.Namespace) -> int:
     from ..semantics.annotations import load_annotations
     from ..semantics.resolve import resolve
     from ..spec.diff import diff, to_markdown
-    from ..parse.parser import ParseOptions, parse_header
+    from ..parse.headers import ParseOptions
+    from ..parse.parser import parse_header
     from ..render.planner import plan
     from ..spec.releases import Releases, Version
     from ..render.package import banner, release_module, render, support_digest

@@ -69,7 +69,8 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     from ..semantics.annotations import load_annotations
     from ..semantics.resolve import resolve
     from ..spec.diff import diff, to_markdown
-    from ..parse.parser import ParseOptions, parse_header
+    from ..parse.headers import ParseOptions
+    from ..parse.parser import parse_header
     from ..spec.records import ReleaseRecord, add_record, load_records, records_path
     from ..spec.releases import Releases, Version
     from ..spec.spec_io import dumps_for, load

@@ -1,0 +1,181 @@
+"""Reading a header for clang: the parse options, bounded reads, the include check, clang's arguments."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from . import preamble
+from .clang_env import find_builtin_include
+from ..base.errors import HeaderError, shown
+from ..spec.target import Target
+
+
+@dataclass(frozen=True)
+class ParseOptions:
+    """How to run clang over a header."""
+
+    includes: tuple[Path, ...] = ()
+    defines: tuple[str, ...] = ()
+    beta: bool = False
+    language: str = "c++"
+    shims: bool = True
+    builtin_include: Path | None | bool = True  # True: find it; None/False: none; Path: this one
+    preamble: bool = True  # the target's precompiled preamble, where it cannot change the result (codegen/parse/preamble.py)
+
+
+#: the largest file a parse reads, the header or any file it includes (the largest real one is under 1 MiB)
+MAX_HEADER_BYTES = 16 << 20
+#: the most files the include graph of one parse may hold
+MAX_INCLUDED_FILES = 4096
+_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*(include_next|include|import)[ \t]*(<[^>\n]*>|"[^"\n]*")', re.M)
+#: what the include check allows (its errors say it)
+INCLUDE_RULE = "miogen reads only regular files of at most " + f"{MAX_HEADER_BYTES} bytes through #include"
+
+
+def _read_bounded(path: Path, what: str) -> bytes:
+    """The bytes of `path`, a regular file of at most MAX_HEADER_BYTES (checked before it is read: a FIFO or a
+    device would block the read or never end it), else a HeaderError starting with `what`."""
+    try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):
+            raise HeaderError(f"{what}: {_kind(st.st_mode)}, not a regular file")
+        if st.st_size > MAX_HEADER_BYTES:
+            raise HeaderError(f"{what}: {st.st_size} bytes, larger than {MAX_HEADER_BYTES}")
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):  # replaced since the stat
+                raise HeaderError(f"{what}: not a regular file")
+            data = fh.read(MAX_HEADER_BYTES + 1)
+    except OSError as exc:
+        raise HeaderError(f"{what}: cannot read: {exc.strerror or exc}") from None
+    if len(data) > MAX_HEADER_BYTES:
+        raise HeaderError(f"{what}: larger than {MAX_HEADER_BYTES} bytes")
+    return data
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISDIR, "a directory"), (stat.S_ISFIFO, "a FIFO"), (stat.S_ISCHR, "a character device"),
+                       (stat.S_ISBLK, "a block device"), (stat.S_ISSOCK, "a socket")):
+        if test(mode):
+            return name
+    return "not a regular file"
+
+
+def _system_dirs() -> list[str]:
+    """The folders clang searches where no option names them (the libclang wheel has no resource folder)."""
+    import sysconfig
+
+    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+    dirs = ["/usr/local/include", *([f"/usr/include/{multiarch}"] if multiarch else []), "/usr/include"]
+    return [d for d in dirs if os.path.isdir(d)]
+
+
+def search_path(args: list[str]) -> tuple[list[str], list[str]]:
+    """The folders clang's `#include "..."` (after the including file's own) and `#include <...>` search, in
+    order, for these arguments: -iquote; then -I, -isystem, the system folders, -idirafter."""
+    quote: list[str] = []
+    angled: list[str] = []
+    after: list[str] = []
+    for i, a in enumerate(args[:-1]):
+        d = os.path.abspath(args[i + 1])
+        if a == "-iquote":
+            quote.append(d)
+        elif a in ("-I", "-isystem"):
+            angled.append(d)
+        elif a == "-idirafter":
+            after.append(d)
+    angled = [*angled, *_system_dirs(), *after]
+    return [*quote, *angled], angled
+
+
+def check_includes(header: Path, data: bytes, args: list[str]) -> None:
+    """Refuse a header whose include graph reaches a file that is not a regular file of at most MAX_HEADER_BYTES
+    (/dev/zero, a FIFO, a huge file, a symlink to one), or holds more than MAX_INCLUDED_FILES files, before clang
+    opens any: each `#include` (active or not: this is a scan of the text, not a preprocessor) is resolved with
+    the parse's own search path, as clang does. An include that names a macro, or that no folder holds, is left to
+    clang (which reports a missing file itself). The error names the include chain, file:line:col."""
+    quote, angled = search_path(args)
+    seen: set[str] = {os.path.realpath(header)}
+    todo: list[tuple[str, bytes, tuple[str, ...]]] = [(str(header), data, ())]
+    while todo:
+        path, text, chain = todo.pop()
+        here = os.path.dirname(path)
+        for m in _INCLUDE.finditer(text):
+            directive, spelled = m.group(1), m.group(2).decode("utf-8", "replace")
+            name = spelled[1:-1]
+            line = text.count(b"\n", 0, m.start(2)) + 1
+            col = m.start(2) - (text.rfind(b"\n", 0, m.start(2)) + 1) + 1
+            where = f"{shown(path)}:{line}:{col}"
+            dirs = ([here] if spelled[0] == '"' else []) + (quote if spelled[0] == '"' else angled)
+            if directive == b"include_next" and here in dirs:
+                dirs = dirs[dirs.index(here) + 1:]
+            found = None
+            if os.path.isabs(name):
+                found = name if os.path.lexists(name) else None
+            else:
+                found = next((os.path.join(d, name) for d in dirs if os.path.lexists(os.path.join(d, name))), None)
+            if found is None:
+                continue
+            real = os.path.realpath(found)
+            if real in seen:
+                continue
+            seen.add(real)
+            if len(seen) > MAX_INCLUDED_FILES:
+                raise HeaderError(f"{where}: the include graph holds more than {MAX_INCLUDED_FILES} files; refusing "
+                                  f"to parse it" + _chain(chain))
+            shown_to = shown(found) + (f" (-> {shown(real)})" if real != os.path.abspath(found) else "")
+            try:
+                included = _read_bounded(Path(found), f"{where}: #include {spelled} is {shown_to}")
+            except HeaderError as exc:
+                raise HeaderError(f"{exc}{_chain(chain)}") from None
+            todo.append((found, included, (*chain, where)))
+
+
+def _chain(chain: tuple[str, ...]) -> str:
+    return "".join(f"\n  included from {w}" for w in reversed(chain))
+
+
+def read_header(path: Path, target: Target) -> tuple[bytes, str]:
+    """The header's bytes and text, or a clear error for something that is not a header (checked before it is
+    opened: a FIFO or a device would block the read; a file over MAX_HEADER_BYTES is refused). Each is made once:
+    a header is a few hundred KB, and fresh memory is not free."""
+    expected = f"expected {target.display_name}'s {target.header}"
+    if not path.exists():
+        raise HeaderError(f"{shown(path)}: no such file; {expected}")
+    if not path.is_file():
+        raise HeaderError(f"{shown(path)}: not a regular file; {expected} (pass the path of the file itself)")
+    data = _read_bounded(path, f"{shown(path)}")
+    if not data or data.isspace():
+        raise HeaderError(f"{path}: the file is empty; {expected}")
+    if b"\0" in data[:65536]:
+        raise HeaderError(f"{path}: this is a binary file, not a C header; {expected}")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise HeaderError(f"{path}:{line}:{col}: not UTF-8 text ({exc.reason}); {expected}") from None
+    return data, text
+
+
+def clang_args(opts: ParseOptions, target: Target, beta: bool) -> list[str]:
+    lang = opts.language
+    args = ["-x", "c++", "-std=c++17"] if lang == "c++" else ["-x", "c", "-std=c11"]
+    for inc in opts.includes:
+        args += ["-I", str(inc)]
+    if opts.shims:
+        args += ["-idirafter", str(target.shim_dir)]  # last of all: real headers anywhere win
+    builtin = opts.builtin_include
+    if builtin is True:
+        builtin = find_builtin_include()
+    if isinstance(builtin, Path):
+        args += ["-isystem", str(builtin)]
+    for d in (*target.default_defines, *opts.defines):
+        args += ["-D", d]
+    if beta:
+        args += ["-D", target.beta_macro]
+    return args
