@@ -18,7 +18,7 @@ import pytest
 import yaml
 
 from miogen.base import escape
-from miogen.spec import literals, model, validate
+from miogen.spec import literals, model, rules, validate
 from miogen.semantics.annotations import Annotations, load_annotations
 from miogen.base.errors import CodegenError, SpecError
 from miogen.spec.model import CType
@@ -340,9 +340,9 @@ def test_limits_doc_states_the_real_limits() -> None:
 
     doc = (REPO / "docs" / "limits.md").read_text()
     for text in (f"{yamlread.MAX_YAML_BYTES // (1 << 20)} MiB", f"| nesting depth | {spec_io.MAX_YAML_DEPTH} ",
-                 f"{spec_io.MAX_YAML_NODES:,}", f"{spec_io.MAX_YAML_ALIASES:,}", f"at most {validate.MAX_NAME} characters",
-                 f"{algo.MAX_BLOB_BYTES // (1 << 20)} MiB", f"pointer depth at most {validate.MAX_POINTER_DEPTH}",
-                 f"{validate.MAX_ARRAY:,} elements", f"at most {validate.MAX_TEXT}"):
+                 f"{spec_io.MAX_YAML_NODES:,}", f"{spec_io.MAX_YAML_ALIASES:,}", f"at most {rules.MAX_NAME} characters",
+                 f"{algo.MAX_BLOB_BYTES // (1 << 20)} MiB", f"pointer depth at most {rules.MAX_POINTER_DEPTH}",
+                 f"{rules.MAX_ARRAY:,} elements", f"at most {rules.MAX_TEXT}"):
         assert text in doc, text
     assert workspace.MAX_WORKSPACE_BYTES == 2**63 - 1 and "2^63 − 1" in doc
 

@@ -1,8 +1,8 @@
 """Escaping free text for the places templates paste it: Python string literals, f-strings,
 docstrings and comments; C/C++ string literals, comments and `#include` names.
 
-Identifiers and versions are validated when a file is loaded (codegen/spec/validate.py) and need no
-escaping. Free text (`validate.TEXT`: an error suffix, a status hint, a file name from the command
+Identifiers and versions are validated when a file is loaded (codegen/spec/rules.py) and need no
+escaping. Free text (`rules.TEXT`: an error suffix, a status hint, a file name from the command
 line) can hold anything printable (quotes, braces, backslashes, non-ASCII); each filter below
 turns it into something that stays inside its place whatever it holds, and reads back as the
 same text where a language reads it back (string literals). Every filter returns pure ASCII.

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import doc, roles
-from ..spec import literals, validate
+from ..spec import literals, rules, validate
 from .clang_env import cindex
 from ..base.errors import HeaderError
 from ..spec.model import (
@@ -72,9 +72,9 @@ class Builder:
         """`item` if its names and strings pass codegen/spec/validate.py; else an error at `cursor`."""
         try:
             validate.check_model(item)
-        except validate.Violation as exc:
+        except rules.Violation as exc:
             what = type(item).__name__.lower()
-            raise self._error(cursor, f"{what} {validate.short(getattr(item, 'name', None))}: {exc.path}: "
+            raise self._error(cursor, f"{what} {rules.short(getattr(item, 'name', None))}: {exc.path}: "
                                       f"{exc.message}") from None
         return item
 

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from .. import GENERATOR_VERSION
-from ..spec import validate
+from ..spec import rules, validate
 from .clang_env import cindex
 from ..base.digest import sha256
 from ..base.errors import HeaderError
@@ -90,7 +90,7 @@ def parse_header(
     try:
         validate.check_model(replace(spec, handles=(), typedefs=(), enums=(), records=(), callbacks=(), functions=()))
         validate.check_spec(spec)
-    except validate.Violation as exc:
+    except rules.Violation as exc:
         raise HeaderError(f"{header}: {exc.path}: {exc.message}") from None
     validate.mark_valid(spec)
     return spec

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..base.errors import NamingError, SpecError
 from ..spec import model, validate
+from ..spec.rules import Violation
 from . import annotation_forms, forms, naming
 from .annotations import (Annotations, ElementQuery, FieldNote, FunctionNote, LengthCall, ParamNote, Rules,
                           in_range)
@@ -41,7 +42,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     for what, obj in ((f"spec {spec.target} {spec.version}", spec), ("annotations", ann)):
         try:
             validate.ensure_valid(obj)
-        except validate.Violation as exc:
+        except Violation as exc:
             raise SpecError(f"{what}: {exc.path}: {exc.message}", path=exc.path) from None
     problems: list[str] = []
     names = {f.name: f for f in spec.functions}

@@ -55,7 +55,7 @@ def load_records(spec_dir: Path | None) -> dict[str, ReleaseRecord]:
     path = records_path(spec_dir)
     if not path.exists():
         return {}
-    records = load_as(ReleaseRecords, path).releases  # its keys are versions (codegen/spec/validate.py)
+    records = load_as(ReleaseRecords, path).releases  # its keys are versions (codegen/spec/rules.py)
     return dict(sorted(records.items(), key=lambda kv: Version.parse(kv[0])))
 
 

@@ -16,7 +16,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from ..base import cache
-from . import model, validate, yamlread, yamlwrite
+from . import model, rules, validate, yamlread, yamlwrite
 from ..base.digest import sha256
 from ..base.errors import SpecError
 
@@ -97,8 +97,8 @@ MAX_YAML_DEPTH = yamlread.MAX_YAML_DEPTH
 MAX_YAML_NODES = yamlread.MAX_YAML_NODES
 MAX_YAML_ALIASES = yamlread.MAX_YAML_ALIASES
 
-_Invalid = validate.Violation
-short = validate.short
+_Invalid = rules.Violation
+short = rules.short
 
 
 def _typename(value: Any) -> str:
@@ -165,7 +165,7 @@ def _build_converter(tp: Any) -> Converter:
                         raise _Invalid(f"keys must be strings; got {_typename(k)} {short(k)} (quote it)")
                     out[kconv(k)] = vconv(x)
                 except _Invalid as exc:
-                    raise exc.within(validate.key_part(k)) from None
+                    raise exc.within(rules.key_part(k)) from None
             return out
 
         return mapping
@@ -200,7 +200,7 @@ _ALLOWED: dict[tuple[type, tuple[str, ...]], frozenset[str]] = {}
 
 
 def _checked(conv: Converter, check: validate.FieldCheck | None) -> Converter:
-    """`conv`, then the field's rules from codegen/spec/validate.py."""
+    """`conv`, then the field's rules from codegen/spec/rules.py."""
     if check is None:
         return conv
 
@@ -235,7 +235,7 @@ def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     if not allowed.issuperset(data):
         extra = next(k for k in data if k not in allowed)
         names = ", ".join(k for k, *_ in plan)
-        raise _Invalid(f"unknown key in {cls.__name__}; allowed keys: {names}", [validate.key_part(extra)])
+        raise _Invalid(f"unknown key in {cls.__name__}; allowed keys: {names}", [rules.key_part(extra)])
     kwargs: dict[str, Any] = {}
     for key, attr, required, conv in plan:
         if key in data:

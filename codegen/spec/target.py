@@ -6,7 +6,7 @@ import builtins
 from dataclasses import dataclass
 from pathlib import Path
 
-from . import validate
+from . import rules, validate
 from ..base.errors import CodegenError, SpecError
 from .model import Spec
 from .spec_io import load_as
@@ -164,7 +164,7 @@ def check_target(spec: Spec, target: Target) -> None:
     where = f"{target.path}"
     try:  # a target built in memory gets the checks a loaded one had (its strings reach generated code)
         validate.ensure_valid(target)
-    except validate.Violation as bad:
+    except rules.Violation as bad:
         raise CodegenError(f"{where}: {bad.path}: {bad.message}") from None
     problems = target_problems(target)
     if problems:

@@ -19,8 +19,8 @@ import importlib.util
 import os
 from typing import Any
 
-from . import validate
-from .validate import short
+from . import rules
+from .rules import short
 from ..base.errors import SpecError
 
 # PyYAML is imported where a file is read, not with this module: a parse that finds its target facts in
@@ -74,7 +74,7 @@ def message(exc: BaseException) -> str:
 
 
 def error(source: str, line: int | None, parts: list[str], text: str) -> SpecError:
-    path = validate.Violation("", list(parts)).path
+    path = rules.Violation("", list(parts)).path
     at = f"{source}:{line}" if line else source
     return SpecError(f"{at}: {path + ': ' if path else ''}{text}", path=path or None)
 
@@ -134,7 +134,7 @@ class _Reader:
             if not top.is_map:
                 parts.append(f"[{len(top.container)}]")
             elif not top.expect_key:
-                parts.append(validate.key_part(top.key))
+                parts.append(rules.key_part(top.key))
         if extra is not None:
             parts.append(extra)
         return error(self.source, event.start_mark.line + 1, parts, text)
@@ -215,7 +215,7 @@ class _Reader:
                 if top is None:
                     root, part = container, None
                 else:
-                    part = f"[{len(top.container)}]" if not top.is_map else validate.key_part(top.key)
+                    part = f"[{len(top.container)}]" if not top.is_map else rules.key_part(top.key)
                     self._attach(top, container)
                 frame = _Frame(container, is_map, event.anchor, total - 1, len(stack) + 1, part)
                 stack.append(frame)
@@ -268,7 +268,7 @@ class _Reader:
                 first = top.keys.get(ident)
                 if first is not None:
                     raise self.fail(event, f"duplicate key {short(value)} (first at line {first}); YAML keeps only "
-                                           f"the last, so one of them would be lost", validate.key_part(value))
+                                           f"the last, so one of them would be lost", rules.key_part(value))
                 top.keys[ident] = line
                 top.key = value
                 top.expect_key = False
