@@ -10,8 +10,12 @@ from __future__ import annotations
 import ast
 import dataclasses
 import inspect
+import os
 import re
+import subprocess
+import sys
 import textwrap
+import typing
 from pathlib import Path
 
 import pytest
@@ -127,7 +131,7 @@ def test_every_parameter_has_one_form_refining_its_shape(shape: str, direction: 
     p = _param(shape=shape, direction=direction, memory=memory, type=t, hidden=hidden, scalar=scalar, per=per,
                holds=holds, element_of="y" if element else None)
     form = p.form
-    assert isinstance(form, forms.ParamForm) and type(form) is not forms.ParamForm
+    assert isinstance(form, forms.ParamForm)  # one of the closed union's leaves
     assert form.shape == shape
     assert p.form is form and resolved.classify(p) == form  # classified once; the same classification again
     if isinstance(form, forms.ByPointer) and not isinstance(form, forms.Count):
@@ -181,3 +185,90 @@ def test_a_record_field_gets_a_form_or_a_problem(shape: str | None, t: CType) ->
         assert isinstance(form, forms.HandleField) == (t.kind == "handle")
     else:
         assert "shape" in problem
+
+
+# -------------------------------------------------------------- a closed set of forms
+
+#: every consumer of the tagged forms and the function that dispatches on them
+CONSUMERS = (
+    ("render/planner.py", "param"),  # the wrapper's conversion of each parameter
+    ("render/docstrings.py", "arg"),  # its Args entry
+    ("render/direct.py", "direct_arg"),  # its argument to a call without argtypes
+    ("prove/stublib.py", "function"),  # what the stub logs and writes
+    ("prove/callthrough.py", "args_for"),  # what the driver passes
+    ("audit/vocabulary.py", "traits"),  # which checks the audit makes
+)
+
+
+def _function(path: Path, name: str) -> ast.FunctionDef:
+    found = [n for n in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+             if isinstance(n, ast.FunctionDef) and n.name == name]
+    assert len(found) == 1, f"{path}: {len(found)} functions named {name}"
+    return found[0]
+
+
+def _closed(match: ast.Match) -> bool:
+    """The match ends in `case _: assert_never(subject)`."""
+    last = match.cases[-1]
+    return (isinstance(last.pattern, ast.MatchAs) and last.pattern.pattern is None and last.guard is None
+            and any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "assert_never"
+                    and ast.dump(n.args[0]) == ast.dump(match.subject) for n in ast.walk(last.body[0])))
+
+
+@pytest.mark.parametrize("module, name", CONSUMERS)
+def test_each_consumer_dispatches_on_the_form_with_a_closed_match(module: str, name: str) -> None:
+    """Each consumer's dispatch is a `match` on the form ending in `assert_never`, so `mypy --strict` names a
+    consumer that forgets a form (test below)."""
+    fn = _function(ROOT / "codegen" / module, name)
+    matches = [n for n in ast.walk(fn) if isinstance(n, ast.Match)]
+    closed = [m for m in matches if _closed(m)]
+    assert closed, f"{module} {name}: no match ending in `case _: assert_never(...)`"
+    for m in closed:
+        patterns = [ast.unparse(c.pattern) for c in m.cases]
+        assert any(p.startswith("forms.") for p in patterns), f"{module} {name}: the match is not on the form"
+
+
+def test_the_form_is_a_closed_union_of_frozen_dataclasses() -> None:
+    members = typing.get_args(forms.ParamForm)
+    assert len(members) == len(set(members)) >= 18
+    for cls in members:
+        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls  # type: ignore[attr-defined]
+        assert not any(issubclass(other, cls) for other in members if other is not cls), f"{cls} is no leaf"
+    assert set(typing.get_args(forms.FieldForm)) == {forms.HandleField, forms.BufferField, forms.AddressField}
+
+
+def test_mypy_names_a_consumer_that_forgets_a_form(tmp_path: Path) -> None:
+    """The exhaustiveness check is real: a match over the forms missing one fails mypy --strict, naming the
+    form; the complete one passes."""
+    members = [c.__name__ for c in typing.get_args(forms.ParamForm)]
+    mod = tmp_path / "consumer.py"
+
+    def source(cases: list[str]) -> str:
+        arms = "".join(f"        case forms.{c}():\n            return {c!r}\n" for c in cases)
+        return ("from typing import assert_never\n\nfrom miogen.semantics import forms\n\n\n"
+                "def f(form: forms.ParamForm) -> str:\n    match form:\n" + arms
+                + "        case _:\n            assert_never(form)\n")
+
+    (tmp_path / "miogen").symlink_to(ROOT / "codegen")  # the generator as its package name (as `make typecheck`)
+
+    def mypy() -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "mypy", "--strict", "--follow-imports=silent",
+                               "--cache-dir", str(tmp_path / "cache"), str(mod)], capture_output=True, text=True,
+                              cwd=tmp_path, env={**os.environ, "MYPYPATH": str(tmp_path)})
+
+    mod.write_text(source(members), encoding="utf-8")
+    ok = mypy()
+    assert ok.returncode == 0, ok.stdout + ok.stderr
+    mod.write_text(source([c for c in members if c != "OutBlob"]), encoding="utf-8")
+    bad = mypy()
+    assert bad.returncode == 1 and "OutBlob" in bad.stdout, bad.stdout + bad.stderr
+
+
+def test_every_note_key_resolves_to_a_semantics_field() -> None:
+    """A parameter note's keys are declared once (annotations.ParamNote): resolution applies each, and the
+    resolved model has a field of the same name."""
+    from miogen.semantics.resolve import APPLIED
+
+    note = {f.name for f in dataclasses.fields(ParamNote)}
+    assert set(APPLIED) == note - {"since", "until", "why"}
+    assert set(APPLIED) <= {f.name for f in dataclasses.fields(ParamSem)}

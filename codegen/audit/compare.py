@@ -7,10 +7,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ..semantics import forms
 from ..semantics.resolved import FunctionSem, ParamSem
 from .analyser import Fact, _HOST, first_of
-from .vocabulary import AnnView, EXPRESSIBLE, _missing, expressible, view
+from .vocabulary import AnnView, EXPRESSIBLE, _missing, expressible, traits, view
 
 
 Status = Literal["agree", "disagree", "explained", "needs-vocabulary", "unverified"]
@@ -110,7 +109,8 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
             record_fields: list[RecordField]) -> list[Check]:
     """Checks of one parameter: the implementation's facts against the normalised annotation."""
     v = view(fs, ps)
-    handle = isinstance(ps.form, forms.ByValue)
+    tr = traits(ps.form)
+    handle = tr.by_value
     checks: list[Check] = []
     kinds = {f.kind for f in facts}
     unused = bool(kinds) and kinds <= {"unused"}
@@ -123,8 +123,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         return f"{text} ({w})" if w else text
 
     # NULL: what the caller may pass (and outputs annotated nullable: a wrapper may pass NULL for them)
-    provided = handle or ps.direction in ("in", "inout") or isinstance(ps.form, (forms.Buffer, forms.Callback)) \
-        or ps.nullable
+    provided = handle or ps.direction in ("in", "inout") or tr.provided or ps.nullable
     if provided:
         ev = first_of(facts, ("null-accepts", "null-rejects", "null-unsafe")) or first_of(facts, ("null-conditional",))
         if unused:
@@ -153,8 +152,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
     if handle:
         return checks
     # direction (host memory only: device buffers are written by kernels the tool cannot read)
-    if ps.memory == "host" and not isinstance(ps.form, (forms.Callback, forms.Opaque)) \
-            or isinstance(ps.form, forms.Opaque) and ps.direction != "in":
+    if ps.memory == "host" and not tr.address or tr.passed_through and ps.direction != "in":
         if written and ps.direction == "in":
             checks.append(Check("direction", "disagree", impl(("write", "write-address"), "written"), "in"))
         elif written:
@@ -168,7 +166,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         elif host:
             checks.append(Check("direction", "agree", impl(_HOST, "read, not written"), "in"))
     # memory
-    if not isinstance(ps.form, (forms.Callback, forms.Opaque)):
+    if not tr.address:
         if device and host:
             checks.append(Check("memory", "unverified", impl(("device",) + _HOST, "both device and host uses"),
                                 v.memory))
@@ -210,7 +208,7 @@ def compare(fs: FunctionSem, ps: ParamSem, facts: tuple[Fact, ...], names: dict[
         else:
             checks.append(Check("scalar-type", "unverified", "no typed read found", v.scalar_type))
     # array lengths
-    if isinstance(ps.form, (forms.Array, forms.Blob)) and ps.direction == "in":
+    if tr.sized and ps.direction == "in":
         strides = sorted({int(f.detail) for f in facts if f.kind == "stride"})
         ranges = sorted({names.get(_norm_expr(f.detail), _norm_expr(f.detail)) for f in facts if f.kind == "range"})
         ann = (f"length {v.length}" + (f" × {v.length_factor}" if v.length_factor != 1 else "")) if v.length \

@@ -6,7 +6,6 @@ import re
 from pathlib import Path
 from typing import Any
 
-from ..semantics import forms
 from ..spec import model
 from ..semantics.annotations import Annotations
 from ..semantics.resolve import resolve
@@ -17,7 +16,7 @@ from .compare import AuditReport, FunctionReport, ParamReport, RecordField, comp
 from .idioms import Idioms, load_idioms
 from .notes import AuditNotes, apply_notes, load_notes
 from .report import to_json, to_markdown
-from .vocabulary import view
+from .vocabulary import traits, view
 
 
 def audit(source_dir: Path, spec: model.Spec, ann: Annotations, idioms: Idioms, notes: AuditNotes,
@@ -38,8 +37,9 @@ def audit(source_dir: Path, spec: model.Spec, ann: Annotations, idioms: Idioms, 
                        f"definition has {len(others[0].params)} parameters, the header {len(f.params)}")
         params: list[ParamReport] = []
         for i, ps in enumerate(fs.params):
-            is_handle = isinstance(ps.form, forms.ByValue) and ps.type.kind == "handle" and ps.type.depth == 0
-            if isinstance(ps.form, forms.ByValue) and not is_handle:
+            by_value = traits(ps.form).by_value
+            is_handle = by_value and ps.type.kind == "handle" and ps.type.depth == 0
+            if by_value and not is_handle:
                 continue
             facts: list[Fact] = []
             names: dict[str, str] = {}

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, assert_never
 
 from ..semantics.resolved import FunctionSem, ParamSem
 from ..semantics import annotation_forms, forms
@@ -106,12 +106,43 @@ def _missing(form: str) -> Literal["disagree", "needs-vocabulary"]:
     return "disagree" if expressible(form) else "needs-vocabulary"
 
 
+@dataclass(frozen=True)
+class Traits:
+    """What a parameter's form means to the audit's checks."""
+
+    by_value: bool = False  # a value or handle: only NULL is checked
+    provided: bool = False  # the caller passes it whatever its direction (a device buffer, a callback)
+    address: bool = False  # an address passed as it is (a callback, an opaque pointer): no memory check
+    passed_through: bool = False  # an opaque pointer: its direction is checked even in device memory
+    sized: bool = False  # an array or blob: an input's length is checked
+
+
+def traits(form: forms.ParamForm) -> Traits:
+    """The audit's reading of each form (mypy names a form this match forgets)."""
+    match form:
+        case forms.Value() | forms.Length():
+            return Traits(by_value=True)
+        case forms.Buffer():
+            return Traits(provided=True)
+        case forms.Callback():
+            return Traits(provided=True, address=True)
+        case forms.Opaque():
+            return Traits(address=True, passed_through=True)
+        case forms.InArray() | forms.OutArray() | forms.ElementArray() | forms.InBlob() | forms.OutBlob():
+            return Traits(sized=True)
+        case (forms.InString() | forms.OutString() | forms.HostScalar() | forms.ElementScalar() | forms.InScalar()
+              | forms.InOutScalar() | forms.OutScalar() | forms.Count()):
+            return Traits()
+        case _:
+            assert_never(form)
+
+
 def view(fs: FunctionSem, ps: ParamSem) -> AnnView:
     """Normalise a resolved parameter (each annotation form states its own attributes: annotation_forms.FORMS)."""
     length = ps.length or (f"call:{ps.length_call.call}" if ps.length_call else None) or \
         ("unsized" if ps.unsized else None)
     shared = bool(ps.length) and any(
-        o.name != ps.name and o.length == ps.length and o.direction == "in" and isinstance(o.form, (forms.Array, forms.Blob))
+        o.name != ps.name and o.length == ps.length and o.direction == "in" and traits(o.form).sized
         for o in fs.params)
     stated: dict[str, Any] = {}
     for form in annotation_forms.FORMS:

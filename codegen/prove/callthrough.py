@@ -6,7 +6,7 @@ from __future__ import annotations
 import ctypes
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, assert_never
 
 
 from ..semantics import annotation_forms, forms
@@ -123,61 +123,65 @@ class Driver:
                 args.append([v for v, _ in pairs])
                 expect[n] = "[" + ",".join(e for _, e in pairs) + "]"
                 continue
-            if isinstance(p.form, forms.ByValue):
-                if n in {q.length for q in fs.params
-                          if q.direction == "out" and isinstance(q.form, (forms.Array, forms.Blob, forms.String))}:
-                    args.append(4)
-                    expect[n] = "4"
-                    continue
-                if p.type.kind == "opaque":
-                    v = _HIGH + 0x60000 + i
+            form = p.form
+            match form:
+                case forms.Value() | forms.Length():
+                    if n in {q.length for q in fs.params
+                              if q.direction == "out" and isinstance(q.form, (forms.Array, forms.Blob, forms.String))}:
+                        args.append(4)
+                        expect[n] = "4"
+                        continue
+                    if p.type.kind == "opaque":
+                        v = _HIGH + 0x60000 + i
+                        args.append(v)
+                        expect[n] = str(v)
+                        continue
+                    if p.type.kind == "callback":
+                        args.append(None)
+                        expect[n] = "0"
+                        continue
+                    v, e = self.value_for(p, i)
+                    args.append(v)
+                    expect[n] = e
+                case forms.Callback():
+                    args.append(_Callback(p.type, self.spec))
+                case forms.Buffer() | forms.Opaque():
+                    v = _HIGH + 0x70000 + 0x100 * i
                     args.append(v)
                     expect[n] = str(v)
-                    continue
-                if p.type.kind == "callback":
-                    args.append(None)
-                    expect[n] = "0"
-                    continue
-                v, e = self.value_for(p, i)
-                args.append(v)
-                expect[n] = e
-            elif isinstance(p.form, forms.Callback):
-                args.append(_Callback(p.type, self.spec))
-            elif isinstance(p.form, (forms.Buffer, forms.Opaque)):
-                v = _HIGH + 0x70000 + 0x100 * i
-                args.append(v)
-                expect[n] = str(v)
-            elif isinstance(p.form, forms.ByPointer) and p.type.kind == "void" and p.memory == "host":
-                scale = 0.5 + i
-                args.append(scale)
-                expect[n] = repr(scale)
-            elif isinstance(p.form, forms.String):
-                args.append("abc")
-                expect[n] = "abc"
-            elif isinstance(p.form, forms.Blob):
-                args.append(b"\x01\x02\x03")
-                expect[n] = "010203"
-            elif isinstance(p.form, forms.Array):
-                elem = ParamSem(name=n, index=i, type=p.type.pointee(), direction="in", memory=p.memory,
-                                shape="scalar", source="type")
-                values, logged = [], []
-                for k in range(annotation_forms.PER.driver(p)):
-                    if elem.type.kind in ("struct", "union"):
-                        v, e = self.struct_value(elem.type, i, k)
-                    elif elem.type.kind == "void":
-                        v, e = _HIGH + 0x90000 + 0x100 * i + 8 * k, str(_HIGH + 0x90000 + 0x100 * i + 8 * k)
-                    else:
-                        v, e = self.value_for(elem, i, k)
-                    values.append(v)
-                    logged.append(e)
-                args.append(values)
-                expect[n] = "[" + ",".join(logged) + "]"
-            else:  # scalar passed by pointer (in / inout)
-                elem = ParamSem(name=n, index=i, type=CType(kind=p.type.kind, name=p.type.name),
-                                direction="in", memory="host", shape="scalar", source="type")
-                v, e = self.value_for(elem, i)
-                args.append(v)
-                expect[n] = e
+                case forms.ByPointer() if p.type.kind == "void" and p.memory == "host":
+                    scale = 0.5 + i
+                    args.append(scale)
+                    expect[n] = repr(scale)
+                case forms.String():
+                    args.append("abc")
+                    expect[n] = "abc"
+                case forms.Blob():
+                    args.append(b"\x01\x02\x03")
+                    expect[n] = "010203"
+                case forms.Array():
+                    elem = ParamSem(name=n, index=i, type=p.type.pointee(), direction="in", memory=p.memory,
+                                    shape="scalar", source="type")
+                    values, logged = [], []
+                    for k in range(annotation_forms.PER.driver(p)):
+                        if elem.type.kind in ("struct", "union"):
+                            v, e = self.struct_value(elem.type, i, k)
+                        elif elem.type.kind == "void":
+                            v, e = _HIGH + 0x90000 + 0x100 * i + 8 * k, str(_HIGH + 0x90000 + 0x100 * i + 8 * k)
+                        else:
+                            v, e = self.value_for(elem, i, k)
+                        values.append(v)
+                        logged.append(e)
+                    args.append(values)
+                    expect[n] = "[" + ",".join(logged) + "]"
+                case forms.ByPointer():  # scalar passed by pointer (in / inout)
+                    elem = ParamSem(name=n, index=i, type=CType(kind=p.type.kind, name=p.type.name),
+                                    direction="in", memory="host", shape="scalar", source="type")
+                    v, e = self.value_for(elem, i)
+                    args.append(v)
+                    expect[n] = e
+                case _:
+                    assert_never(form)
         return args, expect
 
     def element_value(self, enc: str, i: int, k: int = 0) -> tuple[Any, str]:

@@ -4,7 +4,7 @@ a spec by writing known values (codegen/semantics/stubvalues.py), and a header d
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, assert_never
 
 
 from ..semantics import annotation_forms, forms
@@ -135,115 +135,107 @@ class _Stub:
             t, n = p.type, p.name
             tag = f'"\\t{n}="'
             form = p.form
-            if isinstance(form, forms.ByValue):
-                body.append(f"s += {tag}; s += {self.fmt(t, n)};")
-                continue
-            if p.name in counts:  # a count output
-                writes.append(f"if({n}) *{n} = static_cast<{t.name if t.kind == 'int' else 'int'}>(cnt_{n});")
-                continue
-            if isinstance(form, forms.Callback):
-                body.append(f"s += {tag}; s += ptr(reinterpret_cast<const void*>({n}));")
-                cb = next(c for c in self.spec.callbacks if c.name == t.name)
-                args = []
-                voids = 0
-                for a in cb.params:
-                    spelt = a.type.spelling()
-                    if a.type.depth > 0:
-                        first = f"static_cast<{spelt}>({opaque})" if opaque else "nullptr"
-                        untyped = a.type.kind == "void" and a.type.depth == 1  # never dereferenced by ctypes
-                        args.append(first if voids == 0 else
-                                    f"reinterpret_cast<{spelt}>(static_cast<uintptr_t>({0x3000 + voids}))" if untyped
-                                    else "nullptr")
-                        voids += 1
+            match form:
+                case forms.Value() | forms.Length():
+                    body.append(f"s += {tag}; s += {self.fmt(t, n)};")
+                case _ if p.name in counts:  # a count output
+                    writes.append(f"if({n}) *{n} = static_cast<{t.name if t.kind == 'int' else 'int'}>(cnt_{n});")
+                case forms.Callback():
+                    body.append(f"s += {tag}; s += ptr(reinterpret_cast<const void*>({n}));")
+                    cb = next(c for c in self.spec.callbacks if c.name == t.name)
+                    args = []
+                    voids = 0
+                    for a in cb.params:
+                        spelt = a.type.spelling()
+                        if a.type.depth > 0:
+                            first = f"static_cast<{spelt}>({opaque})" if opaque else "nullptr"
+                            untyped = a.type.kind == "void" and a.type.depth == 1  # never dereferenced by ctypes
+                            args.append(first if voids == 0 else
+                                        f"reinterpret_cast<{spelt}>(static_cast<uintptr_t>({0x3000 + voids}))" if untyped
+                                        else "nullptr")
+                            voids += 1
+                        else:
+                            args.append(f"static_cast<{spelt}>(64)" if a.type.kind != "enum" else f"static_cast<{spelt}>(0)")
+                    call = f"{n}({', '.join(args)})"
+                    if cb.returns.kind == "void" and cb.returns.depth == 0:
+                        writes.append(f"if({n}) {{ {call}; s += \"\\t{n}.called=1\"; }}")
                     else:
-                        args.append(f"static_cast<{spelt}>(64)" if a.type.kind != "enum" else f"static_cast<{spelt}>(0)")
-                call = f"{n}({', '.join(args)})"
-                if cb.returns.kind == "void" and cb.returns.depth == 0:
-                    writes.append(f"if({n}) {{ {call}; s += \"\\t{n}.called=1\"; }}")
-                else:
-                    writes.append(f"if({n}) {{ s += \"\\t{n}.ret=\" + {self.fmt(cb.returns, call)}; }}")
-                continue
-            if isinstance(form, (forms.Buffer, forms.Opaque)):
-                body.append(f"s += {tag}; s += ptr({n});")
-                continue
-            if isinstance(form, forms.ElementScalar) and form.out:  # written in the type another output gives
-                key = f'std::string("{fs.name}/{n}")'
-                writes.append(f"if({n}) stub_encode({self.enc_expr(fs, p)}, {n}, "
-                              f"PICK(double, {key}, {out_element(p.index)}));")
-                continue
-            if isinstance(form, forms.ElementScalar):  # decoded as MIOpen reads it: in the type another argument gives
-                body.append(f"s += {tag}; s += ({n} ? stub_decode({self.enc_expr(fs, p)}, {n}) "
-                            f": std::string(\"null\"));")
-                continue
-            if isinstance(form, forms.HostScalar):
-                body.append(annotation_forms.SCALAR.stub(p, n, tag))
-                continue
-            if isinstance(form, forms.ElementArray):  # elements of a type another argument gives
-                length = self.length_expr(fs, p)
-                enc = self.enc_expr(fs, p)
-                if not form.out:
+                        writes.append(f"if({n}) {{ s += \"\\t{n}.ret=\" + {self.fmt(cb.returns, call)}; }}")
+                case forms.Buffer() | forms.Opaque():
+                    body.append(f"s += {tag}; s += ptr({n});")
+                case forms.ElementScalar(out=True):  # written in the type another output gives
+                    key = f'std::string("{fs.name}/{n}")'
+                    writes.append(f"if({n}) stub_encode({self.enc_expr(fs, p)}, {n}, "
+                                  f"PICK(double, {key}, {out_element(p.index)}));")
+                case forms.ElementScalar():  # decoded as MIOpen reads it: in the type another argument gives
+                    body.append(f"s += {tag}; s += ({n} ? stub_decode({self.enc_expr(fs, p)}, {n}) "
+                                f": std::string(\"null\"));")
+                case forms.HostScalar():
+                    body.append(annotation_forms.SCALAR.stub(p, n, tag))
+                case forms.ElementArray(out=out):  # elements of a type another argument gives
+                    length = self.length_expr(fs, p)
+                    enc = self.enc_expr(fs, p)
+                    if not out:
+                        body.append(f"s += {tag}; s += \"[\";")
+                        body.append(f"{{ const char* e = {enc}; for(long long k = 0; {n} && e && k < {length}; ++k) "
+                                    f"{{ if(k) s += \",\"; s += stub_decode(e, static_cast<const char*>({n}) "
+                                    f"+ k * stub_size(e)); }} }}")
+                        body.append('s += "]";')
+                    else:
+                        upto = f"std::min<long long>({length}, cnt_{p.count})" if p.count else length
+                        key = f"(std::string(\"{fs.name}/{n}[\") + std::to_string(k) + \"]\")"
+                        writes.append(f"{{ const char* e = {enc}; for(long long k = 0; {n} && e && k < {upto}; ++k) "
+                                      f"stub_encode(e, static_cast<char*>({n}) + k * stub_size(e), "
+                                      f"PICK(double, {key}, {out_element(p.index)} + k)); }}")
+                case forms.InString():
+                    body.append(f"s += {tag}; s += std::string({n} ? {n} : \"(null)\");")
+                case forms.InBlob():
+                    body.append(f"s += {tag}; s += hex({n}, {self.length_expr(fs, p)});")
+                case forms.InArray() | forms.OutArray(reads=True):
+                    elem = t.pointee()
+                    length = self.length_expr(fs, p)
+                    length = annotation_forms.PER.stub(p, length)
                     body.append(f"s += {tag}; s += \"[\";")
-                    body.append(f"{{ const char* e = {enc}; for(long long k = 0; {n} && e && k < {length}; ++k) "
-                                f"{{ if(k) s += \",\"; s += stub_decode(e, static_cast<const char*>({n}) "
-                                f"+ k * stub_size(e)); }} }}")
+                    body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
+                                f"{{ if(k) s += \",\"; s += {self.fmt(elem, f'{n}[k]')}; }}")
                     body.append('s += "]";')
-                else:
-                    upto = f"std::min<long long>({length}, cnt_{p.count})" if p.count else length
-                    key = f"(std::string(\"{fs.name}/{n}[\") + std::to_string(k) + \"]\")"
-                    writes.append(f"{{ const char* e = {enc}; for(long long k = 0; {n} && e && k < {upto}; ++k) "
-                                  f"stub_encode(e, static_cast<char*>({n}) + k * stub_size(e), "
-                                  f"PICK(double, {key}, {out_element(p.index)} + k)); }}")
-                continue
-            if isinstance(form, forms.InString):
-                body.append(f"s += {tag}; s += std::string({n} ? {n} : \"(null)\");")
-                continue
-            if isinstance(form, forms.InBlob):
-                body.append(f"s += {tag}; s += hex({n}, {self.length_expr(fs, p)});")
-                continue
-            if isinstance(form, forms.InArray) or isinstance(form, forms.OutArray) and form.reads:
-                elem = t.pointee()
-                length = self.length_expr(fs, p)
-                length = annotation_forms.PER.stub(p, length)
-                body.append(f"s += {tag}; s += \"[\";")
-                body.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
-                            f"{{ if(k) s += \",\"; s += {self.fmt(elem, f'{n}[k]')}; }}")
-                body.append('s += "]";')
-                continue
-            if isinstance(form, (forms.OutString, forms.OutBlob, forms.OutArray)):  # outputs
-                length = self.length_expr(fs, p)
-                if isinstance(form, forms.OutString):
+                case forms.OutString():
+                    length = self.length_expr(fs, p)
                     writes.append(f"if({n} && {length} > 0) std::snprintf({n}, {length}, \"stub\");")
-                elif isinstance(form, forms.OutBlob):
+                case forms.OutBlob():
+                    length = self.length_expr(fs, p)
                     writes.append(f"for(long long k = 0; {n} && k < {length}; ++k) "
                                   f"{n}[k] = static_cast<char>(({p.index} + k) & 255);")
-                else:
+                case forms.OutArray():
+                    length = self.length_expr(fs, p)
                     upto = f"std::min<long long>({length}, cnt_{p.count})" if p.count else length
                     elem = t.pointee()
                     key = f"(std::string(\"{fs.name}/{n}[\") + std::to_string(k) + \"]\")"
                     fill = " ".join(self.fill(elem, f"{n}[k]", p.index, "k", key))
                     writes.append(f"for(long long k = 0; {n} && k < {upto}; ++k) {{ {fill} }}")
-                continue
-            # scalar by pointer
-            elem = t.pointee()
-            if p.direction in ("in", "inout"):
-                body.append(f"s += {tag}; s += ({n} ? {self.fmt(elem, f'*{n}')} : std::string(\"null\"));")
-            if (fs.name, n) in self.fixed:
-                value = self.fixed[fs.name, n]
-                writes.append(f"if({n}) *{n} = PICK({elem.name}, std::string(\"{fs.name}/{n}\"), {value});")
-            elif (fs.name, n) in self.query_of:  # an element-type query: the type last set on the descriptor
-                h = self.query_of[fs.name, n]
-                hp = next(q.name for q in fs.params if isinstance(q.form, forms.ByValue) and q.type.kind == "handle"
-                          and q.type.name == h)
-                known = last_enum(self.spec, elem.name)
-                writes.append(f"if({n}) *{n} = static_cast<{elem.name}>(PICK(long long, "
-                              f"std::string(\"{fs.name}/{n}\"), stub_type(reinterpret_cast<const void*>({hp}), "
-                              f"{known})));")
-            elif (held := annotation_forms.HOLDS.stub(fs, p, self.known(CType(kind="void", name="void"), p.index))) is not None:
-                writes.append(held)  # the address of a pointer the stub keeps
-            elif p.direction in ("out", "inout"):
-                fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
-                                          small=(fs.name, n) in self.length_sources))
-                writes.append(f"if({n}) {{ {fill} }}")
+                case forms.InScalar() | forms.InOutScalar() | forms.OutScalar() | forms.Count():  # by pointer
+                    elem = t.pointee()
+                    if p.direction in ("in", "inout"):
+                        body.append(f"s += {tag}; s += ({n} ? {self.fmt(elem, f'*{n}')} : std::string(\"null\"));")
+                    if (fs.name, n) in self.fixed:
+                        value = self.fixed[fs.name, n]
+                        writes.append(f"if({n}) *{n} = PICK({elem.name}, std::string(\"{fs.name}/{n}\"), {value});")
+                    elif (fs.name, n) in self.query_of:  # an element-type query: the type last set on the descriptor
+                        h = self.query_of[fs.name, n]
+                        hp = next(q.name for q in fs.params if isinstance(q.form, forms.ByValue) and q.type.kind == "handle"
+                                  and q.type.name == h)
+                        known = last_enum(self.spec, elem.name)
+                        writes.append(f"if({n}) *{n} = static_cast<{elem.name}>(PICK(long long, "
+                                      f"std::string(\"{fs.name}/{n}\"), stub_type(reinterpret_cast<const void*>({hp}), "
+                                      f"{known})));")
+                    elif (held := annotation_forms.HOLDS.stub(fs, p, self.known(CType(kind="void", name="void"), p.index))) is not None:
+                        writes.append(held)  # the address of a pointer the stub keeps
+                    elif p.direction in ("out", "inout"):
+                        fill = " ".join(self.fill(elem, f"(*{n})", p.index, "0", f"std::string(\"{fs.name}/{n}\")",
+                                                  small=(fs.name, n) in self.length_sources))
+                        writes.append(f"if({n}) {{ {fill} }}")
+                case _:
+                    assert_never(form)
         writes += self.remember(fs)
         params = ", ".join(_param_decl(p) for p in f.params)
         ret = self.status_type if status else _c_spelling(f.returns)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from typing import assert_never
 
 from ..semantics import forms
 from ..semantics.resolved import ParamSem
@@ -31,29 +32,41 @@ DIRECT_ALIASES = tuple(sorted(("_" + t.removeprefix("ctypes."), t) for t in _WRA
 def direct_arg(p: ParamSem, arg: str, argtype: str) -> str | None:
     """The expression passing `arg` (the wrapper's checked C argument) to a function without argtypes,
     or None where the parameter has no form that ctypes passes unconverted and exactly."""
-    t = p.type
-    if isinstance(p.form, forms.ByValue):
-        if t.kind in ("int", "enum", "bool", "float"):
-            if argtype in _AS_C_INT:
-                return arg
-            return f"_{argtype.removeprefix('ctypes.')}({arg})" if argtype in _WRAPPED else None  # long double: none
-        if t.kind == "handle":
-            return arg  # the object's c_void_p, or None (NULL)
-        if t.kind == "opaque":
-            return f"_addr({arg})"  # an int address or None
-        if t.kind == "callback":
-            return arg  # a CFUNCTYPE object (a null one for None)
-        return None  # a struct or union by value, a char
+    form = p.form
+    otherwise: str | None = None  # what passes where the argtype is neither `void *` nor a pointer, array or bytes
+    match form:
+        case forms.Value() | forms.Length():
+            return _by_value(p.type.kind, arg, argtype)
+        case forms.Buffer() | forms.ElementArray():
+            void_p: str | None = arg  # a c_void_p (device_arg) or a reference to host memory made here, or None
+        case forms.Opaque():  # an int address, or None where NULL is allowed
+            void_p = f"None if {arg} is None else _addr({arg})" if p.nullable else f"_addr({arg})"
+        case (forms.HostScalar() | forms.ElementScalar() | forms.InScalar() | forms.InOutScalar() | forms.OutScalar()
+              | forms.Count()):
+            void_p = arg if p.memory == "host" else None  # a reference to host memory made here, or None
+        case forms.Callback():
+            void_p, otherwise = None, arg
+        case forms.InString() | forms.OutString() | forms.InBlob() | forms.OutBlob() | forms.InArray() | forms.OutArray():
+            void_p = None
+        case _:
+            assert_never(form)
     if argtype == "ctypes.c_void_p":
-        if isinstance(p.form, forms.Buffer):
-            return arg  # a c_void_p (device_arg), or None
-        if isinstance(p.form, forms.Opaque):  # an int address, or None where NULL is allowed
-            return f"None if {arg} is None else _addr({arg})" if p.nullable else f"_addr({arg})"
-        if isinstance(p.form, forms.ByPointer) and p.memory == "host" or isinstance(p.form, forms.ElementArray):
-            return arg  # a reference to host memory made here, or None
-        return None
+        return void_p
     if argtype.startswith(("ctypes.POINTER(", "(")) or argtype == "ctypes.c_char_p":
         return arg  # references, arrays, typed pointers, bytes, None: what the prototype accepts, passed as is
-    if isinstance(p.form, forms.Callback):
-        return arg
-    return None
+    return otherwise
+
+
+def _by_value(kind: str, arg: str, argtype: str) -> str | None:
+    """`direct_arg` of a by-value argument of C type kind `kind`."""
+    if kind in ("int", "enum", "bool", "float"):
+        if argtype in _AS_C_INT:
+            return arg
+        return f"_{argtype.removeprefix('ctypes.')}({arg})" if argtype in _WRAPPED else None  # long double: none
+    if kind == "handle":
+        return arg  # the object's c_void_p, or None (NULL)
+    if kind == "opaque":
+        return f"_addr({arg})"  # an int address or None
+    if kind == "callback":
+        return arg  # a CFUNCTYPE object (a null one for None)
+    return None  # a struct or union by value, a char

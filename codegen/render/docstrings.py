@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, assert_never
 
 from ..semantics import annotation_forms, forms
 from ..semantics.resolved import FunctionSem, ParamSem, Semantics
@@ -213,51 +213,55 @@ class _Doc:
         """The Args entry text (after `name (hint): `) of a parameter in the Python signature."""
         t = p.type
         d = p.direction
-        if isinstance(p.form, forms.ByValue):
-            if t.kind == "opaque":
-                text = ("in, by value: a HIP stream: None or 0 for the default stream, an int handle, or an "
-                        "object carrying one (`.cuda_stream`)")
-            elif t.kind == "callback":
-                text = (f"in, by value: a Python callable, wrapped as the C function pointer {t.name} and kept "
-                        f"alive with the call's handle")
-            elif t.kind == "handle" and self.destroys == self.pl.handle_class[t.name]:
-                text = (f"in, by value: {self.value_what(t)}, closed by this call: its handle is destroyed exactly "
-                        f"once, and the object cannot be used afterwards")
-            else:
-                text = f"in, by value: {self.value_what(t)}"
-                outs = self.sizes.get(p.name)
-                if outs:
-                    text += (f"; the length of the returned {', '.join(_code(self.py[o]) for o in outs)} (the "
-                             f"wrapper allocates that many)")
-            return text + "." + self.none_text(p)
         where = f"{d}, {p.memory} memory"
-        if isinstance(p.form, forms.Buffer):
-            what = {"in": "read by MIOpen", "out": "written by MIOpen (the caller allocates it)",
-                    "inout": "read and written by MIOpen"}[d]
-            elem = "" if t.kind == "void" and t.depth == 1 else f" of C {t.name} elements"
-            text = f"{where}: a device address{elem} (a DeviceBuffer: an int or a tensor-like object), {what}"
-        elif isinstance(p.form, forms.Array):
-            length = self.in_length(p)
-            text = f"{where}: a sequence of {self.elems_in(t)}" + (f"; {length}" if length else "")
-        elif isinstance(p.form, forms.String):
-            text = f"{where}: a str, passed as a NUL-terminated UTF-8 C string"
-        elif isinstance(p.form, forms.Blob):
-            length = self.in_length(p)
-            text = f"{where}: bytes (or a bytearray or memoryview)" + (f"; {length}" if length else "")
-        elif isinstance(p.form, forms.Callback):
-            text = f"{where}: a Python callable, wrapped as the C function pointer {t.name} and kept alive"
-        elif isinstance(p.form, forms.Opaque):
-            text = f"{where}: an int address passed through untouched" + (
-                " (host memory MIOpen writes to)" if d != "in" else "")
-        elif isinstance(p.form, (forms.HostScalar, forms.ElementScalar)):
-            text = (f"{where}: a scaling factor: a float (sent as C float), or a ctypes.c_float or ctypes.c_double "
-                    f"(c_double for double-precision data)")
-        elif isinstance(p.form, forms.InOutScalar):
-            out = self.plans[p.name].out_name or self.py[p.name]
-            text = (f"{where}: {self.value_what(t.pointee())}, passed by pointer; the value MIOpen leaves there is "
-                    f"returned as {_code(out)}")
-        else:
-            text = f"{where}: {self.value_what(t.pointee())}, passed by pointer"
+        form = p.form
+        match form:
+            case forms.Value() | forms.Length():
+                if t.kind == "opaque":
+                    text = ("in, by value: a HIP stream: None or 0 for the default stream, an int handle, or an "
+                            "object carrying one (`.cuda_stream`)")
+                elif t.kind == "callback":
+                    text = (f"in, by value: a Python callable, wrapped as the C function pointer {t.name} and kept "
+                            f"alive with the call's handle")
+                elif t.kind == "handle" and self.destroys == self.pl.handle_class[t.name]:
+                    text = (f"in, by value: {self.value_what(t)}, closed by this call: its handle is destroyed exactly "
+                            f"once, and the object cannot be used afterwards")
+                else:
+                    text = f"in, by value: {self.value_what(t)}"
+                    outs = self.sizes.get(p.name)
+                    if outs:
+                        text += (f"; the length of the returned {', '.join(_code(self.py[o]) for o in outs)} (the "
+                                 f"wrapper allocates that many)")
+                return text + "." + self.none_text(p)
+            case forms.Buffer():
+                what = {"in": "read by MIOpen", "out": "written by MIOpen (the caller allocates it)",
+                        "inout": "read and written by MIOpen"}[d]
+                elem = "" if t.kind == "void" and t.depth == 1 else f" of C {t.name} elements"
+                text = f"{where}: a device address{elem} (a DeviceBuffer: an int or a tensor-like object), {what}"
+            case forms.InArray() | forms.OutArray() | forms.ElementArray():
+                length = self.in_length(p)
+                text = f"{where}: a sequence of {self.elems_in(t)}" + (f"; {length}" if length else "")
+            case forms.InString() | forms.OutString():
+                text = f"{where}: a str, passed as a NUL-terminated UTF-8 C string"
+            case forms.InBlob() | forms.OutBlob():
+                length = self.in_length(p)
+                text = f"{where}: bytes (or a bytearray or memoryview)" + (f"; {length}" if length else "")
+            case forms.Callback():
+                text = f"{where}: a Python callable, wrapped as the C function pointer {t.name} and kept alive"
+            case forms.Opaque():
+                text = f"{where}: an int address passed through untouched" + (
+                    " (host memory MIOpen writes to)" if d != "in" else "")
+            case forms.HostScalar() | forms.ElementScalar():
+                text = (f"{where}: a scaling factor: a float (sent as C float), or a ctypes.c_float or "
+                        f"ctypes.c_double (c_double for double-precision data)")
+            case forms.InOutScalar():
+                out = self.plans[p.name].out_name or self.py[p.name]
+                text = (f"{where}: {self.value_what(t.pointee())}, passed by pointer; the value MIOpen leaves there "
+                        f"is returned as {_code(out)}")
+            case forms.InScalar() | forms.OutScalar() | forms.Count():
+                text = f"{where}: {self.value_what(t.pointee())}, passed by pointer"
+            case _:
+                assert_never(form)
         return text + "." + self.none_text(p)
 
     def out(self, p: ParamSem) -> tuple[str, str]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from typing import Any, assert_never
 
 
 from . import docstrings
@@ -224,77 +224,109 @@ class _Planner:
             return ParamPlan(**{**base, **kw})
 
         form = p.form
-        if isinstance(form, forms.Length):  # a length filled in from input sequences
-            arrays = shared.get(p.name, [])
-            per_line = annotation_forms.PER.plan(fs, p.name, arrays, py_names, v)
-            if per_line is not None:
-                return make(mid=(per_line,))
-            if len(arrays) == 1:
-                return make(mid=(f"{v} = 0 if _{py_names[arrays[0]]} is None else len(_{py_names[arrays[0]]})",))
-            listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
-            return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
-        if isinstance(form, forms.Count):  # an output count consumed by an output array
-            returned = annotation_forms.RETURNED.plan(p, v, py)
-            if returned:  # data of its own too: returned beside the arrays it cuts
-                return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", **returned,
-                            out_hint=self.out_hint(t.pointee()), note=annotation_forms.RETURNED.docstring(fs, p, py_names))
-            return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
-        if isinstance(form, forms.Value):
-            return self._value_param(p, py, v, q, default, make)
         nullable = "True" if p.nullable else "False"
         opt = " | None" if p.nullable else ""
-        if isinstance(form, forms.Callback):
-            return make(py=py, hint=f"Callable[..., Any]{opt}", default=default,
-                        pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
-        if isinstance(form, forms.Opaque):
-            return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
-                        pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
-        if isinstance(form, forms.Buffer):
-            if not form.typed:  # fast path: an int address passed before (its c_void_p)
-                pre: tuple[str, ...] = (
-                    f"{v} = _DEVICE_ARGS.get({py}) if type({py}) is int else None",
-                    f"if {v} is None{f' and {py} is not None' if p.nullable else ''}:",
-                    f"    {v} = _s.device_arg({py}, {q}, _fn, {nullable})")
-            else:  # a typed pointer to device memory: the address cast
-                none = f"None if {py} is None else " if p.nullable else ""  # fast paths: NULL where allowed, and
-                pre = (  # a non-NULL int address that fits 64 bits
-                    f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else {none}_s.as_device_ptr({py}, {q}, "
-                    f"_fn, {nullable})",
-                    f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})")
-            return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
-        if isinstance(form, forms.InString):
-            return make(py=py, hint=f"str{opt}", default=default,
-                        pre=(f"{v} = _s.as_cstring({py}, {q}, _fn, {nullable})",))
-        if isinstance(form, (forms.OutString, forms.OutBlob)):
-            return self._out_bytes(fs, p, py, v, make, text=isinstance(form, forms.OutString))
-        if isinstance(form, forms.InBlob):
-            return make(py=py, hint="bytes", default=default,
-                        pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
-        null_note = annotation_forms.NULL_MEANS.plan(p, py)
-        if isinstance(form, forms.ElementArray):
-            return self._element_array(fs, p, py, v, q, default, make, py_names)
-        if isinstance(form, forms.OutArray):
-            return self._out_array(fs, p, py, v, make, owner_param, creates)
-        if isinstance(form, forms.InArray):
-            elem = self.elem(t)
-            rec = self.sem.records.get(t.name) if t.kind in ("struct", "union") else None
-            note = null_note
-            if rec is not None:
-                elem = self.record_elem(t.name)
-                cls = self.record_class[t.name]
-                note = (f"{py}: {cls} records (or tuples of their fields): "
-                        + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
-            hint = f"Sequence[{self._elem_hint(t)}]{opt}"
-            note = annotation_forms.PER.docstring(p, py) or note
-            return make(py=py, hint=hint, default=default, note=note,
-                        pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
-        if isinstance(form, (forms.HostScalar, forms.ElementScalar)):  # a host scaling factor
-            return self._host_scalar(fs, p, py, v, q, default, make, py_names, null_note)
-        if isinstance(form, forms.InScalar):  # a single element passed by pointer
-            ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
-            conv = self._scalar_in(t, py, q, p.nullable)
-            ref = f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable else f"{v} = _byref({ct}({py}))"
-            return make(py=py, hint=self.scalar_hint(t) + opt, default=default, pre=(*conv, ref))
+        match form:
+            case forms.Length():  # a length filled in from input sequences
+                arrays = shared.get(p.name, [])
+                per_line = annotation_forms.PER.plan(fs, p.name, arrays, py_names, v)
+                if per_line is not None:
+                    return make(mid=(per_line,))
+                if len(arrays) == 1:
+                    return make(mid=(f"{v} = 0 if _{py_names[arrays[0]]} is None else len(_{py_names[arrays[0]]})",))
+                listing = ", ".join(f'"{py_names[a]}": _{py_names[a]}' for a in arrays)
+                return make(mid=(f"{v} = _s.common_length(_fn, {{{listing}}})",))
+            case forms.Count():  # an output count consumed by an output array
+                returned = annotation_forms.RETURNED.plan(p, v, py)
+                if returned:  # data of its own too: returned beside the arrays it cuts
+                    return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})", **returned,
+                                out_hint=self.out_hint(t.pointee()),
+                                note=annotation_forms.RETURNED.docstring(fs, p, py_names))
+                return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
+            case forms.Value():
+                return self._value_param(p, py, v, q, default, make)
+            case forms.Callback():
+                return make(py=py, hint=f"Callable[..., Any]{opt}", default=default,
+                            pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
+            case forms.Opaque():
+                return make(py=py, hint="int | None", default=default or ("None" if p.nullable else None),
+                            pre=(f"{v} = _s.as_opaque({py}, {q}, _fn)",))
+            case forms.Buffer(typed=typed):
+                if not typed:  # fast path: an int address passed before (its c_void_p)
+                    pre: tuple[str, ...] = (
+                        f"{v} = _DEVICE_ARGS.get({py}) if type({py}) is int else None",
+                        f"if {v} is None{f' and {py} is not None' if p.nullable else ''}:",
+                        f"    {v} = _s.device_arg({py}, {q}, _fn, {nullable})")
+                else:  # a typed pointer to device memory: the address cast
+                    none = f"None if {py} is None else " if p.nullable else ""  # fast paths: NULL where allowed, and
+                    pre = (  # a non-NULL int address that fits 64 bits
+                        f"{v} = {py} if type({py}) is int and 0 < {py} < {1 << 64} else {none}_s.as_device_ptr({py}, "
+                        f"{q}, _fn, {nullable})",
+                        f"{v} = _s.typed_pointer({v}, {ctype(t, self.spec)})")
+                return make(py=py, hint=f"DeviceBuffer{opt}", default=default, pre=pre)
+            case forms.InString():
+                return make(py=py, hint=f"str{opt}", default=default,
+                            pre=(f"{v} = _s.as_cstring({py}, {q}, _fn, {nullable})",))
+            case forms.OutString():
+                return self._out_bytes(fs, p, py, v, make, text=True)
+            case forms.OutBlob():
+                return self._out_bytes(fs, p, py, v, make, text=False)
+            case forms.InBlob():
+                return make(py=py, hint="bytes", default=default,
+                            pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
+            case forms.ElementArray():
+                return self._element_array(fs, p, py, v, q, default, make, py_names)
+            case forms.OutArray():
+                return self._out_array(fs, p, py, v, make, owner_param, creates)
+            case forms.InArray():
+                elem = self.elem(t)
+                rec = self.sem.records.get(t.name) if t.kind in ("struct", "union") else None
+                note = annotation_forms.NULL_MEANS.plan(p, py)
+                if rec is not None:
+                    elem = self.record_elem(t.name)
+                    cls = self.record_class[t.name]
+                    note = (f"{py}: {cls} records (or tuples of their fields): "
+                            + "; ".join(self._field_note(f) for f in rec.fields.values()) + ".")
+                hint = f"Sequence[{self._elem_hint(t)}]{opt}"
+                note = annotation_forms.PER.docstring(p, py) or note
+                return make(py=py, hint=hint, default=default, note=note,
+                            pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
+            case forms.HostScalar() | forms.ElementScalar():  # a host scaling factor
+                return self._host_scalar(fs, p, py, v, q, default, make, py_names,
+                                         annotation_forms.NULL_MEANS.plan(p, py))
+            case forms.InScalar():  # a single element passed by pointer
+                ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
+                conv = self._scalar_in(t, py, q, p.nullable)
+                ref = (f"{v} = None if {py} is None else _byref({ct}({py}))" if p.nullable
+                       else f"{v} = _byref({ct}({py}))")
+                return make(py=py, hint=self.scalar_hint(t) + opt, default=default, pre=(*conv, ref))
+            case forms.InOutScalar():  # passed by pointer, the new value returned
+                ct, value = self._pointer_out(fs, p, v, owner_param, creates)
+                conv = self._scalar_in(t, py, q, False)
+                return make(py=py, hint=self.scalar_hint(t), default=default,
+                            pre=conv + (f"{v} = {ct}({py})",), arg=f"_byref({v})",
+                            out=value, out_hint=self.out_hint(t.pointee()), out_name=py)
+            case forms.OutScalar():
+                ct, value = self._pointer_out(fs, p, v, owner_param, creates)
+                hint = self.out_hint(t.pointee())
+                if creates is not None and t.kind == "handle" and t.name == creates:  # a create function: the new
+                    value = (f"{self.handle_class[t.name]}._created({v}.value, _fn"  # object, never None
+                             f"{', ' + owner_param if owner_param else ''})")
+                    hint = self.handle_class[t.name]
+                note = None
+                held = annotation_forms.HOLDS.plan(p, v)
+                if held is not None:  # MIOpen writes &field: the device pointer is one step further
+                    value, hint = held
+                    note = annotation_forms.HOLDS.docstring(p, py, self.target.display_name)
+                return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=py,
+                            note=note)
+            case _:
+                assert_never(form)
+
+    def _pointer_out(self, fs: FunctionSem, p: ParamSem, v: str, owner_param: str | None,
+                     creates: str | None) -> tuple[str, str]:
+        """(the ctypes type of the element, the returned value) of an output passed by pointer."""
+        t = p.type
         ct = "ctypes.c_void_p" if (t.kind == "void" and t.depth == 2) else self.api_ctype(t)
         owned = creates is not None and t.kind == "handle" and t.name == creates
         # a handle another object owns (e.g. a fusion plan's op) keeps that owner alive, created or not
@@ -302,23 +334,7 @@ class _Planner:
         value = self.convert_out(t, f"{v}.value" if t.kind not in ("struct", "union") else v, owned, owner)
         if t.kind == "callback":  # a function pointer comes back as its address
             value = f"ctypes.cast({v}, ctypes.c_void_p).value"
-        out_name = py
-        if isinstance(form, forms.InOutScalar):
-            conv = self._scalar_in(t, py, q, False)
-            return make(py=py, hint=self.scalar_hint(t), default=default,
-                        pre=conv + (f"{v} = {ct}({py})",), arg=f"_byref({v})",
-                        out=value, out_hint=self.out_hint(t.pointee()), out_name=out_name)
-        hint = self.out_hint(t.pointee())
-        if owned:  # a create function: the new object, never None
-            value = f"{self.handle_class[t.name]}._created({v}.value, _fn{', ' + owner_param if owner_param else ''})"
-            hint = self.handle_class[t.name]
-        note = None
-        held = annotation_forms.HOLDS.plan(p, v)
-        if held is not None:  # MIOpen writes &field: the device pointer is one step further
-            value, hint = held
-            note = annotation_forms.HOLDS.docstring(p, py, self.target.display_name)
-        return make(alloc=(f"{v} = {ct}()",), arg=f"_byref({v})", out=value, out_hint=hint, out_name=out_name,
-                    note=note)
+        return ct, value
 
     # ------------------------------------------------------------------ forms beyond the C type
     def _table_refs(self, p: ParamSem) -> tuple[str, str]:

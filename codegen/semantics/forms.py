@@ -11,7 +11,7 @@ BufferField, AddressField; one `field_gate`).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, TypeAlias
 
 from ..spec.model import CType
 
@@ -19,14 +19,14 @@ from ..spec.model import CType
 
 
 @dataclass(frozen=True)
-class ParamForm:
-    """One parameter's form; `shape` is the annotation shape it refines."""
+class _Form:
+    """What every parameter form has: `shape`, the annotation shape it refines."""
 
     shape: ClassVar[str]
 
 
 @dataclass(frozen=True)
-class ByValue(ParamForm):
+class ByValue(_Form):
     """Passed by value (a handle, an enum, a number, a stream, a function pointer)."""
 
     shape: ClassVar[str] = "value"
@@ -43,21 +43,21 @@ class Length(ByValue):
 
 
 @dataclass(frozen=True)
-class Callback(ParamForm):
+class Callback(_Form):
     """A C function pointer: a Python callable wrapped in the typedef's CFUNCTYPE."""
 
     shape: ClassVar[str] = "callback"
 
 
 @dataclass(frozen=True)
-class Opaque(ParamForm):
+class Opaque(_Form):
     """An address passed through untouched."""
 
     shape: ClassVar[str] = "opaque"
 
 
 @dataclass(frozen=True)
-class Buffer(ParamForm):
+class Buffer(_Form):
     """A device address (untyped `void *`, or typed: `typed`)."""
 
     shape: ClassVar[str] = "buffer"
@@ -65,7 +65,7 @@ class Buffer(ParamForm):
 
 
 @dataclass(frozen=True)
-class String(ParamForm):
+class String(_Form):
     """A NUL-terminated C string."""
 
     shape: ClassVar[str] = "string"
@@ -82,7 +82,7 @@ class OutString(String):
 
 
 @dataclass(frozen=True)
-class Blob(ParamForm):
+class Blob(_Form):
     """Bytes with a length."""
 
     shape: ClassVar[str] = "blob"
@@ -99,7 +99,7 @@ class OutBlob(Blob):
 
 
 @dataclass(frozen=True)
-class Array(ParamForm):
+class Array(_Form):
     """A sequence of elements."""
 
     shape: ClassVar[str] = "array"
@@ -127,7 +127,7 @@ class ElementArray(Array):
 
 
 @dataclass(frozen=True)
-class ByPointer(ParamForm):
+class ByPointer(_Form):
     """One element passed by pointer."""
 
     shape: ClassVar[str] = "scalar"
@@ -171,11 +171,18 @@ class Count(ByPointer):
     returned: bool = False
 
 
+#: a parameter's form: a closed union (consumers `match` on it and end in `assert_never`, so mypy names one that
+#: forgets a form); the classes above it (ByValue, String, Blob, Array, ByPointer) group forms in patterns
+ParamForm: TypeAlias = (Value | Length | Callback | Opaque | Buffer | InString | OutString | InBlob | OutBlob | InArray
+                        | OutArray | ElementArray | HostScalar | ElementScalar | InScalar | InOutScalar | OutScalar
+                        | Count)
+
+
 # --------------------------------------------------------------------------- forms of record fields
 
 
 @dataclass(frozen=True)
-class FieldForm:
+class _FieldForm:
     """The form of a pointer field of a record the API takes by pointer (annotations.FieldNote's shape)."""
 
     shape: ClassVar[str]
@@ -183,7 +190,7 @@ class FieldForm:
 
 
 @dataclass(frozen=True)
-class HandleField(FieldForm):
+class HandleField(_FieldForm):
     """A pointer to one handle (a descriptor variable): the caller gives the handle object."""
 
     shape: ClassVar[str] = "scalar"
@@ -191,7 +198,7 @@ class HandleField(FieldForm):
 
 
 @dataclass(frozen=True)
-class BufferField(FieldForm):
+class BufferField(_FieldForm):
     """A `void *` to device memory."""
 
     shape: ClassVar[str] = "buffer"
@@ -199,12 +206,15 @@ class BufferField(FieldForm):
 
 
 @dataclass(frozen=True)
-class AddressField(FieldForm):
+class AddressField(_FieldForm):
     """A `void *` host address passed through."""
 
     shape: ClassVar[str] = "opaque"
     memory: ClassVar[Literal["host", "device"]] = "host"
 
+
+#: a record field's form: a closed union
+FieldForm: TypeAlias = HandleField | BufferField | AddressField
 
 _FIELD_FORMS: dict[str, FieldForm] = {f.shape: f for f in (HandleField(), BufferField(), AddressField())}
 

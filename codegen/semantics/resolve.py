@@ -226,10 +226,14 @@ def _resolve_function(f: model.Function, ann: Annotations, version: str
     return FunctionSem(name=f.name, params=tuple(params)), problems, open_notes
 
 
+#: what a parameter note may set (every key of annotations.yaml's parameter entries but its release range and why):
+#: read off ParamNote, so a new annotation form is declared once there (and in ParamSem, what it resolves to)
+APPLIED: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ParamNote) if f.name not in ("since", "until", "why"))
+
+
 def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
     changes: dict[str, object] = {"source": "annotation"}
-    for k in ("direction", "memory", "shape", "length", "length_call", "count", "unsized", "nullable", "null_means",
-              "element_of", "element_table", "holds", "scalar", "per", "returned"):
+    for k in APPLIED:
         v = getattr(pn, k)
         if v is not None:
             changes[k] = v
