@@ -20,7 +20,8 @@ from miogen.semantics.resolved import FunctionSem
 from miogen.semantics.resolve import resolve
 from miogen.render.planner import plan
 from miogen.render.plans import FunctionPlan, Plan
-from miogen.render.package import release_module, render
+from miogen.render.package import render
+from miogen.spec.releases import Version
 from miogen.spec.spec_io import load
 
 from .conftest import Libs
@@ -114,7 +115,7 @@ def _field_lines(doc: str) -> list[str]:
 @pytest.mark.parametrize("version", RELEASES)
 def test_every_function_documents_its_parameters_and_results(version: str) -> None:
     pl, sems = _plan(version)
-    api = importlib.import_module(f"miopen._generated.{release_module(version)}.api")
+    api = importlib.import_module(f"miopen._generated.{Version.parse(version).module}.api")
     for f in pl.functions:
         doc = getattr(api, f.py_name).__doc__
         assert doc is not None and doc.rstrip().endswith(f.doc.strip()), f"{version}: {f.py_name}: docstring is not the plan's"
@@ -123,7 +124,7 @@ def test_every_function_documents_its_parameters_and_results(version: str) -> No
 
 def test_the_stubs_carry_the_newest_release_docstrings() -> None:
     newest = RELEASES[-1]
-    api = importlib.import_module(f"miopen._generated.{release_module(newest)}.api")
+    api = importlib.import_module(f"miopen._generated.{Version.parse(newest).module}.api")
     tree = ast.parse((REPO / "generated" / "api.pyi").read_text(encoding="utf-8"))
     stubs = {n.name: ast.get_docstring(n, clean=False) for n in tree.body if isinstance(n, ast.FunctionDef)}
     pl, _ = _plan(newest)
@@ -138,7 +139,7 @@ def test_the_fixture_docstrings_cover_every_construct() -> None:
 
     pl, files = fixture_files()
     sems = resolve(pl.spec, load_annotations(FIXTURE_ANNOTATIONS)).functions
-    tree = ast.parse(files[f"{release_module(pl.spec.version)}/api.py"])
+    tree = ast.parse(files[f"{Version.parse(pl.spec.version).module}/api.py"])
     docs = {n.name: ast.get_docstring(n, clean=False) for n in tree.body if isinstance(n, ast.FunctionDef)}
     for f in pl.functions:
         doc = docs[f.py_name]
@@ -176,6 +177,6 @@ def test_docstrings_are_safe_for_any_annotation_text() -> None:
     pl = planned(fixture_spec(), changed, target(), "# test")
 
     files = render(pl)
-    tree = ast.parse(files[f"{release_module(pl.spec.version)}/api.py"])
+    tree = ast.parse(files[f"{Version.parse(pl.spec.version).module}/api.py"])
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "set_allocator")
     assert text in (ast.get_docstring(fn, clean=False) or "")

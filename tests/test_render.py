@@ -14,14 +14,15 @@ import pytest
 from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import FunctionNote, ParamNote, load_annotations
 from miogen.semantics.resolve import resolve
-from miogen.render.package import RELEASE_OUTPUTS, SHARED_OUTPUTS, release_module
+from miogen.render.package import RELEASE_OUTPUTS, SHARED_OUTPUTS
+from miogen.spec.releases import Version
 
 from .conftest import Built, fixture_files
 from .helpers import FIXTURE_ANNOTATIONS, REPO, check_golden, fixture_spec
 
 
 def _expected_files(version: str) -> set[str]:
-    return set(SHARED_OUTPUTS) | {f"{release_module(version)}/{n}" for n in RELEASE_OUTPUTS}
+    return set(SHARED_OUTPUTS) | {f"{Version.parse(version).module}/{n}" for n in RELEASE_OUTPUTS}
 
 
 @pytest.mark.parametrize("name", sorted(n for n in fixture_files()[1] if n != "py.typed"))
@@ -178,7 +179,7 @@ def test_every_committed_release_renders(tmp_path: Path) -> None:
         files = render(plans[-1])
         assert set(files) == _expected_files(plans[-1].spec.version), path
     together = render(*plans)
-    assert set(together) == set(SHARED_OUTPUTS) | {f"{release_module(p.spec.version)}/{n}"
+    assert set(together) == set(SHARED_OUTPUTS) | {f"{Version.parse(p.spec.version).module}/{n}"
                                                    for p in plans for n in RELEASE_OUTPUTS}
 
 

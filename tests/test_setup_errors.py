@@ -327,18 +327,24 @@ def test_compilers_are_found_on_path_as_shutil_finds_them(monkeypatch: pytest.Mo
 @given(st.one_of(st.text(alphabet="0123456789. \t\n٣x", max_size=24),
                  st.from_regex(r"\s*[0-9]{1,8}\.[0-9]{1,8}\.[0-9]{1,8}\s*", fullmatch=True)))
 def test_versions_are_read_as_three_ascii_numbers(text: str) -> None:
-    """`normalise_version` takes exactly X.Y.Z of up to six ASCII digits each (surrounding space ignored) and drops
-    leading zeros; anything else is a ValueError."""
+    """The one version grammar (`Version.parse`, what `--miopen-version`, version headers, spec files, the pin and
+    annotations are read with) takes exactly X.Y.Z of up to six ASCII digits each (surrounding space ignored) and
+    `str` drops leading zeros; anything else is a CodegenError; the spec rule accepts exactly the canonical
+    spelling."""
     import re
 
-    from miogen.parse.version_header import normalise_version
+    from miogen.base.errors import CodegenError
+    from miogen.spec.releases import Version
+    from miogen.spec.rules import VERSION
 
     m = re.fullmatch(r"([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})", text.strip(), re.ASCII)
     if m is None:
-        with pytest.raises(ValueError):
-            normalise_version(text)
+        with pytest.raises(CodegenError):
+            Version.parse(text)
     else:
-        assert normalise_version(text) == ".".join(str(int(p)) for p in m.groups())
+        assert str(Version.parse(text)) == ".".join(str(int(p)) for p in m.groups())
+    canonical = m is not None and text == ".".join(str(int(p)) for p in m.groups())
+    assert (VERSION.check(text) is None) == canonical
 
 
 def _hostile(tmp_path: Path, kind: str) -> Path:

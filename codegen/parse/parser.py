@@ -18,15 +18,16 @@ from .. import GENERATOR_VERSION
 from ..spec import rules, validate
 from .clang_env import cindex
 from ..base.digest import sha256
-from ..base.errors import HeaderError
+from ..base.errors import CodegenError, HeaderError
 from ..spec.model import SCHEMA_VERSION, HeaderInfo, ParseInfo, Spec
 from ..spec.records import ReleaseRecord, load_records
+from ..spec.releases import Version
 from ..spec.target import EXPORTED_FILE, Target
 from .beta import flag_beta, one_pass_beta
 from .builder import Builder, build_spec, stable_names
 from .headers import INCLUDE_RULE, ParseOptions, check_includes, clang_args, read_header
 from .unit import top_level, translation_unit
-from .version_header import detect_version, header_version, normalise_version
+from .version_header import detect_version, header_version
 
 
 def parse_header(
@@ -47,8 +48,8 @@ def parse_header(
     if version is None:
         version = header_version(header, target)
     try:
-        version = normalise_version(version)
-    except ValueError:
+        version = str(Version.parse(version))
+    except CodegenError:
         raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {version!r}") from None
     installed = detect_version(header, target)
     if installed is not None and installed != version:

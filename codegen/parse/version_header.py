@@ -6,15 +6,8 @@ import re
 from pathlib import Path
 
 from ..base.errors import HeaderError
+from ..spec.releases import Version
 from ..spec.target import Target
-
-
-def normalise_version(text: str) -> str:
-    """'3.00.0' -> '3.0.0'; raises ValueError for anything but three ASCII numbers (of up to six digits)."""
-    parts = text.strip().split(".")  # (a regex here costs a parse its compile)
-    if len(parts) != 3 or not all(0 < len(p) <= 6 and p.isascii() and p.isdigit() for p in parts):
-        raise ValueError(text)
-    return ".".join(str(int(p)) for p in parts)
 
 
 def read_version_header(header: Path, target: Target) -> tuple[Path | None, str | None, str | None]:
@@ -38,7 +31,7 @@ def read_version_header(header: Path, target: Target) -> tuple[Path | None, str 
         if not value.isdigit() or len(value) > 6:
             return vh, None, f"{macro} is {value[:20]!r}, not a version number"
         values.append(value)
-    return vh, normalise_version(".".join(values)), None
+    return vh, str(Version.parse(".".join(values))), None
 
 
 def detect_version(header: Path, target: Target) -> str | None:

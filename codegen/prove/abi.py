@@ -15,6 +15,7 @@ from .cxx import compile_cpp
 from .layout import check_layout, probe_source
 from ..spec.model import Spec
 from .stublib import stub_source
+from ..spec.releases import Version
 from ..spec.target import Target
 
 
@@ -61,7 +62,7 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     ann = load_annotations(ann_path)
     sem = resolve(spec, ann, prefix=target.function_prefix)
     pl = plan(spec, sem, target, "# abi-check build")
-    pkg_name = f"miogen_abi_{spec.version.replace('.', '_')}_{id(workdir) & 0xffff:x}"
+    pkg_name = f"miogen_abi_{Version.parse(spec.version).module}_{id(workdir) & 0xffff:x}"
     write_tree(render(pl), workdir / pkg_name)
     banner = f"miogen abi-check of {target.display_name} {spec.version}"
     probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,

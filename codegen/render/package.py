@@ -42,11 +42,6 @@ def banner(spec_name: str, spec_sha: str, ann_sha: str) -> str:
     )
 
 
-def release_module(version: str) -> str:
-    """The sub-package of one release: 3.2.0 -> v3_2_0."""
-    return "v" + version.replace(".", "_")
-
-
 def _shared_banner(plans: tuple[Plan, ...]) -> str:
     """The banner of the files shared by every release: each release's banner, combined."""
     if len(plans) == 1:
@@ -131,7 +126,7 @@ def render(*plans: Plan, records: Mapping[str, ReleaseRecord] | None = None) -> 
     t = newest.target
     base = {"t": t, "prefix": t.function_prefix, "library_names": repr(tuple(t.library_names)),
             "lib_name": t.display_name, "version_getter": t.version_getter, "library_env": t.library_env,
-            "releases": [(p.spec.version, release_module(p.spec.version)) for p in ordered],
+            "releases": [(p.spec.version, Version.parse(p.spec.version).module) for p in ordered],
             "version_error": _stem(t.error_base) + "VersionError", "version_warning": _stem(t.error_base) + "VersionWarning",
             "direct_aliases": DIRECT_ALIASES, "generator": GENERATOR_VERSION, "support_digest": support_digest()}
     handles: dict[str, HandlePlan] = {}
@@ -154,7 +149,7 @@ def render(*plans: Plan, records: Mapping[str, ReleaseRecord] | None = None) -> 
             out[name] = "" if name == "py.typed" else env.get_template(name + ".j2").render(shared)
     out.update(support_files(_shared_banner(ordered)))
     for p in ordered:
-        mod = release_module(p.spec.version)
+        mod = Version.parse(p.spec.version).module
         ctx = {**base, "p": p, "banner": p.banner_info, "version": p.spec.version, "module": mod}
         for name in RELEASE_OUTPUTS:
             out[f"{mod}/{name}"] = env.get_template("release/" + name + ".j2").render(ctx)

@@ -30,6 +30,11 @@ class Version(NamedTuple):
     def __str__(self) -> str:
         return f"{self.major}.{self.minor}.{self.patch}"
 
+    @property
+    def module(self) -> str:
+        """The release's sub-package of the generated package: v3_5_2."""
+        return f"v{self.major}_{self.minor}_{self.patch}"
+
     @classmethod
     def parse(cls, text: str) -> Version:
         """'3.2.0' (or '3.02.0') -> Version(3, 2, 0); three ASCII numbers of up to six digits, else CodegenError."""

@@ -26,7 +26,9 @@ from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from . import literals, reserved
+from ..base.errors import CodegenError
 from .ctypes_map import INT_BITS
+from .releases import Version
 
 
 #: longest identifier accepted anywhere
@@ -149,11 +151,14 @@ def _ctype_name(s: str) -> str | None:
     return None
 
 
-_VERSION = re.compile(r"(?:0|[1-9][0-9]{0,5})\.(?:0|[1-9][0-9]{0,5})\.(?:0|[1-9][0-9]{0,5})", re.ASCII)
-
-
 def _version(s: str) -> str | None:
-    return None if _VERSION.fullmatch(s) else "not a version X.Y.Z (three ASCII numbers, no leading zeros)"
+    """A version in its one spelling: what `Version.parse` reads, written as `str(Version)` writes it."""
+    try:
+        if str(Version.parse(s)) == s:
+            return None
+    except CodegenError:
+        pass
+    return "not a version X.Y.Z (three ASCII numbers, no leading zeros)"
 
 
 def _regex(pattern: str, what: str, limit: int = MAX_NAME) -> Callable[[str], str | None]:

@@ -36,7 +36,7 @@ def add_release(args: argparse.Namespace) -> int:
     from ..parse.parser import parse_header
     from ..render.planner import plan
     from ..spec.releases import Releases, Version
-    from ..render.package import banner, release_module, render, support_digest
+    from ..render.package import banner, render, support_digest
     from ..spec.spec_io import dumps, load
     from ..spec.target import TARGETS_DIR, target_for
 
@@ -74,7 +74,7 @@ def add_release(args: argparse.Namespace) -> int:
     info = banner(f"{version}.yaml", sha256(text.encode()).hexdigest(), sha256(ann_path.read_bytes()).hexdigest())
     p = plan(spec, sem, target, info, added)
     _check_handles(p.handles, target.display_name, str(version))
-    module = release_module(str(version))
+    module = version.module
     files = {name.partition("/")[2]: body for name, body in render(p).items() if name.startswith(module + "/")}
     files["release.json"] = json.dumps({
         "release": str(version), "module": module, "generator": GENERATOR_VERSION, "support": support_digest(),
