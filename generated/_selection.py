@@ -75,7 +75,7 @@ def _stable() -> dict[str, frozenset[str]]:
 
     out: dict[str, set[str]] = {r: set() for r in RELEASES}
     for name, (_, stable) in FUNCTIONS.items():
-        for r in filter(None, stable.split(", ")):
+        for r in stable:
             out[r].add(name)
     return {r: frozenset(names) for r, names in out.items()}
 
@@ -84,14 +84,14 @@ def _functions(release: str) -> frozenset[str]:
     """Every function (beta included) that committed `release` declares."""
     from ._releases import FUNCTIONS
 
-    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in declared.split(", "))
+    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in declared)
 
 
 def _first(name: str) -> tuple[int, int, int]:
     """The first committed release declaring function `name`."""
     from ._releases import FUNCTIONS
 
-    return _vt(FUNCTIONS[name][0].split(", ")[0])
+    return _vt(FUNCTIONS[name][0][0])
 
 
 def select_release(version: tuple[int, int, int] | None, policy: str = "compatible", where: str = "the library",
@@ -173,7 +173,7 @@ def missing_name(name: str) -> str:
     have = HAVE.get(name)
     if have is None:
         return f"{name} is in no {LIB_NAME} release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
-    releases = name_list(have.split(', '), limit=RELEASES_MAX)
+    releases = name_list(have, limit=RELEASES_MAX)
     if _state.bound is None and "." in name:
         return (f"{name} is not in {LIB_NAME} {RELEASES[-1]}, whose names serve while no library is loaded; "
                 f"releases that have it: {releases} (load_library() binds the loaded library's release)")

@@ -393,7 +393,7 @@ def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[in
     # its version (a release adding fewer cannot be told apart by its exports)
     introduced: dict[str, list[str]] = {}
     for name, (declared, _) in FUNCTIONS.items():
-        first = declared.split(", ")[0]
+        first = declared[0]
         i = RELEASES.index(first)
         if i > 0 and _vt(first)[:2] > version[:2] and _vt(RELEASES[i - 1]) >= version:
             introduced.setdefault(first, []).append(name)
@@ -509,7 +509,7 @@ def _unbound_names(kind: str) -> dict[str, str]:
         names = dict.fromkeys(_layer_names(kind, RELEASES[-1]), RELEASES[-1])
         layers: dict[str, set[str]] = {}
         for name, have in HAVE.items():
-            release = have.rpartition(", ")[2]
+            release = have[-1]
             if "." in name or name in names or release not in _MODULES:
                 continue
             if release not in layers:

@@ -292,9 +292,9 @@ def committed_only(monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[list[s
     def cut(keep: list[str]) -> None:
         table = {}
         for name, (declared, stable) in _releases.FUNCTIONS.items():
-            d = ", ".join(v for v in declared.split(", ") if v in keep)
+            d = tuple(v for v in declared if v in keep)
             if d:
-                table[name] = (d, ", ".join(v for v in stable.split(", ") if v in keep))
+                table[name] = (d, tuple(v for v in stable if v in keep))
         monkeypatch.setattr(s, "RELEASES", tuple(keep))
         monkeypatch.setattr(_selection, "RELEASES", tuple(keep))  # where selection reads it
         monkeypatch.setattr(_releases, "FUNCTIONS", table)

@@ -72,7 +72,7 @@ def _check_python(out: dict[str, str]) -> None:
             write_entry(folder, key, b"")
 
 
-def _history(plans: tuple[Plan, ...]) -> list[tuple[str, str]]:
+def _history(plans: tuple[Plan, ...]) -> list[tuple[str, tuple[str, ...]]]:
     """Public name -> the releases whose bindings have it (functions by C and Python name, classes, members)."""
     have: dict[str, list[str]] = {}
     for p in plans:
@@ -90,10 +90,10 @@ def _history(plans: tuple[Plan, ...]) -> list[tuple[str, str]]:
         names += [f.result_class for f in p.functions if f.result_class]
         for n in dict.fromkeys(names):
             have.setdefault(n, []).append(v)
-    return sorted((n, ", ".join(vs)) for n, vs in have.items())
+    return sorted((n, tuple(vs)) for n, vs in have.items())
 
 
-def _function_releases(plans: tuple[Plan, ...]) -> list[tuple[str, str, str]]:
+def _function_releases(plans: tuple[Plan, ...]) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
     """C function -> the releases declaring it, and those declaring it outside the beta API."""
     declared: dict[str, list[str]] = {}
     stable: dict[str, list[str]] = {}
@@ -102,7 +102,7 @@ def _function_releases(plans: tuple[Plan, ...]) -> list[tuple[str, str, str]]:
             declared.setdefault(f.c_name, []).append(p.spec.version)
             if not f.beta:
                 stable.setdefault(f.c_name, []).append(p.spec.version)
-    return [(n, ", ".join(vs), ", ".join(stable.get(n, []))) for n, vs in sorted(declared.items())]
+    return [(n, tuple(vs), tuple(stable.get(n, []))) for n, vs in sorted(declared.items())]
 
 
 def render(*plans: Plan, records: Mapping[str, ReleaseRecord] | None = None) -> dict[str, str]:
