@@ -210,7 +210,7 @@ def test_a_failure_at_any_step_of_a_real_render_changes_nothing(tmp_path: Path, 
 
 def _crash_at_rename(n: int, out: Path, version: str) -> None:
     """A render of `version` into `out` whose process dies (os._exit) at its `n`-th rename."""
-    code = (f"import os, sys\nfrom pathlib import Path\nfrom miogen import files\nfrom tests.test_output_dir import _rendered\n"
+    code = (f"import os, sys\nfrom pathlib import Path\nfrom miogen.base import files\nfrom tests.test_output_dir import _rendered\n"
             f"seen = []\n"
             f"def rename(src, dst):\n    seen.append(src)\n    if len(seen) == {n}: os._exit(9)\n    os.rename(src, dst)\n"
             f"files._rename = rename\nfiles.write_tree(_rendered({version!r}), Path({str(out)!r}))\n")
