@@ -8,7 +8,7 @@
 #   PARSE_ARGS="-I DIR -D NAME --no-shims"   extra parse options, passed to every parse
 #   UPGRADE_ARGS=...       extra options for `miogen upgrade` (older spelling of PARSE_ARGS for upgrade)
 #   UPGRADE_TEST='CMD'     the test step of `make upgrade` (default: make test); e.g. a focused subset:
-#                          UPGRADE_TEST='$$(PY) -m pytest tests/test_releases.py'
+#                          UPGRADE_TEST='$$(PY) -m pytest tests/runtime/test_releases.py'
 #   BENCH_ARGS=...         extra options for benchmarks/run_all.py
 #   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
 #   REAL_MIOPEN_OCL_ARGS=... options for scripts/build_real_miopen_ocl.sh (make real-miopen-ocl)

@@ -2528,14 +2528,14 @@ ROCM: dict[str, str] = {
 PROVEN: dict[str, dict[str, str]] = {
     "2.15.0": {"header": "ROCm/MIOpen tag rocm-5.0.0", "abi": "121 layout facts, 0 mismatches; 168 functions called through, 0 failing"},
     "2.16.0": {"header": "ROCm/MIOpen tag rocm-5.1.0", "abi": "121 layout facts, 0 mismatches; 168 functions called through, 0 failing"},
-    "2.17.0": {"header": "ROCm/MIOpen tag rocm-5.2.3", "abi": "121 layout facts, 0 mismatches; 169 functions called through, 0 failing", "library": "HIPNOGPU build of ROCm 5.2.3's MIOpen, no GPU (tests/test_real_miopen.py); its OpenCL build computing on PoCL, numerics against numpy (tests/test_real_miopen_ocl.py)"},
+    "2.17.0": {"header": "ROCm/MIOpen tag rocm-5.2.3", "abi": "121 layout facts, 0 mismatches; 169 functions called through, 0 failing", "library": "HIPNOGPU build of ROCm 5.2.3's MIOpen, no GPU (tests/real/library/test_real_miopen.py); its OpenCL build computing on PoCL, numerics against numpy (tests/real/kernels/test_real_miopen_ocl.py)"},
     "2.18.0": {"header": "ROCm/MIOpen tag rocm-5.3.0", "abi": "131 layout facts, 0 mismatches; 170 functions called through, 0 failing"},
     "2.20.0": {"header": "ROCm/MIOpen tag rocm-5.7.0", "abi": "145 layout facts, 0 mismatches; 192 functions called through, 0 failing"},
     "3.0.0": {"header": "ROCm/MIOpen tag rocm-6.0.0", "abi": "160 layout facts, 0 mismatches; 205 functions called through, 0 failing"},
     "3.1.0": {"header": "ROCm/MIOpen tag rocm-6.1.0", "abi": "168 layout facts, 0 mismatches; 213 functions called through, 0 failing"},
     "3.2.0": {"header": "ROCm/MIOpen tag rocm-6.2.0", "abi": "566 layout facts, 0 mismatches; 236 functions called through, 0 failing"},
     "3.3.0": {"header": "ROCm/MIOpen develop 2d1fd997 (Oct 2024; ROCm 6.3 ships 3.3.0)", "abi": "576 layout facts, 0 mismatches; 256 functions called through, 0 failing"},
-    "3.4.0": {"header": "Debian libmiopen-dev 6.4.3+dfsg-1+b1 (ROCm 6.4.3)", "abi": "582 layout facts, 0 mismatches; 258 functions called through, 0 failing", "library": "Debian libmiopen1 6.4.3+dfsg-1+b1 in a sid root, a stand-in GPU (tests/test_real_debian.py)"},
-    "3.5.1": {"header": "Debian libmiopen-dev 7.2.4+dfsg-1 (ROCm 7.2.4)", "abi": "590 layout facts, 0 mismatches; 266 functions called through, 0 failing", "library": "Debian libmiopen1 7.2.4+dfsg-1 in a sid root, a stand-in GPU (tests/test_real_debian.py)"},
+    "3.4.0": {"header": "Debian libmiopen-dev 6.4.3+dfsg-1+b1 (ROCm 6.4.3)", "abi": "582 layout facts, 0 mismatches; 258 functions called through, 0 failing", "library": "Debian libmiopen1 6.4.3+dfsg-1+b1 in a sid root, a stand-in GPU (tests/real/library/test_real_debian.py)"},
+    "3.5.1": {"header": "Debian libmiopen-dev 7.2.4+dfsg-1 (ROCm 7.2.4)", "abi": "590 layout facts, 0 mismatches; 266 functions called through, 0 failing", "library": "Debian libmiopen1 7.2.4+dfsg-1 in a sid root, a stand-in GPU (tests/real/library/test_real_debian.py)"},
     "3.5.2": {"header": "ROCm/rocm-libraries develop 01d724c5 (ROCm 7.14.0 ships 3.5.2)", "abi": "265 layout facts, 0 mismatches; 277 functions called through, 0 failing"},
 }

@@ -1,4 +1,4 @@
-"""The handwritten runtime against the real Debian-built MIOpen 3.x releases (tests/test_real_debian.py), with the
+"""The handwritten runtime against the real Debian-built MIOpen 3.x releases (tests/real/library/test_real_debian.py), with the
 stand-in GPU (one device): version policies, the handle pool, with_miopen_state, has_feature for every feature,
 and miopen.caffe2's wrappers. Expectations are computed here from the real library's own version (read raw),
 the committed header spec of the bound release, and MIOpen's formulas; nothing assumes one release.

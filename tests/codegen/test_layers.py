@@ -1,0 +1,180 @@
+"""The generator's import graph: no circles, and no module imports one of a higher layer.
+
+The graph is read with `ast` from every module of codegen/ (the package `miogen`; imports inside functions count
+too, those under `if TYPE_CHECKING:` do not: they never run),
+so a new module must be given a layer here, and a new import must point down or sideways.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+CODEGEN = Path(__file__).resolve().parents[2] / "codegen"
+#: codegen/support/ is not part of the generator: its modules are copied into the generated package
+SUPPORT = CODEGEN / "support"
+
+#: bottom to top; a module may import modules of its own layer or of lower ones
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("miogen", "errors", "model", "reserved", "gcpolicy", "digest", "cache"),
+    ("escape", "files", "releases", "ctypes_map", "literals", "naming", "validate", "yamlread", "yamlwrite", "transaction", "clang_env",
+     "cppsrc", "doc", "stubvalues", "conditionals"),
+    # the annotation forms: each form's gate, plan, docstring, stub, driver and audit (annotate classifies with them)
+    ("forms",),
+    ("spec_io", "target", "records", "roles", "diff", "preamble", "parser"),
+    ("annotate",),
+    ("direct", "plans", "docstrings", "planner", "jinja_env"),
+    ("render", "stublib", "layout", "cxx", "callthrough", "audit"),
+    ("abi",),
+    ("upgrade", "addrelease", "cli", "__main__"),
+)
+
+
+def _module(path: Path) -> str:
+    parts = path.relative_to(CODEGEN).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(parts) or "miogen"
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or \
+        (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+
+
+def _imports(path: Path) -> set[str]:
+    """The miogen modules `path` imports (by their name inside the package, e.g. `audit.notes`)."""
+    me = _module(path)
+    package = me.split(".") if path.name == "__init__.py" else me.split(".")[:-1]
+    if me == "miogen":
+        package = []
+    known = {_module(p) for p in _sources()}
+    out: set[str] = set()
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    typing_only = {id(n) for block in ast.walk(tree) if isinstance(block, ast.If) and _is_type_checking(block.test)
+                   for stmt in block.body for n in ast.walk(stmt)}
+    for node in ast.walk(tree):
+        if id(node) in typing_only:  # `if TYPE_CHECKING:` imports are for the type checker, never run
+            continue
+        if isinstance(node, ast.ImportFrom):
+            if node.level:
+                base, module = package[: len(package) - (node.level - 1)], node.module
+            elif node.module and node.module.split(".")[0] == "miogen":
+                base, module = [], node.module.partition(".")[2] or None
+            else:
+                continue
+            target = ".".join(base + ([module] if module else []))
+            out.add(target if target in known else "miogen")
+            for a in node.names:  # `from . import x`: x is a module
+                sub = ".".join(filter(None, (target, a.name)))
+                if sub in known:
+                    out.add(sub)
+        elif isinstance(node, ast.Import):
+            for a in node.names:
+                if a.name.startswith("miogen."):
+                    out.add(a.name.removeprefix("miogen."))
+    out.discard(me)
+    return out
+
+
+def _sources() -> list[Path]:
+    return sorted(p for p in CODEGEN.rglob("*.py") if SUPPORT not in p.parents)
+
+
+def _graph() -> dict[str, set[str]]:
+    return {_module(p): _imports(p) for p in _sources()}
+
+
+def test_support_modules_never_import_the_generator() -> None:
+    """The support modules ship in generated code, where `miogen` (the generator) is not installed."""
+    bad = []
+    for path in sorted(SUPPORT.glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            bad += [f"{path.name}: {n}" for n in names if n.split(".")[0] in ("miogen", "codegen")]
+            if isinstance(node, ast.ImportFrom) and node.level > 1:
+                bad.append(f"{path.name}: a relative import out of support/")
+    assert not bad, bad
+
+
+def _layer(module: str) -> int:
+    top = module.split(".")[0]
+    for i, names in enumerate(LAYERS):
+        if module in names or top in names:
+            return i
+    raise KeyError(module)
+
+
+def test_every_module_has_a_layer() -> None:
+    missing = []
+    for m in _graph():
+        try:
+            _layer(m)
+        except KeyError:
+            missing.append(m)
+    assert not missing, f"miogen modules with no layer in tests/codegen/test_layers.py LAYERS: {missing}"
+
+
+def test_no_module_imports_a_higher_layer() -> None:
+    bad = [f"{m} (layer {_layer(m)}) imports {d} (layer {_layer(d)})"
+           for m, deps in _graph().items() for d in sorted(deps) if _layer(d) > _layer(m)]
+    assert not bad, "\n".join(bad)
+
+
+def test_the_import_graph_has_no_circle() -> None:
+    graph = _graph()
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(m: str, path: list[str]) -> None:
+        state[m] = 1
+        for d in sorted(graph.get(m, ())):
+            if state.get(d) == 1:
+                pytest.fail("import circle: " + " -> ".join(path[path.index(d):] + [m, d]) if d in path
+                            else f"import circle through {m} -> {d}")
+            if d not in state:
+                visit(d, path + [m])
+        state[m] = 2
+
+    for m in graph:
+        if m not in state:
+            visit(m, [])
+
+
+def test_the_graph_reader_sees_imports() -> None:
+    """The reader finds the edges the tests above rely on (relative, package-relative, absolute)."""
+    graph = _graph()
+    assert {"planner", "render", "stublib"} <= graph["abi"]
+    assert "audit.vocabulary" in graph["audit.compare"] and "annotate" in graph["audit.compare"]
+    assert "audit.run" in graph["audit"]
+    assert "miogen" in graph["render"]  # from . import GENERATOR_VERSION
+
+
+def test_one_definition_per_shared_type_name() -> None:
+    """The shared vocabulary types have one home each: a parameter's shape, an audit check, a release."""
+    defined: dict[str, list[str]] = {}
+    for path in _sources():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            names = ([node.name] if isinstance(node, ast.ClassDef)
+                     else [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign)
+                     else [node.target.id] if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                     else [])
+            for name in names:
+                defined.setdefault(name, []).append(_module(path))
+    homes = {"Shape": ["model"], "Check": ["audit.compare"], "Version": ["releases"], "Releases": ["releases"]}
+    assert {n: defined.get(n) for n in homes} == homes
+
+
+def test_the_architecture_page_lists_these_layers() -> None:
+    """docs/architecture.md's numbered list of layers is LAYERS (the package itself aside)."""
+    import re
+
+    page = (CODEGEN.parent / "docs" / "architecture.md").read_text(encoding="utf-8")
+    section = page.split("## Layers of the generator", 1)[1].split("\n## ", 1)[0]
+    listed = [tuple(re.findall(r"`(\w+)`", item)) for item in re.split(r"\n\d+\. ", "\n" + section.split("\n1. ", 1)[1])
+              if item.strip()]
+    listed = [names for names in listed if names]
+    wanted = [tuple(n for n in names if n != "miogen") for names in LAYERS]
+    assert listed[: len(wanted)] == wanted
