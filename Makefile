@@ -73,7 +73,7 @@ help:
 	@echo "make upgrade HEADER=...  add a new release: parse, diff, gate, ABI check, pin, generate, test (phases timed; rolled back on failure)"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<version>.yaml"
 	@echo "make audit SRC=...       compare the annotations with MIOpen's C++ implementation (docs/audit.md)"
-	@echo "make test                the whole suite (stub libraries of every release, the real libraries of ../shared) + mypy --strict"
+	@echo "make test                the suite but its gpu tier (stub libraries of every release, the real libraries of ../shared) + mypy --strict"
 	@echo "make versions            the pinned versions the venv runs (python, libyaml, every package)"
 	@echo "make lock                refresh requirements.lock (newest allowed versions, hashed), rebuild the venv, run the suite"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
@@ -194,10 +194,11 @@ typecheck: $(STAMP)
 	@cd .typecheck/impl && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
 	@rm -rf .typecheck
 
-# mypy (make typecheck), the whole suite with the runtime against MIOPEN_VERSION's stub (pytest-xdist: one worker
-# per core) and the runtime suite against every other release, side by side (scripts/test_all.sh)
+# mypy (make typecheck), the suite's every tier but gpu (tests/tiers.py) with the runtime against MIOPEN_VERSION's
+# stub (pytest-xdist: one worker per core) and the runtime suite against every other release, side by side
+# (scripts/test_all.sh)
 test: $(STAMP) versions check-generated
-	bash scripts/test_all.sh "$(PY)" $(MIOPEN_VERSION)
+	bash scripts/test_all.sh "$(PY)" $(MIOPEN_VERSION) "not gpu"
 
 # one interleaved run of every benchmark, printed as a table (goal, measured, PASS/MISS);
 # HEADER=/path/to/3.3.0/miopen.h adds the real-header parse ratio

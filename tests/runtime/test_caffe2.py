@@ -1198,6 +1198,7 @@ def real(runtime_libs: Libs) -> dict[str, Any]:
     return out
 
 
+@pytest.mark.real_library
 def test_real_version_and_status_strings(real: dict[str, Any]) -> None:
     from miogen.spec_io import load
 
@@ -1217,6 +1218,7 @@ def test_real_version_and_status_strings(real: dict[str, Any]) -> None:
     assert real["unknown_error"] not in names.values()
 
 
+@pytest.mark.real_library
 def test_real_type_wrappers(real: dict[str, Any]) -> None:
     from miopen import api
 
@@ -1233,6 +1235,7 @@ def test_real_type_wrappers(real: dict[str, Any]) -> None:
     assert [real["wrappers"][n]["changed"] for n in want] == [True] * 4
 
 
+@pytest.mark.real_library
 def test_real_tensor_desc_wrapper(real: dict[str, Any]) -> None:
     f32, f16 = 1, 0
     want = [
@@ -1251,6 +1254,7 @@ def test_real_tensor_desc_wrapper(real: dict[str, Any]) -> None:
         assert ours == nbytes  # the wrapper's own byte count agrees with MIOpen's
 
 
+@pytest.mark.real_library
 @pytest.mark.parametrize("index", range(len(RNN_CONFIGS)))
 def test_real_rnn_layer_offsets_and_sizes(real: dict[str, Any], index: int) -> None:
     cfg = RNN_CONFIGS[index]
@@ -1262,6 +1266,7 @@ def test_real_rnn_layer_offsets_and_sizes(real: dict[str, Any], index: int) -> N
     assert sum(nbytes for _, nbytes, _ in layout.values()) == total
 
 
+@pytest.mark.real_library
 @pytest.mark.parametrize("index", range(len(RNN_CONFIGS)))
 def test_real_param_get_and_set_operators(real: dict[str, Any], index: int) -> None:
     layout, total = expected_layout(RNN_CONFIGS[index])

@@ -198,6 +198,7 @@ def test_usage_errors_exit_2() -> None:
     assert r.returncode == 0 and "--library PATH" in r.stdout and "Exit status: 0" in r.stdout
 
 
+@pytest.mark.real_library
 def test_with_the_real_miopen_2_17_0() -> None:
     from ..real_miopen import library_path
 

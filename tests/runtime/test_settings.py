@@ -135,6 +135,7 @@ def test_python_m_miopen_shows_each_value_and_its_origin(stub: str) -> None:
     assert "  cache_dir      $MIOPEN_CUSTOM_CACHE_DIR=unset (MIOpen's default)  [default]" in text
 
 
+@pytest.mark.real_library
 def test_the_log_is_quiet_by_default_on_the_real_2_17_0() -> None:
     """The real library prints "Info [Handle]" on stderr when a handle is created (a call that succeeds): not under
     miopen's default; with the level set (environment or configure()) MIOpen logs as asked."""
