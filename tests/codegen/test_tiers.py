@@ -85,7 +85,7 @@ def test_a_folder_gives_its_tier_and_takes_only_a_higher_one(folder: str, own: s
 
 #: one small file of each folder with tests, and the tests in them that carry a higher tier than their folder's
 _SAMPLE = ("tests/codegen/test_digest.py", "tests/runtime/test_main.py", "tests/real/library/test_next_release.py",
-           "tests/real/kernels/test_real_miopen_ocl330.py")
+           "tests/real/kernels/test_real_miopen_ocl330.py", "tests/gpu/test_ocl_gpu.py")
 _RAISED = {"tests/runtime/test_main.py::test_with_the_real_miopen_2_17_0": "real_library"}
 _SELECT = """
 import json, sys

@@ -5,6 +5,8 @@
 # cp312 wheels of pyopencl and its dependencies; the device has no registry). Prints one table; writes
 # $OUT/nvidia.json (results and speed) and $OUT/log.
 #   device tool: run(command="bash tests/gpu/ocl_nvidia.sh", carry=["device_carry/ocl"])
+# With --pytest it runs the gpu tier instead (pytest -m gpu tests/gpu: the same checks against the committed
+# results), required to find the GPU (MIOGEN_REQUIRE_GPU=1).
 set -euo pipefail
 CARRY=${OCL_CARRY:-device_carry/ocl}
 W=${OCL_WORK:-/tmp/miogen-ocl}
@@ -24,5 +26,11 @@ export OCL_ICD_VENDORS="$W/icd" LD_LIBRARY_PATH="$W/lib:${LD_LIBRARY_PATH:-}" PY
 export MIOGEN_OCL_PLATFORM=nvidia PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 python3 -c 'import pyopencl as cl; [print(p.name, "|", d.name, "|", d.version, "| fp16:", "cl_khr_fp16" in d.extensions) for p in cl.get_platforms() for d in p.get_devices()]'
+if [ "${1:-}" = --pytest ]; then
+    ln -sfn "$PWD/codegen" "$W/py/miogen"  # the suite's conftest imports the generator
+    MIOGEN_REAL_MIOPEN_OCL="$W/lib/libMIOpen.so.1" MIOGEN_REQUIRE_GPU=1 OCL_FIND_TIMEOUT="${OCL_FIND_TIMEOUT:-75}" \
+        python3 -m pytest -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee "$OUT/log"
+    exit "${PIPESTATUS[0]}"
+fi
 python3 -m tests.gpu.ocl_suite --lib "$W/lib/libMIOpen.so.1" --name nvidia --out "$OUT" --cache "$W/cache" \
     --find-timeout "${OCL_FIND_TIMEOUT:-75}" --bench --probe-find 2>&1 | tee "$OUT/log"
