@@ -2,7 +2,7 @@
 for byte, or it is not used; every problem with it falls back to the plain parse.
 
 The HIP header here is a small stand-in put before miogen's shims on the include path (`-I`), so these tests do
-not depend on the HIP headers the machine has; tests/test_real_specs.py re-parses the real headers both ways."""
+not depend on the HIP headers the machine has; tests/real/library/test_real_specs.py re-parses the real headers both ways."""
 
 from __future__ import annotations
 

@@ -146,7 +146,7 @@ def test_members_of_a_release_bound_before_are_translated_by_name(stubs: dict[st
 
 
 def test_the_install_has_every_release_sub_package() -> None:
-    """The installed package (here the editable one; the wheel: tests/test_packaging.py) holds the
+    """The installed package (here the editable one; the wheel: tests/codegen/test_packaging.py) holds the
     sub-package of every committed release: setup.py finds them, nothing lists them by hand."""
     import importlib.util
 

@@ -1,7 +1,7 @@
 """Reliability (issue 29, the runtime side): shared descriptors cannot be changed, device buffers are checked
 against the extent their descriptor implies, a forked child never hangs, pools do not grow with dead contexts,
-paths are bytes. Against the stub libraries; the kernels' side is in tests/test_real_miopen_ocl.py and
-tests/test_strided_views.py."""
+paths are bytes. Against the stub libraries; the kernels' side is in tests/real/kernels/test_real_miopen_ocl.py and
+tests/real/kernels/test_strided_views.py."""
 
 from __future__ import annotations
 

@@ -150,7 +150,7 @@ def test_exports_that_contradict_the_version(libs: Libs) -> None:
     own = miopen.bound_release()
     newest, oldest = miopen.RELEASES[-1], miopen.RELEASES[0]
     # a release of the newest minor claims the oldest release (it exports far more); any other claims the
-    # newest (it lacks much); another patch of its own minor is no contradiction (tests/test_releases.py)
+    # newest (it lacks much); another patch of its own minor is no contradiction (tests/runtime/test_releases.py)
     claimed, expected = ((oldest, "introduced after") if _vt(own)[:2] == _vt(newest)[:2]
                          else (newest, "it lacks"))
     with _reloaded(libs, claimed):
