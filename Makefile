@@ -194,11 +194,10 @@ typecheck: $(STAMP)
 	@cd .typecheck/impl && MYPYPATH=. "$(PY_FROM_SUBDIR)" -m mypy --strict --no-incremental --follow-imports=silent -p miopen._generated
 	@rm -rf .typecheck
 
-# mypy (make typecheck), the suite's every tier but gpu (tests/tiers.py) with the runtime against MIOPEN_VERSION's
-# stub (pytest-xdist: one worker per core) and the runtime suite against every other release, side by side
-# (scripts/test_all.sh)
+# mypy (make typecheck), the whole suite with the runtime against MIOPEN_VERSION's stub (pytest-xdist: one worker
+# per core) and the runtime suite against every other release, side by side (scripts/test_all.sh)
 test: $(STAMP) versions check-generated
-	bash scripts/test_all.sh "$(PY)" $(MIOPEN_VERSION) "not gpu"
+	bash scripts/test_all.sh "$(PY)" $(MIOPEN_VERSION)
 
 # one interleaved run of every benchmark, printed as a table (goal, measured, PASS/MISS);
 # HEADER=/path/to/3.3.0/miopen.h adds the real-header parse ratio

@@ -30,6 +30,7 @@ def pytest_configure(config: pytest.Config) -> None:
     and the pytest runs the tests start inherit it. miogen's per-user cache (compiled templates, models, plans,
     the HIP preamble) is a folder of the tests' own unless MIOGEN_CACHE_DIR names one: the tests neither
     depend on nor push out what the user's holds."""
+    config.addinivalue_line("markers", "long: runs for tens of seconds (scheduled first)")
     os.environ.setdefault("MIOGEN_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                                                   / "miogen-tests"))
     if os.environ.get(CACHE_ENV) or hasattr(config, "workerinput"):
