@@ -115,7 +115,7 @@ def test_every_module_has_a_layer() -> None:
             _layer(m)
         except KeyError:
             missing.append(m)
-    assert not missing, f"miogen modules with no layer in tests/codegen/test_layers.py LAYERS: {missing}"
+    assert not missing, f"miogen modules with no layer in tests/test_layers.py LAYERS: {missing}"
 
 
 def test_no_module_imports_a_higher_layer() -> None:

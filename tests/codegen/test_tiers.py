@@ -35,9 +35,8 @@ def test_every_test_file_is_in_a_tier_folder() -> None:
         if rel.parent.as_posix() in FOLDERS:
             continue
         to = _where_to(path.read_text(encoding="utf-8"))
-        up = "." * (len(to.split("/")) + 1)
-        strays.append(f"  git mv tests/{rel.as_posix()} tests/{to}/   (tier {FOLDERS[to]}; there its imports of tests/'s "
-                      f"own modules start with {up}: `from {up}helpers import ...`, `from {up}conftest import Libs`)")
+        strays.append(f"  python scripts/move_test.py tests/{rel.as_posix()} {to}   (tier {FOLDERS[to]}: git mv, then its "
+                      f"imports of tests/'s shared modules, e.g. `from {'.' * (len(to.split('/')) + 1)}helpers import ...`)")
     assert not strays, ("test files outside a tier folder (tests/tiers.py FOLDERS: "
                         + ", ".join(f"tests/{f} = {t}" for f, t in FOLDERS.items()) + "); move each:\n"
                         + "\n".join(strays))

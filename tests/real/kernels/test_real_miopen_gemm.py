@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from ... import real_miopen
-from ..client import Worker, run_check, shared_worker
-from ..ocl.plan import FIND_ENV
+from ...real.client import Worker, run_check, shared_worker
+from ...real.ocl.plan import FIND_ENV
 
 LIB = real_miopen.OPENCL_GEMM
 
@@ -32,7 +32,7 @@ def test_rnn_typed_api(gemm: Worker) -> None:
     four calls (the check asserts each against the float64 reference and its finite-difference gradients);
     backward weights OVERWRITES dw (it does not add into it); and GRU's backward weights changes the workspace it
     reads, so a second call on the same workspace gets the new-memory gate's input matrix and bias wrong."""
-    from ..gemm import checks_rnn
+    from ...real.gemm import checks_rnn
 
     got = run(gemm, "gemm.checks_rnn:typed_api")
     assert sorted(got) == sorted(c.label() for c in checks_rnn.cases())
@@ -48,7 +48,7 @@ def test_rnn_typed_api(gemm: Worker) -> None:
 def test_rnn_runtime_op(gemm: Worker) -> None:
     """miopen.ops.rnn.RNN on pyopencl arrays computes right in all four calls (LSTM bidirectional 2 layers, GRU skip
     without bias, TANH bidirectional), its dw read back per part through get_layer_param/get_layer_bias."""
-    from ..gemm import checks_rnn
+    from ...real.gemm import checks_rnn
 
     got = run(gemm, "gemm.checks_rnn:runtime_op")
     assert sorted(got) == sorted(c.label() for c in checks_rnn.RUNTIME_CASES)

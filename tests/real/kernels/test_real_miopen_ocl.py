@@ -15,10 +15,10 @@ import pytest
 
 from ... import real_miopen
 from ...helpers import REPO
-from ..client import Died, Worker, WorkerError
-from ..ocl import coverage
-from ..ocl.common import CLAIMS
-from ..ocl.plan import FIND_ENV, SPECIAL
+from ...real.client import Died, Worker, WorkerError
+from ...real.ocl import coverage
+from ...real.ocl.common import CLAIMS
+from ...real.ocl.plan import FIND_ENV, SPECIAL
 
 LIB = real_miopen.OPENCL
 

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from ... import real_miopen
-from ..client import Worker, run_check, shared_worker
-from ..ocl.plan import FIND_ENV
+from ...real.client import Worker, run_check, shared_worker
+from ...real.ocl.plan import FIND_ENV
 
 LIB = real_miopen.OPENCL_330
 

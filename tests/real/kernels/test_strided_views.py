@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 from ...helpers import REPO
-from ..ocl import strided_views
-from ..ocl.plan import FIND_ENV
+from ...real.ocl import strided_views
+from ...real.ocl.plan import FIND_ENV
 from .test_real_miopen_ocl import LIB, kernel_cache
 
 DOC = REPO / "docs" / "strided-views.md"

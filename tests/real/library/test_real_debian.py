@@ -21,8 +21,8 @@ import pytest
 
 from ... import real_debian
 from ...helpers import REPO
-from .. import checks_debian, common, coverage  # noqa: F401  (coverage imports the 2.17.0 checks: COVERS)
-from ..client import Died, Result, Worker, WorkerError
+from ...real import checks_debian, common, coverage  # noqa: F401  (coverage imports the 2.17.0 checks: COVERS)
+from ...real.client import Died, Result, Worker, WorkerError
 
 LIBS = real_debian.libraries()
 IDS = [lib.expected_release or lib.upstream for lib in LIBS]

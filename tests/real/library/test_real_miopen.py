@@ -17,8 +17,8 @@ import pytest
 
 from ... import real_miopen
 from ...helpers import REPO
-from .. import client, common, coverage
-from ..client import Died, Result, Worker, WorkerError
+from ...real import client, common, coverage
+from ...real.client import Died, Result, Worker, WorkerError
 
 U = "miopenStatusUnknownError"
 #: what MIOpen 2.17.0 (HIPNOGPU, no GPU) does in each isolated check: the statuses it returns, or
@@ -168,7 +168,7 @@ def test_null_descriptors_typed_and_raw(real: Worker, kernel_worker: Worker) -> 
     """Every by-value handle/descriptor parameter of the 2.17.0 API (413): our typed API refuses None before any
     C call; MIOpen, called raw with NULL there, refuses it too (a failing status, or its own abort) except for
     the pairs in MIOPEN_ACCEPTS_NULL."""
-    from .. import checks_errors
+    from ...real import checks_errors
 
     assert _run(real, "checks_errors:null_handles_typed") == len(checks_errors.handle_params())
     by_fn: dict[str, list[tuple[str, str]]] = {}
