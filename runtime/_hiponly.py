@@ -20,7 +20,7 @@ class HipBuildRequiredError(MIOpenUnknownError):
 
 
 #: 3.x beta ops whose every solver is HIP-only: on an OpenCL build MIOpen tries to compile HIP for the OpenCL device
-#: and answers UnknownError (7) (measured on MIOpen 3.3.0's OpenCL build, tests/real/kernels/test_real_miopen_ocl330.py)
+#: and answers UnknownError (7) (measured on MIOpen 3.3.0's OpenCL build, tests/test_real_miopen_ocl330.py)
 HIP_ONLY_FUNCTIONS = frozenset({"miopenLayerNormForward", "miopenGroupNormForward", "miopenCatForward",
                                 "miopenReduceExtremeForward"})
 _UNKNOWN_ERROR = 7

@@ -1,8 +1,7 @@
 #!/bin/bash
 # Fill device_carry/ocl (git-ignored) with what tests/gpu/ocl_nvidia.sh needs on the device machine, which has no
 # package registry: the xz'd OpenCL libMIOpen 2.17.0, Debian's libboost_filesystem.so.1.74.0 (the device has
-# Ubuntu's 1.83), and the cp312 wheels of pyopencl and its dependencies, and of pytest and what the suite's
-# conftest imports (`ocl_nvidia.sh --pytest`; the versions of this venv).
+# Ubuntu's 1.83), and the cp312 wheels of pyopencl and its dependencies (the versions of this venv).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 SHARED=${REAL_MIOPEN_OCL:-../shared/real-miopen-ocl}
