@@ -396,8 +396,8 @@ class ConvPlanner:
         lib = _s.library()
         known = self._auto
         if known is None or known[0] is not lib:
-            known = (lib, "find2" if has_feature("find2") else "find")
-            self._auto = known
+            search: Search = "find2" if has_feature("find2") else "find"
+            self._auto = known = (lib, search)
         return known[1]
 
     def cap(self, workspace: MIOpenWorkspace | None) -> int | None:
