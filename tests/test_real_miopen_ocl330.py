@@ -12,7 +12,10 @@ import pytest
 
 from . import real_miopen
 from .real.client import Worker, run_check, shared_worker
-from .real.ocl.plan import FIND_ENV
+from .real.ocl import coverage  # noqa: F401 - importing the checks registers their claims
+from .real.ocl.common import CLAIMS
+from .real.ocl.plan import FIND_ENV, SPECIAL
+from .real.ocl330 import differences
 
 LIB = real_miopen.OPENCL_330
 
@@ -76,3 +79,23 @@ def test_runtime_planner_find2_and_auto(v330: Worker) -> None:
     for mode in ("find2", "auto"):
         assert {d: m for d, (m, _) in got[mode].items()} == dict.fromkeys(
             ("forward", "backward data", "backward weights"), "find2"), got
+
+
+@pytest.mark.parametrize("name", sorted(CLAIMS))
+def test_numeric_suite_on_330(v330: Worker, name: str) -> None:
+    """Every numeric check of tests/real/ocl (typed API, runtime ops, Caffe2 ops) run on 3.3.0: it proves exactly
+    the rows it claims on 2.17.0, with 2.17.0's outcome except where tests/real/ocl330/differences.py says 3.3.0
+    differs (and why)."""
+    if name in SPECIAL:
+        fresh, env = SPECIAL[name]
+        w = Worker(LIB.library_path(), None, cache=None if fresh else LIB.cache_dir() / "kernels",
+                   extra_env={**env, **dict(LIB.env_vars)})
+        try:
+            got = run(w, name)
+        finally:
+            w.close()
+            w.cleanup()
+    else:
+        got = run(v330, name)
+    proved = {row: outcome for row, outcome in got.items() if isinstance(row, tuple)}
+    assert proved == differences.expected(CLAIMS[name])
