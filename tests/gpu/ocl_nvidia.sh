@@ -11,6 +11,15 @@ W=${OCL_WORK:-/tmp/miogen-ocl}
 OUT=${OUT:-$W/out}
 mkdir -p "$W/icd" "$W/lib" "$W/py" "$OUT"
 xz -dc "$CARRY/libMIOpen.so.1.xz" > "$W/lib/libMIOpen.so.1"
+# the MIOpenGEMM build (RNN, GEMM convolutions) and 3.3.0's OpenCL build (Find 2.0), each in a folder of its own
+# (libMIOpen finds libmiopengemm beside it through $ORIGIN)
+EXTRA=()
+for sub in gemm v330; do
+    [ -f "$CARRY/$sub/libMIOpen.so.1.xz" ] || continue
+    mkdir -p "$W/$sub"
+    for f in "$CARRY/$sub"/*.xz; do xz -dc "$f" > "$W/$sub/$(basename "$f" .xz)"; done
+    EXTRA+=("--$sub-lib" "$W/$sub/libMIOpen.so.1")
+done
 cp "$CARRY"/libboost_filesystem.so.1.74.0 "$W/lib/"
 # NVIDIA's OpenCL is installed but not in the ICD list (which names PoCL only): an ICD folder of its own
 NV=$(ldconfig -p | awk '/libnvidia-opencl\.so\.1/ {print $NF}' | head -1 || true)
@@ -25,4 +34,10 @@ export MIOGEN_OCL_PLATFORM=nvidia PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 python3 -c 'import pyopencl as cl; [print(p.name, "|", d.name, "|", d.version, "| fp16:", "cl_khr_fp16" in d.extensions) for p in cl.get_platforms() for d in p.get_devices()]'
 python3 -m tests.gpu.ocl_suite --lib "$W/lib/libMIOpen.so.1" --name nvidia --out "$OUT" --cache "$W/cache" \
-    --find-timeout "${OCL_FIND_TIMEOUT:-75}" --bench --probe-find 2>&1 | tee "$OUT/log"
+    --find-timeout "${OCL_FIND_TIMEOUT:-75}" --bench --probe-find "${EXTRA[@]}" 2>&1 | tee "$OUT/log"
+# the numeric suite again on 3.3.0 (where it differs from 2.17.0: tests/real/ocl330/differences.py)
+if [ -f "$W/v330/libMIOpen.so.1" ]; then
+    MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS=1 python3 -m tests.gpu.ocl_suite --lib "$W/v330/libMIOpen.so.1" \
+        --name nvidia330 --out "$OUT" --cache "$W/cache330" --find-timeout "${OCL_FIND_TIMEOUT:-75}" 2>&1 \
+        | tee "$OUT/log330"
+fi
