@@ -22,6 +22,11 @@ CASES = (  # (x dims, w dims, pad, stride): 1x1 (GEMM's home), 3x3, and the stri
 )
 
 
+#: Find without exhaustive search: on an empty perf-db an exhaustive Find tunes the direct solvers' configurations
+#: too (minutes of kernel builds under PoCL), and the GEMM algorithm is listed either way
+EXHAUSTIVE = False
+
+
 def _algo_name(a: object) -> str:
     return str(getattr(a, "name", a))
 
@@ -50,7 +55,7 @@ def find_and_immediate() -> dict[str, Any]:
         ws = max(miopen.convolution_forward_get_work_space_size(h, wd_, xd_, cd, yd_), 1)
         wsb, yb = zeros(ws, np.uint8), zeros(len(dy))
         perf = miopen.find_convolution_forward_algorithm(h, xd_, xb.ptr, wd_, wb.ptr, cd, yd_, yb.ptr, 8, wsb.ptr, ws,
-                                                         True)
+                                                         EXHAUSTIVE)
         yb = zeros(len(dy))
         miopen.convolution_forward(h, 1.0, xd_, xb.ptr, wd_, wb.ptr, cd, perf[0].fwd_algo, 0.0, yd_, yb.ptr, wsb.ptr,
                                    ws)
@@ -68,7 +73,7 @@ def find_and_immediate() -> dict[str, Any]:
         ws = max(miopen.convolution_backward_data_get_work_space_size(h, yd_, wd_, cd, xd_), 1)
         wsb, dxb = zeros(ws, np.uint8), zeros(len(x))
         perf = miopen.find_convolution_backward_data_algorithm(h, yd_, dyb.ptr, wd_, wb.ptr, cd, xd_, dxb.ptr, 8,
-                                                               wsb.ptr, ws, True)
+                                                               wsb.ptr, ws, EXHAUSTIVE)
         dxb = zeros(len(x))
         miopen.convolution_backward_data(h, 1.0, yd_, dyb.ptr, wd_, wb.ptr, cd, perf[0].bwd_data_algo, 0.0, xd_,
                                          dxb.ptr, wsb.ptr, ws)
@@ -88,7 +93,7 @@ def find_and_immediate() -> dict[str, Any]:
         ws = max(miopen.convolution_backward_weights_get_work_space_size(h, yd_, xd_, cd, wd_), 1)
         wsb, dwb = zeros(ws, np.uint8), zeros(len(w))
         perf = miopen.find_convolution_backward_weights_algorithm(h, yd_, dyb.ptr, xd_, xb.ptr, cd, wd_, dwb.ptr, 8,
-                                                                  wsb.ptr, ws, True)
+                                                                  wsb.ptr, ws, EXHAUSTIVE)
         dwb = zeros(len(w))
         miopen.convolution_backward_weights(h, 1.0, yd_, dyb.ptr, xd_, xb.ptr, cd, perf[0].bwd_weights_algo, 0.0,
                                             wd_, dwb.ptr, wsb.ptr, ws)
