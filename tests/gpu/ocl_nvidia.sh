@@ -2,9 +2,11 @@
 # The numeric suite of the real MIOpen 2.17.0 OpenCL kernels on the device machine's NVIDIA GPU, through NVIDIA's
 # OpenCL driver, plus the speed figures: run ON the device machine, from the repository root, with device_carry/ocl
 # carried (tests/gpu/ocl_carry.sh fills it here: the xz'd library, Debian's boost 1.74 filesystem library, the
-# cp312 wheels of pyopencl and its dependencies; the device has no registry). Prints one table; writes
-# $OUT/nvidia.json (results and speed) and $OUT/log.
+# cp312 wheels of pyopencl and its dependencies, the MIOpenGEMM and 3.3.0 builds; the device has no registry). Prints
+# the tables; writes $OUT/nvidia.json (results, RNN/GEMM/Find 2.0 rows, speed) and $OUT/log, and $OUT/nvidia330.json
+# (the numeric suite on 3.3.0) and $OUT/log330.
 #   device tool: run(command="bash tests/gpu/ocl_nvidia.sh", carry=["device_carry/ocl"])
+#   OCL_RUNS="217" or "330": only the 2.17.0 run (with the GEMM and Find 2.0 extras) or only the 3.3.0 suite
 set -euo pipefail
 CARRY=${OCL_CARRY:-device_carry/ocl}
 W=${OCL_WORK:-/tmp/miogen-ocl}
@@ -33,10 +35,14 @@ export OCL_ICD_VENDORS="$W/icd" LD_LIBRARY_PATH="$W/lib:${LD_LIBRARY_PATH:-}" PY
 export MIOGEN_OCL_PLATFORM=nvidia PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 python3 -c 'import pyopencl as cl; [print(p.name, "|", d.name, "|", d.version, "| fp16:", "cl_khr_fp16" in d.extensions) for p in cl.get_platforms() for d in p.get_devices()]'
+# OCL_RUNS picks the runs (default both; one per device call if both do not fit its time limit)
+RUNS=${OCL_RUNS:-"217 330"}
+if [[ " $RUNS " == *" 217 "* ]]; then
 python3 -m tests.gpu.ocl_suite --lib "$W/lib/libMIOpen.so.1" --name nvidia --out "$OUT" --cache "$W/cache" \
     --find-timeout "${OCL_FIND_TIMEOUT:-75}" --bench --probe-find "${EXTRA[@]}" 2>&1 | tee "$OUT/log"
+fi
 # the numeric suite again on 3.3.0 (where it differs from 2.17.0: tests/real/ocl330/differences.py)
-if [ -f "$W/v330/libMIOpen.so.1" ]; then
+if [[ " $RUNS " == *" 330 "* ]] && [ -f "$W/v330/libMIOpen.so.1" ]; then
     MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS=1 python3 -m tests.gpu.ocl_suite --lib "$W/v330/libMIOpen.so.1" \
         --name nvidia330 --out "$OUT" --cache "$W/cache330" --find-timeout "${OCL_FIND_TIMEOUT:-75}" 2>&1 \
         | tee "$OUT/log330"
