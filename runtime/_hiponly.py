@@ -23,12 +23,27 @@ class HipBuildRequiredError(MIOpenUnknownError):
 #: and answers UnknownError (7) (measured on MIOpen 3.3.0's OpenCL build, tests/test_real_miopen_ocl330.py)
 HIP_ONLY_FUNCTIONS = frozenset({"miopenLayerNormForward", "miopenGroupNormForward", "miopenCatForward",
                                 "miopenReduceExtremeForward"})
+#: ops whose OpenCL kernels MIOpen replaced by HIP ones, from the release given on: dropout (MIOpenDropout.cl gone,
+#: MIOpenDropoutHIP.cpp built on every backend, 3.3.0; 2.17.0's OpenCL dropout computes on PoCL)
+HIP_ONLY_SINCE: dict[str, tuple[int, int, int]] = {
+    fn: (3, 3, 0) for fn in ("miopenSetDropoutDescriptor", "miopenRestoreDropoutDescriptor", "miopenDropoutForward",
+                             "miopenDropoutBackward")}
 _UNKNOWN_ERROR = 7
+
+
+def _hip_only(function: str) -> bool:
+    if function in HIP_ONLY_FUNCTIONS:
+        return True
+    since = HIP_ONLY_SINCE.get(function)
+    if since is None:
+        return False
+    version = _s.runtime_version()
+    return version is not None and tuple(version) >= since
 
 
 def _raise_naming_the_backend(status: int, function: str, arguments: Mapping[str, object]) -> None:
     """Status 7 from a HIP-only function on an OpenCL build becomes HipBuildRequiredError; the rest as generated."""
-    if status == _UNKNOWN_ERROR and function in HIP_ONLY_FUNCTIONS:
+    if status == _UNKNOWN_ERROR and _hip_only(function):
         from . import backend
 
         if backend.name() == "OpenCL":

@@ -368,7 +368,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
     x, w, y = pb.x, pb.w, pb.y
     shape: object = pb.shape if pb.shape is not None else (pb.direction, x.dtype, x.dims, x.strides, w.dims,
                                                            w.strides, y.dims, y.strides, cp)
-    per_call = (dev, h.address if pl.mode == "find" else 0, pl.cap(ws), id(_support.library()), b.library_id())
+    per_call = (dev, h.address if pl.search == "find" else 0, pl.cap(ws), id(_support.library()), b.library_id())
     memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, shape, *per_call)
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
@@ -381,7 +381,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
     else:
         find_mode: api.ConvolutionFindMode | int | None = (
             b.conv_find_mode if b.conv_find_mode is not None else
-            api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
+            api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.search == "find" and pl.benchmark else None)
         conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
                                       "transpose" if cp.transpose else "conv", pl.deterministic, find_mode,
                                       cp.output_pads)
@@ -392,7 +392,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
         scratch: PersistentBuffer | None = None
         try:
             ptrs = (pb.x.ptr, pb.w.ptr, pb.y.ptr)
-            if (pl.mode == "find" or b.name == "OpenCL") and pb.beta != 0.0:
+            if (pl.search == "find" or b.name == "OpenCL") and pb.beta != 0.0:
                 # Find runs the candidates into the output buffer (on OpenCL immediate mode too, whose solution
                 # list comes from a Find): keep the values beta scales
                 key: ConvKey = pl.key(h, pb.direction, xd, wd, yd, cp, ws, device)

@@ -58,6 +58,8 @@ class Result:
     value: Any
     calls: list[tuple[str, str]]
     seconds: float
+    #: C function -> the status codes it returned during the check
+    statuses: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -224,9 +226,10 @@ class Worker:
         if not reply["ok"]:
             err = WorkerError(reply["type"], reply["message"], reply["traceback"])
             err.calls = reply["calls"]  # type: ignore[attr-defined]
+            err.statuses = reply.get("statuses", {})  # type: ignore[attr-defined]
             self.results[target] = err
             raise err
-        result = Result(reply["value"], [tuple(c) for c in reply["calls"]], reply["seconds"])
+        result = Result(reply["value"], [tuple(c) for c in reply["calls"]], reply["seconds"], reply.get("statuses", {}))
         self.results[target] = result
         return result
 

@@ -526,6 +526,29 @@ def test_find2_persists_and_drops_stale_solutions(libs: Libs, tmp_path: Path) ->
     assert len(list(tmp_path.rglob("*.bin"))) == 1  # and saved anew
 
 
+def test_auto_mode_is_find2_where_the_release_has_it_else_legacy_find(libs: Libs) -> None:
+    """ConvPlanner("auto") runs Find 2.0 on a release with it and the legacy Find on an older one: the calls made,
+    the plan's mode and the cache key's mode say which (a plan made one way is not reused by the other)."""
+    from miopen import algo, version
+
+    libs.set_out("miopenFindSolutions/numSolutions", 1)
+    libs.set_out("miopenGetSolutionWorkspaceSize/workspaceSize", 0)
+    libs.set_out("miopenConvolutionForwardGetWorkSpaceSize/workSpaceSize", 0)
+    libs.set_out("miopenFindConvolutionForwardAlgorithm/returnedAlgoCount", 1)
+    libs.set_out("miopenFindConvolutionForwardAlgorithm/perfResults[0].fwd_algo", 1)
+    h, x, w, y, (conv, params) = _problem()
+    planner = algo.ConvPlanner("auto", cache=algo.AlgoCache())
+    want = "find2" if version.has_feature("find2") else "find"
+    assert planner.search == want and planner.mode == "auto"
+    plan = planner.plan(h, "forward", x, w, y, conv, params, ptrs=(1, 2, 3))  # type: ignore[arg-type]
+    calls = libs.calls()
+    assert plan.mode == want and plan.key.mode == want
+    assert ("miopenFindSolutions" in calls) == (want == "find2")
+    assert ("miopenFindConvolutionForwardAlgorithm" in calls) == (want == "find")
+    with pytest.raises(ValueError, match="ConvPlanner: mode must be 'immediate', 'find', 'find2' or 'auto'"):
+        algo.ConvPlanner("fastest")  # type: ignore[arg-type]
+
+
 def test_out_of_memory_falls_back_end_to_end(libs: Libs) -> None:
     """A real HIP out-of-memory (stub libamdhip64 over capacity) ends in the zero-workspace GEMM solution."""
     import ctypes

@@ -75,3 +75,23 @@ def test_gemm_convolutions(gemm: Worker) -> None:
             assert gemm_ids and gemm_ids <= GEMM_IDS[d], (tag, d, res[d])
         if "s2" in tag:
             assert res["wrw"]["find"] == ["miopenConvolutionBwdWeightsAlgoGEMM"], (tag, res["wrw"])
+
+
+def test_planner_modes_on_gemm_convolutions(gemm: Worker) -> None:
+    """The runtime's planner modes through miopen.ops.conv on the GEMM cases, every result right against numpy
+    (asserted in the check): immediate plans the GEMM solutions where nothing caps the workspace, find and auto
+    plan with the legacy Find (2.17.0 has no Find 2.0), find2 is refused naming the missing feature, and a zero
+    workspace cap falls back to a zero-workspace solution (saying so) or refuses with WorkspaceLimitError."""
+    got = run(gemm, "gemm.checks_conv:planner_modes")
+    assert "'find2' feature" in got.pop("find2")
+    assert set(got) == {"immediate", "find", "auto", "immediate, no workspace"}
+    for tag, res in got["immediate"].items():
+        assert all(m == "immediate" and f is None for m, _, f in res.values()), (tag, res)
+        assert res["fwd"][1] in GEMM_IDS["fwd"] and res["wrw"][1] in GEMM_IDS["wrw"], (tag, res)
+    for mode in ("find", "auto"):
+        assert all(r[0] == "find" for res in got[mode].values() for r in res.values()), got[mode]
+    for tag, res in got["immediate, no workspace"].items():
+        for d, r in res.items():
+            assert r[0] == "refused" or (r[0] == "immediate" and (r[2] is None or "zero-workspace" in r[2])), (tag, d)
+            if r[0] == "refused":
+                assert r[1] == "WorkspaceLimitError", (tag, d, r)
