@@ -39,6 +39,8 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 python3 -c 'import pyopencl as cl; [print(p.name, "|", d.name, "|", d.version, "| fp16:", "cl_khr_fp16" in d.extensions) for p in cl.get_platforms() for d in p.get_devices()]'
 if [ "${1:-}" = --pytest ]; then
     ln -sfn "$PWD/codegen" "$W/py/miogen"  # the suite's conftest imports the generator
+    [ -f "$W/gemm/libMIOpen.so.1" ] && export MIOGEN_REAL_MIOPEN_OCL_GEMM="$W/gemm/libMIOpen.so.1"
+    [ -f "$W/v330/libMIOpen.so.1" ] && export MIOGEN_REAL_MIOPEN_OCL_330="$W/v330/libMIOpen.so.1"
     MIOGEN_REAL_MIOPEN_OCL="$W/lib/libMIOpen.so.1" MIOGEN_REQUIRE_GPU=1 OCL_FIND_TIMEOUT="${OCL_FIND_TIMEOUT:-75}" \
         python3 -m pytest -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee "$OUT/log"
     exit "${PIPESTATUS[0]}"
