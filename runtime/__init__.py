@@ -36,8 +36,8 @@ _gs.before_load.append(_settings.apply_defaults)  # miopen's defaults (a quiet M
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
     from typing import Any
-    from . import (settings, algo, backend, caffe2, descriptors, errors, handles, hip, layout, ops, quirks, scopes, state, tensor,
-                   version, workspace)
+    from . import (settings, algo, backend, caffe2, descriptors, errors, handles, hip, layout, opencl, ops, quirks, scopes,
+                   state, tensor, version, workspace)
     from ._generated.api import *  # noqa: F403
     from .descriptors import k_one, k_zero, tensor_descriptor
     from .handles import inline_miopen_handle
@@ -57,7 +57,7 @@ _LAZY = {
     "tensor_descriptor": "descriptors", "k_one": "descriptors", "k_zero": "descriptors", "Tensor": "tensor",
     "as_tensor": "tensor", "create_scope": "scopes", "has_scope": "scopes",
 }
-_SUBMODULES = {"settings", "hip", "backend", "quirks", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
+_SUBMODULES = {"settings", "hip", "opencl", "backend", "quirks", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
                "tensor", "errors"}
 _FIXED = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
           "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library", "configure"]

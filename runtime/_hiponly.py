@@ -8,7 +8,6 @@ from collections.abc import Mapping
 
 from ._generated import _support as _s
 from ._generated.errors import raise_status
-from .errors import HipBuildRequiredError
 
 #: 3.x beta ops whose every solver is HIP-only: on an OpenCL build MIOpen tries to compile HIP for the OpenCL device
 #: and answers UnknownError (7) (measured on MIOpen 3.3.0's OpenCL build, tests/test_real_miopen_ocl330.py)
@@ -21,6 +20,7 @@ def _raise_naming_the_backend(status: int, function: str, arguments: Mapping[str
     """Status 7 from a HIP-only function on an OpenCL build becomes HipBuildRequiredError; the rest as generated."""
     if status == _UNKNOWN_ERROR and function in HIP_ONLY_FUNCTIONS:
         from . import backend
+        from .errors import HipBuildRequiredError  # imported here: `import miopen` stays light
 
         if backend.name() == "OpenCL":
             raise HipBuildRequiredError(status, function, dict(arguments))

@@ -47,6 +47,10 @@ class SettingTooLateError(RuntimeError):
         self.settings = settings
 
 
+class BackendError(RuntimeError):
+    """What the loaded MIOpen's backend cannot do (or its Python dependency is missing)."""
+
+
 class HipBuildRequiredError(MIOpenUnknownError):
     """A 3.x op whose every solver is HIP-only, called on an OpenCL build of MIOpen: MIOpen tries to compile HIP
     for the OpenCL device and answers UnknownError (7); a HIP build of MIOpen is needed."""
@@ -67,6 +71,6 @@ __all__ = [
     "MIOpenError", "MIOpenWarning", "STATUS_EXCEPTIONS", "HipError", "HipOutOfMemoryError", "HipLibraryNotFoundError",
     "HipForkError", "MIOpenVersionError", "MIOpenVersionWarning", "WorkspaceOOM", "WorkspaceLimitError",
     "ScalingRuleError",
-    "ShapeError", "FusionError", "SettingError", "SettingTooLateError", "HipBuildRequiredError",
+    "ShapeError", "FusionError", "SettingError", "SettingTooLateError", "BackendError", "HipBuildRequiredError",
     "check_status",
 ]
