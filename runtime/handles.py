@@ -7,9 +7,8 @@ it bounds the keys instead: handles are kept for at most `KEYS_MAX` keys (HIP: d
 context), and the handles of the least recently acquired key beyond that are destroyed (after the calls using
 them return: the in-flight guard). A key whose context has gone (OpenCL: nobody but the runtime holds a queue of
 it) has its handles destroyed at the next new key (`HandlePool.collect`), so a process that drops contexts keeps
-the pool it had. A
-thread's handles go back to the pool when the thread ends; nothing is destroyed during interpreter shutdown. Unloading the
-library retires its handles (`_support.unload_library`): the pools forget them, and a thread's next
+the pool it had. A thread's handles go back to the pool when the thread ends; nothing is destroyed during
+interpreter shutdown. Unloading the library retires its handles (`_support.unload_library`): the pools forget them, and a thread's next
 `inline_miopen_handle` creates a handle of the library loaded then.
 """
 
