@@ -275,3 +275,13 @@ def test_the_runtime_graph_reader_sees_every_kind_of_import() -> None:
     assert _runtime_imports(source, "p.a", False, known) == {"p.b", "p.c", "p.d"}
     assert _runtime_imports("from .x import y\nfrom . import a\n", "p", True, known | {"p.x"}) == {"p.x", "p.a"}
     assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_op_imports_a_private_name_of_another_op() -> None:
+    """What the ops share lives in ops/_common.py: an op module imports only public names of its sibling ops."""
+    bad = []
+    for path in sorted((RUNTIME / "ops").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module not in (None, "_common"):
+                bad += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not bad, bad
