@@ -25,17 +25,7 @@ from . import backend as _backend
 from . import workspace as _workspace
 from ._generated import _support as _gs
 from ._generated import api
-from .version import Policy, check_miopen_versions
-
-_policy: list[Policy] = ["compatible"]
-
-
-def set_version_policy(policy: Policy) -> None:
-    """The policy `check_miopen_versions` applies when the first handle is created."""
-    if policy not in ("compatible", "strict", "off"):
-        raise ValueError(f"set_version_policy: policy must be 'compatible', 'strict' or 'off'; got {policy!r}")
-    _policy[0] = policy
-    _gs.set_version_policy(policy)  # also what the next library load applies
+from .version import check_miopen_versions, version_policy
 
 
 class PooledHandle:
@@ -135,7 +125,7 @@ class HandlePool:
             if ph is not None:
                 ph.owner = me  # under the lock: no eviction takes it for a free one
         if ph is None:
-            check_miopen_versions(_policy[0])
+            check_miopen_versions(version_policy())
             handle = b.create_handle(device, stream)
             ph = PooledHandle(handle, device, key)
             ph.owner = me

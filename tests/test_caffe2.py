@@ -39,7 +39,7 @@ def _fresh(libs: Libs) -> Iterator[None]:
 
     gc.collect()
     version.reset_version_cache()
-    handles.set_version_policy("compatible")
+    version.set_version_policy("compatible")
     handles.handle_pool().close()
     state.miopen_states().close()
     descriptors.clear_descriptor_caches()
