@@ -285,3 +285,22 @@ def test_no_op_imports_a_private_name_of_another_op() -> None:
             if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module not in (None, "_common"):
                 bad += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
     assert not bad, bad
+
+
+def test_one_definition_per_runtime_concept_name() -> None:
+    """The run time's shared vocabulary has one home each (runtime/ and codegen/support/ together): the version
+    type, the policy list and type, and the backend's error (`X = module.X`, a re-export, defines nothing)."""
+    defined: dict[str, list[str]] = {}
+    for module, path in _runtime_modules().items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            alias = isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute))
+            names = ([node.name] if isinstance(node, ast.ClassDef) else [] if alias
+                     else [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign)
+                     else [node.target.id] if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                     else [])
+            for name in names:
+                defined.setdefault(name, []).append(module)
+    homes = {"Version": ["miopen._generated._selection"], "POLICIES": ["miopen._generated._selection"],
+             "Policy": ["miopen.version"], "BackendError": ["miopen.errors"],
+             "OpenCLBackend": ["miopen.opencl.backend"], "HipBackend": ["miopen.backend"]}
+    assert {n: defined.get(n) for n in homes} == homes
