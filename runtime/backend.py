@@ -255,7 +255,7 @@ def _after_fork_in_child() -> None:
     if b is not None and (b._devices is not None or b._queues or b._known):
         b.forked = True
         b._lock = threading.Lock()
-        b._queues, b._known = {}, {}
+        b._queues, b._known, b._default_contexts = {}, {}, set()
 
 
 os.register_at_fork(after_in_child=_after_fork_in_child)

@@ -34,7 +34,6 @@ FIND_ENV = {"MIOPEN_DEBUG_CONV_DIRECT_OCL_FWD11X11": "0", "MIOPEN_COMPILE_PARALL
 _NORMAL = ("NORMAL", "normal", "Normal", "1")
 
 
-
 class _Queue:
     """A queue the runtime created (a state's private queue); `.handle` is the cl_command_queue."""
 
