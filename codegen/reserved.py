@@ -92,11 +92,11 @@ PACKAGE: frozenset[str] = frozenset({
     "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "annotations", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
-    "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
+    "hip", "opencl", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops",
     "tensor", "envflags", "caffe2", "_bound", "_args", "backend", "quirks", "__main__",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
     "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
-    "create_scope", "has_scope", "_hiponly", "_settings", "configure", "settings",
+    "_hiponly", "_settings", "configure", "settings",
 })
 
 ERRORS_MODULE: frozenset[str] = frozenset({

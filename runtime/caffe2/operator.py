@@ -1,5 +1,5 @@
 """Caffe2's `Operator<HIPContext>` shape: an operator is made with its input and output blob names
-and its arguments, and runs on the named blobs of a workspace (`miopen.scopes.BlobScope`).
+and its arguments, and runs on the named blobs of a workspace (`miopen.caffe2.scopes.BlobScope`).
 
 `run(ws)` calls `run_on_device()`, which dispatches on the dtype of input 0 to
 `do_run_with_type(T)` with T a type wrapper (`miopenTypeWrapperF32` or `miopenTypeWrapperHalf`,
@@ -30,7 +30,7 @@ from .wrapper import MIOPENWrapper
 
 __all__ = ["DeviceTensor", "MIOPENOperator", "Workspace"]
 
-#: Caffe2's `Workspace` (a namespace of blobs) is `miopen.scopes.BlobScope`
+#: Caffe2's `Workspace` (a namespace of blobs) is `miopen.caffe2.scopes.BlobScope`
 Workspace = BlobScope
 
 
@@ -107,7 +107,7 @@ class MIOPENOperator:
         self.inputs = _names(inputs, "inputs", op, *self.NUM_INPUTS)
         self.outputs = _names(outputs, "outputs", op, *self.NUM_OUTPUTS)
         if ws is not None and not isinstance(ws, BlobScope):
-            raise TypeError(f"{op}: ws must be a miopen.scopes.BlobScope (a workspace) or None; got "
+            raise TypeError(f"{op}: ws must be a miopen.caffe2.scopes.BlobScope (a workspace) or None; got "
                             f"{type(ws).__name__}")
         self.ws = ws
         self.name = name
@@ -193,7 +193,7 @@ class MIOPENOperator:
         """Run on `ws` (or the workspace the operator was made with); Caffe2's `Run()`."""
         if ws is not None:
             if not isinstance(ws, BlobScope):
-                raise TypeError(f"{self.type_name}.run: ws must be a miopen.scopes.BlobScope; got "
+                raise TypeError(f"{self.type_name}.run: ws must be a miopen.caffe2.scopes.BlobScope; got "
                                 f"{type(ws).__name__}")
             self.ws = ws
         return self.run_on_device()

@@ -9,6 +9,8 @@ import os
 import threading
 from typing import Any, Final
 
+from ._checks import _check_int
+
 
 #: environment variable naming the HIP runtime to load (a file, or a directory holding one)
 LIBRARY_ENV: Final = "MIOGEN_HIP_LIBRARY"
@@ -17,9 +19,6 @@ LIBRARY_NAMES: tuple[str, ...] = ("libamdhip64.so", "libamdhip64.so.7", "libamdh
 #: ROCm as Python wheels: TheRock's rocm-sdk-core wheel (`_rocm_sdk_core` plus a version nonce) carries
 #: libamdhip64.so.7 in its lib/ folder (rocm_sdk/_dist_info.py: LibraryEntry("amdhip64", "core", ...))
 WHEEL_DIRS: tuple[str, ...] = ("_rocm_sdk_core*/lib",)
-
-_UINT64_LIMIT: Final = 1 << 64
-_UINT32_LIMIT: Final = 1 << 32
 
 # --------------------------------------------------------------------------- status codes
 
@@ -369,8 +368,6 @@ def _lib() -> _Hip:
 
 def error_name(code: int) -> str:
     """The name of a hipError_t value: the loaded library's hipGetErrorName, else the local table."""
-    from ._checks import _check_int  # the checks build on this module's limits
-
     value = _check_int(code, "code", "error_name", lo=-(1 << 31), hi=1 << 31)
     hip = _hip
     return hip.name(value) if hip is not None else ERROR_NAMES.get(value, "hipErrorUnknown")

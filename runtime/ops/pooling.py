@@ -25,8 +25,8 @@ from ..handles import inline_miopen_handle
 from ..quirks import check_packed
 from ..tensor import Tensor, layout_of, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import PLAIN_NUMBERS, OpState, ShapeMemo, plain_geometry, resolve_handle
-from .activation import _alike, _as, _bool_arg, _desc, _device, _int_tuple, _persistent, _scaling, _tensors
+from ._common import (OpState, PLAIN_NUMBERS, ShapeMemo, _as, _bool_arg, _desc, _device, _int_tuple, _persistent,
+                      _scaling, _tensors, plain_geometry, resolve_handle)
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
 

@@ -178,3 +178,129 @@ def test_the_architecture_page_lists_these_layers() -> None:
     listed = [names for names in listed if names]
     wanted = [tuple(n for n in names if n != "miogen") for names in LAYERS]
     assert listed[: len(wanted)] == wanted
+
+
+# --------------------------------------------------------------------------- the runtime's import graph
+
+RUNTIME = CODEGEN.parent / "runtime"
+
+
+def _runtime_modules() -> dict[str, Path]:
+    """Every module of the installed `miopen` package that is handwritten: runtime/ as `miopen.*`, and
+    codegen/support/ under the name it is copied to, `miopen._generated.*` (the rendered modules are leaves here)."""
+    out: dict[str, Path] = {}
+    for path in sorted(RUNTIME.rglob("*.py")):
+        parts = path.relative_to(RUNTIME).with_suffix("").parts
+        out[".".join(("miopen",) + (parts[:-1] if parts[-1] == "__init__" else parts))] = path
+    for path in sorted(SUPPORT.glob("*.py")):
+        out[f"miopen._generated.{path.stem}"] = path
+    return out
+
+
+def _runtime_imports(source: str, me: str, is_package: bool, modules: set[str]) -> set[str]:
+    """The modules of `modules` that the module `me` imports: at module level, inside functions and under
+    `if TYPE_CHECKING:` alike (a type-only tie is still a tie). `from pkg import name` is an edge to the
+    submodule `pkg.name` where there is one, else to `pkg`."""
+    package = me.split(".") if is_package else me.split(".")[:-1]
+    deps: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            base = package[: len(package) - (node.level - 1)] if node.level else []
+            target = ".".join(base + ([node.module] if node.module else []))
+            for a in node.names:
+                sub = f"{target}.{a.name}"
+                deps.add(sub if sub in modules else target)
+        elif isinstance(node, ast.Import):
+            deps.update(a.name for a in node.names)
+    return {d for d in deps if d in modules and d != me}
+
+
+def _runtime_graph() -> dict[str, set[str]]:
+    modules = _runtime_modules()
+    return {me: _runtime_imports(path.read_text(encoding="utf-8"), me, path.name == "__init__.py", set(modules))
+            for me, path in modules.items()}
+
+
+def _circles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_runtime_import_graph_has_no_circle() -> None:
+    """runtime/ and codegen/support/ import one way: no two modules reach each other, lazily or for types."""
+    graph = _runtime_graph()
+    report = [" <-> ".join(c) + ": " + "; ".join(f"{m} -> {sorted(graph[m] & set(c))}" for m in c)
+              for c in _circles(graph)]
+    assert not report, "import circles:\n" + "\n".join(report)
+
+
+def test_the_runtime_graph_reader_sees_every_kind_of_import() -> None:
+    """Module-level, function-level and TYPE_CHECKING imports are edges, and a circle among them is found."""
+    graph = _runtime_graph()
+    assert "miopen._generated._inflight" in graph["miopen._generated._handlebase"]  # from . import _inflight
+    assert "miopen.hip._checks" in graph["miopen.hip.library"]
+    assert "miopen.backend" in graph["miopen._hiponly"]  # inside a function
+    assert "miopen.ops._common" in graph["miopen.ops.conv"]
+    known = {"p", "p.a", "p.b", "p.c", "p.d"}
+    source = ("TYPE_CHECKING = False\nif TYPE_CHECKING:\n    from .b import B\n"
+              "def f() -> None:\n    from . import c\n"
+              "from p import d\nimport p.a\nimport os\n")
+    assert _runtime_imports(source, "p.a", False, known) == {"p.b", "p.c", "p.d"}
+    assert _runtime_imports("from .x import y\nfrom . import a\n", "p", True, known | {"p.x"}) == {"p.x", "p.a"}
+    assert _circles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+
+
+def test_no_op_imports_a_private_name_of_another_op() -> None:
+    """What the ops share lives in ops/_common.py: an op module imports only public names of its sibling ops."""
+    bad = []
+    for path in sorted((RUNTIME / "ops").glob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level == 1 and node.module not in (None, "_common"):
+                bad += [f"{path.name}: {node.module}.{a.name}" for a in node.names if a.name.startswith("_")]
+    assert not bad, bad
+
+
+def test_one_definition_per_runtime_concept_name() -> None:
+    """The run time's shared vocabulary has one home each (runtime/ and codegen/support/ together): the version
+    type, the policy list and type, and the backend's error (`X = module.X`, a re-export, defines nothing)."""
+    defined: dict[str, list[str]] = {}
+    for module, path in _runtime_modules().items():
+        for node in ast.parse(path.read_text(encoding="utf-8")).body:
+            alias = isinstance(node, ast.Assign) and isinstance(node.value, (ast.Name, ast.Attribute))
+            names = ([node.name] if isinstance(node, ast.ClassDef) else [] if alias
+                     else [t.id for t in node.targets if isinstance(t, ast.Name)] if isinstance(node, ast.Assign)
+                     else [node.target.id] if isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)
+                     else [])
+            for name in names:
+                defined.setdefault(name, []).append(module)
+    homes = {"Version": ["miopen._generated._selection"], "POLICIES": ["miopen._generated._selection"],
+             "Policy": ["miopen.version"], "BackendError": ["miopen.errors"],
+             "OpenCLBackend": ["miopen.opencl.backend"], "HipBackend": ["miopen.backend"]}
+    assert {n: defined.get(n) for n in homes} == homes

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from miogen.annotate import AnnotationGateError, FunctionNote, ParamNote, load_annotations, resolve
-from miogen.render import RELEASE_OUTPUTS, SHARED_OUTPUTS, release_module
+from miogen.render import RELEASE_OUTPUTS, SHARED_OUTPUTS, SUPPORT, SUPPORT_MODULES, release_module
 
 from ..conftest import Built, fixture_files
 from ..helpers import FIXTURE_ANNOTATIONS, REPO, check_golden, fixture_spec
@@ -22,18 +23,30 @@ def _expected_files(version: str) -> set[str]:
     return set(SHARED_OUTPUTS) | {f"{release_module(version)}/{n}" for n in RELEASE_OUTPUTS}
 
 
-@pytest.mark.parametrize("name", sorted(n for n in fixture_files()[1] if n != "py.typed"))
+@pytest.mark.parametrize("name", sorted(n for n in fixture_files()[1] if n != "py.typed" and n not in SUPPORT_MODULES))
 def test_golden_rendering(name: str) -> None:
     _, files = fixture_files()
     check_golden(f"fixture_pkg/{name}", files[name])
 
 
+@pytest.mark.parametrize("name", SUPPORT_MODULES)
+def test_support_modules_render_verbatim(name: str) -> None:
+    """A support module renders as the banner, one line naming its source, then codegen/support/<name> byte for
+    byte: compared with the source itself, never with a golden copy of it."""
+    _, files = fixture_files()
+    head, marker, body = files[name].partition(f"# Copied verbatim from codegen/support/{name}: edit it there.\n")
+    banner = "".join(itertools.takewhile(lambda line: line.startswith("# "), files["errors.py"].splitlines(True)))
+    assert marker and head == banner  # the banner every shared file has
+    assert body == (SUPPORT / name).read_text(encoding="utf-8")
+
+
 def test_golden_files_are_what_renders() -> None:
+    """Every rendered file but the support modules (checked against their source) has its golden file."""
     pl, files = fixture_files()
     assert set(files) == _expected_files(pl.spec.version)
     golden = {p.relative_to(REPO / "tests" / "golden" / "fixture_pkg").as_posix()
               for p in (REPO / "tests" / "golden" / "fixture_pkg").rglob("*") if p.is_file()}
-    assert golden == set(files) - {"py.typed"}
+    assert golden == set(files) - {"py.typed"} - set(SUPPORT_MODULES)
 
 
 def test_every_file_has_the_banner() -> None:

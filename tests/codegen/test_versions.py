@@ -63,3 +63,48 @@ def test_added_in_is_the_first_release_declaring_each_function(tmp_path: Path) -
     assert Releases.of(tmp_path).added_in() == {"a": "2.9.0 or earlier", "b": "2.10.0", "c": "3.0.0"}
     with pytest.raises(CodegenError, match="no committed specs"):
         Releases.of(tmp_path / "empty").added_in()
+
+
+@given(st.one_of(st.text(alphabet="0123456789.x ３", max_size=12),
+                 st.tuples(_part, _part, _part).map(lambda v: ".".join(map(str, v)))))
+def test_the_runtime_version_has_the_generators_grammar(text: str) -> None:
+    """The run-time `Version` (`miopen._generated._selection`, which cannot import miogen) accepts exactly what the
+    generator's does, with the same value, order and text."""
+    from miopen._generated._selection import Version as RuntimeVersion
+
+    try:
+        want: Version | None = Version.parse(text)
+    except CodegenError:
+        want = None
+    if want is None:
+        with pytest.raises(ValueError, match="expected a version X.Y.Z"):
+            RuntimeVersion.parse(text)
+        return
+    got = RuntimeVersion.parse(text)
+    assert tuple(got) == tuple(want) and str(got) == str(want) and (got.major, got.minor, got.patch) == tuple(want)
+    assert got.as_int() == want[0] * 1_000_000 + want[1] * 1_000 + want[2]
+
+
+def test_the_runtime_has_one_version_type_and_one_policy_list() -> None:
+    """`miopen.version.Version` is the support layer's; the runtime's `Policy` names the support layer's POLICIES,
+    and the one setter validates against them."""
+    import copy
+    import pickle
+    from typing import get_args
+
+    from miopen import caffe2, version
+    from miopen._generated import _selection
+
+    assert version.Version is _selection.Version is caffe2.Version
+    assert get_args(version.Policy) == _selection.POLICIES
+    v = version.Version(3, 5, 2)
+    assert pickle.loads(pickle.dumps(v)) == v and type(copy.copy(v)) is version.Version and repr(v) == "Version(3, 5, 2)"
+    before = version.version_policy()
+    try:
+        version.set_version_policy("strict")
+        assert version.version_policy() == "strict"
+        with pytest.raises(ValueError, match="^set_version_policy: policy must be 'compatible', 'strict' or 'off'"):
+            version.set_version_policy("lenient")  # type: ignore[arg-type]
+        assert version.version_policy() == "strict"
+    finally:
+        version.set_version_policy(before)

@@ -60,7 +60,7 @@ def handle_pool() -> dict[str, int]:
     version.reset_version_cache()
     pool = handles.handle_pool()
     pool.close()
-    handles.set_version_policy("strict")
+    version.set_version_policy("strict")
     try:
         m = trace.mark()
         h0 = handles.inline_miopen_handle(None, 0)
@@ -79,7 +79,7 @@ def handle_pool() -> dict[str, int]:
         pool.close()
         assert trace.count("miopenDestroy", m) == created == 2 and h0.closed
     finally:
-        handles.set_version_policy("compatible")
+        version.set_version_policy("compatible")
     return {"handles": created}
 
 

@@ -39,7 +39,7 @@ def _fresh(libs: Libs) -> Iterator[None]:
 
     gc.collect()
     version.reset_version_cache()
-    handles.set_version_policy("compatible")
+    version.set_version_policy("compatible")
     handles.handle_pool().close()
     state.miopen_states().close()
     descriptors.clear_descriptor_caches()
@@ -467,7 +467,7 @@ def test_operator_inputs_outputs_and_workspace_errors(libs: Libs) -> None:
         MIOPENActivationOp("relu", "X", ["Y"])
     with pytest.raises(TypeError, match=r"outputs\[0\] must be a non-empty blob name"):
         MIOPENActivationOp("relu", ["X"], [""])
-    with pytest.raises(TypeError, match="ws must be a miopen.scopes.BlobScope"):
+    with pytest.raises(TypeError, match="ws must be a miopen.caffe2.scopes.BlobScope"):
         MIOPENActivationOp("relu", ["X"], ["Y"], ws={})  # type: ignore[arg-type]
     op = MIOPENActivationOp("relu", ["X"], ["Y"])
     with pytest.raises(ValueError, match="no workspace"):

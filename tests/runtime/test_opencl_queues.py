@@ -1,4 +1,4 @@
-"""The OpenCL backend's per-queue memo (runtime/backend.py `_queue_info`): a queue's pyopencl object and context
+"""The OpenCL backend's per-queue memo (runtime/opencl/backend.py `_queue_info`): a queue's pyopencl object and context
 are asked of OpenCL once, held (so the address cannot become another queue's), bounded, and forgotten when the
 library changes. Real pyopencl queues on the first OpenCL device (PoCL here); no MIOpen needed. Without pyopencl
 or a device the tests skip, or fail under MIOGEN_REQUIRE_REAL_MIOPEN_OCL=1."""
@@ -103,3 +103,34 @@ def test_queue_objects_and_the_current_device_read_on_every_call(cl: Any) -> Non
     assert seen == [0] and b.current_device() == 0
     with pytest.raises(ValueError, match="device must be an int"):
         b.set_device(len(b.devices()))
+
+
+def test_dead_keys_are_the_contexts_only_the_runtime_holds(cl: Any) -> None:
+    """Issue 29: a pool key (device, context) is dead once nobody but the runtime holds a queue of it: its
+    remembered wrapper and the MIOpen handles bound to it (`handle_holds` each) are discounted, anyone else's
+    reference keeps it. While remembered, a queue's address stays its own (no new queue gets it); a queue the
+    backend no longer remembers, and the default queue's context, are never judged."""
+    import gc
+
+    from miopen.backend import OpenCLBackend
+
+    b = OpenCLBackend()
+    dev = b.devices()[0]
+    q = cl.CommandQueue(cl.Context([dev]), dev)
+    addr = q.int_ptr
+    key = b.handle_key(0, addr)
+    b.handle_holds = 1
+    handle_ref = cl.CommandQueue.from_int_ptr(addr, retain=True)  # what a MIOpen handle bound to it holds
+    assert b.dead_keys({key: [addr]}) == set()  # the user's queue
+    del q
+    gc.collect()
+    assert b.dead_keys({key: []}) == set()  # a reference nobody accounts for: kept
+    assert b.dead_keys({key: [addr]}) == {key}  # only the runtime's: the wrapper and one bound handle
+    others = [cl.CommandQueue(cl.Context([dev]), dev) for _ in range(8)]
+    assert addr not in {o.int_ptr for o in others}  # remembered: the address cannot be another queue's
+    default = b.handle_key(0, None)
+    assert b.dead_keys({default: [b.default_queue(0).int_ptr]}) == set()
+    assert b.forget_keys({key}) == {addr} and addr not in b._known
+    assert b.dead_keys({key: [addr]}) == set()  # no longer remembered: nothing safe to ask
+    del handle_ref
+    assert b.dead_keys({}) == set()

@@ -36,7 +36,7 @@ def _fresh(libs: Libs) -> Iterator[None]:
 
     gc.collect()  # objects an earlier test left behind are destroyed now, not during this test
     version.reset_version_cache()
-    handles.set_version_policy("compatible")
+    version.set_version_policy("compatible")
     handles.handle_pool().close()
     descriptors.clear_descriptor_caches()
     libs.miopen.miogen_stub_reset()

@@ -47,7 +47,7 @@ def _fresh(libs: Libs) -> Iterator[None]:
     from miopen.ops import conv
 
     version.reset_version_cache()
-    handles.set_version_policy("compatible")
+    version.set_version_policy("compatible")
     handles.handle_pool().close()
     descriptors.descriptor_cache().clear()
     descriptors._conv_cache.clear()  # no public clear for the convolution descriptor cache

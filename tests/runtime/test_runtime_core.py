@@ -18,7 +18,7 @@ def _fresh(libs: Libs) -> None:
     from miopen import algo, descriptors, handles, version
 
     version.reset_version_cache()
-    handles.set_version_policy("compatible")
+    version.set_version_policy("compatible")
     handles.handle_pool().close()
     descriptors.descriptor_cache().clear()
     algo.algo_cache().clear()
@@ -217,7 +217,7 @@ def test_version_check_is_cached_and_validated(libs: Libs) -> None:
 
 def test_first_handle_runs_the_check_lazily(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
     import miopen
-    from miopen import errors, handles
+    from miopen import errors, handles, version
 
     monkeypatch.setenv("MIOPEN_LIBRARY", libs.miopen._name)  # type: ignore[attr-defined]
     oldest = _vt(miopen.RELEASES[0])
@@ -225,11 +225,11 @@ def test_first_handle_runs_the_check_lazily(libs: Libs, monkeypatch: pytest.Monk
         with pytest.raises(errors.MIOpenVersionError):
             handles.inline_miopen_handle()
         assert "miopenCreate" not in libs.calls()
-        handles.set_version_policy("off")
+        version.set_version_policy("off")
         try:
             handles.inline_miopen_handle()
         finally:
-            handles.set_version_policy("compatible")
+            version.set_version_policy("compatible")
         assert "miopenCreate" in libs.calls()
 
 

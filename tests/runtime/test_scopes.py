@@ -1,4 +1,4 @@
-"""miopen.scopes: Caffe2's WorkspaceStack semantics, CreateScope and HasScope, and BlobScope lookups."""
+"""miopen.caffe2.scopes: Caffe2's WorkspaceStack semantics, CreateScope and HasScope, and BlobScope lookups."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from miopen import scopes
-from miopen.scopes import (
+from miopen.caffe2 import scopes
+from miopen.caffe2.scopes import (
     BindingCycleError,
     BindingError,
     BindingsMismatchError,
@@ -387,13 +387,15 @@ def test_has_scope() -> None:
         has_scope(None)  # type: ignore[arg-type]
 
 
-def test_package_exports_create_scope_and_has_scope() -> None:
+def test_blob_scopes_live_under_caffe2_not_the_top_level() -> None:
+    """The scopes use no MIOpen and no GPU: Caffe2's, under `miopen.caffe2`; the top level has none of their names."""
     import miopen
+    import miopen.caffe2
 
-    # Lazy attributes (module __getattr__), hence getattr.
-    assert getattr(miopen, "create_scope") is create_scope
-    assert getattr(miopen, "has_scope") is has_scope
-    assert miopen.scopes is scopes
+    assert miopen.caffe2.scopes is scopes and miopen.caffe2.Workspace is BlobScope
+    for name in ("scopes", "create_scope", "has_scope"):
+        assert not hasattr(miopen, name), name
+        assert name not in dir(miopen)
 
 
 # ---------------------------------------------------------------------------------------------
