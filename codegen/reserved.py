@@ -3,7 +3,7 @@
 A name derived from a spec (a C name, or the Python name the renderer makes of it) must never be
 one of these: it would shadow a module, a helper or a local of the generated code. `naming` renames
 parameters and functions that hit them (trailing underscore, documented there); `validate` refuses
-every other collision with a message naming the C name. `tests/test_names.py` renders the fixture
+every other collision with a message naming the C name. `tests/codegen/test_names.py` renders the fixture
 and checks, from the AST of every generated module, that each name the templates introduce is
 listed here: a template change that adds a helper fails that test until the name is added.
 

@@ -10,7 +10,7 @@ Every string that reaches generated code (Python or C++) is one of:
   (`codegen/escape.py`).
 
 `RULES` maps each string field of every dataclass read from YAML (`(class name, field)`, and
-`(class name, field, "key")` for mapping keys) to its rule; `tests/test_validate.py` fails when a
+`(class name, field, "key")` for mapping keys) to its rule; `tests/codegen/test_validate.py` fails when a
 string field has no rule. `spec_io` applies the rules while converting YAML (errors name the file,
 line and YAML path); `check_model` applies them to objects built in memory (the parser, and
 `annotate.resolve` before anything is rendered); `check_spec` adds what needs the whole spec

@@ -10,7 +10,7 @@ from ._generated import _support as _s
 from ._generated.errors import raise_status
 
 #: 3.x beta ops whose every solver is HIP-only: on an OpenCL build MIOpen tries to compile HIP for the OpenCL device
-#: and answers UnknownError (7) (measured on MIOpen 3.3.0's OpenCL build, tests/test_real_miopen_ocl330.py)
+#: and answers UnknownError (7) (measured on MIOpen 3.3.0's OpenCL build, tests/real/kernels/test_real_miopen_ocl330.py)
 HIP_ONLY_FUNCTIONS = frozenset({"miopenLayerNormForward", "miopenGroupNormForward", "miopenCatForward",
                                 "miopenReduceExtremeForward"})
 #: ops whose OpenCL kernels MIOpen replaced by HIP ones, from the release given on: dropout (MIOpenDropout.cl gone,

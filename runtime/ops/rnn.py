@@ -22,7 +22,7 @@ Training keeps two device buffers alive between calls, never drawn from the shar
   wrong, measured on real kernels), so each `backward_weights` needs a `backward_data` of its own.
 
 `backward_weights` overwrites dw with the gradient (it does not add into it; measured on MIOpen 2.17.0's kernels,
-tests/test_real_miopen_gemm.py): sum gradients yourself.
+tests/real/kernels/test_real_miopen_gemm.py): sum gradients yourself.
 
 The forward passes use the thread's scratch workspace (or the one given). Shapes, dtypes, layer
 and parameter ids and the reserve are checked in Python before any MIOpen call; only the size
