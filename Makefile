@@ -58,7 +58,7 @@ MIOPEN_VERSION := $(PINNED)
 endif
 endif
 
-.PHONY: all venv versions lock specs generate api-changes docs docs-test check-generated abi-check audit upgrade test typecheck bench clean help real-miopen real-miopen-ocl real-miopen-debian FORCE
+.PHONY: all venv versions lock specs generate api-changes docs docs-test examples check-generated abi-check audit upgrade test typecheck bench clean help real-miopen real-miopen-ocl real-miopen-debian FORCE
 
 all: generate
 
@@ -69,6 +69,7 @@ help:
 	@echo "make api-changes         rewrite docs/api-changes.md (the releases and their changes) alone"
 	@echo "make docs                make api-changes, then build the documentation site (Sphinx) into $(SITE)/html"
 	@echo "make docs-test           build the site and test it in headless Chromium (pages, search, links; apt-get install chromium)"
+	@echo "make examples            run examples/ocl_*.py with the venv's python on the OpenCL libMIOpen of ../shared (unpacked once; PoCL)"
 	@echo "make check-generated     fail when the committed generated/ or docs/api-changes.md differs from a fresh render"
 	@echo "make typecheck           mypy --strict on codegen/ and on the assembled miopen package"
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
@@ -149,6 +150,11 @@ docs: api-changes
 
 docs-test: $(STAMP)
 	MIOGEN_REQUIRE_BROWSER=1 "$(PY)" -m pytest tests/test_docs_site.py -q
+
+# The examples as a user runs them: the venv's interpreter, MIOPEN_LIBRARY naming the OpenCL build of
+# ../shared/real-miopen-ocl (unpacked into ~/.cache/miogen, checked by its sha256), PoCL as the device.
+examples: $(STAMP)
+	@"$(PY)" scripts/run_examples.py
 
 # `make audit SRC=/tmp/miopen-src [MIOPEN_VERSION=3.3.0] [AUDIT_ARGS="-o docs/semantics-audit.md"]`:
 # what MIOpen's implementation does with each pointer parameter vs the annotations (docs/audit.md).

@@ -23,6 +23,7 @@ from contextlib import contextmanager
 from . import backend as _backend
 from ._generated import _support as _gs
 from ._generated import api
+from .kernelcache import notice_once
 from .version import Policy, check_miopen_versions
 
 _policy: list[Policy] = ["compatible"]
@@ -134,6 +135,7 @@ class HandlePool:
                 ph.owner = me  # under the lock: no eviction takes it for a free one
         if ph is None:
             check_miopen_versions(_policy[0])
+            notice_once(b.name)  # once per process: MIOpen is about to compile into an empty kernel cache
             handle = b.create_handle(device, stream)
             ph = PooledHandle(handle, device, key)
             ph.owner = me
