@@ -125,18 +125,28 @@ def _paren_tag(word: str, rest: str) -> ParamTag:
 
 def param_tags(comment: str | None) -> dict[str, ParamTag]:
     """Direction tags per documented parameter name: `[in]`/`[out]`/`[in,out]` or `(input)`-style."""
+    return params(comment)[0]
+
+
+def params(comment: str | None) -> tuple[dict[str, ParamTag], dict[str, str]]:
+    """The direction tags (`param_tags`) and the texts (`param_texts`) of the documented parameters, in one pass."""
     tags: dict[str, ParamTag] = {}
-    if not comment:
-        return tags
+    texts: dict[str, str] = {}
+    if not comment or "param" not in comment:
+        return tags, texts
     search = _PAREN_TAG.search
     for bracket, name, text in _PARAM.findall(comment):
+        if name not in texts:
+            line = _one_line(text)
+            if line:
+                texts[name] = line
         if bracket:
             tags[name] = _bracket_tag(bracket, "optional" in text.lower())
             continue
         p = search(text)
         if p:
             tags[name] = _paren_tag(p.group(1), p.group(2))
-    return tags
+    return tags, texts
 
 
 def _undecorated(line: str) -> str:
@@ -151,6 +161,11 @@ def _undecorated(line: str) -> str:
 
 def _one_line(text: str) -> str | None:
     """`text` (a piece of a comment) as one line of printable characters, or None when nothing is left."""
+    return _cleaned(text.strip())
+
+
+@functools.lru_cache(maxsize=4096)  # a header repeats its parameter texts ("MIOpen handle (input)") many times
+def _cleaned(text: str) -> str | None:
     if "\n" in text:
         lines = text.split("\n")
         text = " ".join([lines[0], *map(_undecorated, lines[1:])])
@@ -189,11 +204,4 @@ def brief(comment: str | None) -> str | None:
 
 def param_texts(comment: str | None) -> dict[str, str]:
     """Each documented parameter's `@param` text in the header's words (its direction tag included), by name."""
-    if not comment or "param" not in comment:
-        return {}
-    texts: dict[str, str] = {}
-    for _, name, text in _PARAM.findall(comment):
-        line = _one_line(text)
-        if line:
-            texts.setdefault(name, line)
-    return texts
+    return params(comment)[1]

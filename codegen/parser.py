@@ -620,8 +620,7 @@ class _Builder:
     def function(self, c: Any) -> Function:
         calls = self.calls
         comment = calls.raw_comment(c)
-        tags = doc.param_tags(comment)
-        texts = doc.param_texts(comment)
+        tags, texts = doc.params(comment)
         location = c.location
         args = calls.arguments(c)
         # default arguments are rare: look for them only where the declaration's text has an `=`
