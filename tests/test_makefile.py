@@ -159,3 +159,19 @@ def test_help_lists_every_target() -> None:
     assert r.returncode == 0, r.stderr
     listed = {line.split()[1] for line in r.stdout.splitlines() if line.startswith("make ")}
     assert set(phony.group(1).split()) - {"FORCE"} == listed
+
+
+@_make_missing
+def test_make_test_names_its_phases() -> None:
+    """`make test` says each phase before it runs: the versions, check-generated, then (scripts/test_all.sh, side
+    by side) typecheck, the runtime suite per release and pytest with its number of files, the browser tests left to
+    `make docs-test`."""
+    r = subprocess.run(["make", "--no-print-directory", "-n", "test"], capture_output=True, text=True, cwd=REPO,
+                       check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    phases = re.findall(r'echo "== phase: ([a-z-]+)"', r.stdout)
+    assert phases == ["versions", "check-generated"], r.stdout
+    script = (REPO / "scripts" / "test_all.sh").read_text()
+    assert [m for m in ("typecheck", "runtime suite per release", "pytest ($files files")
+            if f"== phase: {m}" not in script] == []
+    assert '-m "not browser"' in script
