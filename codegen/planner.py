@@ -148,7 +148,8 @@ class _Planner:
             return_expr = f"_new({result_class}, ({', '.join(o[2] for o in outs)}))"
         c_params = ", ".join(p.name or "" for p in spec_fn.params)
         c_return = spec_fn.returns if not status and (spec_fn.returns.kind != "void" or spec_fn.returns.depth) else None
-        doc = docstrings.function_doc(self, fs, params, py_names, owner_param, result_class, outs, c_return)
+        doc = docstrings.function_doc(self, fs, params, py_names, owner_param, result_class, outs, c_return,
+                                     spec_fn)
         destroys = self.destroy_of.get(fn)
         destroys_param = next(
             (py_names[p.name] for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"

@@ -243,6 +243,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Param", "default"): Rule("default argument", "the canonical spelling (codegen/literals.py)", _default),
     ("Function", "name"): API_NAME,
     ("Function", "group"): DOC_WORD,
+    ("Function", "brief"): TEXT,
+    ("Param", "doc"): TEXT,
     ("EnumConstant", "name"): ENUM_MEMBER,
     ("EnumConstant", "alias_of"): ENUM_MEMBER,
     ("Enum", "name"): API_NAME,

@@ -25,6 +25,7 @@ from . import backend as _backend
 from . import workspace as _workspace
 from ._generated import _support as _gs
 from ._generated import api
+from .kernelcache import notice_once
 from .version import check_miopen_versions, version_policy
 
 
@@ -126,6 +127,7 @@ class HandlePool:
                 ph.owner = me  # under the lock: no eviction takes it for a free one
         if ph is None:
             check_miopen_versions(version_policy())
+            notice_once(b.name)  # once per process: MIOpen is about to compile into an empty kernel cache
             handle = b.create_handle(device, stream)
             ph = PooledHandle(handle, device, key)
             ph.owner = me

@@ -31,6 +31,8 @@ def pytest_configure(config: pytest.Config) -> None:
     the HIP preamble) is a folder of the tests' own unless MIOGEN_CACHE_DIR names one: the tests neither
     depend on nor push out what the user's holds."""
     config.addinivalue_line("markers", "long: runs for tens of seconds (scheduled first)")
+    config.addinivalue_line("markers", "browser: builds the documentation site and drives a headless Chromium "
+                                       "(minutes; `make docs-test`, not part of `make test`)")
     os.environ.setdefault("MIOGEN_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                                                   / "miogen-tests"))
     if os.environ.get(CACHE_ENV) or hasattr(config, "workerinput"):

@@ -114,7 +114,8 @@ def test_every_function_documents_its_parameters_and_results(version: str) -> No
     api = importlib.import_module(f"miopen._generated.{release_module(version)}.api")
     for f in pl.functions:
         doc = getattr(api, f.py_name).__doc__
-        assert doc is not None and doc.rstrip().endswith(f.doc.strip()), f"{version}: {f.py_name}: docstring is not the plan's"
+        plan_doc = ast.literal_eval('"""' + f.doc + '"""')  # the plan holds the source text (the header's escaped)
+        assert doc is not None and doc.rstrip().endswith(plan_doc.strip()), f"{version}: {f.py_name}: docstring is not the plan's"
         _check_function(f, sems[f.c_name], doc)
 
 
@@ -176,3 +177,28 @@ def test_docstrings_are_safe_for_any_annotation_text() -> None:
     tree = ast.parse(files[f"{release_module(pl.spec.version)}/api.py"])
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "set_allocator")
     assert text in (ast.get_docstring(fn, clean=False) or "")
+
+
+@pytest.mark.parametrize("version", RELEASES)
+def test_the_header_words_are_in_the_docstrings(version: str) -> None:
+    """Each function's docstring quotes the header's words its spec carries: the brief as the first paragraph after
+    the summary line, each parameter's text in that parameter's Args or Returns entry (after "Header:"); a
+    release whose spec carries none gets no "Header:" at all."""
+    spec = load(SPECS / f"{version}.yaml")
+    pl, _ = _plan(version)
+    api = importlib.import_module(f"miopen._generated.{release_module(version)}.api")
+    carried = 0
+    for f in pl.functions:
+        doc = getattr(api, f.py_name).__doc__
+        header = spec.function(f.c_name)
+        flat = " ".join(doc.split())
+        if header.brief:
+            assert doc.split("\n\n")[1].strip().replace("\n    ", " ") == header.brief, f.py_name
+        for p, pp in zip(header.params, f.params):
+            if p.doc and (pp.py or pp.out):
+                carried += 1
+                assert f"Header: {p.doc}" in flat, (f.py_name, p.name)
+        if not header.brief and not any(p.doc for p in header.params):
+            assert "Header:" not in doc, f.py_name
+    if not any(fn.brief or any(p.doc for p in fn.params) for fn in spec.functions):
+        assert carried == 0

@@ -87,7 +87,7 @@ def test_specs_and_docs_with_spaces_in_every_path(spaced: tuple[Path, Path], tmp
     r = _make(root, venv, "specs", f"HEADER={inc / 'miopen.h'}")  # its version read from the version.h beside it
     assert r.returncode == 0, r.stdout + r.stderr
     assert (root / "specs" / "miopen" / "3.4.1.yaml").is_file()
-    r = _make(root, venv, "docs")
+    r = _make(root, venv, "api-changes")
     releases = len(list((root / "specs" / "miopen").glob("*.*.*.yaml")))  # the committed ones and 3.4.1
     assert r.returncode == 0 and f"api-changes.md: {releases} releases" in r.stderr, r.stderr
 
@@ -159,3 +159,20 @@ def test_help_lists_every_target() -> None:
     assert r.returncode == 0, r.stderr
     listed = {line.split()[1] for line in r.stdout.splitlines() if line.startswith("make ")}
     assert set(phony.group(1).split()) - {"FORCE"} == listed
+
+
+@_make_missing
+def test_make_test_names_its_phases() -> None:
+    """`make test` says each phase before it runs: the versions, check-generated, then (scripts/test_all.sh, side
+    by side) typecheck, the runtime suite per release and pytest with its number of files, the browser tests left to
+    `make docs-test`."""
+    r = subprocess.run(["make", "--no-print-directory", "-n", "test"], capture_output=True, text=True, cwd=REPO,
+                       check=False, timeout=120)
+    assert r.returncode == 0, r.stderr
+    phases = re.findall(r'echo "== phase: ([a-z-]+)"', r.stdout)
+    assert phases == ["versions", "check-generated"], r.stdout
+    script = (REPO / "scripts" / "test_all.sh").read_text()
+    assert [m for m in ("typecheck", "runtime suite per release", "pytest ($files files")
+            if f"== phase: {m}" not in script] == []
+    selection = re.findall(r'pytest [^\n]*-m "([^"]+)"', script)
+    assert selection == ["not gpu and not browser"], selection

@@ -113,3 +113,36 @@ _FRAGMENTS = st.sampled_from(["deprecated", "Deprecated", "DEPRECATED", "@deprec
 def test_is_deprecated_is_its_regexes(comment: str, member: bool) -> None:
     expected = bool(doc._DEPRECATED_TAG.search(comment)) or (member and bool(doc._DEPRECATED_WORD.search(comment)))
     assert doc.is_deprecated(comment, member=member) is expected
+
+
+def test_header_words_of_a_comment() -> None:
+    """The brief is its paragraph (without `@brief`: the first paragraph), each `@param` text is its own (the
+    bracket and backslash spellings too), comment markers and line breaks gone."""
+    comment = ("/*! @brief Runs the\n *        forward pass.\n *\n * Details that are not the brief.\n *\n"
+               " * @param handle   MIOpen handle (input)\n * @param[out] y  Output, written\n *                 in full\n"
+               " * \\param  n  Count\n * @return miopenStatus_t\n */")
+    assert doc.brief(comment) == "Runs the forward pass."
+    assert doc.param_texts(comment) == {"handle": "MIOpen handle (input)", "y": "Output, written in full",
+                                        "n": "Count"}
+    assert doc.brief("/// First paragraph\n/// goes on.\n///\n/// Second.") == "First paragraph goes on."
+    assert doc.brief("/*! @param x the x */") is None and doc.brief(None) is None
+    assert doc.param_texts("/*! @brief nothing */") == {}
+
+
+_WORD_FRAGMENTS = st.sampled_from(["@brief", "@param", "[in]", "[out]", "\\param", "x", "handle", "text", " ", "\n",
+                                   "\n *", "\n\n", "/*!", "*/", "///", "\t", "\x00", "\u00b5", "(input)", "@return",
+                                   "a" * 700])
+
+
+@given(st.lists(_WORD_FRAGMENTS, max_size=12).map("".join))
+def test_header_words_are_one_printable_line(comment: str) -> None:
+    """Whatever a comment holds, the words that leave doc.py are one stripped line of printable text, within the
+    spec's limit for text."""
+    from miogen.validate import MAX_TEXT
+
+    texts = [doc.brief(comment), *doc.param_texts(comment).values()]
+    for text in texts:
+        if text is None:
+            continue
+        assert text and text == text.strip() and text.isprintable() and "  " not in text
+        assert len(text) <= MAX_TEXT

@@ -232,6 +232,9 @@ def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.Monke
     for odd in ["const int " + "x" * 4000, "const int é", "a\nb", " lead", "a: b", "x #y"]:
         spec = replace(repeated, functions=tuple(replace(f, params=(replace(shared, c=odd), *f.params))
                                                  for f in repeated.functions))
+        if ":" in odd or "#" in odd:  # a block value with an indicator: single-quoted, as libyaml writes it
+            assert yamlwrite.direct(spec, _plan) == dumps_events(spec)
+            continue
         assert yamlwrite.direct(spec, _plan) is None
         assert dumps(spec) == dumps_events(spec) and fallbacks[-1] is spec
     import pickle
@@ -485,3 +488,23 @@ def test_what_a_command_writes_the_next_one_reads(tmp_path: Path, monkeypatch: p
     out.unlink()
     spec_io.dump(spec, out)
     assert load(out) == spec
+
+
+_TEXT_PIECES = st.sampled_from([*"ab Z09:#,-?'\"[]{}&*!|>%@`.~=<+_()/eEx", "yes", "null", "0x1F", "1.5", "2001-01-01",
+                                "<<", "---", "...", "\u00b5", "\t"])
+
+
+@given(st.lists(_TEXT_PIECES, min_size=1, max_size=8).map("".join))
+def test_block_text_is_spelt_as_libyaml_spells_it(text: str) -> None:
+    """The header's words (any printable text, a block mapping's value): the direct writer spells them exactly as
+    libyaml does (plain, or single-quoted), or declines them (then libyaml writes the spec)."""
+    import yaml
+
+    from miogen import yamlwrite
+
+    try:
+        mine = yamlwrite._block_scalar(text)
+    except yamlwrite._Declined:
+        return
+    assert f"k: {mine}\n" == yaml.dump({"k": text}, Dumper=yaml.CSafeDumper, width=yamlwrite.WIDTH,
+                                       allow_unicode=True)

@@ -6,6 +6,7 @@ under MIOGEN_REQUIRE_REAL_MIOPEN_OCL=1 (.ci/run sets it). Kernel binaries are ca
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -90,13 +91,14 @@ def test_docs_numeric_table_is_current() -> None:
     assert text == want, "docs/real-miopen.md: the numeric table is stale; run with MIOGEN_UPDATE_GOLDEN=1"
 
 
-def _run_program(args: list[str], tmp_path: Path) -> subprocess.CompletedProcess[str]:
-    """A user's process on the OpenCL build (MIOPEN_LIBRARY names it; the per-machine kernel caches)."""
+def _run_program(args: list[str], tmp_path: Path, **extra: str) -> subprocess.CompletedProcess[str]:
+    """A user's process on the OpenCL build (MIOPEN_LIBRARY names it; the per-machine kernel caches; `extra`
+    variables on top)."""
     path = LIB.library_path()
     cache = kernel_cache()
     env = {**os.environ, **FIND_ENV, "MIOPEN_LIBRARY": str(path), "MIOPEN_USER_DB_PATH": str(cache / "db"),
            "MIOPEN_CUSTOM_CACHE_DIR": str(cache / "cache"), "POCL_CACHE_DIR": str(cache / "pocl"),
-           "TMPDIR": str(tmp_path)}
+           "TMPDIR": str(tmp_path), **extra}
     r = subprocess.run([sys.executable, *args], env=env, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stdout + r.stderr
     return r
@@ -110,16 +112,37 @@ def test_example_runs(example: str, tmp_path: Path) -> None:
     assert "ok" in r.stdout.splitlines()[-1]
 
 
-def _readme_snippet(section: str) -> str:
+def readme_snippets(text: str) -> dict[str, str]:
+    """Every ```python block of the README, named by its section heading (and its number there, from the second)."""
+    snippets: dict[str, str] = {}
+    section = "top"
+    for part in re.split(r"^(```python\n.*?^```)$", text, flags=re.M | re.S):
+        if part.startswith("```python\n"):
+            name = section if section not in snippets else f"{section} ({sum(k.startswith(section) for k in snippets) + 1})"
+            snippets[name] = part[len("```python\n"):-3]
+        else:
+            headings = re.findall(r"^#{2,3} (.+)$", part, re.M)
+            section = headings[-1] if headings else section
+    return snippets
+
+
+SNIPPETS = readme_snippets((REPO / "README.md").read_text())
+
+
+def test_every_python_block_is_collected() -> None:
     text = (REPO / "README.md").read_text()
-    body = text.split(f"\n## {section}", 1)[1].split("\n## ", 1)[0]
-    return body.split("```python\n", 1)[1].split("```", 1)[0]
+    assert len(SNIPPETS) == text.count("```python\n") >= 4
+    assert readme_snippets("## A\n```python\nx = 1\n```\n## B\n```python\ny\n```\n```python\nz\n```\n") == {
+        "A": "x = 1\n", "B": "y\n", "B (2)": "z\n"}
 
 
-@pytest.mark.parametrize("section", ["Using it", "The runtime (handwritten"])
+@pytest.mark.parametrize("section", sorted(SNIPPETS))
 def test_readme_snippet_runs(section: str, tmp_path: Path) -> None:
-    """README's usage snippets are whole programs: they run as written on the OpenCL build."""
-    r = _run_program(["-c", _readme_snippet(section)], tmp_path)
+    """Every Python block of the README is a whole program that runs as written on the OpenCL build, with the
+    venv's interpreter (a home of its own: a block may make folders under ~) and prints what it shows."""
+    home = tmp_path / "home"
+    home.mkdir()
+    r = _run_program(["-c", SNIPPETS[section]], tmp_path, HOME=str(home))
     assert r.stdout.strip(), r.stderr
 
 
