@@ -262,7 +262,7 @@ def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
 @pytest.mark.browser
 def test_screenshot_has_a_body(server: str, tmp_path: Path) -> None:
     """A screenshot of the convolutions page is a real picture: a PNG of the window's size, tens of kilobytes,
-    whose pixels are far from uniform (text on a background, not a blank page)."""
+    whose pixels are far from uniform (text on a background, not a blank page); kept as build/docs/screenshot.png."""
     shot = tmp_path / "page.png"
     _browser("--window-size=1280,1000", f"--screenshot={shot}",
              server + "reference/typed-convolutions.html#miopen.convolution_forward", tmp=tmp_path)
@@ -275,3 +275,5 @@ def test_screenshot_has_a_body(server: str, tmp_path: Path) -> None:
     background = max(set(pixels), key=pixels.count)
     assert len(set(pixels)) > 50
     assert 0.02 < sum(p != background for p in pixels) / len(pixels) < 0.9
+    (REPO / "build" / "docs").mkdir(parents=True, exist_ok=True)
+    (REPO / "build" / "docs" / "screenshot.png").write_bytes(data)  # kept for a look (build/ is git-ignored)
