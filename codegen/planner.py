@@ -15,7 +15,7 @@ from .ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .direct import direct_arg
 from .errors import CodegenError
 from .model import CType, Record, Spec, flat_fields
-from .plans import (CallbackPlan, EnumPlan, FieldPlan, FunctionPlan, HandlePlan, ParamPlan, Plan, QueryPlan, RecordPlan,
+from .plans import (CallbackPlan, EnumPlan, ExtentPlan, FieldPlan, FunctionPlan, HandlePlan, ParamPlan, Plan, QueryPlan, RecordPlan,
                     TablePlan)
 from .target import Target, check_target
 
@@ -125,6 +125,8 @@ class _Planner:
         has_default = False
         for p in fs.params:
             plan = self.param(fs, p, py_names, shared, owner_param, creates)
+            if isinstance(p.form, forms.Buffer) and not p.form.typed:
+                plan = self._buffer_checks(fs, p, plan, py_names)
             if plan.default is not None:
                 has_default = True
             elif has_default and plan.py:
@@ -182,6 +184,35 @@ class _Planner:
             keep_on=keep_on,
             doc=doc,
         )
+
+    def _buffer_checks(self, fs: FunctionSem, p: ParamSem, plan: ParamPlan, py_names: dict[str, str]) -> ParamPlan:
+        """A device buffer whose size the wrapper can know (not an int address) checked against the descriptor that
+        describes it (rules.extent_queries: the parameter named as the buffer plus the query's suffix) and the byte
+        count passed with it (rules.buffer_sizes), after every argument is converted."""
+        py = py_names[p.name]
+        checks: list[str] = []
+        notes: list[str] = []
+        for q_handle, q in self.sem.extents.items():
+            desc = next((d for d in fs.params if d.name == p.name + q.suffix and isinstance(d.form, forms.ByValue)
+                         and d.type.kind == "handle" and d.type.name == q_handle), None)
+            if desc is not None:
+                dpy = py_names[desc.name]
+                checks.append(f"_s.check_described({py}, \"{py}\", _fn, _extent_{q_handle}, {dpy})")
+                notes.append(f"the bytes {dpy} spans")
+        for size_name in self.sem.sizes.get(p.name, ()):
+            size = next((s for s in fs.params if s.name == size_name and isinstance(s.form, forms.Value)
+                         and s.type.kind == "int" and s.type.depth == 0), None)
+            if size is not None:
+                spy = py_names[size.name]
+                checks.append(f"_s.check_sized({py}, \"{py}\", _fn, {spy}, \"{spy}\")")
+                notes.append(f"{spy} bytes")
+                break
+        if not checks:
+            return plan
+        guard = f"if type({py}) is not int{f' and {py} is not None' if p.nullable else ''}:"
+        note = f"{py}: where its size is known (not an int address), it must hold {' and '.join(notes)}."
+        return replace(plan, mid=(*plan.mid, guard, *(f"    {c}" for c in checks)),
+                       note=note if plan.note is None else f"{plan.note} {note}")
 
     def py_params(self, fs: FunctionSem) -> dict[str, str]:
         """Python names of the parameters; where two C names snake to the same name, the one not
@@ -615,8 +646,16 @@ def plan(
                                  arg_names="{" + ", ".join(f'"{pl.py_params(callee)[p.name]}": '
                                                            + ("desc" if isinstance(p.form, forms.ByValue) else "None")
                                                            for p in callee.params if p.name != q.result) + "}"))
+    extents = []
+    for hname, x in sem.extents.items():
+        callee = sem.functions[x.call]
+        names = pl.py_params(callee)
+        extents.append(ExtentPlan(helper=f"_extent_{hname}", handle=hname, call=x.call, call_py=pl.fn_py[x.call],
+                                  type_field=names[x.type], dims_field=names[x.dims], strides_field=names[x.strides],
+                                  table=x.table))
     return Plan(
         spec=spec, target=target, banner_info=banner_info, enums=enums, records=records, handles=handles,
         callbacks=callbacks, opaque_typedefs=tuple(t.name for t in spec.typedefs), functions=functions,
         status_enum=status_enum, status_class=pl.enum_class[status_enum], tables=tables, queries=tuple(queries),
+        extents=tuple(extents),
     )

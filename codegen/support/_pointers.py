@@ -4,7 +4,7 @@ streams and opaque pointers, with the checks every caller shares."""
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ._text import what
 
@@ -398,6 +398,25 @@ def buffer_bytes(value: object, name: str, fn: str) -> int | None:
     if isinstance(size, int) and not isinstance(size, bool):
         return size
     return None
+
+
+def check_described(value: object, name: str, fn: str, extent_of: Callable[[Any, str], int | None],
+                    desc: object) -> None:
+    """Refuse a device buffer whose size is known (`buffer_bytes`) that holds less than its descriptor `desc` spans
+    (`extent_of(desc, fn)`, read only when the size is known); a buffer of unknown size (an int address) passes."""
+    have = buffer_bytes(value, name, fn)
+    if have is not None:
+        need = extent_of(desc, fn)
+        if need is not None:
+            check_extent(have, need, name, fn)
+
+
+def check_sized(value: object, name: str, fn: str, size: object, size_name: str) -> None:
+    """Refuse a scratch buffer whose size is known (`buffer_bytes`) that holds less than the `size` bytes the call
+    passes with it (parameter `size_name`)."""
+    have = buffer_bytes(value, name, fn)
+    if have is not None and type(size) is int:
+        check_extent(have, size, name, fn, f"{size_name} is {{need}} bytes")
 
 
 def span_bytes(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> int:
