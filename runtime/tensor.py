@@ -16,7 +16,8 @@ from ._args import INT64_MAX, int_seq
 from ._generated import api
 from ._generated._pointers import (ACCEPTED, RELEASED, array_kind, buffer_bytes, check_address, check_extent,
                                    device_address, dlpack_layout)
-from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor_of
+from .descriptors import (DataTypeLike, FrozenTensorDescriptor, _generation, data_type, itemsize,
+                          tensor_descriptor_of)
 from .errors import ShapeError
 
 
@@ -152,23 +153,36 @@ def layout_of(obj: object) -> tuple[int, Layout] | None:
     if kind in _ARRAY_TYPES:  # one check for a PyTorch-like tensor, which is neither of these
         if kind in _CL_TYPES:  # a pyopencl Array: its buffer and offset read on every call (the buffer may change)
             try:
+                attrs: dict[str, Any] = obj.__dict__  # where pyopencl's Array keeps its attributes
+                base_data: Any
+                memo = attrs.get(_LAYOUT_MEMO)
+                if memo is not None:  # the same buffer, shape, strides and dtype objects as last time: its answer
+                    base_data = attrs["base_data"]
+                    if (memo[0] is base_data and memo[1] is attrs["shape"] and memo[2] is attrs["strides"]
+                            and memo[3] is attrs["dtype"] and memo[4] == _generation[0] and not attrs["offset"]
+                            and not (RELEASED and RELEASED.get(id(base_data)) is base_data)):
+                        return memo[5]  # type: ignore[no-any-return]
                 lay = _CL_META.get((kind, obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
                 if lay is None or obj.offset != 0:  # type: ignore[attr-defined]
                     return None
-                base_data: Any = obj.base_data  # type: ignore[attr-defined]
+                base_data = obj.base_data  # type: ignore[attr-defined]
                 ptr = base_data.int_ptr
                 if RELEASED and RELEASED.get(id(base_data)) is base_data:
                     return None  # released: the full path refuses it
                 # its buffer checked against the extent of its layout: once per (array, buffer), marked in the array
-                attrs = obj.__dict__
                 if attrs.get(_EXTENT_CHECKED) is not base_data:
                     size = base_data.size
                     if type(size) is not int or size < extent(*lay):
                         return None  # the full path reports it
                     attrs[_EXTENT_CHECKED] = base_data
+                if type(ptr) is not int or not 0 < ptr < 1 << 64:
+                    return None
+                parts = (ptr, lay)
+                # a buffer's cl_mem is its own for life (a released one is refused above): remembered with the objects
+                attrs[_LAYOUT_MEMO] = (base_data, attrs["shape"], attrs["strides"], attrs["dtype"], _generation[0], parts)
             except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
                 return None
-            return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None
+            return parts
         if kind in _CAI_TYPES:
             return _cai_parts(obj)
     try:
@@ -223,6 +237,9 @@ def _torch_fast(obj: object) -> Tensor | None:
 
 #: the key under which a pyopencl Array's __dict__ holds the buffer (base_data) checked against its extent
 _EXTENT_CHECKED = "_miopen_extent_checked"
+#: the key under which a pyopencl Array's __dict__ holds its last `layout_of` answer, with the buffer, shape, strides
+#: and dtype objects and the descriptor-cache generation it holds for (identity checks: O(1) per call)
+_LAYOUT_MEMO = "_miopen_layout"
 #: pyopencl-Array-like (type, shape, strides, dtype) already checked -> its layout; bounded
 _CL_META: dict[tuple[type, object, object, object], Layout] = {}
 _CL_META_MAX = 1024

@@ -197,8 +197,12 @@ def handle_arg(value: object, cls: type[H], name: str, fn: str, nullable: bool) 
     if isinstance(value, cls):
         cp = value._cp
         if type(cp) is ctypes.c_void_p:
-            if value._frozen and _is_setter(fn) and sys._getframe(1).f_code.co_varnames[:1] == (name,):
-                refuse_frozen(value, name, fn)
+            if value._frozen:  # a shared descriptor: refused by a setter (its first argument)
+                setter = _SETTERS.get(fn)  # a name seen before: one lookup
+                if setter is None:
+                    setter = _is_setter(fn)
+                if setter and sys._getframe(1).f_code.co_varnames[:1] == (name,):
+                    refuse_frozen(value, name, fn)
             return cp
     ptr = as_handle(value, cls, name, fn, nullable)
     if ptr is None:
