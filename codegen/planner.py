@@ -19,6 +19,8 @@ from .plans import (CallbackPlan, EnumPlan, ExtentPlan, FieldPlan, FunctionPlan,
                     TablePlan)
 from .target import Target, check_target
 
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
+
 
 FLT_MAX = 3.4028234663852886e38  # the largest finite C float
 
@@ -185,6 +187,14 @@ class _Planner:
             doc=doc,
         )
 
+    def _setter(self, fn: str) -> bool:
+        """A function that sets what its first argument describes: `<prefix>Set...` or `<prefix>Init...` (the
+        wrapper refuses a shared descriptor there; miopenSetTensor, miopenSetProblemTensorDescriptor, ... only read
+        a descriptor they take further on)."""
+        rest = fn[len(self.prefix):] if fn.startswith(self.prefix) else fn
+        return any(rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER)
+                   for verb in ("Set", "Init"))
+
     def _buffer_checks(self, fs: FunctionSem, p: ParamSem, plan: ParamPlan, py_names: dict[str, str]) -> ParamPlan:
         """A device buffer whose size the wrapper can know (not an int address) checked against the descriptor that
         describes it (rules.extent_queries: the parameter named as the buffer plus the query's suffix) and the byte
@@ -270,7 +280,7 @@ class _Planner:
                             out_hint=self.out_hint(t.pointee()), note=forms.RETURNED.docstring(fs, p, py_names))
             return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
         if isinstance(form, forms.Value):
-            return self._value_param(p, py, v, q, default, make)
+            return self._value_param(p, py, v, q, default, make, writes=p.index == 0 and self._setter(fn))
         nullable = "True" if p.nullable else "False"
         opt = " | None" if p.nullable else ""
         if isinstance(form, forms.Callback):
@@ -488,16 +498,22 @@ class _Planner:
             return (f"{py} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})",)
         return ()
 
-    def _value_param(self, p: ParamSem, py: str, v: str, q: str, default: str | None, make: Callable[..., ParamPlan]) -> ParamPlan:
+    def _value_param(self, p: ParamSem, py: str, v: str, q: str, default: str | None, make: Callable[..., ParamPlan],
+                     writes: bool = False) -> ParamPlan:
         t = p.type
         mk = make
         k = t.kind
         if k == "handle":
             cls = self.handle_class[t.name]
             nullable = "True" if p.nullable else "False"
-            pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if type({py}) is {cls} else None",
-                   f"if {v} is None:",
-                   f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable})")
+            if writes:  # the handle a setter changes: its own class only (a shared descriptor is refused)
+                pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if type({py}) is {cls} else None",
+                       f"if {v} is None:",
+                       f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable}, writes=True)")
+            else:  # the class or a subclass the runtime shares (HandleBase._fast_types): one set lookup
+                pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if type({py}) in _FAST_{cls} else None",
+                       f"if {v} is None:",
+                       f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable})")
             return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)
         if k == "opaque":
             return mk(py=py, hint="Stream", default=default,

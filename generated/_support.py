@@ -74,6 +74,7 @@ from ._pointers import (
 )
 from ._handlebase import (
     _retire_live as _retire_live,
+    fast_subclass as fast_subclass,
     HandleBase as HandleBase,
 )
 from ._inflight import (

@@ -227,6 +227,22 @@ from .._handles import (  # noqa: E402
     OperatorArgs,
 )
 
+# the classes each wrapper takes on its fast path (the handle class and the runtime's shared subclasses)
+_FAST_Handle = Handle._fast_types
+_FAST_FusionOpDescriptor = FusionOpDescriptor._fast_types
+_FAST_TensorDescriptor = TensorDescriptor._fast_types
+_FAST_ConvolutionDescriptor = ConvolutionDescriptor._fast_types
+_FAST_PoolingDescriptor = PoolingDescriptor._fast_types
+_FAST_LRNDescriptor = LRNDescriptor._fast_types
+_FAST_ActivationDescriptor = ActivationDescriptor._fast_types
+_FAST_RNNDescriptor = RNNDescriptor._fast_types
+_FAST_CTCLossDescriptor = CTCLossDescriptor._fast_types
+_FAST_DropoutDescriptor = DropoutDescriptor._fast_types
+_FAST_ReduceTensorDescriptor = ReduceTensorDescriptor._fast_types
+_FAST_FusionPlanDescriptor = FusionPlanDescriptor._fast_types
+_FAST_OperatorDescriptor = OperatorDescriptor._fast_types
+_FAST_OperatorArgs = OperatorArgs._fast_types
+
 
 class GetVersionResult(NamedTuple):
     """Outputs of miopenGetVersion."""
@@ -514,7 +530,7 @@ def destroy(handle: Handle) -> None:
         None.
     """
     _fn = "miopenDestroy"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _handle = _addr(handle._detach())  # closed before the call: destroyed exactly once
@@ -537,7 +553,7 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
     _fn = "miopenSetStream"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     _stream_id = _s.as_stream(stream_id, "stream_id", _fn)
     _st = _direct.miopenSetStream(_handle, _addr(_stream_id))
     if _st:
@@ -554,7 +570,7 @@ def get_stream(handle: Handle) -> int | None:
         int | None: `stream_id` (out, host memory): MIOpen writes an address (int), None for NULL.
     """
     _fn = "miopenGetStream"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = ctypes.c_void_p()
@@ -584,7 +600,7 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
     _fn = "miopenSetAllocator"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     _allocator = _s_callback(allocator, _raw.miopenAllocatorFunction, "allocator", _fn)
     _deallocator = _s_callback(deallocator, _raw.miopenDeallocatorFunction, "deallocator", _fn)
     _allocator_context = _s.as_opaque(allocator_context, "allocator_context", _fn)
@@ -604,7 +620,7 @@ def get_kernel_time(handle: Handle) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetKernelTime"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _time = ctypes.c_float()
@@ -625,7 +641,7 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
         None.
     """
     _fn = "miopenEnableProfiling"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(enable) is not bool:
@@ -667,7 +683,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
     _fn = "miopenSet4dTensorDescriptor"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -704,7 +720,7 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
     _fn = "miopenSet4dTensorDescriptorEx"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -748,7 +764,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
             w_stride (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet4dTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -790,7 +806,7 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
     _fn = "miopenSetTensorDescriptor"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     _dims_a = _s.in_array(dims_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dims_a", _fn, False)
@@ -811,7 +827,7 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetTensorDescriptorSize"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _size = ctypes.c_int()
@@ -839,7 +855,7 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
                 first).
     """
     _fn = "miopenGetTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -863,7 +879,7 @@ def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
@@ -903,7 +919,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenOpTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(tensor_op) is not TensorOp:
@@ -911,7 +927,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
     _alpha_1 = _F32_REFS.get(alpha_1) if type(alpha_1) is float and (alpha_1 or _copysign(1.0, alpha_1) > 0) else None
     if _alpha_1 is None:
         _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
     _a = _DEVICE_ARGS.get(a) if type(a) is int else None
@@ -920,7 +936,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
     _alpha_2 = _F32_REFS.get(alpha_2) if type(alpha_2) is float and (alpha_2 or _copysign(1.0, alpha_2) > 0) else None
     if _alpha_2 is None:
         _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
-    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) in _FAST_TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _b = _DEVICE_ARGS.get(b) if type(b) is int else None
@@ -929,7 +945,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _c = _DEVICE_ARGS.get(c) if type(c) is int else None
@@ -962,8 +978,8 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
     _fn = "miopenSetTensor"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1000,10 +1016,10 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
             float64: float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenScaleTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1030,7 +1046,7 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetTensorNumBytes"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _num_bytes = ctypes.c_size_t()
@@ -1068,12 +1084,12 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenTransformTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -1081,7 +1097,7 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
         _x = _s.device_arg(x, "x", _fn, False)
     if type(beta) is not float:
         beta = _s.as_real(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1133,7 +1149,7 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
     _fn = "miopenInitConvolutionDescriptor"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
     if (type(pad_h) is not int or not -2147483648 <= pad_h <= 2147483647):
@@ -1176,7 +1192,7 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
     _fn = "miopenInitConvolutionNdDescriptor"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _stride_a = _s.in_array(stride_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "stride_a", _fn, False)
     _dilation_a = _s.in_array(dilation_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dilation_a", _fn, False)
@@ -1206,7 +1222,7 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
             dilation_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionDescriptor"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _c_mode = ctypes.c_uint()
@@ -1240,7 +1256,7 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
                 int where this release does not know the value).
     """
     _fn = "miopenGetConvolutionNdDescriptor"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(requested_spatial_dim) is not int or not -2147483648 <= requested_spatial_dim <= 2147483647):
@@ -1270,7 +1286,7 @@ def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: i
     _fn = "miopenSetConvolutionGroupCount"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if (type(group_count) is not int or not -2147483648 <= group_count <= 2147483647):
         group_count = _s.as_int(group_count, -2147483648, 2147483647, "group_count", _fn)
     _st = _direct.miopenSetConvolutionGroupCount(_conv_desc, group_count)
@@ -1292,7 +1308,7 @@ def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: i
     _fn = "miopenSetTransposeConvOutputPadding"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if (type(adj_h) is not int or not -2147483648 <= adj_h <= 2147483647):
         adj_h = _s.as_int(adj_h, -2147483648, 2147483647, "adj_h", _fn)
     if (type(adj_w) is not int or not -2147483648 <= adj_w <= 2147483647):
@@ -1319,7 +1335,7 @@ def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a
     _fn = "miopenSetTransposeConvNdOutputPadding"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     _adj_a = _s.in_array(adj_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "adj_a", _fn, False)
     _spatial_dim = 0 if _adj_a is None else len(_adj_a)
     _st = _direct.miopenSetTransposeConvNdOutputPadding(_conv_desc, _spatial_dim, _adj_a)
@@ -1343,13 +1359,13 @@ def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_t
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionForwardOutputDim"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) in _FAST_TensorDescriptor else None
     if _input_tensor_desc is None:
         _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) in _FAST_TensorDescriptor else None
     if _filter_desc is None:
         _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n = ctypes.c_int()
@@ -1378,13 +1394,13 @@ def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, inpu
                 first).
     """
     _fn = "miopenGetConvolutionNdForwardOutputDim"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) in _FAST_TensorDescriptor else None
     if _input_tensor_desc is None:
         _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) in _FAST_TensorDescriptor else None
     if _filter_desc is None:
         _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n_dim = ctypes.c_int()
@@ -1407,7 +1423,7 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyConvolutionDescriptor"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _conv_desc = _addr(conv_desc._detach())  # closed before the call: destroyed exactly once
@@ -1430,7 +1446,7 @@ def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
     _fn = "miopenSetConvolutionAttribute"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
     if (type(value) is not int or not -2147483648 <= value <= 2147483647):
@@ -1451,7 +1467,7 @@ def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
         int: `value` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionAttribute"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
@@ -1477,19 +1493,19 @@ def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescrip
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionCount"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
@@ -1520,19 +1536,19 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
         `solutions`.
     """
     _fn = "miopenConvolutionForwardGetSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
@@ -1561,19 +1577,19 @@ def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: Tens
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1600,19 +1616,19 @@ def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescripto
         None.
     """
     _fn = "miopenConvolutionForwardCompileSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1652,25 +1668,25 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionForwardImmediate"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1710,19 +1726,19 @@ def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: Tensor
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionCount"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
@@ -1753,19 +1769,19 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardDataGetSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
@@ -1794,19 +1810,19 @@ def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_des
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1833,19 +1849,19 @@ def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDe
         None.
     """
     _fn = "miopenConvolutionBackwardDataCompileSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1885,25 +1901,25 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardDataImmediate"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -1943,19 +1959,19 @@ def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: Ten
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionCount"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
@@ -1986,19 +2002,19 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
@@ -2027,19 +2043,19 @@ def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2066,19 +2082,19 @@ def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: Tenso
         None.
     """
     _fn = "miopenConvolutionBackwardWeightsCompileSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2118,25 +2134,25 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardWeightsImmediate"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -2176,19 +2192,19 @@ def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescri
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -2235,25 +2251,25 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenFindConvolutionForwardAlgorithm"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -2321,25 +2337,25 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -2347,7 +2363,7 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -2397,13 +2413,13 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenConvolutionForwardBias"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) in _FAST_TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _b = _DEVICE_ARGS.get(b) if type(b) is int else None
@@ -2412,7 +2428,7 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -2441,19 +2457,19 @@ def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: Tenso
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -2500,25 +2516,25 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenFindConvolutionBackwardDataAlgorithm"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -2586,25 +2602,25 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardData"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdDataAlgorithm:
@@ -2612,7 +2628,7 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -2650,19 +2666,19 @@ def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: Te
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -2709,25 +2725,25 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenFindConvolutionBackwardWeightsAlgorithm"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -2795,25 +2811,25 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardWeights"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdWeightsAlgorithm:
@@ -2821,7 +2837,7 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -2871,13 +2887,13 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
         db: where its size is known (not an int address), it must hold the bytes db_desc spans.
     """
     _fn = "miopenConvolutionBackwardBias"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -2886,7 +2902,7 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) is TensorDescriptor else None
+    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) in _FAST_TensorDescriptor else None
     if _db_desc is None:
         _db_desc = _s.handle_arg(db_desc, TensorDescriptor, "db_desc", _fn, False)
     _db = _DEVICE_ARGS.get(db) if type(db) is int else None
@@ -2929,7 +2945,7 @@ def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType |
     _fn = "miopenSetPoolingIndexType"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(index_type) is not IndexType:
         index_type = _s.as_enum(index_type, IndexType, "index_type", _fn)
     _st = _direct.miopenSetPoolingIndexType(_pool_desc, index_type)
@@ -2948,7 +2964,7 @@ def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
             this release does not know the value).
     """
     _fn = "miopenGetPoolingIndexType"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _index_type = ctypes.c_uint()
@@ -2972,7 +2988,7 @@ def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_in
     _fn = "miopenSetPoolingWorkSpaceIndexMode"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(workspace_index) is not PoolingWorkspaceIndexMode:
         workspace_index = _s.as_enum(workspace_index, PoolingWorkspaceIndexMode, "workspace_index", _fn)
     _st = _direct.miopenSetPoolingWorkSpaceIndexMode(_pool_desc, workspace_index)
@@ -2991,7 +3007,7 @@ def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWo
             PoolingWorkspaceIndexMode member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetPoolingWorkSpaceIndexMode"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _workspace_index = ctypes.c_uint()
@@ -3020,7 +3036,7 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
     _fn = "miopenSet2dPoolingDescriptor"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     if (type(window_height) is not int or not -2147483648 <= window_height <= 2147483647):
@@ -3058,7 +3074,7 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
             stride_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet2dPoolingDescriptor"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _mode = ctypes.c_uint()
@@ -3089,10 +3105,10 @@ def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: Te
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetPoolingForwardOutputDim"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _n = ctypes.c_int()
@@ -3128,7 +3144,7 @@ def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
     _fn = "miopenSetNdPoolingDescriptor"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     _window_dim_a = _s.in_array(window_dim_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "window_dim_a", _fn, False)
@@ -3169,7 +3185,7 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
             the caller asked for).
     """
     _fn = "miopenGetNdPoolingDescriptor"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if (type(nb_dims_requested) is not int or not -2147483648 <= nb_dims_requested <= 2147483647):
@@ -3199,10 +3215,10 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
         list[int]: `tensor_dim_arr` (out, host memory): a list of ints (C int). Length: `dims`.
     """
     _fn = "miopenGetPoolingNdForwardOutputDim"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(dims) is not int or not -2147483648 <= dims <= 2147483647):
@@ -3225,7 +3241,7 @@ def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSize"
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -3246,10 +3262,10 @@ def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorD
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSizeV2"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -3291,16 +3307,16 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenPoolingForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3309,7 +3325,7 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -3370,28 +3386,28 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenPoolingBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3400,7 +3416,7 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -3433,7 +3449,7 @@ def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyPoolingDescriptor"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _pool_desc = _addr(pool_desc._detach())  # closed before the call: destroyed exactly once
@@ -3474,7 +3490,7 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
     _fn = "miopenSetLRNDescriptor"
     _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False, writes=True)
     if type(mode) is not LRNMode:
         mode = _s.as_enum(mode, LRNMode, "mode", _fn)
     if (type(lrn_n) is not int or not 0 <= lrn_n <= 4294967295):
@@ -3506,7 +3522,7 @@ def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
             lrn_k (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetLRNDescriptor"
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _mode = ctypes.c_uint()
@@ -3530,7 +3546,7 @@ def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenLRNGetWorkSpaceSize"
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -3568,16 +3584,16 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenLRNForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3586,7 +3602,7 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -3641,28 +3657,28 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenLRNBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3671,7 +3687,7 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -3704,7 +3720,7 @@ def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyLRNDescriptor"
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _lrn_desc = _addr(lrn_desc._detach())  # closed before the call: destroyed exactly once
@@ -3725,10 +3741,10 @@ def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: Tenso
         None.
     """
     _fn = "miopenDeriveBNTensorDescriptor"
-    _derived_bn_desc: ctypes.c_void_p | None = derived_bn_desc._cp if type(derived_bn_desc) is TensorDescriptor else None
+    _derived_bn_desc: ctypes.c_void_p | None = derived_bn_desc._cp if type(derived_bn_desc) in _FAST_TensorDescriptor else None
     if _derived_bn_desc is None:
         _derived_bn_desc = _s.handle_arg(derived_bn_desc, TensorDescriptor, "derived_bn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -3784,7 +3800,7 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenBatchNormalizationForwardTraining"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -3795,19 +3811,19 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -3880,7 +3896,7 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenBatchNormalizationForwardInference"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -3891,19 +3907,19 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -3981,7 +3997,7 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenBatchNormalizationBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -3998,25 +4014,25 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
     _beta_param_diff = _F32_REFS.get(beta_param_diff) if type(beta_param_diff) is float and (beta_param_diff or _copysign(1.0, beta_param_diff) > 0) else None
     if _beta_param_diff is None:
         _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
     if _dx is None:
         _dx = _s.device_arg(dx, "dx", _fn, False)
-    _bn_scale_bias_diff_desc: ctypes.c_void_p | None = bn_scale_bias_diff_desc._cp if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
+    _bn_scale_bias_diff_desc: ctypes.c_void_p | None = bn_scale_bias_diff_desc._cp if type(bn_scale_bias_diff_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_diff_desc is None:
         _bn_scale_bias_diff_desc = _s.handle_arg(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -4078,7 +4094,7 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
     _fn = "miopenSetActivationDescriptor"
     _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False, writes=True)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     if type(activ_alpha) is not float:
@@ -4107,7 +4123,7 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
             activ_gamma (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetActivationDescriptor"
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _mode = ctypes.c_uint()
@@ -4147,16 +4163,16 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenActivationForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -4165,7 +4181,7 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -4215,28 +4231,28 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenActivationBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -4245,7 +4261,7 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -4275,7 +4291,7 @@ def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyActivationDescriptor"
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _activ_desc = _addr(activ_desc._detach())  # closed before the call: destroyed exactly once
@@ -4310,13 +4326,13 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenSoftmaxForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -4325,7 +4341,7 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -4370,19 +4386,19 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenSoftmaxBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -4391,7 +4407,7 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -4436,13 +4452,13 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenSoftmaxForward_V2"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -4451,7 +4467,7 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -4502,19 +4518,19 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenSoftmaxBackward_V2"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -4523,7 +4539,7 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -4558,7 +4574,7 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
     _fn = "miopenCreateFusionPlan"
     if type(fuse_direction) is not FusionDirection:
         fuse_direction = _s.as_enum(fuse_direction, FusionDirection, "fuse_direction", _fn)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _fuse_plan_desc = ctypes.c_void_p()
@@ -4579,7 +4595,7 @@ def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyFusionPlan"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     _fuse_plan_desc = _addr(fuse_plan_desc._detach())  # closed before the call: destroyed exactly once
@@ -4599,10 +4615,10 @@ def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) ->
         None.
     """
     _fn = "miopenCompileFusionPlan"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     _st = _direct.miopenCompileFusionPlan(_handle, _fuse_plan_desc)
@@ -4622,7 +4638,7 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
             destroyed by Python), None for NULL.
     """
     _fn = "miopenFusionPlanGetOp"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(op_idx) is not int or not -2147483648 <= op_idx <= 2147483647):
@@ -4646,10 +4662,10 @@ def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDe
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenFusionPlanGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -4679,7 +4695,7 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
         `returned_algos`.
     """
     _fn = "miopenFusionPlanConvolutionGetAlgo"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
@@ -4704,7 +4720,7 @@ def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo:
         None.
     """
     _fn = "miopenFusionPlanConvolutionSetAlgo"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -4727,13 +4743,13 @@ def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: Conv
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpConvForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _conv_op = ctypes.c_void_p()
@@ -4755,7 +4771,7 @@ def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: Act
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
@@ -4779,7 +4795,7 @@ def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: Ac
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationBackward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
@@ -4803,10 +4819,10 @@ def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorD
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBiasForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) in _FAST_TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _bias_op = ctypes.c_void_p()
@@ -4829,12 +4845,12 @@ def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormInference"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_op = ctypes.c_void_p()
@@ -4857,7 +4873,7 @@ def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: 
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4883,7 +4899,7 @@ def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode:
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormBackward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4921,7 +4937,7 @@ def destroy_operator_args(args: OperatorArgs) -> None:
         None.
     """
     _fn = "miopenDestroyOperatorArgs"
-    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) in _FAST_OperatorArgs else None
     if _args is None:
         _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
     _args = _addr(args._detach())  # closed before the call: destroyed exactly once
@@ -4955,8 +4971,8 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
     _fn = "miopenSetOpArgsConvForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _conv_op: ctypes.c_void_p | None = conv_op._cp if type(conv_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _conv_op: ctypes.c_void_p | None = conv_op._cp if type(conv_op) in _FAST_FusionOpDescriptor else None
     if _conv_op is None:
         _conv_op = _s.handle_arg(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -4993,8 +5009,8 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
     _fn = "miopenSetOpArgsActivForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _activ_fwd_op: ctypes.c_void_p | None = activ_fwd_op._cp if type(activ_fwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _activ_fwd_op: ctypes.c_void_p | None = activ_fwd_op._cp if type(activ_fwd_op) in _FAST_FusionOpDescriptor else None
     if _activ_fwd_op is None:
         _activ_fwd_op = _s.handle_arg(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5038,8 +5054,8 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
     _fn = "miopenSetOpArgsActivBackward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _activ_bwd_op: ctypes.c_void_p | None = activ_bwd_op._cp if type(activ_bwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _activ_bwd_op: ctypes.c_void_p | None = activ_bwd_op._cp if type(activ_bwd_op) in _FAST_FusionOpDescriptor else None
     if _activ_bwd_op is None:
         _activ_bwd_op = _s.handle_arg(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5091,8 +5107,8 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
     _fn = "miopenSetOpArgsBatchNormInference"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) in _FAST_FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5153,8 +5169,8 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
     _fn = "miopenSetOpArgsBatchNormForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) in _FAST_FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5221,8 +5237,8 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
     _fn = "miopenSetOpArgsBatchNormBackward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) in _FAST_FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5276,8 +5292,8 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
     _fn = "miopenSetOpArgsBiasForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bias_op: ctypes.c_void_p | None = bias_op._cp if type(bias_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bias_op: ctypes.c_void_p | None = bias_op._cp if type(bias_op) in _FAST_FusionOpDescriptor else None
     if _bias_op is None:
         _bias_op = _s.handle_arg(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5316,25 +5332,25 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
         output: where its size is known (not an int address), it must hold the bytes output_desc spans.
     """
     _fn = "miopenExecuteFusionPlan"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = _DEVICE_ARGS.get(output) if type(output) is int else None
     if _output is None:
         _output = _s.device_arg(output, "output", _fn, False)
-    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) in _FAST_OperatorArgs else None
     if _args is None:
         _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
     if type(input) is not int:
@@ -5383,7 +5399,7 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
             layer (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetRNNDescriptor"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_mode = ctypes.c_uint()
@@ -5425,7 +5441,7 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
                 this release does not know the value).
     """
     _fn = "miopenGetRNNDescriptor_V2"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _hidden_size = ctypes.c_int()
@@ -5454,7 +5470,7 @@ def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyRNNDescriptor"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_desc = _addr(rnn_desc._detach())  # closed before the call: destroyed exactly once
@@ -5483,7 +5499,7 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
     _fn = "miopenSetRNNDescriptor"
     _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False, writes=True)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
@@ -5526,12 +5542,12 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
     _fn = "miopenSetRNNDescriptor_V2"
     _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False, writes=True)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
         nlayers = _s.as_int(nlayers, -2147483648, 2147483647, "nlayers", _fn)
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     if type(in_mode) is not RNNInputMode:
@@ -5567,10 +5583,10 @@ def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequ
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -5598,10 +5614,10 @@ def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_des
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNTrainingReserveSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -5626,13 +5642,13 @@ def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorD
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNParamsSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(dtype) is not DataType:
@@ -5658,16 +5674,16 @@ def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: T
         None.
     """
     _fn = "miopenGetRNNParamsDescriptor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     if type(dtype) is not DataType:
@@ -5693,10 +5709,10 @@ def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: S
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNInputTensorSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -5724,10 +5740,10 @@ def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: 
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNHiddenTensorSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -5753,15 +5769,15 @@ def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
@@ -5786,10 +5802,10 @@ def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int,
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
@@ -5827,18 +5843,18 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         w: where its size is known (not an int address), it must hold the bytes w_desc spans.
     """
     _fn = "miopenGetRNNLayerParam"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -5846,7 +5862,7 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         _w = _s.device_arg(w, "w", _fn, True)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
@@ -5883,18 +5899,18 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         w: where its size is known (not an int address), it must hold the bytes w_desc spans.
     """
     _fn = "miopenGetRNNLayerBias"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -5902,7 +5918,7 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         _w = _s.device_arg(w, "w", _fn, True)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
@@ -5929,17 +5945,17 @@ def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tens
         int: `layer_param_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamOffset"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param_offset = ctypes.c_size_t()
@@ -5963,17 +5979,17 @@ def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tenso
         int: `layer_bias_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasOffset"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias_offset = ctypes.c_size_t()
@@ -6008,16 +6024,16 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
     _fn = "miopenSetRNNLayerParam"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -6025,7 +6041,7 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         _w = _s.device_arg(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
@@ -6063,16 +6079,16 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
     _fn = "miopenSetRNNLayerBias"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -6080,7 +6096,7 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         _w = _s.device_arg(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
@@ -6148,29 +6164,29 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
             bytes.
     """
     _fn = "miopenRNNForwardTraining"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
     if _hx is None and hx is not None:
         _hx = _s.device_arg(hx, "hx", _fn, True)
-    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) in _FAST_TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
     if _cx is None and cx is not None:
         _cx = _s.device_arg(cx, "cx", _fn, True)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -6180,13 +6196,13 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) in _FAST_TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
     _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
     if _hy is None and hy is not None:
         _hy = _s.device_arg(hy, "hy", _fn, True)
-    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) in _FAST_TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
     _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
@@ -6293,10 +6309,10 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
             bytes.
     """
     _fn = "miopenRNNBackwardData"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
@@ -6307,31 +6323,31 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _dhy_desc: ctypes.c_void_p | None = dhy_desc._cp if type(dhy_desc) is TensorDescriptor else None
+    _dhy_desc: ctypes.c_void_p | None = dhy_desc._cp if type(dhy_desc) in _FAST_TensorDescriptor else None
     if _dhy_desc is None:
         _dhy_desc = _s.handle_arg(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
     _dhy = _DEVICE_ARGS.get(dhy) if type(dhy) is int else None
     if _dhy is None and dhy is not None:
         _dhy = _s.device_arg(dhy, "dhy", _fn, True)
-    _dcy_desc: ctypes.c_void_p | None = dcy_desc._cp if type(dcy_desc) is TensorDescriptor else None
+    _dcy_desc: ctypes.c_void_p | None = dcy_desc._cp if type(dcy_desc) in _FAST_TensorDescriptor else None
     if _dcy_desc is None:
         _dcy_desc = _s.handle_arg(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
     _dcy = _DEVICE_ARGS.get(dcy) if type(dcy) is int else None
     if _dcy is None and dcy is not None:
         _dcy = _s.device_arg(dcy, "dcy", _fn, True)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
     if _hx is None and hx is not None:
         _hx = _s.device_arg(hx, "hx", _fn, True)
-    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) in _FAST_TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
@@ -6341,13 +6357,13 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
     if _dx is None:
         _dx = _s.device_arg(dx, "dx", _fn, False)
-    _dhx_desc: ctypes.c_void_p | None = dhx_desc._cp if type(dhx_desc) is TensorDescriptor else None
+    _dhx_desc: ctypes.c_void_p | None = dhx_desc._cp if type(dhx_desc) in _FAST_TensorDescriptor else None
     if _dhx_desc is None:
         _dhx_desc = _s.handle_arg(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
     _dhx = _DEVICE_ARGS.get(dhx) if type(dhx) is int else None
     if _dhx is None and dhx is not None:
         _dhx = _s.device_arg(dhx, "dhx", _fn, True)
-    _dcx_desc: ctypes.c_void_p | None = dcx_desc._cp if type(dcx_desc) is TensorDescriptor else None
+    _dcx_desc: ctypes.c_void_p | None = dcx_desc._cp if type(dcx_desc) in _FAST_TensorDescriptor else None
     if _dcx_desc is None:
         _dcx_desc = _s.handle_arg(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
     _dcx = _DEVICE_ARGS.get(dcx) if type(dcx) is int else None
@@ -6428,17 +6444,17 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
             bytes.
     """
     _fn = "miopenRNNBackwardWeights"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
@@ -6448,7 +6464,7 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -6528,29 +6544,29 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
         work_space: where its size is known (not an int address), it must hold work_space_num_bytes bytes.
     """
     _fn = "miopenRNNForwardInference"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
     if _hx is None and hx is not None:
         _hx = _s.device_arg(hx, "hx", _fn, True)
-    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) in _FAST_TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
     if _cx is None and cx is not None:
         _cx = _s.device_arg(cx, "cx", _fn, True)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -6560,13 +6576,13 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) in _FAST_TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
     _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
     if _hy is None and hy is not None:
         _hy = _s.device_arg(hy, "hy", _fn, True)
-    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) in _FAST_TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
     _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
@@ -6624,7 +6640,7 @@ def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescr
             apply_softmax_layer (bool): out, host memory: MIOpen writes a bool.
     """
     _fn = "miopenGetCTCLossDescriptor"
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -6647,7 +6663,7 @@ def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyCTCLossDescriptor"
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _ctc_loss_desc = _addr(ctc_loss_desc._detach())  # closed before the call: destroyed exactly once
@@ -6671,7 +6687,7 @@ def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataTyp
     _fn = "miopenSetCTCLossDescriptor"
     _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(blank_label_id) is not int or not -2147483648 <= blank_label_id <= 2147483647):
@@ -6703,13 +6719,13 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetCTCLossWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) in _FAST_TensorDescriptor else None
     if _probs_desc is None:
         _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) in _FAST_TensorDescriptor else None
     if _gradients_desc is None:
         _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
@@ -6717,7 +6733,7 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -6761,10 +6777,10 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenCTCLoss"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) in _FAST_TensorDescriptor else None
     if _probs_desc is None:
         _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
     _probs = _DEVICE_ARGS.get(probs) if type(probs) is int else None
@@ -6776,7 +6792,7 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
     _losses = _DEVICE_ARGS.get(losses) if type(losses) is int else None
     if _losses is None:
         _losses = _s.device_arg(losses, "losses", _fn, False)
-    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) in _FAST_TensorDescriptor else None
     if _gradients_desc is None:
         _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _gradients = _DEVICE_ARGS.get(gradients) if type(gradients) is int else None
@@ -6784,7 +6800,7 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
         _gradients = _s.device_arg(gradients, "gradients", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
@@ -6829,7 +6845,7 @@ def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyDropoutDescriptor"
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     _dropout_desc = _addr(dropout_desc._detach())  # closed before the call: destroyed exactly once
@@ -6848,7 +6864,7 @@ def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
         int: `reserve_space_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetReserveSpaceSize"
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _reserve_space_size_in_bytes = ctypes.c_size_t()
@@ -6868,7 +6884,7 @@ def dropout_get_states_size(handle: Handle) -> int:
         int: `state_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetStatesSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _state_size_in_bytes = ctypes.c_size_t()
@@ -6900,10 +6916,10 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
             returned.
     """
     _fn = "miopenGetDropoutDescriptor"
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dropout = ctypes.c_float()
@@ -6941,10 +6957,10 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
         states: where its size is known (not an int address), it must hold state_size_in_bytes bytes.
     """
     _fn = "miopenRestoreDropoutDescriptor"
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
@@ -6993,8 +7009,8 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
     _fn = "miopenSetDropoutDescriptor"
     _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False, writes=True)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
@@ -7046,22 +7062,22 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
             bytes.
     """
     _fn = "miopenDropoutForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) in _FAST_TensorDescriptor else None
     if _noise_shape is None:
         _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -7110,22 +7126,22 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
             bytes.
     """
     _fn = "miopenDropoutBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) in _FAST_TensorDescriptor else None
     if _noise_shape is None:
         _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -7174,7 +7190,7 @@ def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor)
         None.
     """
     _fn = "miopenDestroyReduceTensorDescriptor"
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_desc = _addr(reduce_tensor_desc._detach())  # closed before the call: destroyed exactly once
@@ -7201,7 +7217,7 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
     _fn = "miopenSetReduceTensorDescriptor"
     _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False, writes=True)
     if type(reduce_tensor_op) is not ReduceTensorOp:
         reduce_tensor_op = _s.as_enum(reduce_tensor_op, ReduceTensorOp, "reduce_tensor_op", _fn)
     if type(reduce_tensor_comp_type) is not DataType:
@@ -7237,7 +7253,7 @@ def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> 
                 member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetReduceTensorDescriptor"
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_op = ctypes.c_uint()
@@ -7264,16 +7280,16 @@ def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorD
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionIndicesSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
@@ -7296,16 +7312,16 @@ def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTenso
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
@@ -7346,10 +7362,10 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
         workspace: where its size is known (not an int address), it must hold workspace_size_in_bytes bytes.
     """
     _fn = "miopenReduceTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _indices = _DEVICE_ARGS.get(indices) if type(indices) is int else None
@@ -7365,7 +7381,7 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
     _a = _DEVICE_ARGS.get(a) if type(a) is int else None
@@ -7374,7 +7390,7 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _c = _DEVICE_ARGS.get(c) if type(c) is int else None

@@ -312,6 +312,29 @@ from .._handles import (  # noqa: E402
     BackendDescriptor,
 )
 
+# the classes each wrapper takes on its fast path (the handle class and the runtime's shared subclasses)
+_FAST_Handle = Handle._fast_types
+_FAST_FusionOpDescriptor = FusionOpDescriptor._fast_types
+_FAST_TensorDescriptor = TensorDescriptor._fast_types
+_FAST_SeqTensorDescriptor = SeqTensorDescriptor._fast_types
+_FAST_ConvolutionDescriptor = ConvolutionDescriptor._fast_types
+_FAST_PoolingDescriptor = PoolingDescriptor._fast_types
+_FAST_LRNDescriptor = LRNDescriptor._fast_types
+_FAST_ActivationDescriptor = ActivationDescriptor._fast_types
+_FAST_RNNDescriptor = RNNDescriptor._fast_types
+_FAST_CTCLossDescriptor = CTCLossDescriptor._fast_types
+_FAST_DropoutDescriptor = DropoutDescriptor._fast_types
+_FAST_ReduceTensorDescriptor = ReduceTensorDescriptor._fast_types
+_FAST_MhaDescriptor = MhaDescriptor._fast_types
+_FAST_SoftmaxDescriptor = SoftmaxDescriptor._fast_types
+_FAST_FusionPlanDescriptor = FusionPlanDescriptor._fast_types
+_FAST_OperatorDescriptor = OperatorDescriptor._fast_types
+_FAST_OperatorArgs = OperatorArgs._fast_types
+_FAST_Problem = Problem._fast_types
+_FAST_FindOptions = FindOptions._fast_types
+_FAST_Solution = Solution._fast_types
+_FAST_BackendDescriptor = BackendDescriptor._fast_types
+
 
 class GetVersionResult(NamedTuple):
     """Outputs of miopenGetVersion."""
@@ -637,7 +660,7 @@ def destroy(handle: Handle) -> None:
         None.
     """
     _fn = "miopenDestroy"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _handle = _addr(handle._detach())  # closed before the call: destroyed exactly once
@@ -660,7 +683,7 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
     _fn = "miopenSetStream"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     _stream_id = _s.as_stream(stream_id, "stream_id", _fn)
     _st = _direct.miopenSetStream(_handle, _addr(_stream_id))
     if _st:
@@ -677,7 +700,7 @@ def get_stream(handle: Handle) -> int | None:
         int | None: `stream_id` (out, host memory): MIOpen writes an address (int), None for NULL.
     """
     _fn = "miopenGetStream"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = ctypes.c_void_p()
@@ -707,7 +730,7 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
     _fn = "miopenSetAllocator"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     _allocator = _s_callback(allocator, _raw.miopenAllocatorFunction, "allocator", _fn)
     _deallocator = _s_callback(deallocator, _raw.miopenDeallocatorFunction, "deallocator", _fn)
     _allocator_context = _s.as_opaque(allocator_context, "allocator_context", _fn)
@@ -727,7 +750,7 @@ def get_kernel_time(handle: Handle) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetKernelTime"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _time = ctypes.c_float()
@@ -748,7 +771,7 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
         None.
     """
     _fn = "miopenEnableProfiling"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(enable) is not bool:
@@ -790,7 +813,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
     _fn = "miopenSet4dTensorDescriptor"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -824,7 +847,7 @@ def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_typ
     _fn = "miopenSetNdTensorDescriptorWithLayout"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if type(tensor_layout) is not TensorLayout:
@@ -857,7 +880,7 @@ def set_4d_tensor_descriptor_ex(tensor_desc: TensorDescriptor, data_type: DataTy
     _fn = "miopenSet4dTensorDescriptorEx"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -901,7 +924,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
             w_stride (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet4dTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -943,7 +966,7 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
     _fn = "miopenSetTensorDescriptor"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     _dims_a = _s.in_array(dims_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dims_a", _fn, False)
@@ -978,7 +1001,7 @@ def set_tensor_descriptor_v2(tensor_desc: TensorDescriptor, data_type: DataType 
     _fn = "miopenSetTensorDescriptorV2"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     _dims_a = _s.in_array(dims_a, _s.int_elem(ctypes.c_size_t, 0, 18446744073709551615), "dims_a", _fn, False)
@@ -1002,7 +1025,7 @@ def set_tensor_cast_type(tensor_desc: TensorDescriptor, cast_type: DataType | in
     _fn = "miopenSetTensorCastType"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(cast_type) is not DataType:
         cast_type = _s.as_enum(cast_type, DataType, "cast_type", _fn)
     _st = _direct.miopenSetTensorCastType(_tensor_desc, cast_type)
@@ -1020,7 +1043,7 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetTensorDescriptorSize"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _size = ctypes.c_int()
@@ -1048,7 +1071,7 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
                 first).
     """
     _fn = "miopenGetTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -1072,7 +1095,7 @@ def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
@@ -1107,7 +1130,7 @@ def destroy_seq_tensor_descriptor(tensor_desc: SeqTensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroySeqTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is SeqTensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_SeqTensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, SeqTensorDescriptor, "tensor_desc", _fn, False)
     _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
@@ -1147,7 +1170,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
         beta: read as float whatever the tensor type.
     """
     _fn = "miopenOpTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(tensor_op) is not TensorOp:
@@ -1155,7 +1178,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
     _alpha_1 = _F32_REFS.get(alpha_1) if type(alpha_1) is float and (alpha_1 or _copysign(1.0, alpha_1) > 0) else None
     if _alpha_1 is None:
         _alpha_1 = _byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
     _a = _DEVICE_ARGS.get(a) if type(a) is int else None
@@ -1164,7 +1187,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
     _alpha_2 = _F32_REFS.get(alpha_2) if type(alpha_2) is float and (alpha_2 or _copysign(1.0, alpha_2) > 0) else None
     if _alpha_2 is None:
         _alpha_2 = _byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn)
-    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) in _FAST_TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _b = _DEVICE_ARGS.get(b) if type(b) is int else None
@@ -1173,7 +1196,7 @@ def op_tensor(handle: Handle, tensor_op: TensorOp | int, alpha_1: float | ctypes
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _c = _DEVICE_ARGS.get(c) if type(c) is int else None
@@ -1206,8 +1229,8 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
     _fn = "miopenSetTensor"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1244,10 +1267,10 @@ def scale_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alph
             float64, int64: float16 via IEEE half, bfloat16 rounded to nearest even, integers range-checked).
     """
     _fn = "miopenScaleTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1274,7 +1297,7 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetTensorNumBytes"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _num_bytes = ctypes.c_size_t()
@@ -1312,12 +1335,12 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenTransformTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(alpha) is not float:
         alpha = _s.as_real(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -1325,7 +1348,7 @@ def transform_tensor(handle: Handle, alpha: float, x_desc: TensorDescriptor, x: 
         _x = _s.device_arg(x, "x", _fn, False)
     if type(beta) is not float:
         beta = _s.as_real(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1377,7 +1400,7 @@ def init_convolution_descriptor(conv_desc: ConvolutionDescriptor, c_mode: Convol
     _fn = "miopenInitConvolutionDescriptor"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if type(c_mode) is not ConvolutionMode:
         c_mode = _s.as_enum(c_mode, ConvolutionMode, "c_mode", _fn)
     if (type(pad_h) is not int or not -2147483648 <= pad_h <= 2147483647):
@@ -1420,7 +1443,7 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
     _fn = "miopenInitConvolutionNdDescriptor"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _stride_a = _s.in_array(stride_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "stride_a", _fn, False)
     _dilation_a = _s.in_array(dilation_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dilation_a", _fn, False)
@@ -1442,7 +1465,7 @@ def get_convolution_spatial_dim(conv_desc: ConvolutionDescriptor) -> int:
         int: `spatial_dim` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionSpatialDim"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _spatial_dim = ctypes.c_int()
@@ -1470,7 +1493,7 @@ def get_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> GetConvoluti
             dilation_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionDescriptor"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _c_mode = ctypes.c_uint()
@@ -1504,7 +1527,7 @@ def get_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, requested_sp
                 int where this release does not know the value).
     """
     _fn = "miopenGetConvolutionNdDescriptor"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if (type(requested_spatial_dim) is not int or not -2147483648 <= requested_spatial_dim <= 2147483647):
@@ -1531,7 +1554,7 @@ def get_convolution_group_count(conv_desc: ConvolutionDescriptor) -> int:
         int: `group_count` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionGroupCount"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _group_count = ctypes.c_int()
@@ -1554,7 +1577,7 @@ def set_convolution_group_count(conv_desc: ConvolutionDescriptor, group_count: i
     _fn = "miopenSetConvolutionGroupCount"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if (type(group_count) is not int or not -2147483648 <= group_count <= 2147483647):
         group_count = _s.as_int(group_count, -2147483648, 2147483647, "group_count", _fn)
     _st = _direct.miopenSetConvolutionGroupCount(_conv_desc, group_count)
@@ -1576,7 +1599,7 @@ def set_transpose_conv_output_padding(conv_desc: ConvolutionDescriptor, adj_h: i
     _fn = "miopenSetTransposeConvOutputPadding"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if (type(adj_h) is not int or not -2147483648 <= adj_h <= 2147483647):
         adj_h = _s.as_int(adj_h, -2147483648, 2147483647, "adj_h", _fn)
     if (type(adj_w) is not int or not -2147483648 <= adj_w <= 2147483647):
@@ -1603,7 +1626,7 @@ def set_transpose_conv_nd_output_padding(conv_desc: ConvolutionDescriptor, adj_a
     _fn = "miopenSetTransposeConvNdOutputPadding"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     _adj_a = _s.in_array(adj_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "adj_a", _fn, False)
     _spatial_dim = 0 if _adj_a is None else len(_adj_a)
     _st = _direct.miopenSetTransposeConvNdOutputPadding(_conv_desc, _spatial_dim, _adj_a)
@@ -1627,13 +1650,13 @@ def get_convolution_forward_output_dim(conv_desc: ConvolutionDescriptor, input_t
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionForwardOutputDim"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) in _FAST_TensorDescriptor else None
     if _input_tensor_desc is None:
         _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) in _FAST_TensorDescriptor else None
     if _filter_desc is None:
         _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n = ctypes.c_int()
@@ -1662,13 +1685,13 @@ def get_convolution_nd_forward_output_dim(conv_desc: ConvolutionDescriptor, inpu
                 first).
     """
     _fn = "miopenGetConvolutionNdForwardOutputDim"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) is TensorDescriptor else None
+    _input_tensor_desc: ctypes.c_void_p | None = input_tensor_desc._cp if type(input_tensor_desc) in _FAST_TensorDescriptor else None
     if _input_tensor_desc is None:
         _input_tensor_desc = _s.handle_arg(input_tensor_desc, TensorDescriptor, "input_tensor_desc", _fn, False)
-    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) is TensorDescriptor else None
+    _filter_desc: ctypes.c_void_p | None = filter_desc._cp if type(filter_desc) in _FAST_TensorDescriptor else None
     if _filter_desc is None:
         _filter_desc = _s.handle_arg(filter_desc, TensorDescriptor, "filter_desc", _fn, False)
     _n_dim = ctypes.c_int()
@@ -1691,7 +1714,7 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyConvolutionDescriptor"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _conv_desc = _addr(conv_desc._detach())  # closed before the call: destroyed exactly once
@@ -1714,7 +1737,7 @@ def set_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
     _fn = "miopenSetConvolutionAttribute"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if type(attr) is not ConvolutionAttrib:
         attr = _s.as_enum(attr, ConvolutionAttrib, "attr", _fn)
     if (type(value) is not int or not -2147483648 <= value <= 2147483647):
@@ -1735,7 +1758,7 @@ def get_convolution_attribute(conv_desc: ConvolutionDescriptor, attr: Convolutio
         int: `value` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetConvolutionAttribute"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(attr) is not ConvolutionAttrib:
@@ -1760,7 +1783,7 @@ def set_convolution_find_mode(conv_desc: ConvolutionDescriptor, find_mode: Convo
     _fn = "miopenSetConvolutionFindMode"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     if type(find_mode) is not ConvolutionFindMode:
         find_mode = _s.as_enum(find_mode, ConvolutionFindMode, "find_mode", _fn)
     _st = _direct.miopenSetConvolutionFindMode(_conv_desc, find_mode)
@@ -1779,7 +1802,7 @@ def get_convolution_find_mode(conv_desc: ConvolutionDescriptor) -> ConvolutionFi
             (a plain int where this release does not know the value).
     """
     _fn = "miopenGetConvolutionFindMode"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _find_mode = ctypes.c_uint()
@@ -1803,19 +1826,19 @@ def convolution_forward_get_solution_count(handle: Handle, w_desc: TensorDescrip
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionCount"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
@@ -1846,19 +1869,19 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
         `solutions`.
     """
     _fn = "miopenConvolutionForwardGetSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
@@ -1887,19 +1910,19 @@ def convolution_forward_get_solution_workspace_size(handle: Handle, w_desc: Tens
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetSolutionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1926,19 +1949,19 @@ def convolution_forward_compile_solution(handle: Handle, w_desc: TensorDescripto
         None.
     """
     _fn = "miopenConvolutionForwardCompileSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1978,25 +2001,25 @@ def convolution_forward_immediate(handle: Handle, w_desc: TensorDescriptor, w: D
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionForwardImmediate"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -2036,19 +2059,19 @@ def convolution_backward_data_get_solution_count(handle: Handle, dy_desc: Tensor
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionCount"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
@@ -2079,19 +2102,19 @@ def convolution_backward_data_get_solution(handle: Handle, dy_desc: TensorDescri
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardDataGetSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
@@ -2120,19 +2143,19 @@ def convolution_backward_data_get_solution_workspace_size(handle: Handle, dy_des
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetSolutionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2159,19 +2182,19 @@ def convolution_backward_data_compile_solution(handle: Handle, dy_desc: TensorDe
         None.
     """
     _fn = "miopenConvolutionBackwardDataCompileSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2211,25 +2234,25 @@ def convolution_backward_data_immediate(handle: Handle, dy_desc: TensorDescripto
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardDataImmediate"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -2269,19 +2292,19 @@ def convolution_backward_weights_get_solution_count(handle: Handle, dy_desc: Ten
         int: `solution_count` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionCount"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _solution_count = ctypes.c_size_t()
@@ -2312,19 +2335,19 @@ def convolution_backward_weights_get_solution(handle: Handle, dy_desc: TensorDes
         `solutions`.
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
@@ -2353,19 +2376,19 @@ def convolution_backward_weights_get_solution_workspace_size(handle: Handle, dy_
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetSolutionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2392,19 +2415,19 @@ def convolution_backward_weights_compile_solution(handle: Handle, dy_desc: Tenso
         None.
     """
     _fn = "miopenConvolutionBackwardWeightsCompileSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -2444,25 +2467,25 @@ def convolution_backward_weights_immediate(handle: Handle, dy_desc: TensorDescri
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardWeightsImmediate"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -2502,19 +2525,19 @@ def convolution_forward_get_work_space_size(handle: Handle, w_desc: TensorDescri
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionForwardGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -2561,25 +2584,25 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenFindConvolutionForwardAlgorithm"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -2645,25 +2668,25 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -2671,7 +2694,7 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -2721,13 +2744,13 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenConvolutionForwardBias"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) in _FAST_TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _b = _DEVICE_ARGS.get(b) if type(b) is int else None
@@ -2736,7 +2759,7 @@ def convolution_forward_bias(handle: Handle, alpha: float | ctypes.c_float | cty
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -2765,19 +2788,19 @@ def convolution_backward_data_get_work_space_size(handle: Handle, dy_desc: Tenso
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardDataGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -2824,25 +2847,25 @@ def find_convolution_backward_data_algorithm(handle: Handle, dy_desc: TensorDesc
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenFindConvolutionBackwardDataAlgorithm"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -2908,25 +2931,25 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardData"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdDataAlgorithm:
@@ -2934,7 +2957,7 @@ def convolution_backward_data(handle: Handle, alpha: float | ctypes.c_float | ct
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -2972,19 +2995,19 @@ def convolution_backward_weights_get_work_space_size(handle: Handle, dy_desc: Te
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenConvolutionBackwardWeightsGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -3031,25 +3054,25 @@ def find_convolution_backward_weights_algorithm(handle: Handle, dy_desc: TensorD
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenFindConvolutionBackwardWeightsAlgorithm"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -3115,25 +3138,25 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenConvolutionBackwardWeights"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvBwdWeightsAlgorithm:
@@ -3141,7 +3164,7 @@ def convolution_backward_weights(handle: Handle, alpha: float | ctypes.c_float |
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -3191,13 +3214,13 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
         db: where its size is known (not an int address), it must hold the bytes db_desc spans.
     """
     _fn = "miopenConvolutionBackwardBias"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -3206,7 +3229,7 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) is TensorDescriptor else None
+    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) in _FAST_TensorDescriptor else None
     if _db_desc is None:
         _db_desc = _s.handle_arg(db_desc, TensorDescriptor, "db_desc", _fn, False)
     _db = _DEVICE_ARGS.get(db) if type(db) is int else None
@@ -3249,7 +3272,7 @@ def set_pooling_index_type(pool_desc: PoolingDescriptor, index_type: IndexType |
     _fn = "miopenSetPoolingIndexType"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(index_type) is not IndexType:
         index_type = _s.as_enum(index_type, IndexType, "index_type", _fn)
     _st = _direct.miopenSetPoolingIndexType(_pool_desc, index_type)
@@ -3268,7 +3291,7 @@ def get_pooling_index_type(pool_desc: PoolingDescriptor) -> IndexType | int:
             this release does not know the value).
     """
     _fn = "miopenGetPoolingIndexType"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _index_type = ctypes.c_uint()
@@ -3292,7 +3315,7 @@ def set_pooling_work_space_index_mode(pool_desc: PoolingDescriptor, workspace_in
     _fn = "miopenSetPoolingWorkSpaceIndexMode"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(workspace_index) is not PoolingWorkspaceIndexMode:
         workspace_index = _s.as_enum(workspace_index, PoolingWorkspaceIndexMode, "workspace_index", _fn)
     _st = _direct.miopenSetPoolingWorkSpaceIndexMode(_pool_desc, workspace_index)
@@ -3311,7 +3334,7 @@ def get_pooling_work_space_index_mode(pool_desc: PoolingDescriptor) -> PoolingWo
             PoolingWorkspaceIndexMode member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetPoolingWorkSpaceIndexMode"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _workspace_index = ctypes.c_uint()
@@ -3340,7 +3363,7 @@ def set_2d_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
     _fn = "miopenSet2dPoolingDescriptor"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     if (type(window_height) is not int or not -2147483648 <= window_height <= 2147483647):
@@ -3378,7 +3401,7 @@ def get_2d_pooling_descriptor(pool_desc: PoolingDescriptor) -> Get2dPoolingDescr
             stride_w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet2dPoolingDescriptor"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _mode = ctypes.c_uint()
@@ -3409,10 +3432,10 @@ def get_pooling_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc: Te
             w (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetPoolingForwardOutputDim"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _n = ctypes.c_int()
@@ -3448,7 +3471,7 @@ def set_nd_pooling_descriptor(pool_desc: PoolingDescriptor, mode: PoolingMode | 
     _fn = "miopenSetNdPoolingDescriptor"
     _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
     if _pool_desc is None:
-        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
+        _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False, writes=True)
     if type(mode) is not PoolingMode:
         mode = _s.as_enum(mode, PoolingMode, "mode", _fn)
     _window_dim_a = _s.in_array(window_dim_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "window_dim_a", _fn, False)
@@ -3489,7 +3512,7 @@ def get_nd_pooling_descriptor(pool_desc: PoolingDescriptor, nb_dims_requested: i
             the caller asked for).
     """
     _fn = "miopenGetNdPoolingDescriptor"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     if (type(nb_dims_requested) is not int or not -2147483648 <= nb_dims_requested <= 2147483647):
@@ -3519,10 +3542,10 @@ def get_pooling_nd_forward_output_dim(pool_desc: PoolingDescriptor, tensor_desc:
         list[int]: `tensor_dim_arr` (out, host memory): a list of ints (C int). Length: `dims`.
     """
     _fn = "miopenGetPoolingNdForwardOutputDim"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(dims) is not int or not -2147483648 <= dims <= 2147483647):
@@ -3545,7 +3568,7 @@ def pooling_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSize"
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -3566,10 +3589,10 @@ def pooling_get_work_space_size_v2(pool_desc: PoolingDescriptor, y_desc: TensorD
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenPoolingGetWorkSpaceSizeV2"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -3611,16 +3634,16 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenPoolingForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3629,7 +3652,7 @@ def pooling_forward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float |
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -3690,28 +3713,28 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenPoolingBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3720,7 +3743,7 @@ def pooling_backward(handle: Handle, pool_desc: PoolingDescriptor, alpha: float 
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -3753,7 +3776,7 @@ def destroy_pooling_descriptor(pool_desc: PoolingDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyPoolingDescriptor"
-    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) is PoolingDescriptor else None
+    _pool_desc: ctypes.c_void_p | None = pool_desc._cp if type(pool_desc) in _FAST_PoolingDescriptor else None
     if _pool_desc is None:
         _pool_desc = _s.handle_arg(pool_desc, PoolingDescriptor, "pool_desc", _fn, False)
     _pool_desc = _addr(pool_desc._detach())  # closed before the call: destroyed exactly once
@@ -3794,7 +3817,7 @@ def set_lrn_descriptor(lrn_desc: LRNDescriptor, mode: LRNMode | int, lrn_n: int,
     _fn = "miopenSetLRNDescriptor"
     _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
     if _lrn_desc is None:
-        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
+        _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False, writes=True)
     if type(mode) is not LRNMode:
         mode = _s.as_enum(mode, LRNMode, "mode", _fn)
     if (type(lrn_n) is not int or not 0 <= lrn_n <= 4294967295):
@@ -3826,7 +3849,7 @@ def get_lrn_descriptor(lrn_desc: LRNDescriptor) -> GetLRNDescriptorResult:
             lrn_k (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetLRNDescriptor"
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _mode = ctypes.c_uint()
@@ -3850,7 +3873,7 @@ def lrn_get_work_space_size(y_desc: TensorDescriptor) -> int:
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenLRNGetWorkSpaceSize"
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -3888,16 +3911,16 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenLRNForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3906,7 +3929,7 @@ def lrn_forward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.c
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -3961,28 +3984,28 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenLRNBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -3991,7 +4014,7 @@ def lrn_backward(handle: Handle, lrn_desc: LRNDescriptor, alpha: float | ctypes.
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -4024,7 +4047,7 @@ def destroy_lrn_descriptor(lrn_desc: LRNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyLRNDescriptor"
-    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) is LRNDescriptor else None
+    _lrn_desc: ctypes.c_void_p | None = lrn_desc._cp if type(lrn_desc) in _FAST_LRNDescriptor else None
     if _lrn_desc is None:
         _lrn_desc = _s.handle_arg(lrn_desc, LRNDescriptor, "lrn_desc", _fn, False)
     _lrn_desc = _addr(lrn_desc._detach())  # closed before the call: destroyed exactly once
@@ -4072,24 +4095,24 @@ def layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
         rstd: where its size is known (not an int address), it must hold the bytes rstd_desc spans.
     """
     _fn = "miopenLayerNormForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
     if _weight is None:
         _weight = _s.device_arg(weight, "weight", _fn, False)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
@@ -4099,19 +4122,19 @@ def layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
         epsilon = _s.as_float32(epsilon, "epsilon", _fn)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _mean_desc: ctypes.c_void_p | None = mean_desc._cp if type(mean_desc) is TensorDescriptor else None
+    _mean_desc: ctypes.c_void_p | None = mean_desc._cp if type(mean_desc) in _FAST_TensorDescriptor else None
     if _mean_desc is None:
         _mean_desc = _s.handle_arg(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
     _mean = _DEVICE_ARGS.get(mean) if type(mean) is int else None
     if _mean is None:
         _mean = _s.device_arg(mean, "mean", _fn, False)
-    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) is TensorDescriptor else None
+    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) in _FAST_TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.handle_arg(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = _DEVICE_ARGS.get(rstd) if type(rstd) is int else None
@@ -4159,12 +4182,12 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenCatForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _x_descs = _s.in_array(x_descs, _s.handle_elem(TensorDescriptor), "x_descs", _fn, False)
     _xs = _s.in_array(xs, _s.buffer_elem(), "xs", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -4192,10 +4215,10 @@ def derive_bn_tensor_descriptor(derived_bn_desc: TensorDescriptor, x_desc: Tenso
         None.
     """
     _fn = "miopenDeriveBNTensorDescriptor"
-    _derived_bn_desc: ctypes.c_void_p | None = derived_bn_desc._cp if type(derived_bn_desc) is TensorDescriptor else None
+    _derived_bn_desc: ctypes.c_void_p | None = derived_bn_desc._cp if type(derived_bn_desc) in _FAST_TensorDescriptor else None
     if _derived_bn_desc is None:
         _derived_bn_desc = _s.handle_arg(derived_bn_desc, TensorDescriptor, "derived_bn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4251,7 +4274,7 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenBatchNormalizationForwardTraining"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4262,19 +4285,19 @@ def batch_normalization_forward_training(handle: Handle, bn_mode: BatchNormMode 
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -4357,7 +4380,7 @@ def batch_normalization_forward_training_v2(handle: Handle, bn_mode: BatchNormMo
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenBatchNormalizationForwardTraining_V2"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4368,28 +4391,28 @@ def batch_normalization_forward_training_v2(handle: Handle, bn_mode: BatchNormMo
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _scale_desc: ctypes.c_void_p | None = scale_desc._cp if type(scale_desc) is TensorDescriptor else None
+    _scale_desc: ctypes.c_void_p | None = scale_desc._cp if type(scale_desc) in _FAST_TensorDescriptor else None
     if _scale_desc is None:
         _scale_desc = _s.handle_arg(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    _bias_var_desc: ctypes.c_void_p | None = bias_var_desc._cp if type(bias_var_desc) is TensorDescriptor else None
+    _bias_var_desc: ctypes.c_void_p | None = bias_var_desc._cp if type(bias_var_desc) in _FAST_TensorDescriptor else None
     if _bias_var_desc is None:
         _bias_var_desc = _s.handle_arg(bias_var_desc, TensorDescriptor, "bias_var_desc", _fn, False)
-    _saved_mean_desc: ctypes.c_void_p | None = saved_mean_desc._cp if type(saved_mean_desc) is TensorDescriptor else None
+    _saved_mean_desc: ctypes.c_void_p | None = saved_mean_desc._cp if type(saved_mean_desc) in _FAST_TensorDescriptor else None
     if _saved_mean_desc is None:
         _saved_mean_desc = _s.handle_arg(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    _saved_var_desc: ctypes.c_void_p | None = saved_var_desc._cp if type(saved_var_desc) is TensorDescriptor else None
+    _saved_var_desc: ctypes.c_void_p | None = saved_var_desc._cp if type(saved_var_desc) in _FAST_TensorDescriptor else None
     if _saved_var_desc is None:
         _saved_var_desc = _s.handle_arg(saved_var_desc, TensorDescriptor, "saved_var_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -4462,7 +4485,7 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenBatchNormalizationForwardInference"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4473,19 +4496,19 @@ def batch_normalization_forward_inference(handle: Handle, bn_mode: BatchNormMode
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -4553,7 +4576,7 @@ def batch_normalization_forward_inference_v2(handle: Handle, bn_mode: BatchNormM
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenBatchNormalizationForwardInference_V2"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4564,28 +4587,28 @@ def batch_normalization_forward_inference_v2(handle: Handle, bn_mode: BatchNormM
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _scale_desc: ctypes.c_void_p | None = scale_desc._cp if type(scale_desc) is TensorDescriptor else None
+    _scale_desc: ctypes.c_void_p | None = scale_desc._cp if type(scale_desc) in _FAST_TensorDescriptor else None
     if _scale_desc is None:
         _scale_desc = _s.handle_arg(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _est_mean_desc: ctypes.c_void_p | None = est_mean_desc._cp if type(est_mean_desc) is TensorDescriptor else None
+    _est_mean_desc: ctypes.c_void_p | None = est_mean_desc._cp if type(est_mean_desc) in _FAST_TensorDescriptor else None
     if _est_mean_desc is None:
         _est_mean_desc = _s.handle_arg(est_mean_desc, TensorDescriptor, "est_mean_desc", _fn, False)
-    _est_variance_desc: ctypes.c_void_p | None = est_variance_desc._cp if type(est_variance_desc) is TensorDescriptor else None
+    _est_variance_desc: ctypes.c_void_p | None = est_variance_desc._cp if type(est_variance_desc) in _FAST_TensorDescriptor else None
     if _est_variance_desc is None:
         _est_variance_desc = _s.handle_arg(est_variance_desc, TensorDescriptor, "est_variance_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -4663,7 +4686,7 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenBatchNormalizationBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4680,25 +4703,25 @@ def batch_normalization_backward(handle: Handle, bn_mode: BatchNormMode | int, a
     _beta_param_diff = _F32_REFS.get(beta_param_diff) if type(beta_param_diff) is float and (beta_param_diff or _copysign(1.0, beta_param_diff) > 0) else None
     if _beta_param_diff is None:
         _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
     if _dx is None:
         _dx = _s.device_arg(dx, "dx", _fn, False)
-    _bn_scale_bias_diff_desc: ctypes.c_void_p | None = bn_scale_bias_diff_desc._cp if type(bn_scale_bias_diff_desc) is TensorDescriptor else None
+    _bn_scale_bias_diff_desc: ctypes.c_void_p | None = bn_scale_bias_diff_desc._cp if type(bn_scale_bias_diff_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_diff_desc is None:
         _bn_scale_bias_diff_desc = _s.handle_arg(bn_scale_bias_diff_desc, TensorDescriptor, "bn_scale_bias_diff_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -4786,7 +4809,7 @@ def batch_normalization_backward_v2(handle: Handle, bn_mode: BatchNormMode | int
             spans.
     """
     _fn = "miopenBatchNormalizationBackward_V2"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -4803,34 +4826,34 @@ def batch_normalization_backward_v2(handle: Handle, bn_mode: BatchNormMode | int
     _beta_param_diff = _F32_REFS.get(beta_param_diff) if type(beta_param_diff) is float and (beta_param_diff or _copysign(1.0, beta_param_diff) > 0) else None
     if _beta_param_diff is None:
         _beta_param_diff = _byref(_c_float(beta_param_diff)) if type(beta_param_diff) is float and -3.4028234663852886e+38 <= beta_param_diff <= 3.4028234663852886e+38 else _s.float_scalar(beta_param_diff, "beta_param_diff", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
     if _dx is None:
         _dx = _s.device_arg(dx, "dx", _fn, False)
-    _scale_desc: ctypes.c_void_p | None = scale_desc._cp if type(scale_desc) is TensorDescriptor else None
+    _scale_desc: ctypes.c_void_p | None = scale_desc._cp if type(scale_desc) in _FAST_TensorDescriptor else None
     if _scale_desc is None:
         _scale_desc = _s.handle_arg(scale_desc, TensorDescriptor, "scale_desc", _fn, False)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
-    _saved_mean_desc: ctypes.c_void_p | None = saved_mean_desc._cp if type(saved_mean_desc) is TensorDescriptor else None
+    _saved_mean_desc: ctypes.c_void_p | None = saved_mean_desc._cp if type(saved_mean_desc) in _FAST_TensorDescriptor else None
     if _saved_mean_desc is None:
         _saved_mean_desc = _s.handle_arg(saved_mean_desc, TensorDescriptor, "saved_mean_desc", _fn, False)
-    _saved_var_desc: ctypes.c_void_p | None = saved_var_desc._cp if type(saved_var_desc) is TensorDescriptor else None
+    _saved_var_desc: ctypes.c_void_p | None = saved_var_desc._cp if type(saved_var_desc) in _FAST_TensorDescriptor else None
     if _saved_var_desc is None:
         _saved_var_desc = _s.handle_arg(saved_var_desc, TensorDescriptor, "saved_var_desc", _fn, False)
     _bn_scale = _DEVICE_ARGS.get(bn_scale) if type(bn_scale) is int else None
@@ -4894,7 +4917,7 @@ def set_activation_descriptor(activ_desc: ActivationDescriptor, mode: Activation
     _fn = "miopenSetActivationDescriptor"
     _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
     if _activ_desc is None:
-        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
+        _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False, writes=True)
     if type(mode) is not ActivationMode:
         mode = _s.as_enum(mode, ActivationMode, "mode", _fn)
     if type(activ_alpha) is not float:
@@ -4923,7 +4946,7 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
             activ_gamma (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetActivationDescriptor"
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _mode = ctypes.c_uint()
@@ -4963,16 +4986,16 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenActivationForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -4981,7 +5004,7 @@ def activation_forward(handle: Handle, activ_desc: ActivationDescriptor, alpha: 
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -5031,28 +5054,28 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenActivationBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -5061,7 +5084,7 @@ def activation_backward(handle: Handle, activ_desc: ActivationDescriptor, alpha:
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -5091,7 +5114,7 @@ def destroy_activation_descriptor(activ_desc: ActivationDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyActivationDescriptor"
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _activ_desc = _addr(activ_desc._detach())  # closed before the call: destroyed exactly once
@@ -5121,16 +5144,16 @@ def glu_forward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuffe
         output: where its size is known (not an int address), it must hold the bytes output_desc spans.
     """
     _fn = "miopenGLUForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = _DEVICE_ARGS.get(output) if type(output) is int else None
@@ -5174,22 +5197,22 @@ def glu_backward(handle: Handle, input_desc: TensorDescriptor, input: DeviceBuff
             spans.
     """
     _fn = "miopenGLUBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _output_grad_desc: ctypes.c_void_p | None = output_grad_desc._cp if type(output_grad_desc) is TensorDescriptor else None
+    _output_grad_desc: ctypes.c_void_p | None = output_grad_desc._cp if type(output_grad_desc) in _FAST_TensorDescriptor else None
     if _output_grad_desc is None:
         _output_grad_desc = _s.handle_arg(output_grad_desc, TensorDescriptor, "output_grad_desc", _fn, False)
     _output_grad = _DEVICE_ARGS.get(output_grad) if type(output_grad) is int else None
     if _output_grad is None:
         _output_grad = _s.device_arg(output_grad, "output_grad", _fn, False)
-    _input_grad_desc: ctypes.c_void_p | None = input_grad_desc._cp if type(input_grad_desc) is TensorDescriptor else None
+    _input_grad_desc: ctypes.c_void_p | None = input_grad_desc._cp if type(input_grad_desc) in _FAST_TensorDescriptor else None
     if _input_grad_desc is None:
         _input_grad_desc = _s.handle_arg(input_grad_desc, TensorDescriptor, "input_grad_desc", _fn, False)
     _input_grad = _DEVICE_ARGS.get(input_grad) if type(input_grad) is int else None
@@ -5234,13 +5257,13 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenSoftmaxForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -5249,7 +5272,7 @@ def softmax_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_dou
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -5294,19 +5317,19 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenSoftmaxBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -5315,7 +5338,7 @@ def softmax_backward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_do
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -5360,13 +5383,13 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenSoftmaxForward_V2"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -5375,7 +5398,7 @@ def softmax_forward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -5426,19 +5449,19 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenSoftmaxBackward_V2"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -5447,7 +5470,7 @@ def softmax_backward_v2(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.float_scalar(beta, "beta", _fn)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -5482,7 +5505,7 @@ def create_fusion_plan(fuse_direction: FusionDirection | int, input_desc: Tensor
     _fn = "miopenCreateFusionPlan"
     if type(fuse_direction) is not FusionDirection:
         fuse_direction = _s.as_enum(fuse_direction, FusionDirection, "fuse_direction", _fn)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _fuse_plan_desc = ctypes.c_void_p()
@@ -5503,7 +5526,7 @@ def destroy_fusion_plan(fuse_plan_desc: FusionPlanDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyFusionPlan"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     _fuse_plan_desc = _addr(fuse_plan_desc._detach())  # closed before the call: destroyed exactly once
@@ -5523,10 +5546,10 @@ def compile_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor) ->
         None.
     """
     _fn = "miopenCompileFusionPlan"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     _st = _direct.miopenCompileFusionPlan(_handle, _fuse_plan_desc)
@@ -5546,7 +5569,7 @@ def fusion_plan_get_op(fuse_plan_desc: FusionPlanDescriptor, op_idx: int) -> Fus
             destroyed by Python), None for NULL.
     """
     _fn = "miopenFusionPlanGetOp"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(op_idx) is not int or not -2147483648 <= op_idx <= 2147483647):
@@ -5570,10 +5593,10 @@ def fusion_plan_get_work_space_size(handle: Handle, fuse_plan_desc: FusionPlanDe
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenFusionPlanGetWorkSpaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -5603,7 +5626,7 @@ def fusion_plan_convolution_get_algo(fuse_plan_desc: FusionPlanDescriptor, reque
         `returned_algos`.
     """
     _fn = "miopenFusionPlanConvolutionGetAlgo"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if (type(request_algo_count) is not int or not -2147483648 <= request_algo_count <= 2147483647):
@@ -5628,7 +5651,7 @@ def fusion_plan_convolution_set_algo(fuse_plan_desc: FusionPlanDescriptor, algo:
         None.
     """
     _fn = "miopenFusionPlanConvolutionSetAlgo"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -5651,13 +5674,13 @@ def create_op_conv_forward(fuse_plan_desc: FusionPlanDescriptor, conv_desc: Conv
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpConvForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _conv_op = ctypes.c_void_p()
@@ -5679,7 +5702,7 @@ def create_op_activation_forward(fuse_plan_desc: FusionPlanDescriptor, mode: Act
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
@@ -5703,7 +5726,7 @@ def create_op_activation_backward(fuse_plan_desc: FusionPlanDescriptor, mode: Ac
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpActivationBackward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(mode) is not ActivationMode:
@@ -5727,10 +5750,10 @@ def create_op_bias_forward(fuse_plan_desc: FusionPlanDescriptor, b_desc: TensorD
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBiasForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) is TensorDescriptor else None
+    _b_desc: ctypes.c_void_p | None = b_desc._cp if type(b_desc) in _FAST_TensorDescriptor else None
     if _b_desc is None:
         _b_desc = _s.handle_arg(b_desc, TensorDescriptor, "b_desc", _fn, False)
     _bias_op = ctypes.c_void_p()
@@ -5753,12 +5776,12 @@ def create_op_batch_norm_inference(fuse_plan_desc: FusionPlanDescriptor, bn_mode
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormInference"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
         bn_mode = _s.as_enum(bn_mode, BatchNormMode, "bn_mode", _fn)
-    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) is TensorDescriptor else None
+    _bn_scale_bias_mean_var_desc: ctypes.c_void_p | None = bn_scale_bias_mean_var_desc._cp if type(bn_scale_bias_mean_var_desc) in _FAST_TensorDescriptor else None
     if _bn_scale_bias_mean_var_desc is None:
         _bn_scale_bias_mean_var_desc = _s.handle_arg(bn_scale_bias_mean_var_desc, TensorDescriptor, "bn_scale_bias_mean_var_desc", _fn, False)
     _bn_op = ctypes.c_void_p()
@@ -5781,7 +5804,7 @@ def create_op_batch_norm_forward(fuse_plan_desc: FusionPlanDescriptor, bn_mode: 
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormForward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -5807,7 +5830,7 @@ def create_op_batch_norm_backward(fuse_plan_desc: FusionPlanDescriptor, bn_mode:
             together with `fuse_plan_desc`.
     """
     _fn = "miopenCreateOpBatchNormBackward"
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
     if type(bn_mode) is not BatchNormMode:
@@ -5845,7 +5868,7 @@ def destroy_operator_args(args: OperatorArgs) -> None:
         None.
     """
     _fn = "miopenDestroyOperatorArgs"
-    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) in _FAST_OperatorArgs else None
     if _args is None:
         _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
     _args = _addr(args._detach())  # closed before the call: destroyed exactly once
@@ -5879,8 +5902,8 @@ def set_op_args_conv_forward(args: OperatorArgs, conv_op: FusionOpDescriptor, al
     _fn = "miopenSetOpArgsConvForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _conv_op: ctypes.c_void_p | None = conv_op._cp if type(conv_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _conv_op: ctypes.c_void_p | None = conv_op._cp if type(conv_op) in _FAST_FusionOpDescriptor else None
     if _conv_op is None:
         _conv_op = _s.handle_arg(conv_op, FusionOpDescriptor, "conv_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5917,8 +5940,8 @@ def set_op_args_activ_forward(args: OperatorArgs, activ_fwd_op: FusionOpDescript
     _fn = "miopenSetOpArgsActivForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _activ_fwd_op: ctypes.c_void_p | None = activ_fwd_op._cp if type(activ_fwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _activ_fwd_op: ctypes.c_void_p | None = activ_fwd_op._cp if type(activ_fwd_op) in _FAST_FusionOpDescriptor else None
     if _activ_fwd_op is None:
         _activ_fwd_op = _s.handle_arg(activ_fwd_op, FusionOpDescriptor, "activ_fwd_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -5962,8 +5985,8 @@ def set_op_args_activ_backward(args: OperatorArgs, activ_bwd_op: FusionOpDescrip
     _fn = "miopenSetOpArgsActivBackward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _activ_bwd_op: ctypes.c_void_p | None = activ_bwd_op._cp if type(activ_bwd_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _activ_bwd_op: ctypes.c_void_p | None = activ_bwd_op._cp if type(activ_bwd_op) in _FAST_FusionOpDescriptor else None
     if _activ_bwd_op is None:
         _activ_bwd_op = _s.handle_arg(activ_bwd_op, FusionOpDescriptor, "activ_bwd_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -6015,8 +6038,8 @@ def set_op_args_batch_norm_inference(args: OperatorArgs, bn_op: FusionOpDescript
     _fn = "miopenSetOpArgsBatchNormInference"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) in _FAST_FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -6077,8 +6100,8 @@ def set_op_args_batch_norm_forward(args: OperatorArgs, bn_op: FusionOpDescriptor
     _fn = "miopenSetOpArgsBatchNormForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) in _FAST_FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -6145,8 +6168,8 @@ def set_op_args_batch_norm_backward(args: OperatorArgs, bn_op: FusionOpDescripto
     _fn = "miopenSetOpArgsBatchNormBackward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bn_op: ctypes.c_void_p | None = bn_op._cp if type(bn_op) in _FAST_FusionOpDescriptor else None
     if _bn_op is None:
         _bn_op = _s.handle_arg(bn_op, FusionOpDescriptor, "bn_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -6200,8 +6223,8 @@ def set_op_args_bias_forward(args: OperatorArgs, bias_op: FusionOpDescriptor, al
     _fn = "miopenSetOpArgsBiasForward"
     _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
     if _args is None:
-        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
-    _bias_op: ctypes.c_void_p | None = bias_op._cp if type(bias_op) is FusionOpDescriptor else None
+        _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False, writes=True)
+    _bias_op: ctypes.c_void_p | None = bias_op._cp if type(bias_op) in _FAST_FusionOpDescriptor else None
     if _bias_op is None:
         _bias_op = _s.handle_arg(bias_op, FusionOpDescriptor, "bias_op", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -6240,25 +6263,25 @@ def execute_fusion_plan(handle: Handle, fuse_plan_desc: FusionPlanDescriptor, in
         output: where its size is known (not an int address), it must hold the bytes output_desc spans.
     """
     _fn = "miopenExecuteFusionPlan"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) is FusionPlanDescriptor else None
+    _fuse_plan_desc: ctypes.c_void_p | None = fuse_plan_desc._cp if type(fuse_plan_desc) in _FAST_FusionPlanDescriptor else None
     if _fuse_plan_desc is None:
         _fuse_plan_desc = _s.handle_arg(fuse_plan_desc, FusionPlanDescriptor, "fuse_plan_desc", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = _DEVICE_ARGS.get(output) if type(output) is int else None
     if _output is None:
         _output = _s.device_arg(output, "output", _fn, False)
-    _args: ctypes.c_void_p | None = args._cp if type(args) is OperatorArgs else None
+    _args: ctypes.c_void_p | None = args._cp if type(args) in _FAST_OperatorArgs else None
     if _args is None:
         _args = _s.handle_arg(args, OperatorArgs, "args", _fn, False)
     if type(input) is not int:
@@ -6317,25 +6340,25 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenConvolutionBiasActivationForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha_1 = _F32_REFS.get(alpha_1) if type(alpha_1) is float and (alpha_1 or _copysign(1.0, alpha_1) > 0) else None
     if _alpha_1 is None:
         _alpha_1 = None if alpha_1 is None else (_byref(_c_float(alpha_1)) if type(alpha_1) is float and -3.4028234663852886e+38 <= alpha_1 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_1, "alpha_1", _fn))
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -6348,22 +6371,22 @@ def convolution_bias_activation_forward(handle: Handle, alpha_1: float | ctypes.
     _alpha_2 = _F32_REFS.get(alpha_2) if type(alpha_2) is float and (alpha_2 or _copysign(1.0, alpha_2) > 0) else None
     if _alpha_2 is None:
         _alpha_2 = None if alpha_2 is None else (_byref(_c_float(alpha_2)) if type(alpha_2) is float and -3.4028234663852886e+38 <= alpha_2 <= 3.4028234663852886e+38 else _s.float_scalar(alpha_2, "alpha_2", _fn))
-    _z_desc: ctypes.c_void_p | None = z_desc._cp if type(z_desc) is TensorDescriptor else None
+    _z_desc: ctypes.c_void_p | None = z_desc._cp if type(z_desc) in _FAST_TensorDescriptor else None
     if _z_desc is None:
         _z_desc = _s.handle_arg(z_desc, TensorDescriptor, "z_desc", _fn, False)
     _z = _DEVICE_ARGS.get(z) if type(z) is int else None
     if _z is None:
         _z = _s.device_arg(z, "z", _fn, False)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
     if _bias is None:
         _bias = _s.device_arg(bias, "bias", _fn, False)
-    _activation_desc: ctypes.c_void_p | None = activation_desc._cp if type(activation_desc) is ActivationDescriptor else None
+    _activation_desc: ctypes.c_void_p | None = activation_desc._cp if type(activation_desc) in _FAST_ActivationDescriptor else None
     if _activation_desc is None:
         _activation_desc = _s.handle_arg(activation_desc, ActivationDescriptor, "activation_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -6423,7 +6446,7 @@ def get_rnn_descriptor(rnn_desc: RNNDescriptor) -> GetRNNDescriptorResult:
             layer (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGetRNNDescriptor"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_mode = ctypes.c_uint()
@@ -6465,7 +6488,7 @@ def get_rnn_descriptor_v2(rnn_desc: RNNDescriptor) -> GetRNNDescriptorV2Result:
                 this release does not know the value).
     """
     _fn = "miopenGetRNNDescriptor_V2"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _hidden_size = ctypes.c_int()
@@ -6494,7 +6517,7 @@ def destroy_rnn_descriptor(rnn_desc: RNNDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyRNNDescriptor"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _rnn_desc = _addr(rnn_desc._detach())  # closed before the call: destroyed exactly once
@@ -6523,7 +6546,7 @@ def set_rnn_descriptor(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, in_mod
     _fn = "miopenSetRNNDescriptor"
     _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False, writes=True)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
@@ -6566,12 +6589,12 @@ def set_rnn_descriptor_v2(rnn_desc: RNNDescriptor, hsize: int, nlayers: int, dro
     _fn = "miopenSetRNNDescriptor_V2"
     _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False, writes=True)
     if (type(hsize) is not int or not -2147483648 <= hsize <= 2147483647):
         hsize = _s.as_int(hsize, -2147483648, 2147483647, "hsize", _fn)
     if (type(nlayers) is not int or not -2147483648 <= nlayers <= 2147483647):
         nlayers = _s.as_int(nlayers, -2147483648, 2147483647, "nlayers", _fn)
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     if type(in_mode) is not RNNInputMode:
@@ -6620,7 +6643,7 @@ def set_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, dat
     _fn = "miopenSetRNNDataSeqTensorDescriptor"
     _seq_tensor_desc: ctypes.c_void_p | None = seq_tensor_desc._cp if type(seq_tensor_desc) is SeqTensorDescriptor else None
     if _seq_tensor_desc is None:
-        _seq_tensor_desc = _s.handle_arg(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
+        _seq_tensor_desc = _s.handle_arg(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if type(layout) is not RNNBaseLayout:
@@ -6671,7 +6694,7 @@ def get_rnn_data_seq_tensor_descriptor(seq_tensor_desc: SeqTensorDescriptor, seq
             float64, uint8, int64).
     """
     _fn = "miopenGetRNNDataSeqTensorDescriptor"
-    _seq_tensor_desc: ctypes.c_void_p | None = seq_tensor_desc._cp if type(seq_tensor_desc) is SeqTensorDescriptor else None
+    _seq_tensor_desc: ctypes.c_void_p | None = seq_tensor_desc._cp if type(seq_tensor_desc) in _FAST_SeqTensorDescriptor else None
     if _seq_tensor_desc is None:
         _seq_tensor_desc = _s.handle_arg(seq_tensor_desc, SeqTensorDescriptor, "seq_tensor_desc", _fn, False)
     if (type(sequence_len_array_limit) is not int or not -2147483648 <= sequence_len_array_limit <= 2147483647):
@@ -6706,10 +6729,10 @@ def get_rnn_workspace_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequ
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -6737,10 +6760,10 @@ def get_rnn_training_reserve_size(handle: Handle, rnn_desc: RNNDescriptor, x_des
         C parameters the wrapper fills in: `sequenceLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNTrainingReserveSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -6767,13 +6790,13 @@ def get_rnn_temp_space_sizes(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Se
             reserve_space_size (int): out, host memory: MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNTempSpaceSizes"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     if type(fwd_mode) is not RNNFWDMode:
@@ -6799,13 +6822,13 @@ def get_rnn_params_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: TensorD
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNParamsSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if type(dtype) is not DataType:
@@ -6831,16 +6854,16 @@ def get_rnn_params_descriptor(handle: Handle, rnn_desc: RNNDescriptor, x_desc: T
         None.
     """
     _fn = "miopenGetRNNParamsDescriptor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     if type(dtype) is not DataType:
@@ -6866,10 +6889,10 @@ def get_rnn_input_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: S
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNInputTensorSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -6897,10 +6920,10 @@ def get_rnn_hidden_tensor_size(handle: Handle, rnn_desc: RNNDescriptor, x_desc: 
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNHiddenTensorSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -6926,15 +6949,15 @@ def get_rnn_layer_param_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
@@ -6959,10 +6982,10 @@ def get_rnn_layer_bias_size(handle: Handle, rnn_desc: RNNDescriptor, layer: int,
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
@@ -7000,18 +7023,18 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         w: where its size is known (not an int address), it must hold the bytes w_desc spans.
     """
     _fn = "miopenGetRNNLayerParam"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -7019,7 +7042,7 @@ def get_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         _w = _s.device_arg(w, "w", _fn, True)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
@@ -7056,18 +7079,18 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         w: where its size is known (not an int address), it must hold the bytes w_desc spans.
     """
     _fn = "miopenGetRNNLayerBias"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -7075,7 +7098,7 @@ def get_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         _w = _s.device_arg(w, "w", _fn, True)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
@@ -7102,17 +7125,17 @@ def get_rnn_layer_param_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tens
         int: `layer_param_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerParamOffset"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param_offset = ctypes.c_size_t()
@@ -7136,17 +7159,17 @@ def get_rnn_layer_bias_offset(rnn_desc: RNNDescriptor, layer: int, x_desc: Tenso
         int: `layer_bias_offset` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetRNNLayerBiasOffset"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias_offset = ctypes.c_size_t()
@@ -7181,16 +7204,16 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
     _fn = "miopenSetRNNLayerParam"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -7198,7 +7221,7 @@ def set_rnn_layer_param(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_d
         _w = _s.device_arg(w, "w", _fn, False)
     if (type(param_id) is not int or not -2147483648 <= param_id <= 2147483647):
         param_id = _s.as_int(param_id, -2147483648, 2147483647, "param_id", _fn)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _layer_param = _DEVICE_ARGS.get(layer_param) if type(layer_param) is int else None
@@ -7236,16 +7259,16 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
     _fn = "miopenSetRNNLayerBias"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if (type(layer) is not int or not -2147483648 <= layer <= 2147483647):
         layer = _s.as_int(layer, -2147483648, 2147483647, "layer", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -7253,7 +7276,7 @@ def set_rnn_layer_bias(handle: Handle, rnn_desc: RNNDescriptor, layer: int, x_de
         _w = _s.device_arg(w, "w", _fn, False)
     if (type(bias_id) is not int or not -2147483648 <= bias_id <= 2147483647):
         bias_id = _s.as_int(bias_id, -2147483648, 2147483647, "bias_id", _fn)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _layer_bias = _DEVICE_ARGS.get(layer_bias) if type(layer_bias) is int else None
@@ -7279,7 +7302,7 @@ def set_rnn_padding_mode(rnn_desc: RNNDescriptor, padding_mode: RNNPaddingMode |
     _fn = "miopenSetRNNPaddingMode"
     _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
     if _rnn_desc is None:
-        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
+        _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False, writes=True)
     if type(padding_mode) is not RNNPaddingMode:
         padding_mode = _s.as_enum(padding_mode, RNNPaddingMode, "padding_mode", _fn)
     _st = _direct.miopenSetRNNPaddingMode(_rnn_desc, padding_mode)
@@ -7298,7 +7321,7 @@ def get_rnn_padding_mode(rnn_desc: RNNDescriptor) -> RNNPaddingMode | int:
             plain int where this release does not know the value).
     """
     _fn = "miopenGetRNNPaddingMode"
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _padding_mode = ctypes.c_uint()
@@ -7352,21 +7375,21 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
             bytes.
     """
     _fn = "miopenRNNForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     if type(fwd_mode) is not RNNFWDMode:
         fwd_mode = _s.as_enum(fwd_mode, RNNFWDMode, "fwd_mode", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) is TensorDescriptor else None
+    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) in _FAST_TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.handle_arg(h_desc, TensorDescriptor, "h_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
@@ -7375,7 +7398,7 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
     _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
     if _hy is None and hy is not None:
         _hy = _s.device_arg(hy, "hy", _fn, True)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
@@ -7384,7 +7407,7 @@ def rnn_forward(handle: Handle, rnn_desc: RNNDescriptor, fwd_mode: RNNFWDMode | 
     _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
     if _cy is None and cy is not None:
         _cy = _s.device_arg(cy, "cy", _fn, True)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is SeqTensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -7463,13 +7486,13 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
             bytes.
     """
     _fn = "miopenRNNBackwardSeqData"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is SeqTensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -7478,7 +7501,7 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) is TensorDescriptor else None
+    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) in _FAST_TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.handle_arg(h_desc, TensorDescriptor, "h_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
@@ -7490,7 +7513,7 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
     _dhx = _DEVICE_ARGS.get(dhx) if type(dhx) is int else None
     if _dhx is None and dhx is not None:
         _dhx = _s.device_arg(dhx, "dhx", _fn, True)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
@@ -7502,7 +7525,7 @@ def rnn_backward_seq_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: SeqTe
     _dcx = _DEVICE_ARGS.get(dcx) if type(dcx) is int else None
     if _dcx is None and dcx is not None:
         _dcx = _s.device_arg(dcx, "dcx", _fn, True)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -7566,25 +7589,25 @@ def rnn_backward_weights_seq_tensor(handle: Handle, rnn_desc: RNNDescriptor, x_d
             bytes.
     """
     _fn = "miopenRNNBackwardWeightsSeqTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is SeqTensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_SeqTensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, SeqTensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) is TensorDescriptor else None
+    _h_desc: ctypes.c_void_p | None = h_desc._cp if type(h_desc) in _FAST_TensorDescriptor else None
     if _h_desc is None:
         _h_desc = _s.handle_arg(h_desc, TensorDescriptor, "h_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
     if _hx is None and hx is not None:
         _hx = _s.device_arg(hx, "hx", _fn, True)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is SeqTensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_SeqTensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, SeqTensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -7669,29 +7692,29 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
             bytes.
     """
     _fn = "miopenRNNForwardTraining"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
     if _hx is None and hx is not None:
         _hx = _s.device_arg(hx, "hx", _fn, True)
-    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) in _FAST_TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
     if _cx is None and cx is not None:
         _cx = _s.device_arg(cx, "cx", _fn, True)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -7701,13 +7724,13 @@ def rnn_forward_training(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) in _FAST_TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
     _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
     if _hy is None and hy is not None:
         _hy = _s.device_arg(hy, "hy", _fn, True)
-    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) in _FAST_TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
     _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
@@ -7814,10 +7837,10 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
             bytes.
     """
     _fn = "miopenRNNBackwardData"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _y_desc = _s.in_array(y_desc, _s.handle_elem(TensorDescriptor), "y_desc", _fn, False)
@@ -7828,31 +7851,31 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _dhy_desc: ctypes.c_void_p | None = dhy_desc._cp if type(dhy_desc) is TensorDescriptor else None
+    _dhy_desc: ctypes.c_void_p | None = dhy_desc._cp if type(dhy_desc) in _FAST_TensorDescriptor else None
     if _dhy_desc is None:
         _dhy_desc = _s.handle_arg(dhy_desc, TensorDescriptor, "dhy_desc", _fn, False)
     _dhy = _DEVICE_ARGS.get(dhy) if type(dhy) is int else None
     if _dhy is None and dhy is not None:
         _dhy = _s.device_arg(dhy, "dhy", _fn, True)
-    _dcy_desc: ctypes.c_void_p | None = dcy_desc._cp if type(dcy_desc) is TensorDescriptor else None
+    _dcy_desc: ctypes.c_void_p | None = dcy_desc._cp if type(dcy_desc) in _FAST_TensorDescriptor else None
     if _dcy_desc is None:
         _dcy_desc = _s.handle_arg(dcy_desc, TensorDescriptor, "dcy_desc", _fn, False)
     _dcy = _DEVICE_ARGS.get(dcy) if type(dcy) is int else None
     if _dcy is None and dcy is not None:
         _dcy = _s.device_arg(dcy, "dcy", _fn, True)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
     if _hx is None and hx is not None:
         _hx = _s.device_arg(hx, "hx", _fn, True)
-    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) in _FAST_TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
@@ -7862,13 +7885,13 @@ def rnn_backward_data(handle: Handle, rnn_desc: RNNDescriptor, y_desc: Sequence[
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
     if _dx is None:
         _dx = _s.device_arg(dx, "dx", _fn, False)
-    _dhx_desc: ctypes.c_void_p | None = dhx_desc._cp if type(dhx_desc) is TensorDescriptor else None
+    _dhx_desc: ctypes.c_void_p | None = dhx_desc._cp if type(dhx_desc) in _FAST_TensorDescriptor else None
     if _dhx_desc is None:
         _dhx_desc = _s.handle_arg(dhx_desc, TensorDescriptor, "dhx_desc", _fn, False)
     _dhx = _DEVICE_ARGS.get(dhx) if type(dhx) is int else None
     if _dhx is None and dhx is not None:
         _dhx = _s.device_arg(dhx, "dhx", _fn, True)
-    _dcx_desc: ctypes.c_void_p | None = dcx_desc._cp if type(dcx_desc) is TensorDescriptor else None
+    _dcx_desc: ctypes.c_void_p | None = dcx_desc._cp if type(dcx_desc) in _FAST_TensorDescriptor else None
     if _dcx_desc is None:
         _dcx_desc = _s.handle_arg(dcx_desc, TensorDescriptor, "dcx_desc", _fn, False)
     _dcx = _DEVICE_ARGS.get(dcx) if type(dcx) is int else None
@@ -7949,17 +7972,17 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
             bytes.
     """
     _fn = "miopenRNNBackwardWeights"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
@@ -7969,7 +7992,7 @@ def rnn_backward_weights(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Sequen
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -8049,29 +8072,29 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
         work_space: where its size is known (not an int address), it must hold work_space_num_bytes bytes.
     """
     _fn = "miopenRNNForwardInference"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) is RNNDescriptor else None
+    _rnn_desc: ctypes.c_void_p | None = rnn_desc._cp if type(rnn_desc) in _FAST_RNNDescriptor else None
     if _rnn_desc is None:
         _rnn_desc = _s.handle_arg(rnn_desc, RNNDescriptor, "rnn_desc", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) is TensorDescriptor else None
+    _hx_desc: ctypes.c_void_p | None = hx_desc._cp if type(hx_desc) in _FAST_TensorDescriptor else None
     if _hx_desc is None:
         _hx_desc = _s.handle_arg(hx_desc, TensorDescriptor, "hx_desc", _fn, False)
     _hx = _DEVICE_ARGS.get(hx) if type(hx) is int else None
     if _hx is None and hx is not None:
         _hx = _s.device_arg(hx, "hx", _fn, True)
-    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) is TensorDescriptor else None
+    _cx_desc: ctypes.c_void_p | None = cx_desc._cp if type(cx_desc) in _FAST_TensorDescriptor else None
     if _cx_desc is None:
         _cx_desc = _s.handle_arg(cx_desc, TensorDescriptor, "cx_desc", _fn, False)
     _cx = _DEVICE_ARGS.get(cx) if type(cx) is int else None
     if _cx is None and cx is not None:
         _cx = _s.device_arg(cx, "cx", _fn, True)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
@@ -8081,13 +8104,13 @@ def rnn_forward_inference(handle: Handle, rnn_desc: RNNDescriptor, x_desc: Seque
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) is TensorDescriptor else None
+    _hy_desc: ctypes.c_void_p | None = hy_desc._cp if type(hy_desc) in _FAST_TensorDescriptor else None
     if _hy_desc is None:
         _hy_desc = _s.handle_arg(hy_desc, TensorDescriptor, "hy_desc", _fn, False)
     _hy = _DEVICE_ARGS.get(hy) if type(hy) is int else None
     if _hy is None and hy is not None:
         _hy = _s.device_arg(hy, "hy", _fn, True)
-    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) is TensorDescriptor else None
+    _cy_desc: ctypes.c_void_p | None = cy_desc._cp if type(cy_desc) in _FAST_TensorDescriptor else None
     if _cy_desc is None:
         _cy_desc = _s.handle_arg(cy_desc, TensorDescriptor, "cy_desc", _fn, False)
     _cy = _DEVICE_ARGS.get(cy) if type(cy) is int else None
@@ -8145,7 +8168,7 @@ def get_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> GetCTCLossDescr
             apply_softmax_layer (bool): out, host memory: MIOpen writes a bool.
     """
     _fn = "miopenGetCTCLossDescriptor"
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -8168,7 +8191,7 @@ def destroy_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyCTCLossDescriptor"
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _ctc_loss_desc = _addr(ctc_loss_desc._detach())  # closed before the call: destroyed exactly once
@@ -8192,7 +8215,7 @@ def set_ctc_loss_descriptor(ctc_loss_desc: CTCLossDescriptor, data_type: DataTyp
     _fn = "miopenSetCTCLossDescriptor"
     _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
     if _ctc_loss_desc is None:
-        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
+        _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(blank_label_id) is not int or not -2147483648 <= blank_label_id <= 2147483647):
@@ -8224,13 +8247,13 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
         int: `work_space_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetCTCLossWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) in _FAST_TensorDescriptor else None
     if _probs_desc is None:
         _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
-    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) in _FAST_TensorDescriptor else None
     if _gradients_desc is None:
         _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _labels = _s.in_array(labels, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "labels", _fn, False)
@@ -8238,7 +8261,7 @@ def get_ctc_loss_workspace_size(handle: Handle, probs_desc: TensorDescriptor, gr
     _input_lengths = _s.in_array(input_lengths, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "input_lengths", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space_size = ctypes.c_size_t()
@@ -8282,10 +8305,10 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
         work_space: where its size is known (not an int address), it must hold work_space_size bytes.
     """
     _fn = "miopenCTCLoss"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) is TensorDescriptor else None
+    _probs_desc: ctypes.c_void_p | None = probs_desc._cp if type(probs_desc) in _FAST_TensorDescriptor else None
     if _probs_desc is None:
         _probs_desc = _s.handle_arg(probs_desc, TensorDescriptor, "probs_desc", _fn, False)
     _probs = _DEVICE_ARGS.get(probs) if type(probs) is int else None
@@ -8297,7 +8320,7 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
     _losses = _DEVICE_ARGS.get(losses) if type(losses) is int else None
     if _losses is None:
         _losses = _s.device_arg(losses, "losses", _fn, False)
-    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) is TensorDescriptor else None
+    _gradients_desc: ctypes.c_void_p | None = gradients_desc._cp if type(gradients_desc) in _FAST_TensorDescriptor else None
     if _gradients_desc is None:
         _gradients_desc = _s.handle_arg(gradients_desc, TensorDescriptor, "gradients_desc", _fn, False)
     _gradients = _DEVICE_ARGS.get(gradients) if type(gradients) is int else None
@@ -8305,7 +8328,7 @@ def ctc_loss(handle: Handle, probs_desc: TensorDescriptor, probs: DeviceBuffer, 
         _gradients = _s.device_arg(gradients, "gradients", _fn, False)
     if type(algo) is not CTCLossAlgo:
         algo = _s.as_enum(algo, CTCLossAlgo, "algo", _fn)
-    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) is CTCLossDescriptor else None
+    _ctc_loss_desc: ctypes.c_void_p | None = ctc_loss_desc._cp if type(ctc_loss_desc) in _FAST_CTCLossDescriptor else None
     if _ctc_loss_desc is None:
         _ctc_loss_desc = _s.handle_arg(ctc_loss_desc, CTCLossDescriptor, "ctc_loss_desc", _fn, False)
     _work_space = _DEVICE_ARGS.get(work_space) if type(work_space) is int else None
@@ -8350,7 +8373,7 @@ def destroy_dropout_descriptor(dropout_desc: DropoutDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyDropoutDescriptor"
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
     _dropout_desc = _addr(dropout_desc._detach())  # closed before the call: destroyed exactly once
@@ -8369,7 +8392,7 @@ def dropout_get_reserve_space_size(x_desc: TensorDescriptor) -> int:
         int: `reserve_space_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetReserveSpaceSize"
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _reserve_space_size_in_bytes = ctypes.c_size_t()
@@ -8389,7 +8412,7 @@ def dropout_get_states_size(handle: Handle) -> int:
         int: `state_size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenDropoutGetStatesSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _state_size_in_bytes = ctypes.c_size_t()
@@ -8421,10 +8444,10 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
             returned.
     """
     _fn = "miopenGetDropoutDescriptor"
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dropout = ctypes.c_float()
@@ -8462,10 +8485,10 @@ def restore_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, 
         states: where its size is known (not an int address), it must hold state_size_in_bytes bytes.
     """
     _fn = "miopenRestoreDropoutDescriptor"
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
@@ -8514,8 +8537,8 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
     _fn = "miopenSetDropoutDescriptor"
     _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False, writes=True)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
@@ -8567,22 +8590,22 @@ def dropout_forward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shape
             bytes.
     """
     _fn = "miopenDropoutForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) in _FAST_TensorDescriptor else None
     if _noise_shape is None:
         _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -8631,22 +8654,22 @@ def dropout_backward(handle: Handle, dropout_desc: DropoutDescriptor, noise_shap
             bytes.
     """
     _fn = "miopenDropoutBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) is TensorDescriptor else None
+    _noise_shape: ctypes.c_void_p | None = noise_shape._cp if type(noise_shape) in _FAST_TensorDescriptor else None
     if _noise_shape is None:
         _noise_shape = _s.handle_arg(noise_shape, TensorDescriptor, "noise_shape", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -8695,7 +8718,7 @@ def destroy_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor)
         None.
     """
     _fn = "miopenDestroyReduceTensorDescriptor"
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_desc = _addr(reduce_tensor_desc._detach())  # closed before the call: destroyed exactly once
@@ -8722,7 +8745,7 @@ def set_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor, red
     _fn = "miopenSetReduceTensorDescriptor"
     _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
-        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
+        _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False, writes=True)
     if type(reduce_tensor_op) is not ReduceTensorOp:
         reduce_tensor_op = _s.as_enum(reduce_tensor_op, ReduceTensorOp, "reduce_tensor_op", _fn)
     if type(reduce_tensor_comp_type) is not DataType:
@@ -8758,7 +8781,7 @@ def get_reduce_tensor_descriptor(reduce_tensor_desc: ReduceTensorDescriptor) -> 
                 member (a plain int where this release does not know the value).
     """
     _fn = "miopenGetReduceTensorDescriptor"
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _reduce_tensor_op = ctypes.c_uint()
@@ -8785,16 +8808,16 @@ def get_reduction_indices_size(handle: Handle, reduce_tensor_desc: ReduceTensorD
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionIndicesSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
@@ -8817,16 +8840,16 @@ def get_reduction_workspace_size(handle: Handle, reduce_tensor_desc: ReduceTenso
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReductionWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
@@ -8867,10 +8890,10 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
         workspace: where its size is known (not an int address), it must hold workspace_size_in_bytes bytes.
     """
     _fn = "miopenReduceTensor"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) is ReduceTensorDescriptor else None
+    _reduce_tensor_desc: ctypes.c_void_p | None = reduce_tensor_desc._cp if type(reduce_tensor_desc) in _FAST_ReduceTensorDescriptor else None
     if _reduce_tensor_desc is None:
         _reduce_tensor_desc = _s.handle_arg(reduce_tensor_desc, ReduceTensorDescriptor, "reduce_tensor_desc", _fn, False)
     _indices = _DEVICE_ARGS.get(indices) if type(indices) is int else None
@@ -8886,7 +8909,7 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) is TensorDescriptor else None
+    _a_desc: ctypes.c_void_p | None = a_desc._cp if type(a_desc) in _FAST_TensorDescriptor else None
     if _a_desc is None:
         _a_desc = _s.handle_arg(a_desc, TensorDescriptor, "a_desc", _fn, False)
     _a = _DEVICE_ARGS.get(a) if type(a) is int else None
@@ -8895,7 +8918,7 @@ def reduce_tensor(handle: Handle, reduce_tensor_desc: ReduceTensorDescriptor, in
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) is TensorDescriptor else None
+    _c_desc: ctypes.c_void_p | None = c_desc._cp if type(c_desc) in _FAST_TensorDescriptor else None
     if _c_desc is None:
         _c_desc = _s.handle_arg(c_desc, TensorDescriptor, "c_desc", _fn, False)
     _c = _DEVICE_ARGS.get(c) if type(c) is int else None
@@ -8920,7 +8943,7 @@ def create_conv_problem(operator_desc: ConvolutionDescriptor, direction: Problem
             exactly once by close(), a `with` block or garbage collection.
     """
     _fn = "miopenCreateConvProblem"
-    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) is ConvolutionDescriptor else None
+    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) in _FAST_ConvolutionDescriptor else None
     if _operator_desc is None:
         _operator_desc = _s.handle_arg(operator_desc, ConvolutionDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
@@ -8944,7 +8967,7 @@ def create_mha_problem(operator_desc: MhaDescriptor, direction: ProblemDirection
             exactly once by close(), a `with` block or garbage collection.
     """
     _fn = "miopenCreateMhaProblem"
-    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) is MhaDescriptor else None
+    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) in _FAST_MhaDescriptor else None
     if _operator_desc is None:
         _operator_desc = _s.handle_arg(operator_desc, MhaDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
@@ -8984,7 +9007,7 @@ def set_mha_descriptor(mha_desc: MhaDescriptor, scale: float) -> None:
     _fn = "miopenSetMhaDescriptor"
     _mha_desc: ctypes.c_void_p | None = mha_desc._cp if type(mha_desc) is MhaDescriptor else None
     if _mha_desc is None:
-        _mha_desc = _s.handle_arg(mha_desc, MhaDescriptor, "mha_desc", _fn, False)
+        _mha_desc = _s.handle_arg(mha_desc, MhaDescriptor, "mha_desc", _fn, False, writes=True)
     if (type(scale) is not float or not -3.4028234663852886e+38 <= scale <= 3.4028234663852886e+38):
         scale = _s.as_float32(scale, "scale", _fn)
     _st = _direct.miopenSetMhaDescriptor(_mha_desc, _c_float(scale))
@@ -9002,7 +9025,7 @@ def get_mha_descriptor(mha_desc: MhaDescriptor) -> float:
         float: `scale` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetMhaDescriptor"
-    _mha_desc: ctypes.c_void_p | None = mha_desc._cp if type(mha_desc) is MhaDescriptor else None
+    _mha_desc: ctypes.c_void_p | None = mha_desc._cp if type(mha_desc) in _FAST_MhaDescriptor else None
     if _mha_desc is None:
         _mha_desc = _s.handle_arg(mha_desc, MhaDescriptor, "mha_desc", _fn, False)
     _scale = ctypes.c_float()
@@ -9043,7 +9066,7 @@ def set_softmax_descriptor(softmax_desc: SoftmaxDescriptor, alpha: float, beta: 
     _fn = "miopenSetSoftmaxDescriptor"
     _softmax_desc: ctypes.c_void_p | None = softmax_desc._cp if type(softmax_desc) is SoftmaxDescriptor else None
     if _softmax_desc is None:
-        _softmax_desc = _s.handle_arg(softmax_desc, SoftmaxDescriptor, "softmax_desc", _fn, False)
+        _softmax_desc = _s.handle_arg(softmax_desc, SoftmaxDescriptor, "softmax_desc", _fn, False, writes=True)
     if (type(alpha) is not float or not -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38):
         alpha = _s.as_float32(alpha, "alpha", _fn)
     if (type(beta) is not float or not -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38):
@@ -9073,7 +9096,7 @@ def get_softmax_descriptor(softmax_desc: SoftmaxDescriptor) -> GetSoftmaxDescrip
                 this release does not know the value).
     """
     _fn = "miopenGetSoftmaxDescriptor"
-    _softmax_desc: ctypes.c_void_p | None = softmax_desc._cp if type(softmax_desc) is SoftmaxDescriptor else None
+    _softmax_desc: ctypes.c_void_p | None = softmax_desc._cp if type(softmax_desc) in _FAST_SoftmaxDescriptor else None
     if _softmax_desc is None:
         _softmax_desc = _s.handle_arg(softmax_desc, SoftmaxDescriptor, "softmax_desc", _fn, False)
     _alpha = ctypes.c_float()
@@ -9097,7 +9120,7 @@ def destroy_problem(problem: Problem) -> None:
         None.
     """
     _fn = "miopenDestroyProblem"
-    _problem: ctypes.c_void_p | None = problem._cp if type(problem) is Problem else None
+    _problem: ctypes.c_void_p | None = problem._cp if type(problem) in _FAST_Problem else None
     if _problem is None:
         _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
     _problem = _addr(problem._detach())  # closed before the call: destroyed exactly once
@@ -9120,10 +9143,10 @@ def set_problem_tensor_descriptor(problem: Problem, id: TensorArgumentId | int, 
     _fn = "miopenSetProblemTensorDescriptor"
     _problem: ctypes.c_void_p | None = problem._cp if type(problem) is Problem else None
     if _problem is None:
-        _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
+        _problem = _s.handle_arg(problem, Problem, "problem", _fn, False, writes=True)
     if type(id) is not TensorArgumentId:
         id = _s.as_enum(id, TensorArgumentId, "id", _fn)
-    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) is TensorDescriptor else None
+    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) in _FAST_TensorDescriptor else None
     if _descriptor is None:
         _descriptor = _s.handle_arg(descriptor, TensorDescriptor, "descriptor", _fn, False)
     _st = _direct.miopenSetProblemTensorDescriptor(_problem, id, _descriptor)
@@ -9157,7 +9180,7 @@ def destroy_find_options(options: FindOptions) -> None:
         None.
     """
     _fn = "miopenDestroyFindOptions"
-    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) in _FAST_FindOptions else None
     if _options is None:
         _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
     _options = _addr(options._detach())  # closed before the call: destroyed exactly once
@@ -9179,7 +9202,7 @@ def set_find_option_tuning(options: FindOptions, value: int) -> None:
     _fn = "miopenSetFindOptionTuning"
     _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False, writes=True)
     if (type(value) is not int or not -2147483648 <= value <= 2147483647):
         value = _s.as_int(value, -2147483648, 2147483647, "value", _fn)
     _st = _direct.miopenSetFindOptionTuning(_options, value)
@@ -9200,7 +9223,7 @@ def set_find_option_results_order(options: FindOptions, value: FindResultsOrder 
     _fn = "miopenSetFindOptionResultsOrder"
     _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False, writes=True)
     if type(value) is not FindResultsOrder:
         value = _s.as_enum(value, FindResultsOrder, "value", _fn)
     _st = _direct.miopenSetFindOptionResultsOrder(_options, value)
@@ -9221,7 +9244,7 @@ def set_find_option_workspace_limit(options: FindOptions, value: int) -> None:
     _fn = "miopenSetFindOptionWorkspaceLimit"
     _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False, writes=True)
     if (type(value) is not int or not 0 <= value <= 18446744073709551615):
         value = _s.as_int(value, 0, 18446744073709551615, "value", _fn)
     _st = _direct.miopenSetFindOptionWorkspaceLimit(_options, _c_size_t(value))
@@ -9244,7 +9267,7 @@ def set_find_option_preallocated_workspace(options: FindOptions, buffer: DeviceB
     _fn = "miopenSetFindOptionPreallocatedWorkspace"
     _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False, writes=True)
     _buffer = _DEVICE_ARGS.get(buffer) if type(buffer) is int else None
     if _buffer is None:
         _buffer = _s.device_arg(buffer, "buffer", _fn, False)
@@ -9270,7 +9293,7 @@ def set_find_option_preallocated_tensor(options: FindOptions, id: TensorArgument
     _fn = "miopenSetFindOptionPreallocatedTensor"
     _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False, writes=True)
     if type(id) is not TensorArgumentId:
         id = _s.as_enum(id, TensorArgumentId, "id", _fn)
     _buffer = _DEVICE_ARGS.get(buffer) if type(buffer) is int else None
@@ -9294,7 +9317,7 @@ def set_find_option_attach_binaries(options: FindOptions, attach: int) -> None:
     _fn = "miopenSetFindOptionAttachBinaries"
     _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
     if _options is None:
-        _options = _s.handle_arg(options, FindOptions, "options", _fn, False)
+        _options = _s.handle_arg(options, FindOptions, "options", _fn, False, writes=True)
     if (type(attach) is not int or not 0 <= attach <= 4294967295):
         attach = _s.as_int(attach, 0, 4294967295, "attach", _fn)
     _st = _direct.miopenSetFindOptionAttachBinaries(_options, attach)
@@ -9323,13 +9346,13 @@ def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None
         `solutions`.
     """
     _fn = "miopenFindSolutions"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _problem: ctypes.c_void_p | None = problem._cp if type(problem) is Problem else None
+    _problem: ctypes.c_void_p | None = problem._cp if type(problem) in _FAST_Problem else None
     if _problem is None:
         _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
-    _options: ctypes.c_void_p | None = options._cp if type(options) is FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if type(options) in _FAST_FindOptions else None
     if _options is None:
         _options = _s.handle_arg(options, FindOptions, "options", _fn, True)
     if (type(max_solutions) is not int or not 0 <= max_solutions <= 18446744073709551615):
@@ -9368,10 +9391,10 @@ def run_solution(handle: Handle, solution: Solution, tensors: Sequence[TensorArg
         workspace: where its size is known (not an int address), it must hold workspace_size bytes.
     """
     _fn = "miopenRunSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) in _FAST_Solution else None
     if _solution is None:
         _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
@@ -9399,7 +9422,7 @@ def destroy_solution(solution: Solution) -> None:
         None.
     """
     _fn = "miopenDestroySolution"
-    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) in _FAST_Solution else None
     if _solution is None:
         _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _solution = _addr(solution._detach())  # closed before the call: destroyed exactly once
@@ -9442,7 +9465,7 @@ def save_solution(solution: Solution) -> bytes:
             returns (C miopenGetSolutionSize, called first).
     """
     _fn = "miopenSaveSolution"
-    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) in _FAST_Solution else None
     if _solution is None:
         _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _len_get_solution_size = get_solution_size(solution)
@@ -9463,7 +9486,7 @@ def get_solution_size(solution: Solution) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetSolutionSize"
-    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) in _FAST_Solution else None
     if _solution is None:
         _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _size = ctypes.c_size_t()
@@ -9483,7 +9506,7 @@ def get_solution_workspace_size(solution: Solution) -> int:
         int: `workspace_size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetSolutionWorkspaceSize"
-    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) in _FAST_Solution else None
     if _solution is None:
         _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _workspace_size = ctypes.c_size_t()
@@ -9503,7 +9526,7 @@ def get_solution_time(solution: Solution) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetSolutionTime"
-    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) in _FAST_Solution else None
     if _solution is None:
         _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _time = ctypes.c_float()
@@ -9523,7 +9546,7 @@ def get_solution_solver_id(solution: Solution) -> int:
         int: `solver_id` (out, host memory): MIOpen writes an int (C uint64_t).
     """
     _fn = "miopenGetSolutionSolverId"
-    _solution: ctypes.c_void_p | None = solution._cp if type(solution) is Solution else None
+    _solution: ctypes.c_void_p | None = solution._cp if type(solution) in _FAST_Solution else None
     if _solution is None:
         _solution = _s.handle_arg(solution, Solution, "solution", _fn, False)
     _solver_id = ctypes.c_uint64()
@@ -9565,7 +9588,7 @@ def create_activation_problem(operator_desc: ActivationDescriptor, direction: Pr
             exactly once by close(), a `with` block or garbage collection.
     """
     _fn = "miopenCreateActivationProblem"
-    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) is ActivationDescriptor else None
+    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) in _FAST_ActivationDescriptor else None
     if _operator_desc is None:
         _operator_desc = _s.handle_arg(operator_desc, ActivationDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
@@ -9614,10 +9637,10 @@ def fuse_problems(problem_1: Problem, problem_2: Problem) -> None:
         None.
     """
     _fn = "miopenFuseProblems"
-    _problem_1: ctypes.c_void_p | None = problem_1._cp if type(problem_1) is Problem else None
+    _problem_1: ctypes.c_void_p | None = problem_1._cp if type(problem_1) in _FAST_Problem else None
     if _problem_1 is None:
         _problem_1 = _s.handle_arg(problem_1, Problem, "problem_1", _fn, False)
-    _problem_2: ctypes.c_void_p | None = problem_2._cp if type(problem_2) is Problem else None
+    _problem_2: ctypes.c_void_p | None = problem_2._cp if type(problem_2) in _FAST_Problem else None
     if _problem_2 is None:
         _problem_2 = _s.handle_arg(problem_2, Problem, "problem_2", _fn, False)
     _st = _direct.miopenFuseProblems(_problem_1, _problem_2)
@@ -9657,7 +9680,7 @@ def create_softmax_problem(operator_desc: SoftmaxDescriptor, direction: ProblemD
             exactly once by close(), a `with` block or garbage collection.
     """
     _fn = "miopenCreateSoftmaxProblem"
-    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) is SoftmaxDescriptor else None
+    _operator_desc: ctypes.c_void_p | None = operator_desc._cp if type(operator_desc) in _FAST_SoftmaxDescriptor else None
     if _operator_desc is None:
         _operator_desc = _s.handle_arg(operator_desc, SoftmaxDescriptor, "operator_desc", _fn, False)
     if type(direction) is not ProblemDirection:
@@ -9684,17 +9707,17 @@ def get_reduce_calculation_workspace_size(handle: Handle, x_desc: TensorDescript
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetReduceCalculationWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     if (type(dim) is not int or not -2147483648 <= dim <= 2147483647):
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(reduce_calculation_op) is not ReduceCalculationOp:
         reduce_calculation_op = _s.as_enum(reduce_calculation_op, ReduceCalculationOp, "reduce_calculation_op", _fn)
-    _reduce_desc: ctypes.c_void_p | None = reduce_desc._cp if type(reduce_desc) is TensorDescriptor else None
+    _reduce_desc: ctypes.c_void_p | None = reduce_desc._cp if type(reduce_desc) in _FAST_TensorDescriptor else None
     if _reduce_desc is None:
         _reduce_desc = _s.handle_arg(reduce_desc, TensorDescriptor, "reduce_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
@@ -9732,7 +9755,7 @@ def reduce_calculation_forward(handle: Handle, nan_propagation: ReduceCalculatio
         x: where its size is known (not an int address), it must hold the bytes x_desc spans.
     """
     _fn = "miopenReduceCalculationForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(nan_propagation) is not ReduceCalculationNanPropagation:
@@ -9742,7 +9765,7 @@ def reduce_calculation_forward(handle: Handle, nan_propagation: ReduceCalculatio
         _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -9752,7 +9775,7 @@ def reduce_calculation_forward(handle: Handle, nan_propagation: ReduceCalculatio
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(reduce_calculation_op) is not ReduceCalculationOp:
         reduce_calculation_op = _s.as_enum(reduce_calculation_op, ReduceCalculationOp, "reduce_calculation_op", _fn)
-    _reduce_desc: ctypes.c_void_p | None = reduce_desc._cp if type(reduce_desc) is TensorDescriptor else None
+    _reduce_desc: ctypes.c_void_p | None = reduce_desc._cp if type(reduce_desc) in _FAST_TensorDescriptor else None
     if _reduce_desc is None:
         _reduce_desc = _s.handle_arg(reduce_desc, TensorDescriptor, "reduce_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -9793,10 +9816,10 @@ def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBu
         indice: where its size is known (not an int address), it must hold the bytes indice_desc spans.
     """
     _fn = "miopenReduceExtremeForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -9806,13 +9829,13 @@ def reduce_extreme_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBu
         dim = _s.as_int(dim, -2147483648, 2147483647, "dim", _fn)
     if type(reduce_extreme_op) is not ReduceExtremeOp:
         reduce_extreme_op = _s.as_enum(reduce_extreme_op, ReduceExtremeOp, "reduce_extreme_op", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _indice_desc: ctypes.c_void_p | None = indice_desc._cp if type(indice_desc) is TensorDescriptor else None
+    _indice_desc: ctypes.c_void_p | None = indice_desc._cp if type(indice_desc) in _FAST_TensorDescriptor else None
     if _indice_desc is None:
         _indice_desc = _s.handle_arg(indice_desc, TensorDescriptor, "indice_desc", _fn, False)
     _indice = _DEVICE_ARGS.get(indice) if type(indice) is int else None
@@ -9868,24 +9891,24 @@ def group_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
         rstd: where its size is known (not an int address), it must hold the bytes rstd_desc spans.
     """
     _fn = "miopenGroupNormForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
     if _weight is None:
         _weight = _s.device_arg(weight, "weight", _fn, False)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
@@ -9895,19 +9918,19 @@ def group_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDescr
         num_groups = _s.as_int(num_groups, 0, 18446744073709551615, "num_groups", _fn)
     if (type(epsilon) is not float or not -3.4028234663852886e+38 <= epsilon <= 3.4028234663852886e+38):
         epsilon = _s.as_float32(epsilon, "epsilon", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _mean_desc: ctypes.c_void_p | None = mean_desc._cp if type(mean_desc) is TensorDescriptor else None
+    _mean_desc: ctypes.c_void_p | None = mean_desc._cp if type(mean_desc) in _FAST_TensorDescriptor else None
     if _mean_desc is None:
         _mean_desc = _s.handle_arg(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
     _mean = _DEVICE_ARGS.get(mean) if type(mean) is int else None
     if _mean is None:
         _mean = _s.device_arg(mean, "mean", _fn, False)
-    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) is TensorDescriptor else None
+    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) in _FAST_TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.handle_arg(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = _DEVICE_ARGS.get(rstd) if type(rstd) is int else None
@@ -9973,30 +9996,30 @@ def add_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorD
         rstd: where its size is known (not an int address), it must hold the bytes rstd_desc spans.
     """
     _fn = "miopenAddLayerNormForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _x_2_desc: ctypes.c_void_p | None = x_2_desc._cp if type(x_2_desc) is TensorDescriptor else None
+    _x_2_desc: ctypes.c_void_p | None = x_2_desc._cp if type(x_2_desc) in _FAST_TensorDescriptor else None
     if _x_2_desc is None:
         _x_2_desc = _s.handle_arg(x_2_desc, TensorDescriptor, "x_2_desc", _fn, False)
     _x_2 = _DEVICE_ARGS.get(x_2) if type(x_2) is int else None
     if _x_2 is None:
         _x_2 = _s.device_arg(x_2, "x_2", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
     if _weight is None:
         _weight = _s.device_arg(weight, "weight", _fn, False)
-    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) is TensorDescriptor else None
+    _bias_desc: ctypes.c_void_p | None = bias_desc._cp if type(bias_desc) in _FAST_TensorDescriptor else None
     if _bias_desc is None:
         _bias_desc = _s.handle_arg(bias_desc, TensorDescriptor, "bias_desc", _fn, False)
     _bias = _DEVICE_ARGS.get(bias) if type(bias) is int else None
@@ -10006,19 +10029,19 @@ def add_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorD
         epsilon = _s.as_float32(epsilon, "epsilon", _fn)
     if (type(normalized_dim) is not int or not -2147483648 <= normalized_dim <= 2147483647):
         normalized_dim = _s.as_int(normalized_dim, -2147483648, 2147483647, "normalized_dim", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _mean_desc: ctypes.c_void_p | None = mean_desc._cp if type(mean_desc) is TensorDescriptor else None
+    _mean_desc: ctypes.c_void_p | None = mean_desc._cp if type(mean_desc) in _FAST_TensorDescriptor else None
     if _mean_desc is None:
         _mean_desc = _s.handle_arg(mean_desc, TensorDescriptor, "mean_desc", _fn, False)
     _mean = _DEVICE_ARGS.get(mean) if type(mean) is int else None
     if _mean is None:
         _mean = _s.device_arg(mean, "mean", _fn, False)
-    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) is TensorDescriptor else None
+    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) in _FAST_TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.handle_arg(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = _DEVICE_ARGS.get(rstd) if type(rstd) is int else None
@@ -10073,18 +10096,18 @@ def t5_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDe
         rstd: where its size is known (not an int address), it must hold the bytes rstd_desc spans.
     """
     _fn = "miopenT5LayerNormForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
@@ -10092,13 +10115,13 @@ def t5_layer_norm_forward(handle: Handle, mode: NormMode | int, x_desc: TensorDe
         _weight = _s.device_arg(weight, "weight", _fn, False)
     if (type(epsilon) is not float or not -3.4028234663852886e+38 <= epsilon <= 3.4028234663852886e+38):
         epsilon = _s.as_float32(epsilon, "epsilon", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
     if _y is None:
         _y = _s.device_arg(y, "y", _fn, False)
-    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) is TensorDescriptor else None
+    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) in _FAST_TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.handle_arg(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = _DEVICE_ARGS.get(rstd) if type(rstd) is int else None
@@ -10134,27 +10157,27 @@ def get_t5_layer_norm_backward_workspace_size(handle: Handle, mode: NormMode | i
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetT5LayerNormBackwardWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
         mode = _s.as_enum(mode, NormMode, "mode", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) is TensorDescriptor else None
+    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) in _FAST_TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.handle_arg(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
@@ -10205,7 +10228,7 @@ def t5_layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: Devi
         dw: where its size is known (not an int address), it must hold the bytes dw_desc spans.
     """
     _fn = "miopenT5LayerNormBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(mode) is not NormMode:
@@ -10215,37 +10238,37 @@ def t5_layer_norm_backward(handle: Handle, mode: NormMode | int, workspace: Devi
         _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
     if _weight is None:
         _weight = _s.device_arg(weight, "weight", _fn, False)
-    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) is TensorDescriptor else None
+    _rstd_desc: ctypes.c_void_p | None = rstd_desc._cp if type(rstd_desc) in _FAST_TensorDescriptor else None
     if _rstd_desc is None:
         _rstd_desc = _s.handle_arg(rstd_desc, TensorDescriptor, "rstd_desc", _fn, False)
     _rstd = _DEVICE_ARGS.get(rstd) if type(rstd) is int else None
     if _rstd is None:
         _rstd = _s.device_arg(rstd, "rstd", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
     if _dx is None:
         _dx = _s.device_arg(dx, "dx", _fn, False)
-    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) is TensorDescriptor else None
+    _dw_desc: ctypes.c_void_p | None = dw_desc._cp if type(dw_desc) in _FAST_TensorDescriptor else None
     if _dw_desc is None:
         _dw_desc = _s.handle_arg(dw_desc, TensorDescriptor, "dw_desc", _fn, False)
     _dw = _DEVICE_ARGS.get(dw) if type(dw) is int else None
@@ -10314,7 +10337,7 @@ def backend_set_attribute(descriptor: BackendDescriptor, attribute_name: Backend
             float64, int8).
     """
     _fn = "miopenBackendSetAttribute"
-    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) is BackendDescriptor else None
+    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) in _FAST_BackendDescriptor else None
     if _descriptor is None:
         _descriptor = _s.handle_arg(descriptor, BackendDescriptor, "descriptor", _fn, False)
     if type(attribute_name) is not BackendAttributeName:
@@ -10339,7 +10362,7 @@ def backend_finalize(descriptor: BackendDescriptor) -> None:
         None.
     """
     _fn = "miopenBackendFinalize"
-    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) is BackendDescriptor else None
+    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) in _FAST_BackendDescriptor else None
     if _descriptor is None:
         _descriptor = _s.handle_arg(descriptor, BackendDescriptor, "descriptor", _fn, False)
     _st = _direct.miopenBackendFinalize(_descriptor)
@@ -10377,7 +10400,7 @@ def backend_get_attribute(descriptor: BackendDescriptor, attribute_name: Backend
             float64, int8).
     """
     _fn = "miopenBackendGetAttribute"
-    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) is BackendDescriptor else None
+    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) in _FAST_BackendDescriptor else None
     if _descriptor is None:
         _descriptor = _s.handle_arg(descriptor, BackendDescriptor, "descriptor", _fn, False)
     if type(attribute_name) is not BackendAttributeName:
@@ -10408,13 +10431,13 @@ def backend_execute(handle: Handle, execution_plan: BackendDescriptor, variant_p
         None.
     """
     _fn = "miopenBackendExecute"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _execution_plan: ctypes.c_void_p | None = execution_plan._cp if type(execution_plan) is BackendDescriptor else None
+    _execution_plan: ctypes.c_void_p | None = execution_plan._cp if type(execution_plan) in _FAST_BackendDescriptor else None
     if _execution_plan is None:
         _execution_plan = _s.handle_arg(execution_plan, BackendDescriptor, "execution_plan", _fn, False)
-    _variant_pack: ctypes.c_void_p | None = variant_pack._cp if type(variant_pack) is BackendDescriptor else None
+    _variant_pack: ctypes.c_void_p | None = variant_pack._cp if type(variant_pack) in _FAST_BackendDescriptor else None
     if _variant_pack is None:
         _variant_pack = _s.handle_arg(variant_pack, BackendDescriptor, "variant_pack", _fn, False)
     _st = _direct.miopenBackendExecute(_handle, _execution_plan, _variant_pack)
@@ -10433,7 +10456,7 @@ def backend_destroy_descriptor(descriptor: BackendDescriptor) -> None:
         None.
     """
     _fn = "miopenBackendDestroyDescriptor"
-    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) is BackendDescriptor else None
+    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) in _FAST_BackendDescriptor else None
     if _descriptor is None:
         _descriptor = _s.handle_arg(descriptor, BackendDescriptor, "descriptor", _fn, False)
     _descriptor = _addr(descriptor._detach())  # closed before the call: destroyed exactly once
@@ -10455,7 +10478,7 @@ def backend_initialize(descriptor: BackendDescriptor, descriptor_type: BackendDe
         None.
     """
     _fn = "miopenBackendInitialize"
-    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) is BackendDescriptor else None
+    _descriptor: ctypes.c_void_p | None = descriptor._cp if type(descriptor) in _FAST_BackendDescriptor else None
     if _descriptor is None:
         _descriptor = _s.handle_arg(descriptor, BackendDescriptor, "descriptor", _fn, False)
     if type(descriptor_type) is not BackendDescriptorType:
@@ -10529,40 +10552,40 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
         found_inf: where its size is known (not an int address), it must hold the bytes found_inf_desc spans.
     """
     _fn = "miopenFusedAdam"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _param = _DEVICE_ARGS.get(param) if type(param) is int else None
     if _param is None:
         _param = _s.device_arg(param, "param", _fn, False)
-    _grad_desc: ctypes.c_void_p | None = grad_desc._cp if type(grad_desc) is TensorDescriptor else None
+    _grad_desc: ctypes.c_void_p | None = grad_desc._cp if type(grad_desc) in _FAST_TensorDescriptor else None
     if _grad_desc is None:
         _grad_desc = _s.handle_arg(grad_desc, TensorDescriptor, "grad_desc", _fn, False)
     _grad = _DEVICE_ARGS.get(grad) if type(grad) is int else None
     if _grad is None:
         _grad = _s.device_arg(grad, "grad", _fn, False)
-    _exp_avg_desc: ctypes.c_void_p | None = exp_avg_desc._cp if type(exp_avg_desc) is TensorDescriptor else None
+    _exp_avg_desc: ctypes.c_void_p | None = exp_avg_desc._cp if type(exp_avg_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_desc is None:
         _exp_avg_desc = _s.handle_arg(exp_avg_desc, TensorDescriptor, "exp_avg_desc", _fn, False)
     _exp_avg = _DEVICE_ARGS.get(exp_avg) if type(exp_avg) is int else None
     if _exp_avg is None:
         _exp_avg = _s.device_arg(exp_avg, "exp_avg", _fn, False)
-    _exp_avg_sq_desc: ctypes.c_void_p | None = exp_avg_sq_desc._cp if type(exp_avg_sq_desc) is TensorDescriptor else None
+    _exp_avg_sq_desc: ctypes.c_void_p | None = exp_avg_sq_desc._cp if type(exp_avg_sq_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_sq_desc is None:
         _exp_avg_sq_desc = _s.handle_arg(exp_avg_sq_desc, TensorDescriptor, "exp_avg_sq_desc", _fn, False)
     _exp_avg_sq = _DEVICE_ARGS.get(exp_avg_sq) if type(exp_avg_sq) is int else None
     if _exp_avg_sq is None:
         _exp_avg_sq = _s.device_arg(exp_avg_sq, "exp_avg_sq", _fn, False)
-    _max_exp_avg_sq_desc: ctypes.c_void_p | None = max_exp_avg_sq_desc._cp if type(max_exp_avg_sq_desc) is TensorDescriptor else None
+    _max_exp_avg_sq_desc: ctypes.c_void_p | None = max_exp_avg_sq_desc._cp if type(max_exp_avg_sq_desc) in _FAST_TensorDescriptor else None
     if _max_exp_avg_sq_desc is None:
         _max_exp_avg_sq_desc = _s.handle_arg(max_exp_avg_sq_desc, TensorDescriptor, "max_exp_avg_sq_desc", _fn, True)
     _max_exp_avg_sq = _DEVICE_ARGS.get(max_exp_avg_sq) if type(max_exp_avg_sq) is int else None
     if _max_exp_avg_sq is None and max_exp_avg_sq is not None:
         _max_exp_avg_sq = _s.device_arg(max_exp_avg_sq, "max_exp_avg_sq", _fn, True)
-    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if type(state_step_desc) is TensorDescriptor else None
+    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if type(state_step_desc) in _FAST_TensorDescriptor else None
     if _state_step_desc is None:
         _state_step_desc = _s.handle_arg(state_step_desc, TensorDescriptor, "state_step_desc", _fn, True)
     _stateStep = _DEVICE_ARGS.get(stateStep) if type(stateStep) is int else None
@@ -10586,13 +10609,13 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
         maximize = _s.as_bool(maximize, "maximize", _fn)
     if type(adamw) is not bool:
         adamw = _s.as_bool(adamw, "adamw", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) is TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) is TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None
@@ -10713,76 +10736,76 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
         found_inf: where its size is known (not an int address), it must hold the bytes found_inf_desc spans.
     """
     _fn = "miopenFusedAdamWithOutput"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _param_in_desc: ctypes.c_void_p | None = param_in_desc._cp if type(param_in_desc) is TensorDescriptor else None
+    _param_in_desc: ctypes.c_void_p | None = param_in_desc._cp if type(param_in_desc) in _FAST_TensorDescriptor else None
     if _param_in_desc is None:
         _param_in_desc = _s.handle_arg(param_in_desc, TensorDescriptor, "param_in_desc", _fn, False)
     _param_in = _DEVICE_ARGS.get(param_in) if type(param_in) is int else None
     if _param_in is None:
         _param_in = _s.device_arg(param_in, "param_in", _fn, False)
-    _param_out_desc: ctypes.c_void_p | None = param_out_desc._cp if type(param_out_desc) is TensorDescriptor else None
+    _param_out_desc: ctypes.c_void_p | None = param_out_desc._cp if type(param_out_desc) in _FAST_TensorDescriptor else None
     if _param_out_desc is None:
         _param_out_desc = _s.handle_arg(param_out_desc, TensorDescriptor, "param_out_desc", _fn, False)
     _param_out = _DEVICE_ARGS.get(param_out) if type(param_out) is int else None
     if _param_out is None:
         _param_out = _s.device_arg(param_out, "param_out", _fn, False)
-    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if type(param_out_float_16_desc) is TensorDescriptor else None
+    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if type(param_out_float_16_desc) in _FAST_TensorDescriptor else None
     if _param_out_float_16_desc is None:
         _param_out_float_16_desc = _s.handle_arg(param_out_float_16_desc, TensorDescriptor, "param_out_float_16_desc", _fn, True)
     _param_out_float_16 = _DEVICE_ARGS.get(param_out_float_16) if type(param_out_float_16) is int else None
     if _param_out_float_16 is None and param_out_float_16 is not None:
         _param_out_float_16 = _s.device_arg(param_out_float_16, "param_out_float_16", _fn, True)
-    _grad_in_desc: ctypes.c_void_p | None = grad_in_desc._cp if type(grad_in_desc) is TensorDescriptor else None
+    _grad_in_desc: ctypes.c_void_p | None = grad_in_desc._cp if type(grad_in_desc) in _FAST_TensorDescriptor else None
     if _grad_in_desc is None:
         _grad_in_desc = _s.handle_arg(grad_in_desc, TensorDescriptor, "grad_in_desc", _fn, False)
     _grad_in = _DEVICE_ARGS.get(grad_in) if type(grad_in) is int else None
     if _grad_in is None:
         _grad_in = _s.device_arg(grad_in, "grad_in", _fn, False)
-    _exp_avg_in_desc: ctypes.c_void_p | None = exp_avg_in_desc._cp if type(exp_avg_in_desc) is TensorDescriptor else None
+    _exp_avg_in_desc: ctypes.c_void_p | None = exp_avg_in_desc._cp if type(exp_avg_in_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_in_desc is None:
         _exp_avg_in_desc = _s.handle_arg(exp_avg_in_desc, TensorDescriptor, "exp_avg_in_desc", _fn, False)
     _exp_avg_in = _DEVICE_ARGS.get(exp_avg_in) if type(exp_avg_in) is int else None
     if _exp_avg_in is None:
         _exp_avg_in = _s.device_arg(exp_avg_in, "exp_avg_in", _fn, False)
-    _exp_avg_out_desc: ctypes.c_void_p | None = exp_avg_out_desc._cp if type(exp_avg_out_desc) is TensorDescriptor else None
+    _exp_avg_out_desc: ctypes.c_void_p | None = exp_avg_out_desc._cp if type(exp_avg_out_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_out_desc is None:
         _exp_avg_out_desc = _s.handle_arg(exp_avg_out_desc, TensorDescriptor, "exp_avg_out_desc", _fn, False)
     _exp_avg_out = _DEVICE_ARGS.get(exp_avg_out) if type(exp_avg_out) is int else None
     if _exp_avg_out is None:
         _exp_avg_out = _s.device_arg(exp_avg_out, "exp_avg_out", _fn, False)
-    _exp_avg_sq_in_desc: ctypes.c_void_p | None = exp_avg_sq_in_desc._cp if type(exp_avg_sq_in_desc) is TensorDescriptor else None
+    _exp_avg_sq_in_desc: ctypes.c_void_p | None = exp_avg_sq_in_desc._cp if type(exp_avg_sq_in_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_sq_in_desc is None:
         _exp_avg_sq_in_desc = _s.handle_arg(exp_avg_sq_in_desc, TensorDescriptor, "exp_avg_sq_in_desc", _fn, False)
     _exp_avg_sq_in = _DEVICE_ARGS.get(exp_avg_sq_in) if type(exp_avg_sq_in) is int else None
     if _exp_avg_sq_in is None:
         _exp_avg_sq_in = _s.device_arg(exp_avg_sq_in, "exp_avg_sq_in", _fn, False)
-    _exp_avg_sq_out_desc: ctypes.c_void_p | None = exp_avg_sq_out_desc._cp if type(exp_avg_sq_out_desc) is TensorDescriptor else None
+    _exp_avg_sq_out_desc: ctypes.c_void_p | None = exp_avg_sq_out_desc._cp if type(exp_avg_sq_out_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_sq_out_desc is None:
         _exp_avg_sq_out_desc = _s.handle_arg(exp_avg_sq_out_desc, TensorDescriptor, "exp_avg_sq_out_desc", _fn, False)
     _exp_avg_sq_out = _DEVICE_ARGS.get(exp_avg_sq_out) if type(exp_avg_sq_out) is int else None
     if _exp_avg_sq_out is None:
         _exp_avg_sq_out = _s.device_arg(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
-    _max_exp_avg_sq_in_desc: ctypes.c_void_p | None = max_exp_avg_sq_in_desc._cp if type(max_exp_avg_sq_in_desc) is TensorDescriptor else None
+    _max_exp_avg_sq_in_desc: ctypes.c_void_p | None = max_exp_avg_sq_in_desc._cp if type(max_exp_avg_sq_in_desc) in _FAST_TensorDescriptor else None
     if _max_exp_avg_sq_in_desc is None:
         _max_exp_avg_sq_in_desc = _s.handle_arg(max_exp_avg_sq_in_desc, TensorDescriptor, "max_exp_avg_sq_in_desc", _fn, True)
     _max_exp_avg_sq_in = _DEVICE_ARGS.get(max_exp_avg_sq_in) if type(max_exp_avg_sq_in) is int else None
     if _max_exp_avg_sq_in is None and max_exp_avg_sq_in is not None:
         _max_exp_avg_sq_in = _s.device_arg(max_exp_avg_sq_in, "max_exp_avg_sq_in", _fn, True)
-    _max_exp_avg_sq_out_desc: ctypes.c_void_p | None = max_exp_avg_sq_out_desc._cp if type(max_exp_avg_sq_out_desc) is TensorDescriptor else None
+    _max_exp_avg_sq_out_desc: ctypes.c_void_p | None = max_exp_avg_sq_out_desc._cp if type(max_exp_avg_sq_out_desc) in _FAST_TensorDescriptor else None
     if _max_exp_avg_sq_out_desc is None:
         _max_exp_avg_sq_out_desc = _s.handle_arg(max_exp_avg_sq_out_desc, TensorDescriptor, "max_exp_avg_sq_out_desc", _fn, True)
     _max_exp_avg_sq_out = _DEVICE_ARGS.get(max_exp_avg_sq_out) if type(max_exp_avg_sq_out) is int else None
     if _max_exp_avg_sq_out is None and max_exp_avg_sq_out is not None:
         _max_exp_avg_sq_out = _s.device_arg(max_exp_avg_sq_out, "max_exp_avg_sq_out", _fn, True)
-    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if type(state_step_in_desc) is TensorDescriptor else None
+    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if type(state_step_in_desc) in _FAST_TensorDescriptor else None
     if _state_step_in_desc is None:
         _state_step_in_desc = _s.handle_arg(state_step_in_desc, TensorDescriptor, "state_step_in_desc", _fn, True)
     _state_step_in = _DEVICE_ARGS.get(state_step_in) if type(state_step_in) is int else None
     if _state_step_in is None and state_step_in is not None:
         _state_step_in = _s.device_arg(state_step_in, "state_step_in", _fn, True)
-    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if type(state_step_out_desc) is TensorDescriptor else None
+    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if type(state_step_out_desc) in _FAST_TensorDescriptor else None
     if _state_step_out_desc is None:
         _state_step_out_desc = _s.handle_arg(state_step_out_desc, TensorDescriptor, "state_step_out_desc", _fn, True)
     _state_step_out = _DEVICE_ARGS.get(state_step_out) if type(state_step_out) is int else None
@@ -10806,13 +10829,13 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
         maximize = _s.as_bool(maximize, "maximize", _fn)
     if type(adamw) is not bool:
         adamw = _s.as_bool(adamw, "adamw", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) is TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) is TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None
@@ -10904,34 +10927,34 @@ def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: Dev
         found_inf: where its size is known (not an int address), it must hold the bytes found_inf_desc spans.
     """
     _fn = "miopenTransformersAdamW"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) is TensorDescriptor else None
+    _param_desc: ctypes.c_void_p | None = param_desc._cp if type(param_desc) in _FAST_TensorDescriptor else None
     if _param_desc is None:
         _param_desc = _s.handle_arg(param_desc, TensorDescriptor, "param_desc", _fn, False)
     _param = _DEVICE_ARGS.get(param) if type(param) is int else None
     if _param is None:
         _param = _s.device_arg(param, "param", _fn, False)
-    _grad_desc: ctypes.c_void_p | None = grad_desc._cp if type(grad_desc) is TensorDescriptor else None
+    _grad_desc: ctypes.c_void_p | None = grad_desc._cp if type(grad_desc) in _FAST_TensorDescriptor else None
     if _grad_desc is None:
         _grad_desc = _s.handle_arg(grad_desc, TensorDescriptor, "grad_desc", _fn, False)
     _grad = _DEVICE_ARGS.get(grad) if type(grad) is int else None
     if _grad is None:
         _grad = _s.device_arg(grad, "grad", _fn, False)
-    _exp_avg_desc: ctypes.c_void_p | None = exp_avg_desc._cp if type(exp_avg_desc) is TensorDescriptor else None
+    _exp_avg_desc: ctypes.c_void_p | None = exp_avg_desc._cp if type(exp_avg_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_desc is None:
         _exp_avg_desc = _s.handle_arg(exp_avg_desc, TensorDescriptor, "exp_avg_desc", _fn, False)
     _exp_avg = _DEVICE_ARGS.get(exp_avg) if type(exp_avg) is int else None
     if _exp_avg is None:
         _exp_avg = _s.device_arg(exp_avg, "exp_avg", _fn, False)
-    _exp_avg_sq_desc: ctypes.c_void_p | None = exp_avg_sq_desc._cp if type(exp_avg_sq_desc) is TensorDescriptor else None
+    _exp_avg_sq_desc: ctypes.c_void_p | None = exp_avg_sq_desc._cp if type(exp_avg_sq_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_sq_desc is None:
         _exp_avg_sq_desc = _s.handle_arg(exp_avg_sq_desc, TensorDescriptor, "exp_avg_sq_desc", _fn, False)
     _exp_avg_sq = _DEVICE_ARGS.get(exp_avg_sq) if type(exp_avg_sq) is int else None
     if _exp_avg_sq is None:
         _exp_avg_sq = _s.device_arg(exp_avg_sq, "exp_avg_sq", _fn, False)
-    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if type(state_step_desc) is TensorDescriptor else None
+    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if type(state_step_desc) in _FAST_TensorDescriptor else None
     if _state_step_desc is None:
         _state_step_desc = _s.handle_arg(state_step_desc, TensorDescriptor, "state_step_desc", _fn, True)
     _stateStep = _DEVICE_ARGS.get(stateStep) if type(stateStep) is int else None
@@ -10951,13 +10974,13 @@ def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: Dev
         eps = _s.as_float32(eps, "eps", _fn)
     if type(correct_bias) is not bool:
         correct_bias = _s.as_bool(correct_bias, "correct_bias", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) is TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) is TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None
@@ -11063,64 +11086,64 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
         found_inf: where its size is known (not an int address), it must hold the bytes found_inf_desc spans.
     """
     _fn = "miopenTransformersAdamWWithOutput"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _param_in_desc: ctypes.c_void_p | None = param_in_desc._cp if type(param_in_desc) is TensorDescriptor else None
+    _param_in_desc: ctypes.c_void_p | None = param_in_desc._cp if type(param_in_desc) in _FAST_TensorDescriptor else None
     if _param_in_desc is None:
         _param_in_desc = _s.handle_arg(param_in_desc, TensorDescriptor, "param_in_desc", _fn, False)
     _param_in = _DEVICE_ARGS.get(param_in) if type(param_in) is int else None
     if _param_in is None:
         _param_in = _s.device_arg(param_in, "param_in", _fn, False)
-    _param_out_desc: ctypes.c_void_p | None = param_out_desc._cp if type(param_out_desc) is TensorDescriptor else None
+    _param_out_desc: ctypes.c_void_p | None = param_out_desc._cp if type(param_out_desc) in _FAST_TensorDescriptor else None
     if _param_out_desc is None:
         _param_out_desc = _s.handle_arg(param_out_desc, TensorDescriptor, "param_out_desc", _fn, False)
     _param_out = _DEVICE_ARGS.get(param_out) if type(param_out) is int else None
     if _param_out is None:
         _param_out = _s.device_arg(param_out, "param_out", _fn, False)
-    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if type(param_out_float_16_desc) is TensorDescriptor else None
+    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if type(param_out_float_16_desc) in _FAST_TensorDescriptor else None
     if _param_out_float_16_desc is None:
         _param_out_float_16_desc = _s.handle_arg(param_out_float_16_desc, TensorDescriptor, "param_out_float_16_desc", _fn, True)
     _param_out_float_16 = _DEVICE_ARGS.get(param_out_float_16) if type(param_out_float_16) is int else None
     if _param_out_float_16 is None and param_out_float_16 is not None:
         _param_out_float_16 = _s.device_arg(param_out_float_16, "param_out_float_16", _fn, True)
-    _grad_in_desc: ctypes.c_void_p | None = grad_in_desc._cp if type(grad_in_desc) is TensorDescriptor else None
+    _grad_in_desc: ctypes.c_void_p | None = grad_in_desc._cp if type(grad_in_desc) in _FAST_TensorDescriptor else None
     if _grad_in_desc is None:
         _grad_in_desc = _s.handle_arg(grad_in_desc, TensorDescriptor, "grad_in_desc", _fn, False)
     _grad_in = _DEVICE_ARGS.get(grad_in) if type(grad_in) is int else None
     if _grad_in is None:
         _grad_in = _s.device_arg(grad_in, "grad_in", _fn, False)
-    _exp_avg_in_desc: ctypes.c_void_p | None = exp_avg_in_desc._cp if type(exp_avg_in_desc) is TensorDescriptor else None
+    _exp_avg_in_desc: ctypes.c_void_p | None = exp_avg_in_desc._cp if type(exp_avg_in_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_in_desc is None:
         _exp_avg_in_desc = _s.handle_arg(exp_avg_in_desc, TensorDescriptor, "exp_avg_in_desc", _fn, False)
     _exp_avg_in = _DEVICE_ARGS.get(exp_avg_in) if type(exp_avg_in) is int else None
     if _exp_avg_in is None:
         _exp_avg_in = _s.device_arg(exp_avg_in, "exp_avg_in", _fn, False)
-    _exp_avg_out_desc: ctypes.c_void_p | None = exp_avg_out_desc._cp if type(exp_avg_out_desc) is TensorDescriptor else None
+    _exp_avg_out_desc: ctypes.c_void_p | None = exp_avg_out_desc._cp if type(exp_avg_out_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_out_desc is None:
         _exp_avg_out_desc = _s.handle_arg(exp_avg_out_desc, TensorDescriptor, "exp_avg_out_desc", _fn, False)
     _exp_avg_out = _DEVICE_ARGS.get(exp_avg_out) if type(exp_avg_out) is int else None
     if _exp_avg_out is None:
         _exp_avg_out = _s.device_arg(exp_avg_out, "exp_avg_out", _fn, False)
-    _exp_avg_sq_in_desc: ctypes.c_void_p | None = exp_avg_sq_in_desc._cp if type(exp_avg_sq_in_desc) is TensorDescriptor else None
+    _exp_avg_sq_in_desc: ctypes.c_void_p | None = exp_avg_sq_in_desc._cp if type(exp_avg_sq_in_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_sq_in_desc is None:
         _exp_avg_sq_in_desc = _s.handle_arg(exp_avg_sq_in_desc, TensorDescriptor, "exp_avg_sq_in_desc", _fn, False)
     _exp_avg_sq_in = _DEVICE_ARGS.get(exp_avg_sq_in) if type(exp_avg_sq_in) is int else None
     if _exp_avg_sq_in is None:
         _exp_avg_sq_in = _s.device_arg(exp_avg_sq_in, "exp_avg_sq_in", _fn, False)
-    _exp_avg_sq_out_desc: ctypes.c_void_p | None = exp_avg_sq_out_desc._cp if type(exp_avg_sq_out_desc) is TensorDescriptor else None
+    _exp_avg_sq_out_desc: ctypes.c_void_p | None = exp_avg_sq_out_desc._cp if type(exp_avg_sq_out_desc) in _FAST_TensorDescriptor else None
     if _exp_avg_sq_out_desc is None:
         _exp_avg_sq_out_desc = _s.handle_arg(exp_avg_sq_out_desc, TensorDescriptor, "exp_avg_sq_out_desc", _fn, False)
     _exp_avg_sq_out = _DEVICE_ARGS.get(exp_avg_sq_out) if type(exp_avg_sq_out) is int else None
     if _exp_avg_sq_out is None:
         _exp_avg_sq_out = _s.device_arg(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
-    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if type(state_step_in_desc) is TensorDescriptor else None
+    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if type(state_step_in_desc) in _FAST_TensorDescriptor else None
     if _state_step_in_desc is None:
         _state_step_in_desc = _s.handle_arg(state_step_in_desc, TensorDescriptor, "state_step_in_desc", _fn, True)
     _state_step_in = _DEVICE_ARGS.get(state_step_in) if type(state_step_in) is int else None
     if _state_step_in is None and state_step_in is not None:
         _state_step_in = _s.device_arg(state_step_in, "state_step_in", _fn, True)
-    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if type(state_step_out_desc) is TensorDescriptor else None
+    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if type(state_step_out_desc) in _FAST_TensorDescriptor else None
     if _state_step_out_desc is None:
         _state_step_out_desc = _s.handle_arg(state_step_out_desc, TensorDescriptor, "state_step_out_desc", _fn, True)
     _state_step_out = _DEVICE_ARGS.get(state_step_out) if type(state_step_out) is int else None
@@ -11142,13 +11165,13 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
         step_size = _s.as_float32(step_size, "step_size", _fn)
     if type(correct_bias) is not bool:
         correct_bias = _s.as_bool(correct_bias, "correct_bias", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) is TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) is TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None
@@ -11198,7 +11221,7 @@ def get_getitem_workspace_size(handle: Handle, index_descs: Sequence[TensorDescr
         C parameters the wrapper fills in: `indexCount` (in, by value) = len(`index_descs`).
     """
     _fn = "miopenGetGetitemWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _index_descs = _s.in_array(index_descs, _s.handle_elem(TensorDescriptor), "index_descs", _fn, False)
@@ -11254,7 +11277,7 @@ def getitem_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
             len(slices) // 4).
     """
     _fn = "miopenGetitemBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
@@ -11262,7 +11285,7 @@ def getitem_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
         _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -11270,13 +11293,13 @@ def getitem_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
         _dy = _s.device_arg(dy, "dy", _fn, False)
     _index_descs = _s.in_array(index_descs, _s.handle_elem(TensorDescriptor), "index_descs", _fn, False)
     _indexs = _s.in_array(indexs, _s.buffer_elem(), "indexs", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
     if _dx is None:
         _dx = _s.device_arg(dx, "dx", _fn, False)
-    _error_desc: ctypes.c_void_p | None = error_desc._cp if type(error_desc) is TensorDescriptor else None
+    _error_desc: ctypes.c_void_p | None = error_desc._cp if type(error_desc) in _FAST_TensorDescriptor else None
     if _error_desc is None:
         _error_desc = _s.handle_arg(error_desc, TensorDescriptor, "error_desc", _fn, False)
     _error = _DEVICE_ARGS.get(error) if type(error) is int else None
@@ -11330,28 +11353,28 @@ def ro_pe_forward(handle: Handle, x_desc: TensorDescriptor, x: DeviceBuffer, cos
         y: where its size is known (not an int address), it must hold the bytes y_desc spans.
     """
     _fn = "miopenRoPEForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _cos_desc: ctypes.c_void_p | None = cos_desc._cp if type(cos_desc) is TensorDescriptor else None
+    _cos_desc: ctypes.c_void_p | None = cos_desc._cp if type(cos_desc) in _FAST_TensorDescriptor else None
     if _cos_desc is None:
         _cos_desc = _s.handle_arg(cos_desc, TensorDescriptor, "cos_desc", _fn, False)
     _cos = _DEVICE_ARGS.get(cos) if type(cos) is int else None
     if _cos is None:
         _cos = _s.device_arg(cos, "cos", _fn, False)
-    _sin_desc: ctypes.c_void_p | None = sin_desc._cp if type(sin_desc) is TensorDescriptor else None
+    _sin_desc: ctypes.c_void_p | None = sin_desc._cp if type(sin_desc) in _FAST_TensorDescriptor else None
     if _sin_desc is None:
         _sin_desc = _s.handle_arg(sin_desc, TensorDescriptor, "sin_desc", _fn, False)
     _sin = _DEVICE_ARGS.get(sin) if type(sin) is int else None
     if _sin is None:
         _sin = _s.device_arg(sin, "sin", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -11398,28 +11421,28 @@ def ro_pe_backward(handle: Handle, dy_desc: TensorDescriptor, dy: DeviceBuffer, 
         dx: where its size is known (not an int address), it must hold the bytes dx_desc spans.
     """
     _fn = "miopenRoPEBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
     if _dy is None:
         _dy = _s.device_arg(dy, "dy", _fn, False)
-    _cos_desc: ctypes.c_void_p | None = cos_desc._cp if type(cos_desc) is TensorDescriptor else None
+    _cos_desc: ctypes.c_void_p | None = cos_desc._cp if type(cos_desc) in _FAST_TensorDescriptor else None
     if _cos_desc is None:
         _cos_desc = _s.handle_arg(cos_desc, TensorDescriptor, "cos_desc", _fn, False)
     _cos = _DEVICE_ARGS.get(cos) if type(cos) is int else None
     if _cos is None:
         _cos = _s.device_arg(cos, "cos", _fn, False)
-    _sin_desc: ctypes.c_void_p | None = sin_desc._cp if type(sin_desc) is TensorDescriptor else None
+    _sin_desc: ctypes.c_void_p | None = sin_desc._cp if type(sin_desc) in _FAST_TensorDescriptor else None
     if _sin_desc is None:
         _sin_desc = _s.handle_arg(sin_desc, TensorDescriptor, "sin_desc", _fn, False)
     _sin = _DEVICE_ARGS.get(sin) if type(sin) is int else None
     if _sin is None:
         _sin = _s.device_arg(sin, "sin", _fn, False)
-    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) is TensorDescriptor else None
+    _dx_desc: ctypes.c_void_p | None = dx_desc._cp if type(dx_desc) in _FAST_TensorDescriptor else None
     if _dx_desc is None:
         _dx_desc = _s.handle_arg(dx_desc, TensorDescriptor, "dx_desc", _fn, False)
     _dx = _DEVICE_ARGS.get(dx) if type(dx) is int else None
@@ -11464,22 +11487,22 @@ def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: Device
         output: where its size is known (not an int address), it must hold the bytes output_desc spans.
     """
     _fn = "miopenKthvalueForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = _DEVICE_ARGS.get(output) if type(output) is int else None
     if _output is None:
         _output = _s.device_arg(output, "output", _fn, False)
-    _indices_desc: ctypes.c_void_p | None = indices_desc._cp if type(indices_desc) is TensorDescriptor else None
+    _indices_desc: ctypes.c_void_p | None = indices_desc._cp if type(indices_desc) in _FAST_TensorDescriptor else None
     if _indices_desc is None:
         _indices_desc = _s.handle_arg(indices_desc, TensorDescriptor, "indices_desc", _fn, False)
     _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else _s.as_device_ptr(indices, "indices", _fn, False)
@@ -11511,13 +11534,13 @@ def get_p_re_lu_backward_workspace_size(handle: Handle, input_desc: TensorDescri
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetPReLUBackwardWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _size_in_bytes = ctypes.c_size_t()
@@ -11563,7 +11586,7 @@ def p_re_lu_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
         dweight: where its size is known (not an int address), it must hold the bytes dweight_desc spans.
     """
     _fn = "miopenPReLUBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _workspace = _DEVICE_ARGS.get(workspace) if type(workspace) is int else None
@@ -11571,31 +11594,31 @@ def p_re_lu_backward(handle: Handle, workspace: DeviceBuffer | None, workspace_s
         _workspace = _s.device_arg(workspace, "workspace", _fn, True)
     if (type(workspace_size_in_bytes) is not int or not 0 <= workspace_size_in_bytes <= 18446744073709551615):
         workspace_size_in_bytes = _s.as_int(workspace_size_in_bytes, 0, 18446744073709551615, "workspace_size_in_bytes", _fn)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
     if _weight is None:
         _weight = _s.device_arg(weight, "weight", _fn, False)
-    _doutput_desc: ctypes.c_void_p | None = doutput_desc._cp if type(doutput_desc) is TensorDescriptor else None
+    _doutput_desc: ctypes.c_void_p | None = doutput_desc._cp if type(doutput_desc) in _FAST_TensorDescriptor else None
     if _doutput_desc is None:
         _doutput_desc = _s.handle_arg(doutput_desc, TensorDescriptor, "doutput_desc", _fn, False)
     _doutput = _DEVICE_ARGS.get(doutput) if type(doutput) is int else None
     if _doutput is None:
         _doutput = _s.device_arg(doutput, "doutput", _fn, False)
-    _dinput_desc: ctypes.c_void_p | None = dinput_desc._cp if type(dinput_desc) is TensorDescriptor else None
+    _dinput_desc: ctypes.c_void_p | None = dinput_desc._cp if type(dinput_desc) in _FAST_TensorDescriptor else None
     if _dinput_desc is None:
         _dinput_desc = _s.handle_arg(dinput_desc, TensorDescriptor, "dinput_desc", _fn, False)
     _dinput = _DEVICE_ARGS.get(dinput) if type(dinput) is int else None
     if _dinput is None:
         _dinput = _s.device_arg(dinput, "dinput", _fn, False)
-    _dweight_desc: ctypes.c_void_p | None = dweight_desc._cp if type(dweight_desc) is TensorDescriptor else None
+    _dweight_desc: ctypes.c_void_p | None = dweight_desc._cp if type(dweight_desc) in _FAST_TensorDescriptor else None
     if _dweight_desc is None:
         _dweight_desc = _s.handle_arg(dweight_desc, TensorDescriptor, "dweight_desc", _fn, False)
     _dweight = _DEVICE_ARGS.get(dweight) if type(dweight) is int else None
@@ -11632,16 +11655,16 @@ def get_soft_margin_loss_forward_workspace_size(handle: Handle, input_desc: Tens
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetSoftMarginLossForwardWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) is TensorDescriptor else None
+    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) in _FAST_TensorDescriptor else None
     if _target_desc is None:
         _target_desc = _s.handle_arg(target_desc, TensorDescriptor, "target_desc", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     if type(reduction) is not LossReductionMode:
@@ -11682,22 +11705,22 @@ def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input
         workspace: where its size is known (not an int address), it must hold workspace_size_in_bytes bytes.
     """
     _fn = "miopenSoftMarginLossForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) is TensorDescriptor else None
+    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) in _FAST_TensorDescriptor else None
     if _target_desc is None:
         _target_desc = _s.handle_arg(target_desc, TensorDescriptor, "target_desc", _fn, False)
     _target = _DEVICE_ARGS.get(target) if type(target) is int else None
     if _target is None:
         _target = _s.device_arg(target, "target", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = _DEVICE_ARGS.get(output) if type(output) is int else None
@@ -11752,28 +11775,28 @@ def soft_margin_loss_backward(handle: Handle, input_desc: TensorDescriptor, inpu
         dinput: where its size is known (not an int address), it must hold the bytes dinput_desc spans.
     """
     _fn = "miopenSoftMarginLossBackward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) is TensorDescriptor else None
+    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) in _FAST_TensorDescriptor else None
     if _target_desc is None:
         _target_desc = _s.handle_arg(target_desc, TensorDescriptor, "target_desc", _fn, False)
     _target = _DEVICE_ARGS.get(target) if type(target) is int else None
     if _target is None:
         _target = _s.device_arg(target, "target", _fn, False)
-    _doutput_desc: ctypes.c_void_p | None = doutput_desc._cp if type(doutput_desc) is TensorDescriptor else None
+    _doutput_desc: ctypes.c_void_p | None = doutput_desc._cp if type(doutput_desc) in _FAST_TensorDescriptor else None
     if _doutput_desc is None:
         _doutput_desc = _s.handle_arg(doutput_desc, TensorDescriptor, "doutput_desc", _fn, False)
     _doutput = _DEVICE_ARGS.get(doutput) if type(doutput) is int else None
     if _doutput is None:
         _doutput = _s.device_arg(doutput, "doutput", _fn, False)
-    _dinput_desc: ctypes.c_void_p | None = dinput_desc._cp if type(dinput_desc) is TensorDescriptor else None
+    _dinput_desc: ctypes.c_void_p | None = dinput_desc._cp if type(dinput_desc) in _FAST_TensorDescriptor else None
     if _dinput_desc is None:
         _dinput_desc = _s.handle_arg(dinput_desc, TensorDescriptor, "dinput_desc", _fn, False)
     _dinput = _DEVICE_ARGS.get(dinput) if type(dinput) is int else None
@@ -11811,19 +11834,19 @@ def get_multi_margin_loss_forward_workspace_size(handle: Handle, input_desc: Ten
         int: `size_in_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetMultiMarginLossForwardWorkspaceSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
-    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) is TensorDescriptor else None
+    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) in _FAST_TensorDescriptor else None
     if _target_desc is None:
         _target_desc = _s.handle_arg(target_desc, TensorDescriptor, "target_desc", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     if (type(p) is not int or not -9223372036854775808 <= p <= 9223372036854775807):
@@ -11874,28 +11897,28 @@ def multi_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, inpu
         workspace: where its size is known (not an int address), it must hold workspace_size_in_bytes bytes.
     """
     _fn = "miopenMultiMarginLossForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) is TensorDescriptor else None
+    _target_desc: ctypes.c_void_p | None = target_desc._cp if type(target_desc) in _FAST_TensorDescriptor else None
     if _target_desc is None:
         _target_desc = _s.handle_arg(target_desc, TensorDescriptor, "target_desc", _fn, False)
     _target = _DEVICE_ARGS.get(target) if type(target) is int else None
     if _target is None:
         _target = _s.device_arg(target, "target", _fn, False)
-    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) is TensorDescriptor else None
+    _weight_desc: ctypes.c_void_p | None = weight_desc._cp if type(weight_desc) in _FAST_TensorDescriptor else None
     if _weight_desc is None:
         _weight_desc = _s.handle_arg(weight_desc, TensorDescriptor, "weight_desc", _fn, False)
     _weight = _DEVICE_ARGS.get(weight) if type(weight) is int else None
     if _weight is None:
         _weight = _s.device_arg(weight, "weight", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = _DEVICE_ARGS.get(output) if type(output) is int else None

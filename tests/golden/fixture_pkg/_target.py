@@ -20,7 +20,7 @@ MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "3103f5e71c5d5a39"
+SUPPORT_DIGEST = "159c2efa94bef108"
 
 
 class MIOpenVersionError(RuntimeError):

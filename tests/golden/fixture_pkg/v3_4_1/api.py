@@ -169,6 +169,13 @@ from .._handles import (  # noqa: E402
     ActivationDescriptor,
 )
 
+# the classes each wrapper takes on its fast path (the handle class and the runtime's shared subclasses)
+_FAST_Handle = Handle._fast_types
+_FAST_TensorDescriptor = TensorDescriptor._fast_types
+_FAST_ConvolutionDescriptor = ConvolutionDescriptor._fast_types
+_FAST_DropoutDescriptor = DropoutDescriptor._fast_types
+_FAST_ActivationDescriptor = ActivationDescriptor._fast_types
+
 
 class GetVersionResult(NamedTuple):
     """Outputs of miopenGetVersion."""
@@ -332,7 +339,7 @@ def destroy(handle: Handle) -> None:
         None.
     """
     _fn = "miopenDestroy"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _handle = _addr(handle._detach())  # closed before the call: destroyed exactly once
@@ -355,7 +362,7 @@ def set_stream(handle: Handle, stream_id: Stream) -> None:
     _fn = "miopenSetStream"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     _stream_id = _s.as_stream(stream_id, "stream_id", _fn)
     _st = _direct.miopenSetStream(_handle, _addr(_stream_id))
     if _st:
@@ -372,7 +379,7 @@ def get_stream(handle: Handle) -> int | None:
         int | None: `stream_id` (out, host memory): MIOpen writes an address (int), None for NULL.
     """
     _fn = "miopenGetStream"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _stream_id = ctypes.c_void_p()
@@ -400,7 +407,7 @@ def set_allocator(handle: Handle, allocator: Callable[..., Any] | None, dealloca
     _fn = "miopenSetAllocator"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     _allocator = _s_callback(allocator, _raw.miopenAllocatorFunction, "allocator", _fn)
     _deallocator = _s_callback(deallocator, _raw.miopenDeallocatorFunction, "deallocator", _fn)
     _allocator_context = _s.as_opaque(allocator_context, "allocator_context", _fn)
@@ -420,7 +427,7 @@ def get_kernel_time(handle: Handle) -> float:
         float: `time` (out, host memory): MIOpen writes a float (C float).
     """
     _fn = "miopenGetKernelTime"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _time = ctypes.c_float()
@@ -441,7 +448,7 @@ def enable_profiling(handle: Handle, enable: bool) -> None:
         None.
     """
     _fn = "miopenEnableProfiling"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if type(enable) is not bool:
@@ -483,7 +490,7 @@ def set_4d_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType 
     _fn = "miopenSet4dTensorDescriptor"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if (type(n) is not int or not -2147483648 <= n <= 2147483647):
@@ -519,7 +526,7 @@ def get_4d_tensor_descriptor(tensor_desc: TensorDescriptor) -> Get4dTensorDescri
             w_stride (int): out, host memory: MIOpen writes an int (C int).
     """
     _fn = "miopenGet4dTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -555,7 +562,7 @@ def set_nd_tensor_descriptor_with_layout(tensor_desc: TensorDescriptor, data_typ
     _fn = "miopenSetNdTensorDescriptorWithLayout"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     if type(tensor_layout) is not TensorLayout:
@@ -591,7 +598,7 @@ def set_tensor_descriptor(tensor_desc: TensorDescriptor, data_type: DataType | i
     _fn = "miopenSetTensorDescriptor"
     _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
     if _tensor_desc is None:
-        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
+        _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False, writes=True)
     if type(data_type) is not DataType:
         data_type = _s.as_enum(data_type, DataType, "data_type", _fn)
     _dims_a = _s.in_array(dims_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dims_a", _fn, False)
@@ -612,7 +619,7 @@ def get_tensor_descriptor_size(tensor_desc: TensorDescriptor) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C int).
     """
     _fn = "miopenGetTensorDescriptorSize"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _size = ctypes.c_int()
@@ -640,7 +647,7 @@ def get_tensor_descriptor(tensor_desc: TensorDescriptor) -> GetTensorDescriptorR
                 first).
     """
     _fn = "miopenGetTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _data_type = ctypes.c_uint()
@@ -663,7 +670,7 @@ def get_tensor_num_bytes(tensor_desc: TensorDescriptor) -> int:
         int: `num_bytes` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetTensorNumBytes"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _num_bytes = ctypes.c_size_t()
@@ -694,8 +701,8 @@ def set_tensor(handle: Handle, y_desc: TensorDescriptor, y: DeviceBuffer, alpha:
     _fn = "miopenSetTensor"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -725,7 +732,7 @@ def get_rnn_input_tensor_size(handle: Handle, x_desc: Sequence[TensorDescriptor]
         C parameters the wrapper fills in: `seqLen` (in, by value) = len(`x_desc`).
     """
     _fn = "miopenGetRNNInputTensorSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _x_desc = _s.in_array(x_desc, _s.handle_elem(TensorDescriptor), "x_desc", _fn, False)
@@ -763,7 +770,7 @@ def destroy_convolution_descriptor(conv_desc: ConvolutionDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyConvolutionDescriptor"
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     _conv_desc = _addr(conv_desc._detach())  # closed before the call: destroyed exactly once
@@ -783,7 +790,7 @@ def destroy_tensor_descriptor(tensor_desc: TensorDescriptor) -> None:
         None.
     """
     _fn = "miopenDestroyTensorDescriptor"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     _tensor_desc = _addr(tensor_desc._detach())  # closed before the call: destroyed exactly once
@@ -815,7 +822,7 @@ def init_convolution_nd_descriptor(conv_desc: ConvolutionDescriptor, pad_a: Sequ
     _fn = "miopenInitConvolutionNdDescriptor"
     _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
     if _conv_desc is None:
-        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
+        _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False, writes=True)
     _pad_a = _s.in_array(pad_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "pad_a", _fn, False)
     _strides_a = _s.in_array(strides_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "strides_a", _fn, False)
     _dilation_a = _s.in_array(dilation_a, _s.int_elem(ctypes.c_int, -2147483648, 2147483647), "dilation_a", _fn, False)
@@ -858,25 +865,25 @@ def find_convolution_forward_algorithm(handle: Handle, x_desc: TensorDescriptor,
         `perf_results`.
     """
     _fn = "miopenFindConvolutionForwardAlgorithm"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -928,25 +935,25 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
         None.
     """
     _fn = "miopenConvolutionForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.host_scalar(alpha, "alpha", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
     if _x is None:
         _x = _s.device_arg(x, "x", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
     _w = _DEVICE_ARGS.get(w) if type(w) is int else None
     if _w is None:
         _w = _s.device_arg(w, "w", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
     if type(algo) is not ConvFwdAlgorithm:
@@ -954,7 +961,7 @@ def convolution_forward(handle: Handle, alpha: float | ctypes.c_float | ctypes.c
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -991,19 +998,19 @@ def convolution_forward_get_solution(handle: Handle, w_desc: TensorDescriptor, x
         `solutions`.
     """
     _fn = "miopenConvolutionForwardGetSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) is TensorDescriptor else None
+    _w_desc: ctypes.c_void_p | None = w_desc._cp if type(w_desc) in _FAST_TensorDescriptor else None
     if _w_desc is None:
         _w_desc = _s.handle_arg(w_desc, TensorDescriptor, "w_desc", _fn, False)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
-    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) is ConvolutionDescriptor else None
+    _conv_desc: ctypes.c_void_p | None = conv_desc._cp if type(conv_desc) in _FAST_ConvolutionDescriptor else None
     if _conv_desc is None:
         _conv_desc = _s.handle_arg(conv_desc, ConvolutionDescriptor, "conv_desc", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     if (type(max_solution_count) is not int or not 0 <= max_solution_count <= 18446744073709551615):
@@ -1028,7 +1035,7 @@ def convolution_forward_compile_solution(handle: Handle, solution_id: int) -> No
         None.
     """
     _fn = "miopenConvolutionForwardCompileSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(solution_id) is not int or not 0 <= solution_id <= 18446744073709551615):
@@ -1062,13 +1069,13 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
         beta: read as double whatever the tensor type.
     """
     _fn = "miopenConvolutionBackwardBias"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = _byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn)
-    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) is TensorDescriptor else None
+    _dy_desc: ctypes.c_void_p | None = dy_desc._cp if type(dy_desc) in _FAST_TensorDescriptor else None
     if _dy_desc is None:
         _dy_desc = _s.handle_arg(dy_desc, TensorDescriptor, "dy_desc", _fn, False)
     _dy = _DEVICE_ARGS.get(dy) if type(dy) is int else None
@@ -1077,7 +1084,7 @@ def convolution_backward_bias(handle: Handle, alpha: float | ctypes.c_float | ct
     _beta = _F64_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_double(beta)) if type(beta) is float else _s.double_scalar(beta, "beta", _fn)
-    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) is TensorDescriptor else None
+    _db_desc: ctypes.c_void_p | None = db_desc._cp if type(db_desc) in _FAST_TensorDescriptor else None
     if _db_desc is None:
         _db_desc = _s.handle_arg(db_desc, TensorDescriptor, "db_desc", _fn, False)
     _db = _DEVICE_ARGS.get(db) if type(db) is int else None
@@ -1111,7 +1118,7 @@ def run_solution(handle: Handle, tensors: Sequence[TensorArgument | _raw.miopenT
             TensorDescriptor or None (None: the problem's descriptor).
     """
     _fn = "miopenRunSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _tensors = _s.in_array(tensors, _s.record_elem(_raw.miopenTensorArgument_t, ('id', 'descriptor', 'buffer'), {"buffer": ("buffer", None, False), "descriptor": ("scalar", TensorDescriptor, True)}), "tensors", _fn, False)
@@ -1136,7 +1143,7 @@ def get_solution_size(handle: Handle) -> int:
         int: `size` (out, host memory): MIOpen writes an int (C size_t).
     """
     _fn = "miopenGetSolutionSize"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _size = ctypes.c_size_t()
@@ -1157,7 +1164,7 @@ def save_solution(handle: Handle) -> bytes:
             returns (C miopenGetSolutionSize, called first).
     """
     _fn = "miopenSaveSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _len_get_solution_size = get_solution_size(handle)
@@ -1182,7 +1189,7 @@ def load_solution(handle: Handle, data: bytes) -> None:
         C parameters the wrapper fills in: `size` (in, by value) = len(`data`).
     """
     _fn = "miopenLoadSolution"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _data, _len_data = _s.as_blob(data, "data", _fn)
@@ -1214,10 +1221,10 @@ def get_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle) -> G
             returned.
     """
     _fn = "miopenGetDropoutDescriptor"
-    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
+    _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) in _FAST_DropoutDescriptor else None
     if _dropout_desc is None:
         _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dropout = ctypes.c_float()
@@ -1253,7 +1260,7 @@ def batch_normalization_forward_inference(handle: Handle, alpha: float | ctypes.
         None.
     """
     _fn = "miopenBatchNormalizationForwardInference"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
@@ -1262,7 +1269,7 @@ def batch_normalization_forward_inference(handle: Handle, alpha: float | ctypes.
     _beta = _F32_REFS.get(beta) if type(beta) is float and (beta or _copysign(1.0, beta) > 0) else None
     if _beta is None:
         _beta = _byref(_c_float(beta)) if type(beta) is float and -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38 else _s.host_scalar(beta, "beta", _fn)
-    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) is TensorDescriptor else None
+    _x_desc: ctypes.c_void_p | None = x_desc._cp if type(x_desc) in _FAST_TensorDescriptor else None
     if _x_desc is None:
         _x_desc = _s.handle_arg(x_desc, TensorDescriptor, "x_desc", _fn, False)
     _x = _DEVICE_ARGS.get(x) if type(x) is int else None
@@ -1299,8 +1306,8 @@ def set_dropout_descriptor(dropout_desc: DropoutDescriptor, handle: Handle, drop
     _fn = "miopenSetDropoutDescriptor"
     _dropout_desc: ctypes.c_void_p | None = dropout_desc._cp if type(dropout_desc) is DropoutDescriptor else None
     if _dropout_desc is None:
-        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False)
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+        _dropout_desc = _s.handle_arg(dropout_desc, DropoutDescriptor, "dropout_desc", _fn, False, writes=True)
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     if (type(dropout) is not float or not -3.4028234663852886e+38 <= dropout <= 3.4028234663852886e+38):
@@ -1335,7 +1342,7 @@ def set_scalars(handle: Handle, alpha: float, beta: float, margin: float, p: int
     _fn = "miopenSetScalars"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     if (type(alpha) is not float or not -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38):
         alpha = _s.as_float32(alpha, "alpha", _fn)
     if (type(beta) is not float or not -3.4028234663852886e+38 <= beta <= 3.4028234663852886e+38):
@@ -1364,7 +1371,7 @@ def get_activation_descriptor(activ_desc: ActivationDescriptor) -> GetActivation
             activ_gamma (float): out, host memory: MIOpen writes a float (C double).
     """
     _fn = "miopenGetActivationDescriptor"
-    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) is ActivationDescriptor else None
+    _activ_desc: ctypes.c_void_p | None = activ_desc._cp if type(activ_desc) in _FAST_ActivationDescriptor else None
     if _activ_desc is None:
         _activ_desc = _s.handle_arg(activ_desc, ActivationDescriptor, "activ_desc", _fn, False)
     _mode = ctypes.c_uint()
@@ -1401,7 +1408,7 @@ def set_op_args_scale(handle: Handle, alpha: float | ctypes.c_float | ctypes.c_d
     _fn = "miopenSetOpArgsScale"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     _alpha = _F32_REFS.get(alpha) if type(alpha) is float and (alpha or _copysign(1.0, alpha) > 0) else None
     if _alpha is None:
         _alpha = None if alpha is None else (_byref(_c_float(alpha)) if type(alpha) is float and -3.4028234663852886e+38 <= alpha <= 3.4028234663852886e+38 else _s.float_scalar(alpha, "alpha", _fn))
@@ -1444,7 +1451,7 @@ def get_seq_lengths(tensor_desc: TensorDescriptor, limit: int) -> GetSeqLengthsR
             float64, uint8, int64).
     """
     _fn = "miopenGetSeqLengths"
-    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) is TensorDescriptor else None
+    _tensor_desc: ctypes.c_void_p | None = tensor_desc._cp if type(tensor_desc) in _FAST_TensorDescriptor else None
     if _tensor_desc is None:
         _tensor_desc = _s.handle_arg(tensor_desc, TensorDescriptor, "tensor_desc", _fn, False)
     if (type(limit) is not int or not -2147483648 <= limit <= 2147483647):
@@ -1486,7 +1493,7 @@ def set_values(handle: Handle, value_type: DataType | int, values: Sequence[floa
     _fn = "miopenSetValues"
     _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
     if _handle is None:
-        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
+        _handle = _s.handle_arg(handle, Handle, "handle", _fn, False, writes=True)
     if type(value_type) is not DataType:
         value_type = _s.as_enum(value_type, DataType, "value_type", _fn)
     _values = _s.as_sequence(values, "values", _fn, False)
@@ -1521,12 +1528,12 @@ def cat_forward(handle: Handle, x_descs: Sequence[TensorDescriptor], xs: Sequenc
         C parameters the wrapper fills in: `xCount` (in, by value) = len(`x_descs`) = len(`xs`).
     """
     _fn = "miopenCatForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _x_descs = _s.in_array(x_descs, _s.handle_elem(TensorDescriptor), "x_descs", _fn, False)
     _xs = _s.in_array(xs, _s.buffer_elem(), "xs", _fn, False)
-    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) is TensorDescriptor else None
+    _y_desc: ctypes.c_void_p | None = y_desc._cp if type(y_desc) in _FAST_TensorDescriptor else None
     if _y_desc is None:
         _y_desc = _s.handle_arg(y_desc, TensorDescriptor, "y_desc", _fn, False)
     _y = _DEVICE_ARGS.get(y) if type(y) is int else None
@@ -1562,22 +1569,22 @@ def kthvalue_forward(handle: Handle, input_desc: TensorDescriptor, input: Device
         None.
     """
     _fn = "miopenKthvalueForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
     if _input is None:
         _input = _s.device_arg(input, "input", _fn, False)
-    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) is TensorDescriptor else None
+    _output_desc: ctypes.c_void_p | None = output_desc._cp if type(output_desc) in _FAST_TensorDescriptor else None
     if _output_desc is None:
         _output_desc = _s.handle_arg(output_desc, TensorDescriptor, "output_desc", _fn, False)
     _output = _DEVICE_ARGS.get(output) if type(output) is int else None
     if _output is None:
         _output = _s.device_arg(output, "output", _fn, False)
-    _indices_desc: ctypes.c_void_p | None = indices_desc._cp if type(indices_desc) is TensorDescriptor else None
+    _indices_desc: ctypes.c_void_p | None = indices_desc._cp if type(indices_desc) in _FAST_TensorDescriptor else None
     if _indices_desc is None:
         _indices_desc = _s.handle_arg(indices_desc, TensorDescriptor, "indices_desc", _fn, False)
     _indices = indices if type(indices) is int and 0 < indices < 18446744073709551616 else _s.as_device_ptr(indices, "indices", _fn, False)
@@ -1611,10 +1618,10 @@ def soft_margin_loss_forward(handle: Handle, input_desc: TensorDescriptor, input
         None.
     """
     _fn = "miopenSoftMarginLossForward"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
-    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) is TensorDescriptor else None
+    _input_desc: ctypes.c_void_p | None = input_desc._cp if type(input_desc) in _FAST_TensorDescriptor else None
     if _input_desc is None:
         _input_desc = _s.handle_arg(input_desc, TensorDescriptor, "input_desc", _fn, False)
     _input = _DEVICE_ARGS.get(input) if type(input) is int else None
@@ -1648,7 +1655,7 @@ def getitem_count(handle: Handle, dims: Sequence[int]) -> int:
         C parameters the wrapper fills in: `dimCount` (in, by value) = len(`dims`).
     """
     _fn = "miopenGetitemCount"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _dims = _s.in_array(dims, _s.int_elem(ctypes.c_int32, -2147483648, 2147483647), "dims", _fn, False)
@@ -1672,7 +1679,7 @@ def debug_scratch(handle: Handle, buffer: DeviceBuffer) -> None:
         None.
     """
     _fn = "miopenDebugScratch"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _buffer = _DEVICE_ARGS.get(buffer) if type(buffer) is int else None
@@ -1693,7 +1700,7 @@ def undocumented(handle: Handle) -> float:
         float: `value` (out, host memory): MIOpen writes a float (C double).
     """
     _fn = "miopenUndocumented"
-    _handle: ctypes.c_void_p | None = handle._cp if type(handle) is Handle else None
+    _handle: ctypes.c_void_p | None = handle._cp if type(handle) in _FAST_Handle else None
     if _handle is None:
         _handle = _s.handle_arg(handle, Handle, "handle", _fn, False)
     _value = ctypes.c_double()
