@@ -511,7 +511,8 @@ class _Planner:
                        f"if {v} is None:",
                        f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable}, writes=True)")
             else:  # the class or a subclass the runtime shares (HandleBase._fast_types): one set lookup
-                pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if type({py}) in _FAST_{cls} else None",
+                some = f"{py} is not None and " if p.nullable else ""  # (narrows the type for the checker)
+                pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if {some}type({py}) in _FAST_{cls} else None",
                        f"if {v} is None:",
                        f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable})")
             return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)

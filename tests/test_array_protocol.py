@@ -295,3 +295,24 @@ def test_pyopencl_kinds_on_pocl(tmp_path: Path) -> None:
     got = dict(item.split("=") for item in r.stdout.split())
     assert got and set(got.values()) == {"True"}, got
     assert len(got) == 11, got
+
+
+def test_hip_allocations_sized_by_the_hip_runtime(libs: Libs) -> None:
+    """A data_ptr() object in a HIP allocation (a DeviceTensor, a PyTorch tensor) is sized by hipMemPtrGetInfo where the
+    HIP runtime is loaded: too small for its descriptor, the typed API refuses it; an address HIP did not allocate is
+    not sized (accepted as before)."""
+    import miopen
+    from miopen import hip
+    from miopen.caffe2 import DeviceTensor
+
+    h, d, ad = _relu_descs()
+    need = _stub_extent(d)
+    small = DeviceTensor.empty((4,), "float32")
+    big = DeviceTensor.empty((need // 4 + 1,), "float32")
+    assert hip.allocation_bytes(small.ptr) == 16 and hip.allocation_bytes(big.ptr) == big.capacity
+    assert hip.allocation_bytes(int(_host().ctypes.data)) is None  # not HIP's
+    with pytest.raises(ValueError, match=rf"^miopenActivationForward: x holds 16 bytes, but its descriptor spans {need}"):
+        miopen.activation_forward(h, ad, 1.0, d, small, 0.0, d, big)
+    assert not libs.log("miopenActivationForward")
+    miopen.activation_forward(h, ad, 1.0, d, big, 0.0, d, TorchLike(_host(n=4), (4,)))  # not HIP's memory: unsized
+    assert len(libs.log("miopenActivationForward")) == 1

@@ -377,13 +377,19 @@ def check_extent(have: int | None, need: int, name: str, fn: str,
                          f"memory past its end")
 
 
+#: readers of the bytes a device address may reach, registered by the runtime (`miopen.hip.allocation_bytes`: the HIP
+#: allocation holding it, where a HIP runtime is loaded); `buffer_bytes` asks the last one for a `data_ptr()` object
+ADDRESS_BYTES: list[Callable[[int], int | None]] = []
+
+
 def buffer_bytes(value: object, name: str, fn: str) -> int | None:
     """The bytes a device buffer object holds from the address it gives, where the object says (by its kind,
     `array_kind`): a pyopencl Buffer or other memory object (`size`), a pyopencl Array (its buffer's), a
     `__cuda_array_interface__` (its shape, strides and typestr) or DLPack (its tensor's shape, strides and dtype)
-    exporter: the extent its own layout spans; None where that cannot be known (an int address, `data_ptr()`,
-    ...). O(ndim). A released memory object (`int_ptr` 0, an `int_ptr` that raises, or released through
-    `release()`) is refused with a ValueError naming `fn` and `name`."""
+    exporter: the extent its own layout spans; a `data_ptr()` object: its allocation's size where a registered
+    reader knows it (ADDRESS_BYTES: HIP's); None where that cannot be known (an int address, ...). O(ndim). A
+    released memory object (`int_ptr` 0, an `int_ptr` that raises, or released through `release()`) is refused
+    with a ValueError naming `fn` and `name`."""
     if not _WATCHED:
         _watch_pyopencl()
     kind = array_kind(value)
@@ -392,6 +398,9 @@ def buffer_bytes(value: object, name: str, fn: str) -> int | None:
     elif kind != "OpenCL memory object":
         if kind == "__cuda_array_interface__" or kind == "DLPack":
             return _exporter_bytes(value, name, fn)
+        if kind == "data_ptr()" and ADDRESS_BYTES:
+            address = device_address(value, name, fn)
+            return ADDRESS_BYTES[-1](address) if address else None
         return None
     opencl_address(value, name, fn)  # refuses a released one
     size = getattr(value, "size", None)

@@ -8588,7 +8588,7 @@ def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None
     _problem: ctypes.c_void_p | None = problem._cp if type(problem) in _FAST_Problem else None
     if _problem is None:
         _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
-    _options: ctypes.c_void_p | None = options._cp if type(options) in _FAST_FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if options is not None and type(options) in _FAST_FindOptions else None
     if _options is None:
         _options = _s.handle_arg(options, FindOptions, "options", _fn, True)
     if (type(max_solutions) is not int or not 0 <= max_solutions <= 18446744073709551615):

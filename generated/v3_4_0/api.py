@@ -9352,7 +9352,7 @@ def find_solutions(handle: Handle, problem: Problem, options: FindOptions | None
     _problem: ctypes.c_void_p | None = problem._cp if type(problem) in _FAST_Problem else None
     if _problem is None:
         _problem = _s.handle_arg(problem, Problem, "problem", _fn, False)
-    _options: ctypes.c_void_p | None = options._cp if type(options) in _FAST_FindOptions else None
+    _options: ctypes.c_void_p | None = options._cp if options is not None and type(options) in _FAST_FindOptions else None
     if _options is None:
         _options = _s.handle_arg(options, FindOptions, "options", _fn, True)
     if (type(max_solutions) is not int or not 0 <= max_solutions <= 18446744073709551615):
@@ -10579,13 +10579,13 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
     _exp_avg_sq = _DEVICE_ARGS.get(exp_avg_sq) if type(exp_avg_sq) is int else None
     if _exp_avg_sq is None:
         _exp_avg_sq = _s.device_arg(exp_avg_sq, "exp_avg_sq", _fn, False)
-    _max_exp_avg_sq_desc: ctypes.c_void_p | None = max_exp_avg_sq_desc._cp if type(max_exp_avg_sq_desc) in _FAST_TensorDescriptor else None
+    _max_exp_avg_sq_desc: ctypes.c_void_p | None = max_exp_avg_sq_desc._cp if max_exp_avg_sq_desc is not None and type(max_exp_avg_sq_desc) in _FAST_TensorDescriptor else None
     if _max_exp_avg_sq_desc is None:
         _max_exp_avg_sq_desc = _s.handle_arg(max_exp_avg_sq_desc, TensorDescriptor, "max_exp_avg_sq_desc", _fn, True)
     _max_exp_avg_sq = _DEVICE_ARGS.get(max_exp_avg_sq) if type(max_exp_avg_sq) is int else None
     if _max_exp_avg_sq is None and max_exp_avg_sq is not None:
         _max_exp_avg_sq = _s.device_arg(max_exp_avg_sq, "max_exp_avg_sq", _fn, True)
-    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if type(state_step_desc) in _FAST_TensorDescriptor else None
+    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if state_step_desc is not None and type(state_step_desc) in _FAST_TensorDescriptor else None
     if _state_step_desc is None:
         _state_step_desc = _s.handle_arg(state_step_desc, TensorDescriptor, "state_step_desc", _fn, True)
     _stateStep = _DEVICE_ARGS.get(stateStep) if type(stateStep) is int else None
@@ -10609,13 +10609,13 @@ def fused_adam(handle: Handle, param_desc: TensorDescriptor, param: DeviceBuffer
         maximize = _s.as_bool(maximize, "maximize", _fn)
     if type(adamw) is not bool:
         adamw = _s.as_bool(adamw, "adamw", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if grad_scale_desc is not None and type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if found_inf_desc is not None and type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None
@@ -10751,7 +10751,7 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
     _param_out = _DEVICE_ARGS.get(param_out) if type(param_out) is int else None
     if _param_out is None:
         _param_out = _s.device_arg(param_out, "param_out", _fn, False)
-    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if type(param_out_float_16_desc) in _FAST_TensorDescriptor else None
+    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if param_out_float_16_desc is not None and type(param_out_float_16_desc) in _FAST_TensorDescriptor else None
     if _param_out_float_16_desc is None:
         _param_out_float_16_desc = _s.handle_arg(param_out_float_16_desc, TensorDescriptor, "param_out_float_16_desc", _fn, True)
     _param_out_float_16 = _DEVICE_ARGS.get(param_out_float_16) if type(param_out_float_16) is int else None
@@ -10787,25 +10787,25 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
     _exp_avg_sq_out = _DEVICE_ARGS.get(exp_avg_sq_out) if type(exp_avg_sq_out) is int else None
     if _exp_avg_sq_out is None:
         _exp_avg_sq_out = _s.device_arg(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
-    _max_exp_avg_sq_in_desc: ctypes.c_void_p | None = max_exp_avg_sq_in_desc._cp if type(max_exp_avg_sq_in_desc) in _FAST_TensorDescriptor else None
+    _max_exp_avg_sq_in_desc: ctypes.c_void_p | None = max_exp_avg_sq_in_desc._cp if max_exp_avg_sq_in_desc is not None and type(max_exp_avg_sq_in_desc) in _FAST_TensorDescriptor else None
     if _max_exp_avg_sq_in_desc is None:
         _max_exp_avg_sq_in_desc = _s.handle_arg(max_exp_avg_sq_in_desc, TensorDescriptor, "max_exp_avg_sq_in_desc", _fn, True)
     _max_exp_avg_sq_in = _DEVICE_ARGS.get(max_exp_avg_sq_in) if type(max_exp_avg_sq_in) is int else None
     if _max_exp_avg_sq_in is None and max_exp_avg_sq_in is not None:
         _max_exp_avg_sq_in = _s.device_arg(max_exp_avg_sq_in, "max_exp_avg_sq_in", _fn, True)
-    _max_exp_avg_sq_out_desc: ctypes.c_void_p | None = max_exp_avg_sq_out_desc._cp if type(max_exp_avg_sq_out_desc) in _FAST_TensorDescriptor else None
+    _max_exp_avg_sq_out_desc: ctypes.c_void_p | None = max_exp_avg_sq_out_desc._cp if max_exp_avg_sq_out_desc is not None and type(max_exp_avg_sq_out_desc) in _FAST_TensorDescriptor else None
     if _max_exp_avg_sq_out_desc is None:
         _max_exp_avg_sq_out_desc = _s.handle_arg(max_exp_avg_sq_out_desc, TensorDescriptor, "max_exp_avg_sq_out_desc", _fn, True)
     _max_exp_avg_sq_out = _DEVICE_ARGS.get(max_exp_avg_sq_out) if type(max_exp_avg_sq_out) is int else None
     if _max_exp_avg_sq_out is None and max_exp_avg_sq_out is not None:
         _max_exp_avg_sq_out = _s.device_arg(max_exp_avg_sq_out, "max_exp_avg_sq_out", _fn, True)
-    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if type(state_step_in_desc) in _FAST_TensorDescriptor else None
+    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if state_step_in_desc is not None and type(state_step_in_desc) in _FAST_TensorDescriptor else None
     if _state_step_in_desc is None:
         _state_step_in_desc = _s.handle_arg(state_step_in_desc, TensorDescriptor, "state_step_in_desc", _fn, True)
     _state_step_in = _DEVICE_ARGS.get(state_step_in) if type(state_step_in) is int else None
     if _state_step_in is None and state_step_in is not None:
         _state_step_in = _s.device_arg(state_step_in, "state_step_in", _fn, True)
-    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if type(state_step_out_desc) in _FAST_TensorDescriptor else None
+    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if state_step_out_desc is not None and type(state_step_out_desc) in _FAST_TensorDescriptor else None
     if _state_step_out_desc is None:
         _state_step_out_desc = _s.handle_arg(state_step_out_desc, TensorDescriptor, "state_step_out_desc", _fn, True)
     _state_step_out = _DEVICE_ARGS.get(state_step_out) if type(state_step_out) is int else None
@@ -10829,13 +10829,13 @@ def fused_adam_with_output(handle: Handle, param_in_desc: TensorDescriptor, para
         maximize = _s.as_bool(maximize, "maximize", _fn)
     if type(adamw) is not bool:
         adamw = _s.as_bool(adamw, "adamw", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if grad_scale_desc is not None and type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if found_inf_desc is not None and type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None
@@ -10954,7 +10954,7 @@ def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: Dev
     _exp_avg_sq = _DEVICE_ARGS.get(exp_avg_sq) if type(exp_avg_sq) is int else None
     if _exp_avg_sq is None:
         _exp_avg_sq = _s.device_arg(exp_avg_sq, "exp_avg_sq", _fn, False)
-    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if type(state_step_desc) in _FAST_TensorDescriptor else None
+    _state_step_desc: ctypes.c_void_p | None = state_step_desc._cp if state_step_desc is not None and type(state_step_desc) in _FAST_TensorDescriptor else None
     if _state_step_desc is None:
         _state_step_desc = _s.handle_arg(state_step_desc, TensorDescriptor, "state_step_desc", _fn, True)
     _stateStep = _DEVICE_ARGS.get(stateStep) if type(stateStep) is int else None
@@ -10974,13 +10974,13 @@ def transformers_adam_w(handle: Handle, param_desc: TensorDescriptor, param: Dev
         eps = _s.as_float32(eps, "eps", _fn)
     if type(correct_bias) is not bool:
         correct_bias = _s.as_bool(correct_bias, "correct_bias", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if grad_scale_desc is not None and type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if found_inf_desc is not None and type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None
@@ -11101,7 +11101,7 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
     _param_out = _DEVICE_ARGS.get(param_out) if type(param_out) is int else None
     if _param_out is None:
         _param_out = _s.device_arg(param_out, "param_out", _fn, False)
-    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if type(param_out_float_16_desc) in _FAST_TensorDescriptor else None
+    _param_out_float_16_desc: ctypes.c_void_p | None = param_out_float_16_desc._cp if param_out_float_16_desc is not None and type(param_out_float_16_desc) in _FAST_TensorDescriptor else None
     if _param_out_float_16_desc is None:
         _param_out_float_16_desc = _s.handle_arg(param_out_float_16_desc, TensorDescriptor, "param_out_float_16_desc", _fn, True)
     _param_out_float_16 = _DEVICE_ARGS.get(param_out_float_16) if type(param_out_float_16) is int else None
@@ -11137,13 +11137,13 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
     _exp_avg_sq_out = _DEVICE_ARGS.get(exp_avg_sq_out) if type(exp_avg_sq_out) is int else None
     if _exp_avg_sq_out is None:
         _exp_avg_sq_out = _s.device_arg(exp_avg_sq_out, "exp_avg_sq_out", _fn, False)
-    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if type(state_step_in_desc) in _FAST_TensorDescriptor else None
+    _state_step_in_desc: ctypes.c_void_p | None = state_step_in_desc._cp if state_step_in_desc is not None and type(state_step_in_desc) in _FAST_TensorDescriptor else None
     if _state_step_in_desc is None:
         _state_step_in_desc = _s.handle_arg(state_step_in_desc, TensorDescriptor, "state_step_in_desc", _fn, True)
     _state_step_in = _DEVICE_ARGS.get(state_step_in) if type(state_step_in) is int else None
     if _state_step_in is None and state_step_in is not None:
         _state_step_in = _s.device_arg(state_step_in, "state_step_in", _fn, True)
-    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if type(state_step_out_desc) in _FAST_TensorDescriptor else None
+    _state_step_out_desc: ctypes.c_void_p | None = state_step_out_desc._cp if state_step_out_desc is not None and type(state_step_out_desc) in _FAST_TensorDescriptor else None
     if _state_step_out_desc is None:
         _state_step_out_desc = _s.handle_arg(state_step_out_desc, TensorDescriptor, "state_step_out_desc", _fn, True)
     _state_step_out = _DEVICE_ARGS.get(state_step_out) if type(state_step_out) is int else None
@@ -11165,13 +11165,13 @@ def transformers_adam_w_with_output(handle: Handle, param_in_desc: TensorDescrip
         step_size = _s.as_float32(step_size, "step_size", _fn)
     if type(correct_bias) is not bool:
         correct_bias = _s.as_bool(correct_bias, "correct_bias", _fn)
-    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if type(grad_scale_desc) in _FAST_TensorDescriptor else None
+    _grad_scale_desc: ctypes.c_void_p | None = grad_scale_desc._cp if grad_scale_desc is not None and type(grad_scale_desc) in _FAST_TensorDescriptor else None
     if _grad_scale_desc is None:
         _grad_scale_desc = _s.handle_arg(grad_scale_desc, TensorDescriptor, "grad_scale_desc", _fn, True)
     _grad_scale = _DEVICE_ARGS.get(grad_scale) if type(grad_scale) is int else None
     if _grad_scale is None and grad_scale is not None:
         _grad_scale = _s.device_arg(grad_scale, "grad_scale", _fn, True)
-    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if type(found_inf_desc) in _FAST_TensorDescriptor else None
+    _found_inf_desc: ctypes.c_void_p | None = found_inf_desc._cp if found_inf_desc is not None and type(found_inf_desc) in _FAST_TensorDescriptor else None
     if _found_inf_desc is None:
         _found_inf_desc = _s.handle_arg(found_inf_desc, TensorDescriptor, "found_inf_desc", _fn, True)
     _found_inf = _DEVICE_ARGS.get(found_inf) if type(found_inf) is int else None

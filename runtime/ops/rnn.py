@@ -44,6 +44,7 @@ from .. import backend as _backend
 from .._args import enum_arg, int_arg
 from .._bound import EnumMap
 from .._generated import api
+from .._generated._support import HandleBase
 from ..descriptors import DataTypeLike, FrozenTensorDescriptor, TensorDescriptors, _generation, data_type, \
     itemsize, tensor_descriptor
 from ..errors import ShapeError
@@ -137,7 +138,7 @@ def _layouts(*objs: object) -> tuple[tuple[int | None, ...], tuple[object, ...]]
     return tuple(ptrs), tuple(lays)
 
 
-def _all_open(descs: tuple[api.TensorDescriptor | api.RNNDescriptor, ...]) -> bool:
+def _all_open(descs: tuple[HandleBase, ...]) -> bool:
     for d in descs:
         if d._ptr is None:
             return False
@@ -344,8 +345,7 @@ class RNN:
         self._closed = False
         #: forward_inference's fast path: the layouts of its tensors (None for an absent state) -> (descriptor-cache
         #: generation, every descriptor it uses, (x and y step descriptors, hidden-state and weights descriptors))
-        self._checked: dict[tuple[object, ...], tuple[int, tuple[api.TensorDescriptor | api.RNNDescriptor, ...],
-                                                      _StepDescs]] = {}
+        self._checked: dict[tuple[object, ...], tuple[int, tuple[HandleBase, ...], _StepDescs]] = {}
         self.desc = api.create_rnn_descriptor()
         try:
             if self.dropout:
@@ -704,8 +704,9 @@ class RNN:
                 h = handle if handle is not None else inline_miopen_handle(stream, None)
                 ws_bytes = api.get_rnn_workspace_size(h, self.desc, x_descs)
                 ws_ptr = resolve_workspace(workspace, None, stream).get(ws_bytes, b.as_stream_handle(stream))
-                api.rnn_forward_inference(h, self.desc, x_descs, xp, hdesc, hxp, hdesc, cxp, wdesc, wp, y_descs, yp,
-                                          hdesc, hyp, hdesc, cyp, _required_buffer(op, "workspace", ws_ptr), ws_bytes)
+                api.rnn_forward_inference(  # x, w and y are never None on a hit (the full checks refuse a None)
+                    h, self.desc, x_descs, xp, hdesc, hxp, hdesc, cxp, wdesc, wp, y_descs, yp,  # type: ignore[arg-type]
+                    hdesc, hyp, hdesc, cyp, _required_buffer(op, "workspace", ws_ptr), ws_bytes)
                 return
         generation = _generation[0]
         xt, hxt, cxt, wt, yt, hyt, cyt, bs = self._forward_checks(op, x, hx, cx, w, y, hy, cy, batch_sizes)

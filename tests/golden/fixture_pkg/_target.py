@@ -20,7 +20,7 @@ MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "159c2efa94bef108"
+SUPPORT_DIGEST = "2f46a5699d7f4675"
 
 
 class MIOpenVersionError(RuntimeError):
