@@ -129,6 +129,21 @@ class ElementQuery:
 
 
 @dataclass(frozen=True)
+class ExtentQuery:
+    """How a wrapper reads the bytes a descriptor spans, to check a buffer it describes (the parameter named as the
+    buffer plus `suffix`): `call` with the descriptor gives its element type (`type`, sized by the element table
+    `table`), dims and strides (`dims`, `strides`, in elements)."""
+
+    call: str
+    type: str
+    dims: str
+    strides: str
+    table: str
+    suffix: str
+    why: str | None = None
+
+
+@dataclass(frozen=True)
 class FieldNote:
     """Semantics of one pointer field of a record the API takes by pointer (the vocabulary of parameters)."""
 
@@ -160,6 +175,9 @@ class Rules:
     untagged_buffers: Literal["in", "out", "inout"] | None = None
     element_tables: dict[str, ElementTable] = field(default_factory=dict)
     element_queries: dict[str, ElementQuery] = field(default_factory=dict)  # handle type -> its type query
+    extent_queries: dict[str, ExtentQuery] = field(default_factory=dict)  # handle type -> its extent query
+    # device buffer -> the by-value byte counts a call may pass with it (the buffer must hold that many)
+    buffer_sizes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -288,6 +306,8 @@ class Semantics:
     records: dict[str, RecordSem] = field(default_factory=dict)
     tables: dict[str, TableSem] = field(default_factory=dict)
     queries: dict[str, ElementQuery] = field(default_factory=dict)  # handle type -> query (in this release)
+    extents: dict[str, ExtentQuery] = field(default_factory=dict)  # handle type -> extent query (in this release)
+    sizes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rules.buffer_sizes
 
 
 @dataclass(frozen=True)
@@ -429,7 +449,9 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     queries = _resolve_queries(spec, ann, functions, problems)
     functions = _check_vocabulary(spec, ann, functions, tables, queries, problems)
     records, functions = _resolve_records(spec, ann, functions, problems)
-    result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries)
+    extents = _resolve_extents(spec, ann, functions, tables, problems)
+    result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries,
+                       extents=extents, sizes=dict(ann.rules.buffer_sizes))
     naming_problems = naming.check_names(spec, prefix, result, target)
     if naming_problems:
         raise NamingError(f"{spec.target} {spec.version}: {len(naming_problems)} Python naming problem(s):\n  "
@@ -600,6 +622,33 @@ def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
         if others:
             problems.append(f"rules.element_queries.{hname}: {q.call} is called with NULL for everything but the "
                             f"descriptor and {q.result}, so {', '.join(others)} must be nullable pointers")
+            continue
+        out[hname] = q
+    return out
+
+
+def _resolve_extents(spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem],
+                     tables: dict[str, TableSem], problems: list[str]) -> dict[str, ExtentQuery]:
+    """The extent queries of this release: each call must take the descriptor by value and return its element
+    type, dims and strides as outputs (a release without the call or the handle has none)."""
+    handles = {h.name for h in spec.handles}
+    out: dict[str, ExtentQuery] = {}
+    for hname, q in sorted(ann.rules.extent_queries.items()):
+        where = f"rules.extent_queries.{hname}"
+        if hname not in handles:
+            continue
+        fs = functions.get(q.call)
+        if fs is None:
+            problems.append(f"{where}: {q.call} is not in {spec.target} {spec.version}")
+            continue
+        if q.table not in tables:
+            problems.append(f"{where}: table {q.table!r} is not a rules.element_tables entry")
+            continue
+        names = {p.name: p for p in fs.params}
+        wrong = [n for n in (q.type, q.dims, q.strides) if n not in names or names[n].direction != "out"]
+        if wrong or sum(isinstance(p.form, forms.ByValue) and p.type.name == hname for p in fs.params) != 1:
+            problems.append(f"{where}: {q.call} must take one {hname} by value and give {q.type}, {q.dims} and "
+                            f"{q.strides} as outputs")
             continue
         out[hname] = q
     return out

@@ -59,7 +59,7 @@ BODY_PREFIXES: tuple[str, ...] = ("_len_", "_V_", "_type_")  # `_type_<p>`: the 
 
 #: prefixes of module-level tables in a release's `api.py`: the element encodings of the vocabulary's
 #: `element_tables` (`_EN_<table>`, `_ET_<table>`) and the type queries of `element_queries`
-API_PREFIXES: tuple[str, ...] = ("_V_", "_EN_", "_ET_", "_element_type_")
+API_PREFIXES: tuple[str, ...] = ("_V_", "_EN_", "_ET_", "_element_type_", "_extent_", "_FAST_")
 
 #: builtins the generated code calls (a module-level or parameter name must not shadow them)
 BUILTINS_USED: frozenset[str] = frozenset({

@@ -57,15 +57,21 @@ from ._pointers import (
     as_device_ptr as as_device_ptr,
     as_opaque as as_opaque,
     as_stream as as_stream,
+    buffer_bytes as buffer_bytes,
     check_address as check_address,
+    check_described as check_described,
+    check_extent as check_extent,
+    check_sized as check_sized,
     device_arg as device_arg,
     DEVICE_ARGS as DEVICE_ARGS,
     DEVICE_ARGS_MAX as DEVICE_ARGS_MAX,
     DLPACK_DEVICE_TYPES as DLPACK_DEVICE_TYPES,
+    span_bytes as span_bytes,
     typed_pointer as typed_pointer,
 )
 from ._handlebase import (
     _retire_live as _retire_live,
+    fast_subclass as fast_subclass,
     HandleBase as HandleBase,
 )
 from ._inflight import (

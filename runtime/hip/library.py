@@ -168,6 +168,7 @@ _PROTOTYPES: Final[dict[str, tuple[Any, tuple[Any, ...]]]] = {
     "hipEventElapsedTime": (_E, (_float_p, _S, _S)),  # (float* ms, hipEvent_t start, hipEvent_t stop)
     "hipMalloc": (_E, (_void_pp, ctypes.c_size_t)),  # (void** ptr, size_t size)
     "hipFree": (_E, (ctypes.c_void_p,)),
+    "hipMemPtrGetInfo": (_E, (ctypes.c_void_p, _size_p)),  # (void* ptr, size_t* size): its allocation's size
     # (void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind[, hipStream_t stream])
     "hipMemcpy": (_E, (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, _E)),
     "hipMemcpyAsync": (_E, (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, _E, _S)),
@@ -180,7 +181,8 @@ _PROTOTYPES: Final[dict[str, tuple[Any, tuple[Any, ...]]]] = {
     # hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int deviceId); see device_arch()
     "hipGetDeviceProperties": (_E, (ctypes.c_void_p, ctypes.c_int)),
 }
-_OPTIONAL: Final = frozenset({"hipMemGetInfo", "hipGetErrorName", "hipGetErrorString", "hipGetDeviceProperties"})
+_OPTIONAL: Final = frozenset({"hipMemGetInfo", "hipGetErrorName", "hipGetErrorString", "hipGetDeviceProperties",
+                              "hipMemPtrGetInfo"})
 
 # hipDeviceProp_t of HIP 5.x, which HIP 6 keeps for the plain `hipGetDeviceProperties` export (its
 # headers map the name to hipGetDevicePropertiesR0600, whose layout differs): sizeof 792, `name` at 0,

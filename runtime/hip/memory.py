@@ -5,6 +5,8 @@ from __future__ import annotations
 import ctypes
 from typing import Final
 
+from .._generated import _pointers
+from . import library as _library
 from .library import MemcpyKind, _lib
 from ._checks import _check_int, _device_pointer, _host_or_device, _kind
 from .streams import as_stream_handle
@@ -94,3 +96,21 @@ def memset_async(ptr: object, value: int, nbytes: int, stream: object = None) ->
     p, v, n = _memset_args(ptr, value, nbytes, "memset_async")
     st = as_stream_handle(stream, "memset_async")
     _lib().call("hipMemsetAsync", p or None, v, n, st)
+
+
+def allocation_bytes(ptr: int) -> int | None:
+    """The bytes of the HIP allocation holding `ptr` (hipMemPtrGetInfo: the whole allocation, so an upper bound of
+    what `ptr` may address), where the loaded HIP runtime says; None without a loaded HIP runtime or that function,
+    and for memory it did not allocate. Never loads a runtime."""
+    hip = _library._hip
+    fn = hip.fns.get("hipMemPtrGetInfo") if hip is not None else None
+    if fn is None or not ptr:
+        return None
+    size = ctypes.c_size_t()
+    if fn(ptr, ctypes.byref(size)) != 0:
+        return None
+    return int(size.value)
+
+
+if allocation_bytes not in _pointers.ADDRESS_BYTES:  # the typed API's buffer checks ask it (data_ptr() objects)
+    _pointers.ADDRESS_BYTES.append(allocation_bytes)

@@ -43,8 +43,10 @@ class DataPtr:
 
 
 class ArrayInterface:
-    def __init__(self, data: object) -> None:
-        self.__cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": data, "version": 3}
+    """Spans 16 KiB: more than the stub's descriptors (the typed API checks a buffer of known size against them)."""
+
+    def __init__(self, data: object, shape: tuple[int, ...] = (4096,)) -> None:
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": data, "version": 3}
 
 
 class DLDevice(ctypes.Structure):

@@ -24,13 +24,14 @@ def _c_name(fn: object) -> str:
 
 def _setters_of(base: type) -> list[tuple[str, object]]:
     """Every typed-API function that sets what its first argument, a `base` descriptor, describes."""
+    import re
+
     from miopen._generated import api
-    from miopen._generated._convert import _is_setter
 
     out = []
     for name in sorted(dir(api)):
         fn = getattr(api, name)
-        if not inspect.isfunction(fn) or not _is_setter(_c_name(fn)):
+        if not inspect.isfunction(fn) or not re.match(r"miopen(Set|Init)[^a-z]", _c_name(fn)):
             continue
         params = list(inspect.signature(fn).parameters.values())
         if params and str(params[0].annotation).split(" |")[0] == base.__name__:
