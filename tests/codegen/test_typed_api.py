@@ -91,7 +91,7 @@ def test_device_buffers_from_interfaces(fx: Built) -> None:
     d = m.TensorDescriptor.from_address(0x10)
 
     class CudaArray:
-        __cuda_array_interface__ = {"data": (0xABC0, False), "shape": (4,), "typestr": "<f4", "version": 3}
+        __cuda_array_interface__ = {"data": (0xABC0, False), "shape": (1024,), "typestr": "<f4", "version": 3}
 
     class TorchLike:
         def data_ptr(self) -> int:
