@@ -92,7 +92,7 @@ PACKAGE: frozenset[str] = frozenset({
     "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "annotations", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
-    "hip", "opencl", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops",
+    "hip", "opencl", "kernelcache", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops",
     "tensor", "envflags", "caffe2", "_bound", "_args", "backend", "quirks", "__main__",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
     "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",

@@ -245,3 +245,14 @@ def libs(runtime_libs: Libs) -> Iterator[Libs]:
     finally:
         gc.enable()
     runtime_libs.miopen.miogen_stub_reset()
+
+
+@pytest.fixture(autouse=True)
+def _miopen_environment_restored() -> Iterator[None]:
+    """MIOpen's variables (MIOPEN_*) as they were before each test: the runtime's OpenCL backend and
+    `miopen.configure` put their values into os.environ, and a later test's child process must not inherit them."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("MIOPEN_")}
+    yield
+    for k in [k for k in os.environ if k.startswith("MIOPEN_") and k not in before]:
+        del os.environ[k]
+    os.environ.update(before)

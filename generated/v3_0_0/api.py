@@ -507,9 +507,9 @@ def _element_type_miopenTensorDescriptor_t(desc: ctypes.c_void_p | None, fn: str
 
 def _extent_miopenTensorDescriptor_t(desc: Any, fn: str) -> int | None:
     """The bytes a miopenTensorDescriptor_t spans ((largest element offset + 1) x the element size), read with miopenGetTensorDescriptor (annotations rules.extent_queries); None for an element type the stored table does not know."""
-    _r = get_tensor_descriptor(desc)
-    _enc = _ET_stored.get(int(_r.data_type))
-    return None if _enc is None else _s.span_bytes(_r.dims_a, _r.strides_a, _s.ELEMENT_SIZES[_enc])
+    _t = get_tensor_descriptor(desc)
+    _e = _ET_stored.get(int(_t.data_type))
+    return None if _e is None else _s.span_bytes(_t.dims_a, _t.strides_a, _s.ELEMENT_SIZES[_e])
 
 
 # --------------------------------------------------------------------------- functions

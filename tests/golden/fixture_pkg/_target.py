@@ -20,7 +20,7 @@ MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "0291041e9cccfc1d"
+SUPPORT_DIGEST = "f93c105e8de2be7d"
 
 
 class MIOpenVersionError(RuntimeError):

@@ -162,7 +162,7 @@ def test_gpu_results_page_is_current() -> None:
     extra = {r[5]: r[3] for r in pocl["rows"] if r[5] not in CLAIMS}
     assert extra == {name: "checked" for build in ocl_suite.EXTRA.values() for name, _ in build}, extra
     # and the numeric suite on 3.3.0 gives 2.17.0's outcomes but where tests/real/ocl330/differences.py says
-    from .real.ocl330 import differences
+    from ...real.ocl330 import differences
 
     v330 = json.loads((ocl_suite.RESULTS / "pocl330.json").read_text())
     assert {tuple(r[:3]): r[3] for r in v330["rows"]} == {
