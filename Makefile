@@ -8,7 +8,7 @@
 #   PARSE_ARGS="-I DIR -D NAME --no-shims"   extra parse options, passed to every parse
 #   UPGRADE_ARGS=...       extra options for `miogen upgrade` (older spelling of PARSE_ARGS for upgrade)
 #   UPGRADE_TEST='CMD'     the test step of `make upgrade` (default: make test); e.g. a focused subset:
-#                          UPGRADE_TEST='$$(PY) -m pytest tests/test_releases.py'
+#                          UPGRADE_TEST='$$(PY) -m pytest tests/runtime/test_releases.py'
 #   BENCH_ARGS=...         extra options for benchmarks/run_all.py
 #   REAL_MIOPEN_ARGS=...   options for scripts/build_real_miopen.sh (make real-miopen)
 #   REAL_MIOPEN_OCL_ARGS=... options for scripts/build_real_miopen_ocl.sh (make real-miopen-ocl)
@@ -25,7 +25,7 @@ STAMP  := $(subst $(space),\ ,$(VENV))/.installed
 # every package the venv holds, pinned with hashes (pip-compile format); `make lock` refreshes it
 LOCK   := requirements.lock
 PIP_TOOLS := pip-tools==7.6.2
-LOCK_ARGS := --quiet --extra test --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
+LOCK_ARGS := --quiet --extra test --extra docs --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links
 
 KNOWN_VARS := PYTHON VENV HEADER MIOPEN_VERSION PARSE_ARGS UPGRADE_ARGS UPGRADE_TEST BENCH_ARGS REAL_MIOPEN_ARGS REAL_MIOPEN_OCL_ARGS REAL_MIOPEN_DEBIAN_ARGS SRC AUDIT_ARGS
 CMDLINE_VARS := $(strip $(foreach v,$(.VARIABLES),$(if $(filter command line,$(origin $(v))),$(v))))
@@ -58,7 +58,7 @@ MIOPEN_VERSION := $(PINNED)
 endif
 endif
 
-.PHONY: all venv versions lock specs generate docs check-generated abi-check audit upgrade test typecheck bench clean help real-miopen real-miopen-ocl real-miopen-debian FORCE
+.PHONY: all venv versions lock specs generate api-changes docs docs-test examples check-generated abi-check audit upgrade test typecheck bench clean help real-miopen real-miopen-ocl real-miopen-debian FORCE
 
 all: generate
 
@@ -66,14 +66,17 @@ help:
 	@echo "make venv                .venv/ with exactly the pins of requirements.lock, miogen installed editable (every target does it first)"
 	@echo "make generate            render generated/ from every specs/miopen/<release>.yaml (HEADER=... parses one first)"
 	@echo "make all                 the same as make generate"
-	@echo "make docs                rewrite docs/api-changes.md (the releases and their changes) alone"
+	@echo "make api-changes         rewrite docs/api-changes.md (the releases and their changes) alone"
+	@echo "make docs                make api-changes, then build the documentation site (Sphinx) into $(SITE)/html"
+	@echo "make docs-test           build the site and test it in headless Chromium (pages, search, links; apt-get install chromium)"
+	@echo "make examples            run examples/ocl_*.py with the venv's python on the OpenCL libMIOpen of ../shared (unpacked once; PoCL)"
 	@echo "make check-generated     fail when the committed generated/ or docs/api-changes.md differs from a fresh render"
 	@echo "make typecheck           mypy --strict on codegen/ and on the assembled miopen package"
 	@echo "make abi-check HEADER=.. layout probe + call-through stub against a real miopen.h"
 	@echo "make upgrade HEADER=...  add a new release: parse, diff, gate, ABI check, pin, generate, test (phases timed; rolled back on failure)"
 	@echo "make specs HEADER=...    parse a miopen.h into $(SPEC_DIR)/<version>.yaml"
 	@echo "make audit SRC=...       compare the annotations with MIOpen's C++ implementation (docs/audit.md)"
-	@echo "make test                the whole suite (stub libraries of every release, the real libraries of ../shared) + mypy --strict"
+	@echo "make test                the suite but its gpu tier (stub libraries of every release, the real libraries of ../shared) + mypy --strict"
 	@echo "make versions            the pinned versions the venv runs (python, libyaml, every package)"
 	@echo "make lock                refresh requirements.lock (newest allowed versions, hashed), rebuild the venv, run the suite"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
@@ -136,8 +139,22 @@ endif
 	@"$(PY)" -m miogen render "$(SPEC_DIR)"/*.*.*.yaml --annotations "$(ANNOTATIONS)" --history "$(SPEC_DIR)" -o "$(GENERATED)"
 	@"$(PY)" -m miogen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
 
-docs: $(STAMP)
+api-changes: $(STAMP)
 	@"$(PY)" -m miogen changes "$(SPEC_DIR)"/*.*.*.yaml -o docs/api-changes.md
+
+# The documentation site (docs/site/: the user's guide, the API reference, the coverage pages), built with the
+# pinned Sphinx into $(SITE)/html (git-ignored); docs-test builds it again and drives it in headless Chromium.
+SITE := build/docs
+docs: api-changes
+	@"$(PY)" docs/site/build.py --out "$(SITE)"
+
+docs-test: $(STAMP)
+	MIOGEN_REQUIRE_BROWSER=1 "$(PY)" -m pytest tests/codegen/test_docs_site.py -q
+
+# The examples as a user runs them: the venv's interpreter, MIOPEN_LIBRARY naming the OpenCL build of
+# ../shared/real-miopen-ocl (unpacked into ~/.cache/miogen, checked by its sha256), PoCL as the device.
+examples: $(STAMP)
+	@"$(PY)" scripts/run_examples.py
 
 # `make audit SRC=/tmp/miopen-src [MIOPEN_VERSION=3.3.0] [AUDIT_ARGS="-o docs/semantics-audit.md"]`:
 # what MIOpen's implementation does with each pointer parameter vs the annotations (docs/audit.md).
@@ -196,8 +213,13 @@ typecheck: $(STAMP)
 
 # mypy (make typecheck), the whole suite with the runtime against MIOPEN_VERSION's stub (pytest-xdist: one worker
 # per core) and the runtime suite against every other release, side by side (scripts/test_all.sh)
-test: $(STAMP) versions check-generated
-	bash scripts/test_all.sh "$(PY)" $(MIOPEN_VERSION)
+# (each phase prints its name: "== phase: ...")
+test: $(STAMP)
+	@echo "== phase: versions"
+	@$(MAKE) --no-print-directory versions
+	@echo "== phase: check-generated"
+	@$(MAKE) --no-print-directory check-generated
+	@bash scripts/test_all.sh "$(PY)" $(MIOPEN_VERSION)
 
 # one interleaved run of every benchmark, printed as a table (goal, measured, PASS/MISS);
 # HEADER=/path/to/3.3.0/miopen.h adds the real-header parse ratio

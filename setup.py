@@ -20,7 +20,7 @@ _PACKAGES = [
     "miogen.audit", "miogen.workflow", "miogen.support", "miogen.templates", "miogen.templates.release",
     "miogen.targets", "miogen.targets.miopen", "miogen.targets.miopen.shims",
     "miogen.targets.miopen.shims.miopen", "miogen.targets.miopen.shims.hip", "miogen.targets.cudnn",
-    "miopen", "miopen.hip", "miopen.ops", "miopen.caffe2", "miopen._generated",
+    "miopen", "miopen.hip", "miopen.opencl", "miopen.ops", "miopen.caffe2", "miopen._generated",
 ]
 _RELEASES = sorted(f"miopen._generated.{d.name}" for d in (_HERE / "generated").iterdir()
                    if re.fullmatch(r"v\d+_\d+_\d+", d.name) and (d / "__init__.py").is_file())

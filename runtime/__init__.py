@@ -7,7 +7,7 @@ release that has them (`MIOPEN_VERSION` is None). The first call of a generated 
 then the loader path), reads its version and binds the generated layer of that release (`miopen.RELEASES`
 lists them). The runtime modules
 (`miopen.hip`, `miopen.backend`, `miopen.handles`, `miopen.state`, `miopen.workspace`, `miopen.descriptors`,
-`miopen.algo`, `miopen.ops`, `miopen.scopes`, ...) load on first use, so importing stays fast.
+`miopen.algo`, `miopen.ops`, `miopen.caffe2`, ...) load on first use, so importing stays fast.
 """
 
 from __future__ import annotations
@@ -36,12 +36,11 @@ _gs.before_load.append(_settings.apply_defaults)  # miopen's defaults (a quiet M
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
     from typing import Any
-    from . import (settings, algo, backend, caffe2, descriptors, errors, handles, hip, layout, ops, quirks, scopes, state, tensor,
-                   version, workspace)
+    from . import (settings, algo, backend, caffe2, descriptors, errors, handles, hip, layout, opencl, ops, quirks, state,
+                   tensor, version, workspace)
     from ._generated.api import *  # noqa: F403
     from .descriptors import k_one, k_zero, tensor_descriptor
     from .handles import inline_miopen_handle
-    from .scopes import create_scope, has_scope
     from .state import with_miopen_state
     from .tensor import Tensor, as_tensor
     from .version import check_miopen_versions, has_feature
@@ -55,9 +54,9 @@ _LAZY = {
     "check_miopen_versions": "version", "has_feature": "version", "inline_miopen_handle": "handles",
     "with_miopen_state": "state", "set_workspace_limit": "workspace", "workspace_limit": "workspace",
     "tensor_descriptor": "descriptors", "k_one": "descriptors", "k_zero": "descriptors", "Tensor": "tensor",
-    "as_tensor": "tensor", "create_scope": "scopes", "has_scope": "scopes",
+    "as_tensor": "tensor",
 }
-_SUBMODULES = {"settings", "hip", "backend", "quirks", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes", "caffe2",
+_SUBMODULES = {"settings", "hip", "opencl", "backend", "quirks", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "caffe2",
                "tensor", "errors"}
 _FIXED = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
           "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library", "configure"]
@@ -90,7 +89,6 @@ if TYPE_CHECKING:  # at run time `__all__` is the bound release's (see __getattr
     __all__ = ["__version__", "MIOPEN_VERSION", "RELEASES", "api", "raw", "LibraryNotFoundError", "MissingSymbolError",
                "MIOpenVersionError", "MIOpenVersionWarning", "bound_release", "load_library", "unload_library",
                "configure", "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
-               "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
-               "create_scope", "has_scope"]
+               "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor"]
     __all__ += api.__all__
     __all__ += _generated_errors.__all__

@@ -58,7 +58,9 @@ def _probe(library: str | None) -> tuple[list[dict[str, str]], str | None]:
 
 
 def _vstr(version: Sequence[int] | None) -> str | None:
-    return None if version is None else ".".join(str(x) for x in version)
+    from ._generated._selection import Version
+
+    return None if version is None else str(Version(*version))
 
 
 def _features(lib: ctypes.CDLL) -> list[dict[str, Any]]:

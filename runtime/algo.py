@@ -1,4 +1,5 @@
-"""Convolution algorithm search: immediate mode, legacy Find and Find 2.0, with a thread-safe cache
+"""Convolution algorithm search: immediate mode, legacy Find, Find 2.0, and "auto" (Find 2.0 where the bound release
+has it, else legacy Find), with a thread-safe cache
 keyed by the whole problem, a workspace cap, out-of-memory fallbacks, and Find 2.0 solutions
 persisted in a directory keyed by MIOpen version and device architecture.
 """
@@ -25,11 +26,13 @@ from ._generated import api
 from .descriptors import FrozenTensorDescriptor
 from .errors import STATUS_EXCEPTIONS, HipOutOfMemoryError, MIOpenError, WorkspaceLimitError, WorkspaceOOM
 from .handles import disown
-from .version import compiled_version, require_feature, runtime_version
+from .version import compiled_version, has_feature, require_feature, runtime_version
 from .workspace import MAX_WORKSPACE_BYTES, MIOpenWorkspace, workspace_limit
 
 Direction = Literal["forward", "backward_data", "backward_weights"]
-Mode = Literal["immediate", "find", "find2"]
+Mode = Literal["immediate", "find", "find2", "auto"]
+#: the search a plan was made with ("auto" resolves to one of these per library)
+Search = Literal["immediate", "find", "find2"]
 DIRECTIONS: tuple[Direction, ...] = ("forward", "backward_data", "backward_weights")
 REQUEST_ALGOS = 4
 MAX_SOLUTIONS = 256  # an upper bound on what GetSolutionCount may sensibly report
@@ -95,7 +98,7 @@ class ConvPlan:
     """The chosen algorithm: a legacy algo (find), a solution id (immediate) or a Solution (find2)."""
 
     key: ConvKey
-    mode: Mode
+    mode: Search
     workspace_bytes: int
     algo: int | None = None
     solution_id: int | None = None
@@ -355,7 +358,8 @@ class ConvPlanner:
 
     immediate: GetSolutionCount/GetSolution, the fastest solution that fits the workspace cap, compiled
     ahead; find: workspace size queried first, then Find*Algorithm with that workspace; find2:
-    Problem + FindOptions (workspace limit) + FindSolutions, optionally persisted in `cache_dir`.
+    Problem + FindOptions (workspace limit) + FindSolutions, optionally persisted in `cache_dir`; auto: find2
+    where the bound release has Find 2.0 (MIOpen >= 2.19), else find (`search`).
     Out-of-memory or the cap: fall back to a solution needing no workspace (GEMM first), recorded
     in `plan.fallback`.
     """
@@ -363,8 +367,8 @@ class ConvPlanner:
     def __init__(self, mode: Mode = "immediate", *, benchmark: bool = False, deterministic: bool = False,
                  workspace_limit_bytes: int | None = None, compile_ahead: bool = True, cache: AlgoCache | None = None,
                  cache_dir: Path | None = None) -> None:
-        if mode not in ("immediate", "find", "find2"):
-            raise ValueError(f"ConvPlanner: mode must be 'immediate', 'find' or 'find2'; got {mode!r}")
+        if mode not in ("immediate", "find", "find2", "auto"):
+            raise ValueError(f"ConvPlanner: mode must be 'immediate', 'find', 'find2' or 'auto'; got {mode!r}")
         if workspace_limit_bytes is not None and (isinstance(workspace_limit_bytes, bool)
                                                   or not isinstance(workspace_limit_bytes, int)
                                                   or not 0 <= workspace_limit_bytes <= MAX_WORKSPACE_BYTES):
@@ -381,6 +385,20 @@ class ConvPlanner:
         self.compile_ahead = compile_ahead
         self.cache = cache if cache is not None else _cache
         self.cache_dir = cache_dir
+        self._auto: tuple[object, Search] | None = None  # (the library it was resolved for, the search)
+
+    @property
+    def search(self) -> Search:
+        """The search this planner runs with the loaded library: its mode, "auto" resolved to "find2" where the
+        bound release has Find 2.0 and to legacy "find" where it has not (resolved once per library)."""
+        if self.mode != "auto":
+            return self.mode
+        lib = _s.library()
+        known = self._auto
+        if known is None or known[0] is not lib:
+            search: Search = "find2" if has_feature("find2") else "find"
+            self._auto = known = (lib, search)
+        return known[1]
 
     def cap(self, workspace: MIOpenWorkspace | None) -> int | None:
         other = workspace.cap() if workspace is not None else workspace_limit()  # a workspace's cap holds the global
@@ -391,9 +409,10 @@ class ConvPlanner:
             y: FrozenTensorDescriptor, conv: ConvParams, workspace: MIOpenWorkspace | None = None,
             device: int | None = None) -> ConvKey:
         """The cache key this planner uses for a problem."""
-        return make_key(direction, x, w, y, conv, self.deterministic, device, mode=self.mode,
+        search = self.search
+        return make_key(direction, x, w, y, conv, self.deterministic, device, mode=search,
                         workspace_cap=self.cap(workspace), benchmark=self.benchmark,
-                        handle_id=handle.address if self.mode == "find" else 0)
+                        handle_id=handle.address if search == "find" else 0)
 
     def plan(self, handle: api.Handle, direction: Direction, x: FrozenTensorDescriptor, w: FrozenTensorDescriptor,
              y: FrozenTensorDescriptor, conv_desc: api.ConvolutionDescriptor, conv: ConvParams,
@@ -401,28 +420,29 @@ class ConvPlanner:
              device: int | None = None) -> ConvPlan:
         """The plan for this problem (from the cache when known). `ptrs` = (x, w, y) device buffers,
         needed by find/find2 (they run the candidates)."""
-        if self.mode == "find2":
+        search = self.search
+        if search == "find2":
             require_feature("find2", "ConvPlanner('find2')")
         key = self.key(handle, direction, x, w, y, conv, workspace, device)
         cached = self.cache.get(key)
         if cached is not None:
             return cached
-        if self.mode == "find2" and self.cache_dir is not None:
+        if search == "find2" and self.cache_dir is not None:
             loaded = self.cache.load(self.cache_dir, key)
             if loaded is not None:
                 return loaded
-        if self.mode != "find2":
+        if search != "find2":
             _backend.current().check_find(f"ConvPlanner({self.mode!r})")
-        if self.mode == "immediate":
+        if search == "immediate":
             plan = self._immediate(handle, key, x, w, y, conv_desc, workspace, ptrs)
-        elif self.mode == "find":
+        elif search == "find":
             if ptrs is None:
                 raise ValueError("ConvPlanner(mode='find').plan needs ptrs=(x, w, y): Find runs the candidates")
             plan = self._find(handle, key, x, w, y, conv_desc, ptrs, workspace)
         else:
             plan = self._find2(handle, key, x, w, y, conv_desc, workspace)
         self.cache.put(plan)
-        if self.mode == "find2" and self.cache_dir is not None:
+        if search == "find2" and self.cache_dir is not None:
             self.cache.save_plan(self.cache_dir, plan)
         return plan
 

@@ -55,6 +55,7 @@ def itemsize(dtype: DataTypeLike) -> int:
     return layout.itemsize(data_type(dtype).name)
 
 
+@_gs.fast_subclass
 class FrozenTensorDescriptor(TensorDescriptor):
     """A cached tensor descriptor that remembers its dtype, dims and strides."""
 
@@ -195,6 +196,7 @@ def _make(dt: api.DataType, dims: tuple[int, ...], strides: tuple[int, ...]) -> 
     return desc
 
 
+@_gs.fast_subclass
 class FrozenConvolutionDescriptor(_handles.ConvolutionDescriptor):
     """A cached, shared convolution descriptor: the typed API's setters refuse it."""
 
@@ -202,6 +204,7 @@ class FrozenConvolutionDescriptor(_handles.ConvolutionDescriptor):
     _frozen = True
 
 
+@_gs.fast_subclass
 class FrozenActivationDescriptor(_handles.ActivationDescriptor):
     """A cached, shared activation descriptor: the typed API's setters refuse it."""
 
@@ -209,6 +212,7 @@ class FrozenActivationDescriptor(_handles.ActivationDescriptor):
     _frozen = True
 
 
+@_gs.fast_subclass
 class FrozenPoolingDescriptor(_handles.PoolingDescriptor):
     """A cached, shared pooling descriptor: the typed API's setters refuse it."""
 

@@ -1,13 +1,12 @@
 """Every exception of the package in one place: MIOpen status errors (generated from the status
-enum), HIP errors, and the runtime's own (versions, workspace, scaling rules, fusion).
+enum), HIP errors, and the runtime's own (versions, workspace, scaling rules, fusion, settings, HIP-only ops).
 """
 
 from __future__ import annotations
 
 from ._generated.errors import *  # noqa: F403
-from ._generated.errors import STATUS_EXCEPTIONS, MIOpenError, MIOpenWarning, raise_status
+from ._generated.errors import STATUS_EXCEPTIONS, MIOpenError, MIOpenUnknownError, MIOpenWarning, raise_status
 from ._generated._support import MIOpenVersionError, MIOpenVersionWarning
-from ._hiponly import HIP_ONLY_FUNCTIONS, HipBuildRequiredError
 from .hip import HipError, HipForkError, HipLibraryNotFoundError, HipOutOfMemoryError
 
 
@@ -48,6 +47,18 @@ class SettingTooLateError(RuntimeError):
         self.settings = settings
 
 
+class BackendError(RuntimeError):
+    """What the loaded MIOpen's backend cannot do (or its Python dependency is missing)."""
+
+
+class HipBuildRequiredError(MIOpenUnknownError):
+    """A 3.x op whose every solver is HIP-only, called on an OpenCL build of MIOpen: MIOpen tries to compile HIP
+    for the OpenCL device and answers UnknownError (7); a HIP build of MIOpen is needed."""
+
+    def __init__(self, status: int, function: str, arguments: dict[str, object] | None = None) -> None:
+        super().__init__(status, function, arguments)
+        self.args = (f"{function}: this MIOpen is an OpenCL build and {function}'s kernels are HIP-only (MIOpen "
+                     f"answered {self.status_name}); use a HIP build of MIOpen for it. {self.args[0]}",)
 
 
 def check_status(code: int, function: str, args: dict[str, object] | None = None) -> None:
@@ -60,6 +71,6 @@ __all__ = [
     "MIOpenError", "MIOpenWarning", "STATUS_EXCEPTIONS", "HipError", "HipOutOfMemoryError", "HipLibraryNotFoundError",
     "HipForkError", "MIOpenVersionError", "MIOpenVersionWarning", "WorkspaceOOM", "WorkspaceLimitError",
     "ScalingRuleError",
-    "ShapeError", "FusionError", "SettingError", "SettingTooLateError", "HipBuildRequiredError", "HIP_ONLY_FUNCTIONS",
+    "ShapeError", "FusionError", "SettingError", "SettingTooLateError", "BackendError", "HipBuildRequiredError",
     "check_status",
 ]

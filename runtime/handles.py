@@ -5,9 +5,10 @@ free nor thread-safe, so here a handle remembers its stream and is re-bound only
 The pool never makes a thread wait for a handle (a limit on handles can deadlock threads waiting on each other);
 it bounds the keys instead: handles are kept for at most `KEYS_MAX` keys (HIP: devices; OpenCL: device and queue
 context), and the handles of the least recently acquired key beyond that are destroyed (after the calls using
-them return: the in-flight guard), so a long-running process that drops contexts keeps a bounded pool. A
-thread's handles go back to the pool when the thread ends; nothing is destroyed during interpreter shutdown. Unloading the
-library retires its handles (`_support.unload_library`): the pools forget them, and a thread's next
+them return: the in-flight guard). A key whose context has gone (OpenCL: nobody but the runtime holds a queue of
+it) has its handles destroyed at the next new key (`HandlePool.collect`), so a process that drops contexts keeps
+the pool it had. A thread's handles go back to the pool when the thread ends; nothing is destroyed during
+interpreter shutdown. Unloading the library retires its handles (`_support.unload_library`): the pools forget them, and a thread's next
 `inline_miopen_handle` creates a handle of the library loaded then.
 """
 
@@ -21,19 +22,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from . import backend as _backend
+from . import workspace as _workspace
 from ._generated import _support as _gs
 from ._generated import api
-from .version import Policy, check_miopen_versions
-
-_policy: list[Policy] = ["compatible"]
-
-
-def set_version_policy(policy: Policy) -> None:
-    """The policy `check_miopen_versions` applies when the first handle is created."""
-    if policy not in ("compatible", "strict", "off"):
-        raise ValueError(f"set_version_policy: policy must be 'compatible', 'strict' or 'off'; got {policy!r}")
-    _policy[0] = policy
-    _gs.set_version_policy(policy)  # also what the next library load applies
+from .kernelcache import notice_once
+from .version import check_miopen_versions, version_policy
 
 
 class PooledHandle:
@@ -133,7 +126,8 @@ class HandlePool:
             if ph is not None:
                 ph.owner = me  # under the lock: no eviction takes it for a free one
         if ph is None:
-            check_miopen_versions(_policy[0])
+            check_miopen_versions(version_policy())
+            notice_once(b.name)  # once per process: MIOpen is about to compile into an empty kernel cache
             handle = b.create_handle(device, stream)
             ph = PooledHandle(handle, device, key)
             ph.owner = me
@@ -147,19 +141,51 @@ class HandlePool:
         return ph
 
     def _touch(self, key: object, b: _backend.Backend) -> None:
-        """`key` is the most recently acquired; the handles of the keys beyond `max_keys` are destroyed (each once:
-        `HandleBase.close`, which waits for calls using it in other threads), and the backend forgets what it held
-        for them (OpenCL: the queues of that context)."""
+        """`key` is the most recently acquired; the handles of the keys beyond `max_keys` are released
+        (`_release_keys`). A new key first releases those of keys whose context has gone (`collect`)."""
         with self._lock:
+            new = key not in self._keys
             self._keys[key] = None
             self._keys.move_to_end(key)
-            if len(self._keys) <= self.max_keys:
-                return
             gone = set()
             while len(self._keys) > self.max_keys:
                 gone.add(self._keys.popitem(last=False)[0])
-            me = threading.get_ident()
-            victims: list[PooledHandle] = []
+        if gone:
+            self._release_keys(gone, b)
+        if new:
+            self.collect(keep=key)
+
+    def collect(self, keep: object = None) -> int:
+        """Release the handles of every key (but `keep`) whose context, queue or stream nobody but the runtime
+        holds any more, as the backend judges (OpenCL: `dead_keys`, from reference counts; HIP keys are devices,
+        which never go); the number of keys released. Runs on its own whenever a new key is acquired."""
+        b = _backend.current()
+        judge = getattr(b, "dead_keys", None)
+        if judge is None:
+            return 0
+        memo = getattr(self._local, "queues", None)
+        if memo:
+            memo.clear()  # this thread's handle lookup holds the user's queue objects: it must not keep them alive
+        with self._lock:
+            bound: dict[object, list[int | None]] = {k: [] for k in self._keys if k != keep}
+            for ph in self._all:
+                if ph.key in bound:
+                    bound[ph.key].append(ph.stream)
+        dead: set[object] = judge(bound)
+        if dead:
+            with self._lock:
+                for k in dead:
+                    self._keys.pop(k, None)
+            self._release_keys(dead, b)
+        return len(dead)
+
+    def _release_keys(self, gone: set[object], b: _backend.Backend) -> None:
+        """Destroy the handles of the keys `gone` (each once: `HandleBase.close`, which waits for calls using it in
+        other threads; one in another thread's window is destroyed by that thread), and make the backend and the
+        threads' scratch forget what they held for them (OpenCL: the queues of those contexts)."""
+        me = threading.get_ident()
+        victims: list[PooledHandle] = []
+        with self._lock:
             for ph in self._all:
                 if ph.key in gone:
                     ph.evicted = True
@@ -171,7 +197,7 @@ class HandlePool:
         self._destroy(victims)
         forget = getattr(b, "forget_keys", None)
         if forget is not None:
-            forget(gone)
+            _workspace.forget_streams(forget(gone))
         self._prune_local()
 
     def _destroy(self, handles: list[PooledHandle]) -> None:

@@ -25,8 +25,8 @@ from . import backend as _backend
 from . import hip
 from ._generated import _support as _gs
 from ._generated import api
-from .handles import _policy, disown
-from .version import check_miopen_versions
+from .handles import disown
+from .version import check_miopen_versions, version_policy
 from .workspace import MIOpenWorkspace
 
 MAX_STATES_PER_GPU = 4
@@ -37,7 +37,7 @@ class MIOpenState:
 
     def __init__(self, device: int, allocator: hip.Allocator | None = None) -> None:
         self.device = device
-        check_miopen_versions(_policy[0])
+        check_miopen_versions(version_policy())
         self.backend = b = _backend.current()
         with b.device_guard(device):
             self.stream: _backend.StreamLike = b.new_stream(device)

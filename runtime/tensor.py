@@ -1,6 +1,7 @@
-"""`Tensor`: what the ops need of a device tensor (address, dims, strides, dtype), from a PyTorch
-tensor, anything with `__cuda_array_interface__`, a pyopencl `Array` (MIOpen's OpenCL backend: the address is
-the `cl_mem`), or given explicitly (`Tensor.make` takes an int address or a pyopencl `Buffer`). A Tensor does
+"""`Tensor`: what the ops need of a device tensor (address, dims, strides, dtype), from a pyopencl `Array`
+(MIOpen's OpenCL backend: the address is the `cl_mem`), a PyTorch tensor, anything with `__cuda_array_interface__`
+or a DLPack exporter on a device, or given explicitly (`Tensor.make` takes every buffer the typed API takes). The
+kinds and their order are the typed API's (`_pointers.ARRAY_KINDS`, one reader for both). A Tensor does
 not keep the memory alive: keep the array or buffer referenced while MIOpen uses it.
 """
 
@@ -13,8 +14,10 @@ from typing import Any, TypeGuard
 from . import layout
 from ._args import INT64_MAX, int_seq
 from ._generated import api
-from ._generated._pointers import RELEASED, buffer_bytes, check_address, check_extent, device_address
-from .descriptors import DataTypeLike, FrozenTensorDescriptor, data_type, itemsize, tensor_descriptor_of
+from ._generated._pointers import (ACCEPTED, RELEASED, array_kind, buffer_bytes, check_address, check_extent,
+                                   device_address, dlpack_layout)
+from .descriptors import (DataTypeLike, FrozenTensorDescriptor, _generation, data_type, itemsize,
+                          tensor_descriptor_of)
 from .errors import ShapeError
 
 
@@ -31,8 +34,9 @@ class Tensor:
     @classmethod
     def make(cls, ptr: object, dims: Sequence[int], dtype: DataTypeLike, strides: Sequence[int] | None = None
              ) -> Tensor:
-        """`ptr`: an int device address, an object with an int `int_ptr` (a pyopencl Buffer: its cl_mem), a
-        `PersistentBuffer`, or a `__cuda_array_interface__` or DLPack exporter (its address). A buffer object whose
+        """`ptr`: any device buffer the typed API takes (`_pointers.ARRAY_KINDS`, read by the one reader: an int,
+        a pyopencl Buffer or Array (its cl_mem), `data_ptr()`, a `__cuda_array_interface__` or DLPack exporter),
+        or a `PersistentBuffer`. A buffer object whose
         size is known (`buffer_bytes`: the exporter's own extent; a PersistentBuffer's `nbytes`) must hold the
         extent the dims and strides span; a released one is refused."""
         have = None
@@ -41,13 +45,9 @@ class Tensor:
 
             if isinstance(ptr, PersistentBuffer):
                 have, ptr = ptr.nbytes, ptr.data_ptr()
-            else:
+            elif array_kind(ptr) is not None:  # the one reader: every kind of device buffer, in its order
                 have = buffer_bytes(ptr, "ptr", "Tensor")
-                inner = getattr(ptr, "int_ptr", None)
-                if isinstance(inner, int) and not isinstance(inner, bool):
-                    ptr = inner
-                elif not isinstance(ptr, bool):
-                    ptr = device_address(ptr, "ptr", "Tensor") if _exporter(ptr) else ptr
+                ptr = device_address(ptr, "ptr", "Tensor")
         if isinstance(ptr, bool) or not isinstance(ptr, int) or ptr < 0:
             raise TypeError(f"Tensor: ptr must be a device address (int >= 0); got {ptr!r}")
         if ptr >= 1 << 64:  # ctypes would pass it modulo 2**64 (2**64 + 0x1000 as 0x1000), without a word
@@ -84,11 +84,6 @@ class Tensor:
 
     def data_ptr(self) -> int:
         return self.ptr
-
-
-def _exporter(obj: object) -> bool:
-    """A `__cuda_array_interface__` or DLPack exporter (whose address `device_address` reads)."""
-    return hasattr(obj, "__cuda_array_interface__") or callable(getattr(obj, "__dlpack__", None))
 
 
 def extent(dims: tuple[int, ...], strides: tuple[int, ...], dtype: api.DataType) -> int:
@@ -158,23 +153,36 @@ def layout_of(obj: object) -> tuple[int, Layout] | None:
     if kind in _ARRAY_TYPES:  # one check for a PyTorch-like tensor, which is neither of these
         if kind in _CL_TYPES:  # a pyopencl Array: its buffer and offset read on every call (the buffer may change)
             try:
+                attrs: dict[str, Any] = obj.__dict__  # where pyopencl's Array keeps its attributes
+                base_data: Any
+                memo = attrs.get(_LAYOUT_MEMO)
+                if memo is not None:  # the same buffer, shape, strides and dtype objects as last time: its answer
+                    base_data = attrs["base_data"]
+                    if (memo[0] is base_data and memo[1] is attrs["shape"] and memo[2] is attrs["strides"]
+                            and memo[3] is attrs["dtype"] and memo[4] == _generation[0] and not attrs["offset"]
+                            and not (RELEASED and RELEASED.get(id(base_data)) is base_data)):
+                        return memo[5]  # type: ignore[no-any-return]
                 lay = _CL_META.get((kind, obj.shape, obj.strides, obj.dtype))  # type: ignore[attr-defined]
                 if lay is None or obj.offset != 0:  # type: ignore[attr-defined]
                     return None
-                base_data: Any = obj.base_data  # type: ignore[attr-defined]
+                base_data = obj.base_data  # type: ignore[attr-defined]
                 ptr = base_data.int_ptr
                 if RELEASED and RELEASED.get(id(base_data)) is base_data:
                     return None  # released: the full path refuses it
                 # its buffer checked against the extent of its layout: once per (array, buffer), marked in the array
-                attrs = obj.__dict__
                 if attrs.get(_EXTENT_CHECKED) is not base_data:
                     size = base_data.size
                     if type(size) is not int or size < extent(*lay):
                         return None  # the full path reports it
                     attrs[_EXTENT_CHECKED] = base_data
+                if type(ptr) is not int or not 0 < ptr < 1 << 64:
+                    return None
+                parts = (ptr, lay)
+                # a buffer's cl_mem is its own for life (a released one is refused above): remembered with the objects
+                attrs[_LAYOUT_MEMO] = (base_data, attrs["shape"], attrs["strides"], attrs["dtype"], _generation[0], parts)
             except Exception:  # noqa: BLE001 - unhashable or missing parts: the full path reports them
                 return None
-            return (ptr, lay) if type(ptr) is int and 0 < ptr < 1 << 64 else None
+            return parts
         if kind in _CAI_TYPES:
             return _cai_parts(obj)
     try:
@@ -229,6 +237,9 @@ def _torch_fast(obj: object) -> Tensor | None:
 
 #: the key under which a pyopencl Array's __dict__ holds the buffer (base_data) checked against its extent
 _EXTENT_CHECKED = "_miopen_extent_checked"
+#: the key under which a pyopencl Array's __dict__ holds its last `layout_of` answer, with the buffer, shape, strides
+#: and dtype objects and the descriptor-cache generation it holds for (identity checks: O(1) per call)
+_LAYOUT_MEMO = "_miopen_layout"
 #: pyopencl-Array-like (type, shape, strides, dtype) already checked -> its layout; bounded
 _CL_META: dict[tuple[type, object, object, object], Layout] = {}
 _CL_META_MAX = 1024
@@ -260,8 +271,10 @@ def _cl_fast(obj: object) -> Tensor | None:
 
 
 def as_tensor(obj: object, name: str = "tensor") -> Tensor:
-    """A `Tensor` from a `Tensor`, a PyTorch tensor (data_ptr/shape/stride/dtype) or a
-    `__cuda_array_interface__` object; errors name `name`."""
+    """A `Tensor` from a `Tensor` or a device array of a kind that carries its layout, tried in the one order of
+    `_pointers.ARRAY_KINDS`: a pyopencl Array, a PyTorch tensor (data_ptr/shape/stride/dtype), a
+    `__cuda_array_interface__` or a DLPack exporter; a bare buffer (an int, a pyopencl Buffer) is refused with the
+    way to describe it (`Tensor.make`). Errors name `name`."""
     if isinstance(obj, Tensor):
         return obj
     if type(obj) in _CL_TYPES:
@@ -275,10 +288,14 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
     fast = _torch_fast(obj)
     if fast is not None:
         return fast
-    data_ptr = getattr(obj, "data_ptr", None)
-    shape_attr = getattr(obj, "shape", None)
-    stride = getattr(obj, "stride", None)
-    if callable(data_ptr) and shape_attr is not None and callable(stride):  # PyTorch first: no interface needed
+    kind = array_kind(obj)  # the one order of the package's readers (_pointers.ARRAY_KINDS)
+    if kind == "data_ptr()":
+        data_ptr = getattr(obj, "data_ptr")
+        shape_attr = getattr(obj, "shape", None)
+        stride = getattr(obj, "stride", None)
+        if shape_attr is None or not callable(stride):
+            raise TypeError(f"{name}: a {type(obj).__name__} has data_ptr() but no shape and stride() (a PyTorch "
+                            f"tensor has both): describe it with miopen.Tensor.make(buffer, dims, dtype)")
         if getattr(obj, "is_cuda", None) is False:
             raise ValueError(f"{name}: a host (CPU) tensor; the ops take GPU tensors")
         dtype = getattr(obj, "dtype", "")
@@ -293,10 +310,14 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
         except TypeError:  # unhashable parts: never taken by the fast path
             pass
         return t
-    try:
-        iface = getattr(obj, "__cuda_array_interface__", None)
-    except Exception as exc:  # some producers raise for tensors they cannot describe
-        raise TypeError(f"{name}: its __cuda_array_interface__ is unavailable: {exc}") from None
+    iface: object = None
+    if kind == "__cuda_array_interface__":
+        try:
+            iface = getattr(obj, "__cuda_array_interface__", None)
+        except Exception as exc:  # some producers raise for tensors they cannot describe
+            raise TypeError(f"{name}: its __cuda_array_interface__ is unavailable: {exc}") from None
+        if not isinstance(iface, Mapping):
+            raise TypeError(f"{name}: its __cuda_array_interface__ must be a mapping; got {type(iface).__name__}")
     if isinstance(iface, Mapping):
         where = f"{name}: __cuda_array_interface__"
         shape = int_seq(iface.get("shape"), "shape", where, lo=1)
@@ -314,20 +335,43 @@ def as_tensor(obj: object, name: str = "tensor") -> Tensor:
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise TypeError(f"{name}: __cuda_array_interface__['data'] must be (address, read_only); got {data!r:.60}")
         t = Tensor.make(_address(data[0], name, "__cuda_array_interface__"), shape, dt, strides)
-        kind, raw_shape = type(obj), iface.get("shape")
+        cls, raw_shape = type(obj), iface.get("shape")
         if (type(iface) is dict and _plain(raw_shape) and (raw is None or _plain(raw))
-                and not any(hasattr(kind, a) for a in ("data_ptr", "stride"))):  # else not this path
+                and not any(hasattr(cls, a) for a in ("data_ptr", "stride"))):  # else not this path
             if len(_CAI_META) >= _CAI_META_MAX:
                 _CAI_META.clear()
-            _CAI_META[(kind, raw_shape, raw, typestr)] = (t.dims, t.strides, t.dtype)
-            _CAI_TYPES.add(kind)
-            _ARRAY_TYPES.add(kind)
+            _CAI_META[(cls, raw_shape, raw, typestr)] = (t.dims, t.strides, t.dtype)
+            _CAI_TYPES.add(cls)
+            _ARRAY_TYPES.add(cls)
         return t
-    cl_array = _opencl_array(obj, name)
-    if cl_array is not None:
-        return cl_array
-    raise TypeError(f"{name} must be a miopen Tensor, a PyTorch tensor, a pyopencl Array or an object with "
-                    f"__cuda_array_interface__; got {type(obj).__name__}")
+    if kind == "OpenCL array":
+        cl_array = _opencl_array(obj, name)
+        if cl_array is not None:
+            return cl_array
+    if kind == "DLPack":
+        return _dlpack_tensor(obj, name)
+    if kind is not None:  # an address without a layout
+        raise TypeError(f"{name}: a bare device buffer ({kind}) has no dims: describe it with "
+                        f"miopen.Tensor.make(buffer, dims, dtype)")
+    raise TypeError(f"{name} must be a miopen Tensor or a device array: {ACCEPTED} (a bare buffer through "
+                    f"miopen.Tensor.make(buffer, dims, dtype)); got {type(obj).__name__}")
+
+
+#: DLPack (type code, bits) -> the dtype name `data_type` reads
+_DLPACK_DTYPES = {(0, 8): "int8", (0, 32): "int32", (0, 64): "int64", (1, 8): "uint8", (2, 16): "float16",
+                  (2, 32): "float32", (2, 64): "float64", (4, 16): "bfloat16"}
+
+
+def _dlpack_tensor(obj: object, name: str) -> Tensor:
+    """The Tensor of a DLPack exporter on a device (kDLROCM, kDLCUDA, kDLCUDAManaged): one export read."""
+    address, shape, strides, (code, bits, lanes) = dlpack_layout(obj, name, "as_tensor")
+    dtype = _DLPACK_DTYPES.get((code, bits)) if lanes == 1 else None
+    if dtype is None:
+        raise TypeError(f"{name}: a DLPack tensor of type code {code}, {bits} bits x {lanes} lanes, which MIOpen "
+                        f"has no type for")
+    if shape is None:
+        raise ValueError(f"{name}: a DLPack tensor without a readable shape")
+    return Tensor.make(_address(address, name, "DLPack"), shape, dtype, strides)
 
 
 def as_tensor_of(obj: object, fn: str, name: str) -> Tensor:

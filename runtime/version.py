@@ -10,36 +10,38 @@ refusals off (the release is still selected by the library's version).
 from __future__ import annotations
 
 import threading
-from typing import Literal, NamedTuple
+from typing import Literal
 
+from ._generated import _state
 from ._generated import _support as _s
+from ._generated._selection import POLICIES, Version
 from ._generated._selection import exports as _exports
 from .errors import MIOpenVersionError, MIOpenVersionWarning
 
+#: compatible: a committed release of the same major.minor (another patch warns), else the newest older one (warns);
+#: strict: the same major.minor or nothing; off: nothing is refused (the support layer's `POLICIES`)
 Policy = Literal["compatible", "strict", "off"]
 SKIP_ENV = _s.SKIP_VERSION_CHECK_ENV or "MIOPEN_SKIP_VERSION_CHECK"
 __all__ = ["Policy", "Version", "compiled_version", "runtime_version", "check_miopen_versions", "has_feature",
-           "reset_version_cache", "FEATURES", "MIOpenVersionError", "MIOpenVersionWarning"]
+           "reset_version_cache", "set_version_policy", "version_policy", "FEATURES", "MIOpenVersionError",
+           "MIOpenVersionWarning"]
 
 
-class Version(NamedTuple):
-    major: int
-    minor: int
-    patch: int
+def _check_policy(policy: object, fn: str) -> Policy:
+    if policy not in POLICIES:
+        raise ValueError(f"{fn}: policy must be {', '.join(map(repr, POLICIES[:-1]))} or {POLICIES[-1]!r}; "
+                         f"got {policy!r}")
+    return policy  # type: ignore[return-value]
 
-    def as_int(self) -> int:
-        """major * 1_000_000 + minor * 1_000 + patch (PyTorch's packing; never ATen's lossy shifts)."""
-        return self.major * 1_000_000 + self.minor * 1_000 + self.patch
 
-    def __str__(self) -> str:
-        return f"{self.major}.{self.minor}.{self.patch}"
+def set_version_policy(policy: Policy) -> None:
+    """The policy the next library load, and the check when the first handle is created, apply."""
+    _s.set_version_policy(_check_policy(policy, "set_version_policy"))
 
-    @classmethod
-    def parse(cls, text: str) -> Version:
-        parts = text.strip().split(".")
-        if len(parts) != 3 or not all(p.isdigit() for p in parts):
-            raise ValueError(f"expected a version X.Y.Z; got {text!r}")
-        return cls(int(parts[0]), int(parts[1]), int(parts[2]))
+
+def version_policy() -> Policy:
+    """The version policy in force (the one home: the support layer's state)."""
+    return _check_policy(_state.policy, "version_policy")
 
 
 def compiled_version() -> Version:
@@ -65,9 +67,7 @@ def check_miopen_versions(policy: Policy = "compatible", *, force: bool = False)
     strict: a committed release of the same major.minor is required. off: nothing is refused.
     Returns the library's version (None when unknown).
     """
-    if policy not in ("compatible", "strict", "off"):
-        raise ValueError(f"check_miopen_versions: policy must be 'compatible', 'strict' or 'off'; got {policy!r}")
-    _s.set_version_policy(policy)
+    _s.set_version_policy(_check_policy(policy, "check_miopen_versions"))
     path = _s.library_path()
     key = (path, policy)
     with _lock:

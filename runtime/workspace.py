@@ -183,6 +183,7 @@ def _after_fork_in_child() -> None:
     global _limit_lock, _scratch
     _limit_lock = threading.Lock()
     _scratch = threading.local()
+    _TABLES.clear()
     for ws in list(_WORKSPACES):
         ws._lock = threading.Lock()
         ws._ptr, ws._nbytes, ws._stream = None, 0, None
@@ -198,10 +199,10 @@ def scratch(device: int, stream: object = None) -> MIOpenWorkspace:
     """The calling thread's scratch workspace for (`device`, `stream`): work queued on two streams
     never shares scratch. Ops use it when given no workspace."""
     key = (device, None if stream is None else _backend.current().as_stream_handle(stream))  # None: None, always
-    table: dict[tuple[int, int | None], MIOpenWorkspace] | None = getattr(_scratch, "table", None)
+    table: _ScratchTable | None = getattr(_scratch, "table", None)
     if table is None:
-        table = {}
-        _scratch.table = table
+        table = _scratch.table = _ScratchTable()
+        _TABLES.add(table)
     ws = table.get(key)
     if ws is None:
         if len(table) >= SCRATCH_MAX:  # the oldest stream's scratch is freed (a dropped queue or stream's, mostly)
@@ -212,3 +213,27 @@ def scratch(device: int, stream: object = None) -> MIOpenWorkspace:
 
 #: how many (device, stream) scratch workspaces a thread keeps (then the oldest is freed)
 SCRATCH_MAX = 16
+
+
+class _ScratchTable(dict[tuple[int, "int | None"], MIOpenWorkspace]):
+    """A thread's scratch, (device, stream) -> workspace; `forget_streams` reaches every thread's."""
+
+    __hash__ = object.__hash__  # type: ignore[assignment]  # in a WeakSet: one per thread, told apart by identity
+    __eq__ = object.__eq__
+
+
+#: every thread's scratch table (one goes with its thread)
+_TABLES: weakref.WeakSet[_ScratchTable] = weakref.WeakSet()
+
+
+def forget_streams(streams: set[int]) -> None:
+    """Free the scratch every thread keeps for `streams`, streams that have gone (the handle pool found their
+    context dead): their memory is released, and a stream made later at the same address starts afresh. No call
+    can be using it: nobody holds the stream any more."""
+    if not streams:
+        return
+    for table in list(_TABLES):
+        for key in [k for k in list(table) if k[1] in streams]:
+            ws = table.pop(key, None)
+            if ws is not None:
+                ws.reset()

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Rebuild the real libMIOpen 2.17.0 (ROCm 5.2.3) with MIOpen's OpenCL backend: the library the numeric tests
-# run on PoCL (tests/test_real_miopen_ocl.py, ../shared/real-miopen-ocl/README.md). Runs that folder's recipe
+# run on PoCL (tests/real/kernels/test_real_miopen_ocl.py, ../shared/real-miopen-ocl/README.md). Runs that folder's recipe
 # (build.sh: Debian packages, the source without the AMD-GPU databases, its six patches, cmake, make; 18-28 min on
 # 2 cores, as root).
 #

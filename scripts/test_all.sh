@@ -26,6 +26,13 @@ stop() {
 trap 'stop INT' INT
 trap 'stop TERM' TERM HUP
 trap 'rm -rf "$work"' EXIT
+# each phase says when it starts and how long it took (the three below run side by side)
+start=$SECONDS
+files=$(find tests -name "test_*.py" | wc -l)
+others=$(ls specs/miopen/ | sed -n 's/^\([0-9]*\.[0-9]*\.[0-9]*\)\.yaml$/\1/p' | grep -cvxF "$release" || true)
+echo "== phase: typecheck (mypy --strict; its output follows the suite's)"
+echo "== phase: runtime suite per release ($others other releases, two at a time; its output follows the suite's)"
+echo "== phase: pytest ($files files against the MIOpen $release stub, one worker per core; the browser tests: make docs-test)"
 set -m
 make --no-print-directory typecheck > "$work/typecheck.log" 2>&1 &
 typecheck=$!
@@ -33,14 +40,17 @@ pids+=("$typecheck")
 bash scripts/test_releases.sh "$py" "$release" > "$work/releases.log" 2>&1 &
 releases=$!
 pids+=("$releases")
-MIOGEN_TEST_RELEASE="$release" "$py" -m pytest -n auto --dist worksteal tests &
+MIOGEN_TEST_RELEASE="$release" "$py" -m pytest -n auto --dist worksteal -m "not gpu and not browser" tests &  # every tier but gpu and the browser tests (tests/tiers.py)
 suite=$!
 pids+=("$suite")
 set +m
 
 status=0
 wait "$suite" || status=1
+echo "== phase: pytest done ($((SECONDS - start)) s)"
 if wait "$typecheck"; then cat "$work/typecheck.log"; else cat "$work/typecheck.log"; echo "make typecheck FAILED"; status=1; fi
+echo "== phase: typecheck done ($((SECONDS - start)) s)"
 wait "$releases" || status=1
 cat "$work/releases.log"
+echo "== phase: runtime suite per release done ($((SECONDS - start)) s)"
 exit "$status"

@@ -6,8 +6,8 @@ set -euo pipefail
 py=$1
 skip=$2
 cd "$(dirname "$0")/.."
-suite="tests/test_runtime_core.py tests/test_ops_basic.py tests/test_ops_conv.py tests/test_ops_rnn.py tests/test_caffe2.py
-       tests/test_runtime_checks.py tests/test_library_switch.py"
+suite="tests/runtime/test_runtime_core.py tests/runtime/test_ops_basic.py tests/runtime/test_ops_conv.py tests/runtime/test_ops_rnn.py tests/runtime/test_caffe2.py
+       tests/runtime/test_runtime_checks.py tests/runtime/test_library_switch.py"
 work=$(mktemp -d "${TMPDIR:-/tmp}/miogen-releases.XXXXXX")
 trap 'rm -rf "$work"' EXIT
 releases=$(ls specs/miopen/ | sed -n 's/^\([0-9]*\.[0-9]*\.[0-9]*\)\.yaml$/\1/p' | grep -vxF "$skip" || true)

@@ -32,6 +32,8 @@ def pytest_configure(config: pytest.Config) -> None:
     the HIP preamble) is a folder of the tests' own unless MIOGEN_CACHE_DIR names one: the tests neither
     depend on nor push out what the user's holds."""
     config.addinivalue_line("markers", "long: runs for tens of seconds (scheduled first)")
+    config.addinivalue_line("markers", "browser: builds the documentation site and drives a headless Chromium "
+                                       "(minutes; `make docs-test`, not part of `make test`)")
     os.environ.setdefault("MIOGEN_CACHE_DIR", str(Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
                                                   / "miogen-tests"))
     if os.environ.get(CACHE_ENV) or hasattr(config, "workerinput"):
@@ -244,3 +246,14 @@ def libs(runtime_libs: Libs) -> Iterator[Libs]:
     finally:
         gc.enable()
     runtime_libs.miopen.miogen_stub_reset()
+
+
+@pytest.fixture(autouse=True)
+def _miopen_environment_restored() -> Iterator[None]:
+    """MIOpen's variables (MIOPEN_*) as they were before each test: the runtime's OpenCL backend and
+    `miopen.configure` put their values into os.environ, and a later test's child process must not inherit them."""
+    before = {k: v for k, v in os.environ.items() if k.startswith("MIOPEN_")}
+    yield
+    for k in [k for k in os.environ if k.startswith("MIOPEN_") and k not in before]:
+        del os.environ[k]
+    os.environ.update(before)

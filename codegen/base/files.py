@@ -83,7 +83,7 @@ def out_dir(text: str) -> Path:
     return Path(text)
 
 
-#: every argparse type of a path: a path option names one of these (tests/test_cli.py holds every option to it)
+#: every argparse type of a path: a path option names one of these (tests/codegen/test_cli.py holds every option to it)
 PATH_TYPES = (in_file, in_dir, in_path, out_file, out_dir)
 
 

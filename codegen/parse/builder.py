@@ -56,7 +56,7 @@ class Builder:
         # one translation unit: a type's spelling names one type, so its CType is computed once
         self._ctypes: dict[str, CType] = {}
         self._typed: dict[tuple[int, int, int], tuple[str, CType]] = {}
-        self._params: dict[tuple[str, str | None, doc.ParamTag | None, str | None], Param] = {}
+        self._params: dict[tuple[str, str | None, doc.ParamTag | None, str | None, str | None], Param] = {}
         self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
         self.calls = hot_calls()
         TK = self.ci.TypeKind
@@ -205,7 +205,7 @@ class Builder:
     def function(self, c: Any) -> Function:
         calls = self.calls
         comment = calls.raw_comment(c)
-        tags = doc.param_tags(comment)
+        tags, texts = doc.params(comment)
         location = c.location
         args = calls.arguments(c)
         # default arguments are rare: look for them only where the declaration's text has an `=`
@@ -224,14 +224,15 @@ class Builder:
             found = typed.get((t._kind_id, data[0], data[1]))
             spelling, ctype = found if found is not None else self.typed(t, a)
             tag = tags.get(name) if tags and name else None
+            text = texts.get(name) if texts and name else None
             default = self._default(a, ctype) if defaults else None
-            key = (spelling, name, tag, default)
+            key = (spelling, name, tag, default, text)
             param = cache.get(key)
             if param is None:  # a parameter like `miopenHandle_t handle`: built once, shared
                 doc_tag = tag.direction if tag else None
                 param = cache[key] = Param(name=name, c=spelling, type=ctype, default=default, doc_tag=doc_tag,
                                            doc_optional=bool(tag and tag.optional),
-                                           role=roles.propose(ctype, name, doc_tag, self.target))
+                                           role=roles.propose(ctype, name, doc_tag, self.target), doc=text)
             params.append(param)
         return Function(
             name=calls.spelling(c),
@@ -239,6 +240,7 @@ class Builder:
             params=tuple(params),
             group=self._group(c, comment, location),
             deprecated=doc.is_deprecated(comment),
+            brief=doc.brief(comment),
         )
 
     def _may_have_defaults(self, c: Any, location: Any) -> bool:

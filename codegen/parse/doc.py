@@ -1,6 +1,8 @@
-"""What the parser derives from doc comments: groups, deprecation and param direction tags.
+"""What the parser derives from doc comments: groups, deprecation, param direction tags, and the header's own words
+for a function (its `@brief`) and for each parameter (its `@param` text).
 
-Only normalised tokens leave this module (group names, in/out/inout, flags), never prose.
+The words leave this module as one line of printable text each (comment markers and runs of whitespace gone, at
+most `spec.rules.MAX_TEXT` characters); everything else as normalised tokens (group names, in/out/inout, flags).
 """
 
 from __future__ import annotations
@@ -25,6 +27,18 @@ _PAREN_TAG = re.compile(
 )
 _DEPRECATED_TAG = re.compile(r"[@\\]deprecated\b")
 _DEPRECATED_WORD = re.compile(r"\bdeprecated\b", re.I)
+
+
+# the header's words are cleaned where they are found, not the whole comment first: a line break with the next line's
+# decoration (` * `, `/// `) is one space (split and joined: a regex over the text costs ten times as much); a blank
+# line (decoration only) ends the brief's paragraph
+_COMMAND = re.compile(r"[@\\]\w")
+_OPEN = re.compile(r"\s*(?:/\*+!?|//[/!]<?)")
+_CLOSE = re.compile(r"\*+/\s*$")
+_BRIEF = re.compile(r"[@\\]brief\b")
+_SPACE = re.compile(r"\s+")
+#: the longest text kept (spec.rules.MAX_TEXT; a longer one is cut at a word with "...")
+MAX_WORDS_TEXT = 2000
 
 
 class ParamTag(NamedTuple):
@@ -111,15 +125,83 @@ def _paren_tag(word: str, rest: str) -> ParamTag:
 
 def param_tags(comment: str | None) -> dict[str, ParamTag]:
     """Direction tags per documented parameter name: `[in]`/`[out]`/`[in,out]` or `(input)`-style."""
+    return params(comment)[0]
+
+
+def params(comment: str | None) -> tuple[dict[str, ParamTag], dict[str, str]]:
+    """The direction tags (`param_tags`) and the texts (`param_texts`) of the documented parameters, in one pass."""
     tags: dict[str, ParamTag] = {}
-    if not comment:
-        return tags
+    texts: dict[str, str] = {}
+    if not comment or "param" not in comment:
+        return tags, texts
     search = _PAREN_TAG.search
     for bracket, name, text in _PARAM.findall(comment):
+        if name not in texts:
+            line = _one_line(text)
+            if line:
+                texts[name] = line
         if bracket:
             tags[name] = _bracket_tag(bracket, "optional" in text.lower())
             continue
         p = search(text)
         if p:
             tags[name] = _paren_tag(p.group(1), p.group(2))
-    return tags
+    return tags, texts
+
+
+def _undecorated(line: str) -> str:
+    """A comment line without its leading decoration (` * `, `/// `, `//! `)."""
+    s = line.lstrip()
+    if s[:1] == "*" and s[:2] != "*/":
+        return s.lstrip("*")
+    if s[:3] in ("///", "//!"):
+        return s[3:].lstrip("<")
+    return s
+
+
+def _one_line(text: str) -> str | None:
+    """`text` (a piece of a comment) as one line of printable characters, or None when nothing is left."""
+    return _cleaned(text.strip())
+
+
+@functools.lru_cache(maxsize=4096)  # a header repeats its parameter texts ("MIOpen handle (input)") many times
+def _cleaned(text: str) -> str | None:
+    if "\n" in text:
+        lines = text.split("\n")
+        text = " ".join([lines[0], *map(_undecorated, lines[1:])])
+    line = " ".join(text.split())
+    if line.endswith("/"):
+        line = _CLOSE.sub("", line).rstrip()
+    if not line.isprintable():  # rare: a control or format character left
+        line = _SPACE.sub(" ", "".join(c if c.isprintable() else " " for c in line)).strip()
+    if len(line) > MAX_WORDS_TEXT:
+        line = line[: MAX_WORDS_TEXT - 3].rsplit(" ", 1)[0] + "..."
+    return line or None
+
+
+def brief(comment: str | None) -> str | None:
+    """The function's description in the header's words: its `@brief` paragraph (without one: the comment's first
+    paragraph, unless that starts with a command)."""
+    if not comment:
+        return None
+    m = _BRIEF.search(comment)
+    if m:
+        rest = comment[m.end():]
+        end = _COMMAND.search(rest)  # the next command ends it too
+        rest = rest[: end.start()] if end else rest
+    else:
+        opened = _OPEN.match(comment)
+        rest = comment[opened.end():] if opened else comment
+        if rest.lstrip(" \t\n*/!").startswith(("@", "\\")):
+            return None
+    lines = rest.split("\n")
+    for i in range(1, len(lines)):  # a blank line (its decoration only) ends the paragraph
+        if not _undecorated(lines[i]).strip(" \t/"):
+            lines = lines[:i]
+            break
+    return _one_line("\n".join(lines))
+
+
+def param_texts(comment: str | None) -> dict[str, str]:
+    """Each documented parameter's `@param` text in the header's words (its direction tag included), by name."""
+    return params(comment)[1]

@@ -1,10 +1,11 @@
 """The Args/Returns sections of each generated function's docstring, from the resolved semantics.
 
-Every sentence is ours, built from what the spec and the annotations say about a parameter: its
-Python type, direction, host or device memory, where an array's length comes from, whether None is
-accepted and what it means (`null_means` in annotations.yaml). Nothing is copied from the header.
-The text is pasted inside a `\"\"\"` docstring: annotation text goes through
-`escape.docstring_text`; everything else is built from validated names and fixed words.
+The header's own words come first, where the spec carries them (`Function.brief` as a paragraph, each
+`Param.doc` after "Header:" in its entry). The rest is ours, built from what the spec and the annotations
+say about a parameter: its Python type, direction, host or device memory, where an array's length comes
+from, whether None is accepted and what it means (`null_means` in annotations.yaml). The text is pasted
+inside a `\"\"\"` docstring: the header's and the annotations' text goes through `escape.docstring_text`;
+everything else is built from validated names and fixed words.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Protocol, assert_never
 from ..semantics import annotation_forms, forms
 from ..semantics.resolved import FunctionSem, ParamSem, Semantics
 from ..base.escape import docstring_text
-from ..spec.model import CType
+from ..spec.model import CType, Function
 from .plans import ParamPlan
 
 
@@ -285,23 +286,36 @@ class _Doc:
         return where, f"MIOpen writes {self.out_what(t.pointee(), owned, owner)}."
 
 
+def _header_words(text: str | None) -> str:
+    """The header's text of a parameter, after our own (" Header: ..."), escaped for the docstring."""
+    return f" Header: {docstring_text(text)}" if text else ""
+
+
 def function_doc(pl: Names, fs: FunctionSem, plans: Sequence[ParamPlan], py: dict[str, str], owner: str | None,
-                 result_class: str | None, outs: Sequence[tuple[str, str, str]], c_return: CType | None) -> str:
-    """The docstring after its summary line: "\\n\\n    Args: ...\\n\\n    Returns: ...\\n    " (indented
-    for a function body), or "" for nothing to say."""
+                 result_class: str | None, outs: Sequence[tuple[str, str, str]], c_return: CType | None,
+                 header: Function | None = None) -> str:
+    """The docstring after its summary line: "\\n\\n    <the header's brief>\\n\\n    Args: ...\\n\\n    Returns:
+    ...\\n    " (indented for a function body); `header` is the spec's function, whose words it quotes."""
     doc = _Doc(pl, fs, plans, py, owner)
+    words = {p.name: p.doc for p in header.params if p.doc} if header is not None else {}
     lines: list[str] = []
+    if header is not None and header.brief:
+        lines.append(_wrap(docstring_text(header.brief), "    ", "    "))
+        lines.append("")
     args = [(p, pp) for p, pp in zip(fs.params, plans) if pp.py]
     if args:
         lines.append("    Args:")
         for p, pp in args:
-            lines.append(_wrap(f"{pp.py} ({pp.hint}): {doc.arg(p)}", ARGS_INDENT, MORE_INDENT))
+            lines.append(_wrap(f"{pp.py} ({pp.hint}): {doc.arg(p)}{_header_words(words.get(p.name))}", ARGS_INDENT,
+                               MORE_INDENT))
         lines.append("")
     lines.append("    Returns:")
     described: list[tuple[str, str, str, str]] = []  # (name, hint, direction and memory, what it is)
     for p, pp in zip(fs.params, plans):
         if pp.out is not None:
-            described.append((pp.out_name or pp.py, pp.out_hint or "object", *doc.out(p)))
+            where, what = doc.out(p)
+            described.append((pp.out_name or pp.py, pp.out_hint or "object", where,
+                              what + _header_words(words.get(p.name))))
     if c_return is not None:
         what = "a str decoded as UTF-8 (\"\" for NULL)" if c_return.kind == "char" and c_return.depth == 1 else \
             doc.out_what(c_return, False, None)

@@ -16,9 +16,11 @@ from ..spec.ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_r
 from .direct import direct_arg
 from ..base.errors import CodegenError
 from ..spec.model import CType, Record, Spec, flat_fields
-from .plans import (CallbackPlan, EnumPlan, FieldPlan, FunctionPlan, HandlePlan, ParamPlan, Plan, QueryPlan, RecordPlan,
-                    TablePlan)
+from .plans import (CallbackPlan, EnumPlan, ExtentPlan, FieldPlan, FunctionPlan, HandlePlan, ParamPlan, Plan, QueryPlan,
+                    RecordPlan, TablePlan)
 from ..spec.target import Target, check_target
+
+_LOWER = "abcdefghijklmnopqrstuvwxyz"
 
 
 FLT_MAX = 3.4028234663852886e38  # the largest finite C float
@@ -126,6 +128,8 @@ class _Planner:
         has_default = False
         for p in fs.params:
             plan = self.param(fs, p, py_names, shared, owner_param, creates)
+            if isinstance(p.form, forms.Buffer) and not p.form.typed:
+                plan = self._buffer_checks(fs, p, plan, py_names)
             if plan.default is not None:
                 has_default = True
             elif has_default and plan.py:
@@ -149,7 +153,8 @@ class _Planner:
             return_expr = f"_new({result_class}, ({', '.join(o[2] for o in outs)}))"
         c_params = ", ".join(p.name or "" for p in spec_fn.params)
         c_return = spec_fn.returns if not status and (spec_fn.returns.kind != "void" or spec_fn.returns.depth) else None
-        doc = docstrings.function_doc(self, fs, params, py_names, owner_param, result_class, outs, c_return)
+        doc = docstrings.function_doc(self, fs, params, py_names, owner_param, result_class, outs, c_return,
+                                     spec_fn)
         destroys = self.destroy_of.get(fn)
         destroys_param = next(
             (py_names[p.name] for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
@@ -183,6 +188,43 @@ class _Planner:
             keep_on=keep_on,
             doc=doc,
         )
+
+    def _setter(self, fn: str) -> bool:
+        """A function that sets what its first argument describes: `<prefix>Set...` or `<prefix>Init...` (the
+        wrapper refuses a shared descriptor there; miopenSetTensor, miopenSetProblemTensorDescriptor, ... only read
+        a descriptor they take further on)."""
+        rest = fn[len(self.prefix):] if fn.startswith(self.prefix) else fn
+        return any(rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER)
+                   for verb in ("Set", "Init"))
+
+    def _buffer_checks(self, fs: FunctionSem, p: ParamSem, plan: ParamPlan, py_names: dict[str, str]) -> ParamPlan:
+        """A device buffer whose size the wrapper can know (not an int address) checked against the descriptor that
+        describes it (rules.extent_queries: the parameter named as the buffer plus the query's suffix) and the byte
+        count passed with it (rules.buffer_sizes), after every argument is converted."""
+        py = py_names[p.name]
+        checks: list[str] = []
+        notes: list[str] = []
+        for q_handle, q in self.sem.extents.items():
+            desc = next((d for d in fs.params if d.name == p.name + q.suffix and isinstance(d.form, forms.ByValue)
+                         and d.type.kind == "handle" and d.type.name == q_handle), None)
+            if desc is not None:
+                dpy = py_names[desc.name]
+                checks.append(f"_s.check_described({py}, \"{py}\", _fn, _extent_{q_handle}, {dpy})")
+                notes.append(f"the bytes {dpy} spans")
+        for size_name in self.sem.sizes.get(p.name, ()):
+            size = next((s for s in fs.params if s.name == size_name and isinstance(s.form, forms.Value)
+                         and s.type.kind == "int" and s.type.depth == 0), None)
+            if size is not None:
+                spy = py_names[size.name]
+                checks.append(f"_s.check_sized({py}, \"{py}\", _fn, {spy}, \"{spy}\")")
+                notes.append(f"{spy} bytes")
+                break
+        if not checks:
+            return plan
+        guard = f"if type({py}) is not int{f' and {py} is not None' if p.nullable else ''}:"
+        note = f"{py}: where its size is known (not an int address), it must hold {' and '.join(notes)}."
+        return replace(plan, mid=(*plan.mid, guard, *(f"    {c}" for c in checks)),
+                       note=note if plan.note is None else f"{plan.note} {note}")
 
     def py_params(self, fs: FunctionSem) -> dict[str, str]:
         """Python names of the parameters; where two C names snake to the same name, the one not
@@ -244,7 +286,7 @@ class _Planner:
                                 note=annotation_forms.RETURNED.docstring(fs, p, py_names))
                 return make(alloc=(f"{v} = {self.api_ctype(t)}()",), arg=f"_byref({v})")
             case forms.Value():
-                return self._value_param(p, py, v, q, default, make)
+                return self._value_param(p, py, v, q, default, make, writes=p.index == 0 and self._setter(fn))
             case forms.Callback():
                 return make(py=py, hint=f"Callable[..., Any]{opt}", default=default,
                             pre=(f"{v} = _s_callback({py}, _raw.{t.name}, {q}, _fn)",))
@@ -474,16 +516,23 @@ class _Planner:
             return (f"{py} = _s.as_handle({py}, {cls}, {q}, _fn, {nullable})",)
         return ()
 
-    def _value_param(self, p: ParamSem, py: str, v: str, q: str, default: str | None, make: Callable[..., ParamPlan]) -> ParamPlan:
+    def _value_param(self, p: ParamSem, py: str, v: str, q: str, default: str | None, make: Callable[..., ParamPlan],
+                     writes: bool = False) -> ParamPlan:
         t = p.type
         mk = make
         k = t.kind
         if k == "handle":
             cls = self.handle_class[t.name]
             nullable = "True" if p.nullable else "False"
-            pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if type({py}) is {cls} else None",
-                   f"if {v} is None:",
-                   f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable})")
+            if writes:  # the handle a setter changes: its own class only (a shared descriptor is refused)
+                pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if type({py}) is {cls} else None",
+                       f"if {v} is None:",
+                       f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable}, writes=True)")
+            else:  # the class or a subclass the runtime shares (HandleBase._fast_types): one set lookup
+                some = f"{py} is not None and " if p.nullable else ""  # (narrows the type for the checker)
+                pre = (f"{v}: ctypes.c_void_p | None = {py}._cp if {some}type({py}) in _FAST_{cls} else None",
+                       f"if {v} is None:",
+                       f"    {v} = _s.handle_arg({py}, {cls}, {q}, _fn, {nullable})")
             return mk(py=py, hint=cls + (" | None" if p.nullable else ""), default=default, pre=pre)
         if k == "opaque":
             return mk(py=py, hint="Stream", default=default,
@@ -629,8 +678,16 @@ def plan(spec: Spec, sem: Semantics, target: Target, banner_info: str, added_in:
                                  arg_names="{" + ", ".join(f'"{pl.py_params(callee)[p.name]}": '
                                                            + ("desc" if isinstance(p.form, forms.ByValue) else "None")
                                                            for p in callee.params if p.name != q.result) + "}"))
+    extents = []
+    for hname, x in sem.extents.items():
+        callee = sem.functions[x.call]
+        names = pl.py_params(callee)
+        extents.append(ExtentPlan(helper=f"_extent_{hname}", handle=hname, call=x.call, call_py=pl.fn_py[x.call],
+                                  type_field=names[x.type], dims_field=names[x.dims], strides_field=names[x.strides],
+                                  table=x.table))
     return Plan(
         spec=spec, target=target, banner_info=banner_info, enums=enums, records=records, handles=handles,
         callbacks=callbacks, opaque_typedefs=tuple(t.name for t in spec.typedefs), functions=functions,
         status_enum=status_enum, status_class=pl.enum_class[status_enum], tables=tables, queries=tuple(queries),
+        extents=tuple(extents),
     )

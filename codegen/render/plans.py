@@ -150,6 +150,20 @@ class QueryPlan:
 
 
 @dataclass(frozen=True)
+class ExtentPlan:
+    """A module helper reading the bytes a descriptor spans (rules.extent_queries), for the buffer checks."""
+
+    helper: str
+    handle: str  # C handle type
+    call: str
+    call_py: str  # the typed wrapper of `call`
+    type_field: str  # its result's fields: element type, dims, strides
+    dims_field: str
+    strides_field: str
+    table: str  # the element table sizing the type
+
+
+@dataclass(frozen=True)
 class Plan:
     """Everything the templates render of one release."""
 
@@ -166,3 +180,4 @@ class Plan:
     status_class: str
     tables: tuple[TablePlan, ...] = ()
     queries: tuple[QueryPlan, ...] = ()
+    extents: tuple[ExtentPlan, ...] = ()

@@ -4,7 +4,7 @@ An annotation form is named by one key, the same in annotations.yaml (`annotatio
 the resolved model (`resolved.ParamSem`). Its class carries every behaviour of it: the gate check (the
 rule a misplaced form breaks), the plan (the wrapper's conversion), the docstring, the stub library,
 the call-through driver and the audit's view; the planner, docstrings, stub library, driver and
-audit call them. `tests/test_forms.py` checks every form against docs/annotations.md ("Adding a
+audit call them. `tests/codegen/test_forms.py` checks every form against docs/annotations.md ("Adding a
 form") and that each behaviour is its own method, called where that behaviour is built.
 """
 

@@ -123,6 +123,21 @@ class ElementQuery:
 
 
 @dataclass(frozen=True)
+class ExtentQuery:
+    """How a wrapper reads the bytes a descriptor spans, to check a buffer it describes (the parameter named as the
+    buffer plus `suffix`): `call` with the descriptor gives its element type (`type`, sized by the element table
+    `table`), dims and strides (`dims`, `strides`, in elements)."""
+
+    call: str
+    type: str
+    dims: str
+    strides: str
+    table: str
+    suffix: str
+    why: str | None = None
+
+
+@dataclass(frozen=True)
 class FieldNote:
     """Semantics of one pointer field of a record the API takes by pointer (the vocabulary of parameters)."""
 
@@ -154,6 +169,9 @@ class Rules:
     untagged_buffers: Literal["in", "out", "inout"] | None = None
     element_tables: dict[str, ElementTable] = field(default_factory=dict)
     element_queries: dict[str, ElementQuery] = field(default_factory=dict)  # handle type -> its type query
+    extent_queries: dict[str, ExtentQuery] = field(default_factory=dict)  # handle type -> its extent query
+    # device buffer -> the by-value byte counts a call may pass with it (the buffer must hold that many)
+    buffer_sizes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

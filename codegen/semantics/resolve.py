@@ -17,8 +17,8 @@ from ..base.errors import NamingError, SpecError
 from ..spec import model, validate
 from ..spec.rules import Violation
 from . import annotation_forms, forms, naming
-from .annotations import (Annotations, ElementQuery, FieldNote, FunctionNote, LengthCall, ParamNote, Rules,
-                          in_range)
+from .annotations import (Annotations, ElementQuery, ExtentQuery, FieldNote, FunctionNote, LengthCall, ParamNote,
+                          Rules, in_range)
 from .resolved import FieldSem, FunctionSem, HandleSem, ParamSem, RecordSem, Semantics, TableSem, is_host_scalar
 from .suggest import AnnotationGateError, OpenParam
 
@@ -120,7 +120,9 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     queries = _resolve_queries(spec, ann, functions, problems)
     functions = _check_vocabulary(spec, ann, functions, tables, queries, problems)
     records, functions = _resolve_records(spec, ann, functions, problems)
-    result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries)
+    extents = _resolve_extents(spec, ann, functions, tables, problems)
+    result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries,
+                       extents=extents, sizes=dict(ann.rules.buffer_sizes))
     naming_problems = naming.check_names(spec, prefix, result, target)
     if naming_problems:
         raise NamingError(f"{spec.target} {spec.version}: {len(naming_problems)} Python naming problem(s):\n  "
@@ -295,6 +297,33 @@ def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
         if others:
             problems.append(f"rules.element_queries.{hname}: {q.call} is called with NULL for everything but the "
                             f"descriptor and {q.result}, so {', '.join(others)} must be nullable pointers")
+            continue
+        out[hname] = q
+    return out
+
+
+def _resolve_extents(spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem],
+                     tables: dict[str, TableSem], problems: list[str]) -> dict[str, ExtentQuery]:
+    """The extent queries of this release: each call must take the descriptor by value and return its element
+    type, dims and strides as outputs (a release without the call or the handle has none)."""
+    handles = {h.name for h in spec.handles}
+    out: dict[str, ExtentQuery] = {}
+    for hname, q in sorted(ann.rules.extent_queries.items()):
+        where = f"rules.extent_queries.{hname}"
+        if hname not in handles:
+            continue
+        fs = functions.get(q.call)
+        if fs is None:
+            problems.append(f"{where}: {q.call} is not in {spec.target} {spec.version}")
+            continue
+        if q.table not in tables:
+            problems.append(f"{where}: table {q.table!r} is not a rules.element_tables entry")
+            continue
+        names = {p.name: p for p in fs.params}
+        wrong = [n for n in (q.type, q.dims, q.strides) if n not in names or names[n].direction != "out"]
+        if wrong or sum(isinstance(p.form, forms.ByValue) and p.type.name == hname for p in fs.params) != 1:
+            problems.append(f"{where}: {q.call} must take one {hname} by value and give {q.type}, {q.dims} and "
+                            f"{q.strides} as outputs")
             continue
         out[hname] = q
     return out

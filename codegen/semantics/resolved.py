@@ -11,7 +11,7 @@ from ..spec import model
 from . import forms
 from .forms import (Buffer, Callback, Count, ElementArray, ElementScalar, HostScalar, InArray, InBlob, InOutScalar,
                     InScalar, InString, Length, Opaque, OutArray, OutBlob, OutScalar, OutString, Value)
-from .annotations import ElementQuery, LengthCall
+from .annotations import ElementQuery, ExtentQuery, LengthCall
 
 
 
@@ -119,6 +119,8 @@ class Semantics:
     records: dict[str, RecordSem] = field(default_factory=dict)
     tables: dict[str, TableSem] = field(default_factory=dict)
     queries: dict[str, ElementQuery] = field(default_factory=dict)  # handle type -> query (in this release)
+    extents: dict[str, ExtentQuery] = field(default_factory=dict)  # handle type -> extent query (in this release)
+    sizes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rules.buffer_sizes
 
 
 def is_host_scalar(p: ParamSem) -> bool:

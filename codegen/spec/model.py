@@ -1,7 +1,8 @@
 """The API model: frozen dataclasses that a spec YAML file serialises one to one.
 
 Everything here is derived from a header by the parser (names, types, values, layout,
-flags); nothing holds prose from the header.
+flags); the only prose is the header's own words for a function and its parameters (`Function.brief`,
+`Param.doc`: optional, one line each, carried into the docstrings).
 """
 
 from __future__ import annotations
@@ -91,8 +92,8 @@ class Role:
 
 @dataclass(frozen=True)
 class Param:
-    """A parameter: its name (None where the header gives none), C spelling, type, default argument, doc tag
-    and proposed role."""
+    """A parameter: its name (None where the header gives none), C spelling, type, default argument, doc tag,
+    proposed role and the header's `@param` text."""
 
     name: str | None
     c: str
@@ -101,11 +102,13 @@ class Param:
     doc_tag: DocTag | None = field(default=None, metadata=_meta(omit_default=True))
     doc_optional: bool = field(default=False, metadata=_meta(omit_default=True))
     role: Role | None = field(default=None, metadata=_meta(omit_default=True, flow=True))
+    doc: str | None = field(default=None, metadata=_meta(omit_default=True))
 
 
 @dataclass(frozen=True)
 class Function:
-    """An API function: its return type and parameters, Doxygen group, beta and deprecated flags."""
+    """An API function: its return type and parameters, Doxygen group, beta and deprecated flags, and the header's
+    description of it (its `@brief`)."""
 
     name: str
     returns: CType = field(metadata=_meta(flow=True))
@@ -115,6 +118,7 @@ class Function:
     deprecated: bool = field(default=False, metadata=_meta(omit_default=True))
     #: exported by the library but not declared by its header (declared in the target's exported.yaml)
     undeclared: bool = field(default=False, metadata=_meta(omit_default=True))
+    brief: str | None = field(default=None, metadata=_meta(omit_default=True))
 
 
 @dataclass(frozen=True)

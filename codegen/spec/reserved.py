@@ -3,7 +3,7 @@
 A name derived from a spec (a C name, or the Python name the renderer makes of it) must never be
 one of these: it would shadow a module, a helper or a local of the generated code. `naming` renames
 parameters and functions that hit them (trailing underscore, documented there); `validate` refuses
-every other collision with a message naming the C name. `tests/test_names.py` renders the fixture
+every other collision with a message naming the C name. `tests/codegen/test_names.py` renders the fixture
 and checks, from the AST of every generated module, that each name the templates introduce is
 listed here: a template change that adds a helper fails that test until the name is added.
 
@@ -59,7 +59,7 @@ BODY_PREFIXES: tuple[str, ...] = ("_len_", "_V_", "_type_")  # `_type_<p>`: the 
 
 #: prefixes of module-level tables in a release's `api.py`: the element encodings of the vocabulary's
 #: `element_tables` (`_EN_<table>`, `_ET_<table>`) and the type queries of `element_queries`
-API_PREFIXES: tuple[str, ...] = ("_V_", "_EN_", "_ET_", "_element_type_")
+API_PREFIXES: tuple[str, ...] = ("_V_", "_EN_", "_ET_", "_element_type_", "_extent_", "_FAST_")
 
 #: builtins the generated code calls (a module-level or parameter name must not shadow them)
 BUILTINS_USED: frozenset[str] = frozenset({
@@ -92,11 +92,11 @@ PACKAGE: frozenset[str] = frozenset({
     "MIOpenVersionError", "MIOpenVersionWarning",
     # runtime/__init__.py (the installed `miopen` package root)
     "__version__", "annotations", "importlib", "TYPE_CHECKING", "Any", "_LAZY", "_SUBMODULES", "_FIXED", "_gs",
-    "hip", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops", "scopes",
+    "hip", "opencl", "kernelcache", "version", "handles", "state", "workspace", "descriptors", "layout", "algo", "ops",
     "tensor", "envflags", "caffe2", "_bound", "_args", "backend", "quirks", "__main__",
     "check_miopen_versions", "has_feature", "inline_miopen_handle", "with_miopen_state",
     "set_workspace_limit", "workspace_limit", "tensor_descriptor", "k_one", "k_zero", "Tensor", "as_tensor",
-    "create_scope", "has_scope", "_hiponly", "_settings", "configure", "settings",
+    "_hiponly", "_settings", "configure", "settings",
 })
 
 ERRORS_MODULE: frozenset[str] = frozenset({

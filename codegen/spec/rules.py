@@ -10,7 +10,7 @@ Every string that reaches generated code (Python or C++) is one of:
   (`codegen/base/escape.py`).
 
 `RULES` maps each string field of every dataclass read from YAML (`(class name, field)`, and
-`(class name, field, "key")` for mapping keys) to its rule; `tests/test_validate.py` fails when a
+`(class name, field, "key")` for mapping keys) to its rule; `tests/codegen/test_validate.py` fails when a
 string field has no rule. `spec_io` applies the rules while converting YAML (errors name the file,
 line and YAML path); `check_model` applies them to objects built in memory (the parser, and
 `resolve.resolve` before anything is rendered); `check_spec` adds what needs the whole spec
@@ -245,6 +245,8 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Param", "default"): Rule("default argument", "the canonical spelling (codegen/spec/literals.py)", _default),
     ("Function", "name"): API_NAME,
     ("Function", "group"): DOC_WORD,
+    ("Function", "brief"): TEXT,
+    ("Param", "doc"): TEXT,
     ("EnumConstant", "name"): ENUM_MEMBER,
     ("EnumConstant", "alias_of"): ENUM_MEMBER,
     ("Enum", "name"): API_NAME,
@@ -314,6 +316,16 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Rules", "scratch_buffers"): C_NAME,
     ("Rules", "element_tables", "key"): C_NAME,
     ("Rules", "element_queries", "key"): API_NAME,
+    ("Rules", "extent_queries", "key"): API_NAME,
+    ("Rules", "buffer_sizes", "key"): C_NAME,
+    ("Rules", "buffer_sizes"): C_NAME,
+    ("ExtentQuery", "call"): API_NAME,
+    ("ExtentQuery", "type"): C_NAME,
+    ("ExtentQuery", "dims"): C_NAME,
+    ("ExtentQuery", "strides"): C_NAME,
+    ("ExtentQuery", "table"): C_NAME,
+    ("ExtentQuery", "suffix"): C_NAME,
+    ("ExtentQuery", "why"): TEXT,
     ("Annotations", "handles", "key"): API_NAME,
     ("Annotations", "functions", "key"): API_NAME,
     ("Annotations", "records", "key"): API_NAME,

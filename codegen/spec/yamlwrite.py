@@ -98,6 +98,45 @@ def _new_scalar(value: Any) -> str:
     return value
 
 
+# A string that is no such scalar, as the value of a block mapping (the header's words of a spec: `brief`, `doc`):
+# printable ASCII without leading or trailing space, written plain where libyaml's analysis finds no block
+# indicator (one of `#,[]{}&*!|>'"%@`` or `?:-` before a space first; `: ` or ` #` later) and YAML 1.1 would read
+# it back as a string (no number, bool, null, merge or value), else in single quotes (`'` doubled). Anything else
+# is declined.
+_FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+_BLOCK_INDICATOR = re.compile(r": | #|:$")
+_SIGNS = frozenset(("~", "<<", "="))  # null, merge and value: the other strings YAML 1.1 reads as no string
+_BLOCK_SCALARS: dict[str, str] = {}
+
+
+def _block_scalar(value: str) -> str:
+    """`value` as the value of a block mapping entry, spelt as libyaml spells it."""
+    text = _BLOCK_SCALARS.get(value)
+    if text is None:
+        if len(_BLOCK_SCALARS) >= _SCALARS_MAX:
+            _BLOCK_SCALARS.clear()
+        text = _BLOCK_SCALARS[value] = _new_block_scalar(value)
+    return text
+
+
+def _new_block_scalar(value: str) -> str:
+    try:
+        return _scalar(value)
+    except _Declined:
+        pass
+    if not value or not value.isascii() or not value.isprintable() or value != value.strip(" ") \
+            or value.startswith(("---", "...")):
+        raise _Declined
+    first = value[0]
+    follows_space = len(value) == 1 or value[1] == " "
+    indicator = first in _FIRST_INDICATORS or (first in "?:-" and follows_space) or \
+        _BLOCK_INDICATOR.search(value, 1) is not None
+    resolved = (first in "0123456789+-." and _number().fullmatch(value)) or value in _WORDS or value in _SIGNS
+    if not indicator and not resolved:
+        return value
+    return "'" + value.replace("'", "''") + "'"
+
+
 # --------------------------------------------------------------------------- direct
 
 
@@ -182,7 +221,7 @@ class _Writer:
         out = self.out
         lead = first
         for key, value, flow, items in entries:
-            text = self.inline(value, flow)
+            text: Any = _block_scalar(value) if type(value) is str and not flow else self.inline(value, flow)
             if type(text) is str:
                 out.append(f"{lead}{key}: {text}\n")
             elif text is _BLOCK:

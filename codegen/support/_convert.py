@@ -6,7 +6,6 @@ from __future__ import annotations
 import ctypes
 import enum
 import struct
-import sys
 from collections.abc import Callable, Mapping, Sequence
 
 from . import _state
@@ -164,25 +163,6 @@ def as_handle(value: object, cls: type[H], name: str, fn: str, nullable: bool) -
     return ptr
 
 
-_LOWER = "abcdefghijklmnopqrstuvwxyz"
-
-
-#: function name -> whether it is a setter (`_is_setter`), decided once per name (the ops' hot path asks it per call)
-_SETTERS: dict[str, bool] = {}
-
-
-def _is_setter(fn: str) -> bool:
-    """A function that sets what its first argument describes: `<prefix>Set...` or `<prefix>Init...` (the caller
-    checks the argument is the first: miopenSetTensor, miopenSetProblemTensorDescriptor, ... only read a descriptor
-    they take further on)."""
-    known = _SETTERS.get(fn)
-    if known is None:
-        rest = fn.lstrip(_LOWER)
-        known = _SETTERS[fn] = any(rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER)
-                                   for verb in ("Set", "Init"))
-    return known
-
-
 def refuse_frozen(value: object, name: str, fn: str) -> NoReturn:
     """A shared (frozen) descriptor passed to a function that would change it: a ValueError naming both."""
     raise ValueError(f"{fn}: {name} is a shared descriptor ({type(value).__name__}: the runtime's cache hands it to "
@@ -190,14 +170,17 @@ def refuse_frozen(value: object, name: str, fn: str) -> NoReturn:
                      f"(create_* then {fn}) instead")
 
 
-def handle_arg(value: object, cls: type[H], name: str, fn: str, nullable: bool) -> ctypes.c_void_p | None:
+def handle_arg(value: object, cls: type[H], name: str, fn: str, nullable: bool, writes: bool = False
+               ) -> ctypes.c_void_p | None:
     """A handle argument as the wrappers pass it (the object's c_void_p; None for NULL where allowed), for
-    what their fast path (an open object of exactly `cls`) did not take: an open object of a subclass
-    (a runtime descriptor) takes one isinstance; anything else gets `as_handle`'s checks and errors."""
+    what their fast path (an open object of `cls` or of one of its `_fast_types`) did not take: an open object of a
+    subclass takes one isinstance, and is refused where it is shared (`_frozen`) and the function `writes` the
+    handle (a Set/Init function's first argument, decided by the generator); anything else gets `as_handle`'s checks
+    and errors."""
     if isinstance(value, cls):
         cp = value._cp
         if type(cp) is ctypes.c_void_p:
-            if value._frozen and _is_setter(fn) and sys._getframe(1).f_code.co_varnames[:1] == (name,):
+            if writes and value._frozen:
                 refuse_frozen(value, name, fn)
             return cp
     ptr = as_handle(value, cls, name, fn, nullable)

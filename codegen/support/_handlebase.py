@@ -14,7 +14,7 @@ from ._target import LIB_NAME
 
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
-    from typing import ClassVar, NoReturn, TypeVar
+    from typing import Any, ClassVar, NoReturn, TypeVar
     H = TypeVar("H", bound="HandleBase")
 
 
@@ -34,8 +34,15 @@ class HandleBase:
     _c_name: ClassVar[str] = ""
     _destroy_name: ClassVar[str | None] = None
     #: True on a class whose objects are shared (a runtime cache's descriptors): no setter may change one
-    #: (`_convert.handle_arg` refuses it as the first argument of a Set/Init function)
+    #: (`_convert.handle_arg` refuses it as the handle a Set/Init function writes)
     _frozen: ClassVar[bool] = False
+    #: the classes whose open objects the wrappers take on their fast path (one set lookup) where this class is
+    #: expected, except as the handle a function writes: the class itself and its `fast_subclass`es
+    _fast_types: ClassVar[set[type]]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls._fast_types = {cls}
 
     def __init__(self) -> None:
         raise TypeError(f"{type(self).__name__} objects come from their create functions, "
@@ -216,3 +223,14 @@ def _retire_live() -> None:
 
 def retired_note(obj: HandleBase) -> str:
     return " (made under a library that has since been unloaded)" if obj._gen != _state.generation else ""
+
+
+def fast_subclass(sub: type[H]) -> type[H]:
+    """Class decorator: the typed wrappers take open objects of `sub` (a subclass of a handle class that keeps its
+    `_cp`, e.g. the runtime's shared descriptors) on their fast path wherever its handle class is expected, but as
+    the handle a function writes (there `handle_arg` refuses a `_frozen` one)."""
+    for base in sub.__mro__[1:]:
+        if base is not HandleBase and issubclass(base, HandleBase) and "_c_name" in base.__dict__:
+            base._fast_types.add(sub)
+            return sub
+    raise TypeError(f"fast_subclass: {sub.__name__} is not a subclass of a handle class")

@@ -14,7 +14,6 @@ from . import _state
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
 if TYPE_CHECKING:
     from typing import Any
-    from ._handlebase import HandleBase
 
 # --------------------------------------------------------------------------- calls in flight
 
@@ -37,7 +36,7 @@ def _wrapper_module(name: object) -> bool:
     return isinstance(name, str) and name.startswith(_state.PACKAGE + ".v") and name.endswith(".api")
 
 
-def _holds(frame: Any, objects: Sequence[HandleBase]) -> bool:
+def _holds(frame: Any, objects: Sequence[object]) -> bool:
     """Does the frame's local namespace reference one of `objects` (directly, in a list or tuple
     argument, or in the handle array `in_array` made)?"""
     for value in frame.f_locals.values():
@@ -50,7 +49,7 @@ def _holds(frame: Any, objects: Sequence[HandleBase]) -> bool:
     return False
 
 
-def calls_in_flight(objects: Sequence[HandleBase], skip: Any = None) -> tuple[int, bool]:
+def calls_in_flight(objects: Sequence[object], skip: Any = None) -> tuple[int, bool]:
     """(threads with a typed-API call running through one of `objects`, whether the current thread
     is one of them). A wrapper's frame references its arguments from before it reads a handle's
     pointer until after the C call returns, so a call that read the pointer before it was marked
@@ -76,7 +75,7 @@ def calls_in_flight(objects: Sequence[HandleBase], skip: Any = None) -> tuple[in
     return others, mine
 
 
-def wait_idle(objects: Sequence[HandleBase], skip: Any = None) -> None:
+def wait_idle(objects: Sequence[object], skip: Any = None) -> None:
     """Block until no other thread has a call through `objects` in flight (they were marked closed
     first, so no new call can start); polling with short sleeps, so the calls never pay for the
     guard. A call through them in flight in this very thread (a callback of that call closing it)

@@ -4,7 +4,7 @@ streams and opaque pointers, with the checks every caller shares."""
 from __future__ import annotations
 
 import ctypes
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from ._text import what
 
@@ -96,9 +96,88 @@ _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 
+#: the kinds of device array every reader of the package takes, in the one order each tries them (`array_kind`): the
+#: typed API's buffers (`device_address`), the ops' tensors (`miopen.tensor.as_tensor`: the kinds that carry a
+#: layout) and the HIP helpers
+ARRAY_KINDS = ("int", "c_void_p", "OpenCL memory object", "OpenCL array", "data_ptr()", "__cuda_array_interface__",
+               "DLPack")
+#: what a device buffer may be, for the errors that refuse one
+ACCEPTED = ("an int address, a pyopencl Buffer or Array, or an object with data_ptr() (a PyTorch tensor), "
+            "__cuda_array_interface__ or __dlpack__ (a kDLROCM or kDLCUDA tensor)")
+
+
+def array_kind(value: object) -> str | None:
+    """Which of ARRAY_KINDS `value` is, trying them in their order; None for none of them (a host buffer, ...).
+    Reads only attributes, never an exporter's interface (which may raise)."""
+    if isinstance(value, int):
+        return None if isinstance(value, bool) else "int"
+    if isinstance(value, ctypes.c_void_p):
+        return "c_void_p"
+    kind = type(value)
+    if kind in _CL_MEMORY_TYPES:
+        return "OpenCL memory object"
+    if kind in _CL_ARRAY_TYPES:
+        return "OpenCL array"
+    ptr = getattr(value, "int_ptr", None)
+    if isinstance(ptr, int) and not isinstance(ptr, bool) and hasattr(value, "size"):
+        return "OpenCL memory object"
+    base = getattr(value, "base_data", None)
+    if base is not None and hasattr(value, "offset") and isinstance(getattr(base, "int_ptr", None), int):
+        return "OpenCL array"
+    if callable(getattr(value, "data_ptr", None)):
+        return "data_ptr()"
+    if hasattr(value, "__cuda_array_interface__"):
+        return "__cuda_array_interface__"
+    if callable(getattr(value, "__dlpack__", None)):
+        return "DLPack"
+    return None
+
+
+#: pyopencl's classes, once seen (`note_opencl_types`): their instances are classified by one set lookup
+_CL_MEMORY_TYPES: set[type] = set()
+_CL_ARRAY_TYPES: set[type] = set()
+
+
+def _note_opencl_types() -> None:
+    import sys
+
+    cl = sys.modules.get("pyopencl")
+    if cl is None:
+        return
+    for name in ("Buffer", "Image", "Pipe", "MemoryObject"):
+        kind = getattr(cl, name, None)
+        if isinstance(kind, type):
+            _CL_MEMORY_TYPES.add(kind)
+    array = sys.modules.get("pyopencl.array")
+    kind = getattr(array, "Array", None) if array is not None else None
+    if isinstance(kind, type):
+        _CL_ARRAY_TYPES.add(kind)
+
+
+def opencl_address(value: object, name: str, fn: str) -> int:
+    """The cl_mem of a live pyopencl memory object (`int_ptr`), or of a pyopencl Array's buffer (`base_data`, at
+    offset 0: MIOpen's OpenCL backend takes whole cl_mem buffers); a released one is refused."""
+    if not hasattr(value, "int_ptr"):
+        offset = getattr(value, "offset", 0)
+        if offset:
+            raise ValueError(f"{fn}: {name} is a pyopencl Array at byte offset {offset} of its buffer; MIOpen's "
+                             f"OpenCL backend takes whole cl_mem buffers (no offsets): copy it into an Array of its own")
+        value, name = getattr(value, "base_data"), f"{name} (its buffer, base_data)"
+    if RELEASED and RELEASED.get(id(value)) is value:
+        raise ValueError(f"{fn}: {name} is a released OpenCL buffer (its release() was called); pass a live one")
+    try:
+        ptr = value.int_ptr  # type: ignore[attr-defined]
+    except Exception as exc:  # noqa: BLE001 - a released object that says so
+        raise ValueError(f"{fn}: {name} is a released buffer ({exc})") from None
+    if not ptr:
+        raise ValueError(f"{fn}: {name} is a released buffer (its int_ptr is 0)")
+    return check_address(ptr, name, fn, "int_ptr")
+
+
 def device_address(value: object, name: str, fn: str, *, host: bool = False) -> int | None:
-    """The address `value` carries, from any source the package reads: an int, a c_void_p,
-    `__cuda_array_interface__`, `data_ptr()` or DLPack; None when it carries none (a plain host buffer).
+    """The address `value` carries, read by its kind (`array_kind`, in ARRAY_KINDS' order): an int, a c_void_p, a
+    pyopencl memory object or Array (its cl_mem), `data_ptr()`, `__cuda_array_interface__` or DLPack; None when it
+    carries none (a plain host buffer).
 
     Every address, whatever its source, must lie in [0, 2**64) (never wrapped modulo 2**64). Without
     `host`, memory the object itself says is on the host is refused: a torch tensor with `is_cuda`
@@ -107,28 +186,33 @@ def device_address(value: object, name: str, fn: str, *, host: bool = False) -> 
     and a DLPack object on the host is no address (None: its buffer is read as a host buffer). A
     DLPack tensor's `byte_offset` is added to its data.
     """
-    if isinstance(value, int) and not isinstance(value, bool):
+    if not _CL_MEMORY_TYPES:
+        _note_opencl_types()
+    kind = array_kind(value)
+    if kind == "int":
         return check_address(value, name, fn)
-    try:
-        iface = getattr(value, "__cuda_array_interface__", None)
-    except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
-        raise TypeError(f"{fn}: {name}: its __cuda_array_interface__ is unavailable: {exc}") from None
-    if iface is not None:
+    if kind == "c_void_p":
+        return value.value or 0  # type: ignore[attr-defined]
+    if kind == "OpenCL memory object" or kind == "OpenCL array":
+        return opencl_address(value, name, fn)
+    if kind == "data_ptr()":
+        if not host:
+            _check_not_host(value, name, fn)
+        return check_address(value.data_ptr(), name, fn, "data_ptr()")  # type: ignore[attr-defined]
+    if kind == "__cuda_array_interface__":
+        try:
+            iface = getattr(value, "__cuda_array_interface__", None)
+        except Exception as exc:  # producers raise for what they cannot describe (e.g. a CPU tensor)
+            raise TypeError(f"{fn}: {name}: its __cuda_array_interface__ is unavailable: {exc}") from None
         data = iface.get("data") if isinstance(iface, Mapping) else None
         if not isinstance(data, (tuple, list)) or len(data) != 2:
             raise TypeError(f"{fn}: {name}: __cuda_array_interface__ must be a mapping whose 'data' is "
                             f"(address, read_only); got {what(data if isinstance(iface, Mapping) else iface)}")
         return check_address(data[0], name, fn, "__cuda_array_interface__")
-    if callable(getattr(value, "data_ptr", None)):
-        if not host:
-            _check_not_host(value, name, fn)
-        return check_address(value.data_ptr(), name, fn, "data_ptr()")  # type: ignore[attr-defined]
-    if callable(getattr(value, "__dlpack__", None)):
+    if kind == "DLPack":
         if host and not _dlpack_on_device(value):
             return None
         return _dlpack_address(value, name, fn)
-    if isinstance(value, ctypes.c_void_p):
-        return value.value or 0
     return None
 
 
@@ -143,10 +227,7 @@ def as_device_ptr(value: object, name: str, fn: str, nullable: bool) -> int | No
     else:
         address = device_address(value, name, fn)
     if address is None:
-        raise TypeError(
-            f"{fn}: {name} must be a device buffer: an int address or an object with __cuda_array_interface__, "
-            f"data_ptr() or __dlpack__; got {what(value)}"
-        )
+        raise TypeError(f"{fn}: {name} must be a device buffer: {ACCEPTED}; got {what(value)}")
     if address:
         return address
     if nullable:
@@ -286,36 +367,65 @@ def _watch_pyopencl() -> None:
         watch_releases(kind)
 
 
-def check_extent(have: int | None, need: int, name: str, fn: str) -> None:
-    """Refuse a buffer of `have` bytes (None: unknown, accepted) for a view spanning `need` bytes: a kernel would
-    read or write past its end."""
+def check_extent(have: int | None, need: int, name: str, fn: str,
+                 spans: str = "its descriptor spans {need} bytes (largest element offset + 1, times the element size)"
+                 ) -> None:
+    """Refuse a buffer of `have` bytes (None: unknown, accepted) for a use of `need` bytes (`spans` says which): a
+    kernel would read or write past its end."""
     if have is not None and have < need:
-        raise ValueError(f"{fn}: {name} holds {have} bytes, but its descriptor spans {need} bytes (largest element "
-                         f"offset + 1, times the element size): the library would access memory past its end")
+        raise ValueError(f"{fn}: {name} holds {have} bytes, but {spans.format(need=need)}: the library would access "
+                         f"memory past its end")
+
+
+#: readers of the bytes a device address may reach, registered by the runtime (`miopen.hip.allocation_bytes`: the HIP
+#: allocation holding it, where a HIP runtime is loaded); `buffer_bytes` asks the last one for a `data_ptr()` object
+ADDRESS_BYTES: list[Callable[[int], int | None]] = []
 
 
 def buffer_bytes(value: object, name: str, fn: str) -> int | None:
-    """The bytes a device buffer object holds from the address it gives, where the object says: a pyopencl
-    Buffer or other memory object (`int_ptr` and `size`), a `__cuda_array_interface__` (its shape, strides and
-    typestr) or DLPack (`__dlpack__`: its tensor's shape, strides and dtype) exporter: the extent its own layout
-    spans; None where that cannot be known (an int address, ...). O(ndim). A released memory object (`int_ptr` 0,
-    an `int_ptr` that raises, or released through `release()`) is refused with a ValueError naming `fn` and `name`."""
+    """The bytes a device buffer object holds from the address it gives, where the object says (by its kind,
+    `array_kind`): a pyopencl Buffer or other memory object (`size`), a pyopencl Array (its buffer's), a
+    `__cuda_array_interface__` (its shape, strides and typestr) or DLPack (its tensor's shape, strides and dtype)
+    exporter: the extent its own layout spans; a `data_ptr()` object: its allocation's size where a registered
+    reader knows it (ADDRESS_BYTES: HIP's); None where that cannot be known (an int address, ...). O(ndim). A
+    released memory object (`int_ptr` 0, an `int_ptr` that raises, or released through `release()`) is refused
+    with a ValueError naming `fn` and `name`."""
     if not _WATCHED:
         _watch_pyopencl()
-    if RELEASED and RELEASED.get(id(value)) is value:
-        raise ValueError(f"{fn}: {name} is a released OpenCL buffer (its release() was called); pass a live one")
-    try:
-        ptr = value.int_ptr  # type: ignore[attr-defined]
-    except AttributeError:
-        return _exporter_bytes(value, name, fn)
-    except Exception as exc:  # noqa: BLE001 - a released object that says so
-        raise ValueError(f"{fn}: {name} is a released buffer ({exc})") from None
-    if not ptr:
-        raise ValueError(f"{fn}: {name} is a released buffer (its int_ptr is 0)")
+    kind = array_kind(value)
+    if kind == "OpenCL array":
+        value, name = getattr(value, "base_data"), f"{name} (its buffer, base_data)"
+    elif kind != "OpenCL memory object":
+        if kind == "__cuda_array_interface__" or kind == "DLPack":
+            return _exporter_bytes(value, name, fn)
+        if kind == "data_ptr()" and ADDRESS_BYTES:
+            address = device_address(value, name, fn)
+            return ADDRESS_BYTES[-1](address) if address else None
+        return None
+    opencl_address(value, name, fn)  # refuses a released one
     size = getattr(value, "size", None)
     if isinstance(size, int) and not isinstance(size, bool):
         return size
     return None
+
+
+def check_described(value: object, name: str, fn: str, extent_of: Callable[[Any, str], int | None],
+                    desc: object) -> None:
+    """Refuse a device buffer whose size is known (`buffer_bytes`) that holds less than its descriptor `desc` spans
+    (`extent_of(desc, fn)`, read only when the size is known); a buffer of unknown size (an int address) passes."""
+    have = buffer_bytes(value, name, fn)
+    if have is not None:
+        need = extent_of(desc, fn)
+        if need is not None:
+            check_extent(have, need, name, fn)
+
+
+def check_sized(value: object, name: str, fn: str, size: object, size_name: str) -> None:
+    """Refuse a scratch buffer whose size is known (`buffer_bytes`) that holds less than the `size` bytes the call
+    passes with it (parameter `size_name`)."""
+    have = buffer_bytes(value, name, fn)
+    if have is not None and type(size) is int:
+        check_extent(have, size, name, fn, f"{size_name} is {{need}} bytes")
 
 
 def span_bytes(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> int:
@@ -352,7 +462,7 @@ def _exporter_bytes(value: object, name: str, fn: str) -> int | None:
         if byte_strides is None:
             return span_bytes(ints, None, size)
         return 0 if any(d == 0 for d in ints) else sum((d - 1) * x for d, x in zip(ints, byte_strides)) + size
-    if callable(getattr(value, "__dlpack__", None)) and not callable(getattr(value, "data_ptr", None)):
+    if callable(getattr(value, "__dlpack__", None)):
         return dlpack_parts(value, name, fn)[1]
     return None
 
@@ -360,16 +470,30 @@ def _exporter_bytes(value: object, name: str, fn: str) -> int | None:
 def dlpack_parts(value: object, name: str, fn: str) -> tuple[int, int | None]:
     """(data + byte_offset, the bytes its shape, strides and dtype span from there) of a DLPack exporter, from one
     export; its device checked (before and after export)."""
+    address, shape, strides, dtype = dlpack_layout(value, name, fn)
+    code, bits, lanes = dtype
+    bits *= max(lanes, 1)
+    if shape is None or bits % 8:
+        return address, None
+    return address, span_bytes(shape, strides, bits // 8)
+
+
+def dlpack_layout(value: object, name: str, fn: str
+                  ) -> tuple[int, tuple[int, ...] | None, tuple[int, ...] | None, tuple[int, int, int]]:
+    """(data + byte_offset, shape, strides in elements (None: packed), (dtype code, bits, lanes)) of a DLPack
+    exporter, from one export; its device checked (before and after export). The shape is None where the tensor
+    gives none that can be read (no shape, a negative dim or stride)."""
     tensor = _dlpack_tensor(value, name, fn)
     data: int = tensor.data or 0
     address: int = data + tensor.byte_offset
     if address >= ADDRESS_LIMIT:
         raise ValueError(f"{fn}: {name}: DLPack data {data:#x} + byte_offset {tensor.byte_offset} is beyond 2**64")
-    ndim, bits = tensor.ndim, tensor.dtype.bits * max(tensor.dtype.lanes, 1)
-    if ndim < 0 or bits % 8 or not tensor.shape:
-        return address, None
-    shape = [tensor.shape[i] for i in range(ndim)]
-    strides = [tensor.strides[i] for i in range(ndim)] if tensor.strides else None
+    ndim, dt = tensor.ndim, tensor.dtype
+    dtype = (int(dt.code), int(dt.bits), int(dt.lanes))
+    if ndim < 0 or not tensor.shape:
+        return address, None, None, dtype
+    shape = tuple(int(tensor.shape[i]) for i in range(ndim))
+    strides = tuple(int(tensor.strides[i]) for i in range(ndim)) if tensor.strides else None
     if any(d < 0 for d in shape) or (strides is not None and any(x < 0 for x in strides)):
-        return address, None
-    return address, span_bytes(shape, strides, bits // 8)
+        return address, None, None, dtype
+    return address, shape, strides, dtype

@@ -14,13 +14,48 @@ from ._text import RELEASES_MAX, name_list
 POLICIES = ("compatible", "strict", "off")
 
 
-def _vt(text: str) -> tuple[int, int, int]:
-    a, b, c = (int(x) for x in text.split("."))
-    return a, b, c
+class Version(tuple[int, int, int]):
+    """A release, major.minor.patch: the package's one version type and one grammar (`parse`: three ASCII numbers of
+    up to six digits joined by dots, the generator's `miogen.spec.releases.Version` grammar). A tuple of three ints, so it
+    compares, hashes and unpacks as one; shown as X.Y.Z."""
 
+    __slots__ = ()
 
-def _vstr(v: tuple[int, int, int]) -> str:
-    return ".".join(str(x) for x in v)
+    def __new__(cls, major: int, minor: int, patch: int) -> Version:
+        return super().__new__(cls, (int(major), int(minor), int(patch)))
+
+    @classmethod
+    def parse(cls, text: str) -> Version:
+        """`text` ("X.Y.Z", spaces around allowed) as a Version; ValueError naming it otherwise."""
+        parts = text.strip().split(".") if isinstance(text, str) else []
+        if len(parts) != 3 or not all(p.isascii() and p.isdecimal() and len(p) <= 6 for p in parts):
+            raise ValueError(f"expected a version X.Y.Z; got {text!r}")
+        return cls(int(parts[0]), int(parts[1]), int(parts[2]))
+
+    @property
+    def major(self) -> int:
+        return self[0]
+
+    @property
+    def minor(self) -> int:
+        return self[1]
+
+    @property
+    def patch(self) -> int:
+        return self[2]
+
+    def as_int(self) -> int:
+        """major * 1_000_000 + minor * 1_000 + patch (PyTorch's packing; never ATen's lossy shifts)."""
+        return self[0] * 1_000_000 + self[1] * 1_000 + self[2]
+
+    def __str__(self) -> str:
+        return f"{self[0]}.{self[1]}.{self[2]}"
+
+    def __repr__(self) -> str:
+        return f"Version({self[0]}, {self[1]}, {self[2]})"
+
+    def __getnewargs__(self) -> tuple[int, int, int]:  # pickling and copying make a Version again
+        return self[0], self[1], self[2]
 
 
 def _env_policy(policy: str) -> str:
@@ -40,7 +75,7 @@ def exports(lib: ctypes.CDLL, name: str) -> bool:
     return True
 
 
-def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
+def read_version(lib: ctypes.CDLL, where: str) -> Version | None:
     """The library's version from its version function; None when it has none."""
     if VERSION_GETTER is None:
         return None
@@ -56,7 +91,7 @@ def read_version(lib: ctypes.CDLL, where: str) -> tuple[int, int, int] | None:
         raise VersionError(
             f"{where}: {VERSION_GETTER} gave an unparsable version ({major}.{minor}.{patch}, status {status}); "
             f"nothing was bound")
-    return major, minor, patch
+    return Version(major, minor, patch)
 
 
 def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, int, int] | None, list[str]]:
@@ -66,13 +101,19 @@ def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, 
     return release, version, notes
 
 
+def listed(releases: str | tuple[str, ...]) -> tuple[str, ...]:
+    """The committed releases a `_releases` table entry names, oldest first: the one reader of those lists (the
+    rendered table writes them as one string, "2.17.0, 2.18.0", or as a tuple)."""
+    return releases if isinstance(releases, tuple) else tuple(filter(None, releases.split(", ")))
+
+
 def _stable() -> dict[str, frozenset[str]]:
     """Committed release -> its functions outside the beta API."""
     from ._releases import FUNCTIONS
 
     out: dict[str, set[str]] = {r: set() for r in RELEASES}
     for name, (_, stable) in FUNCTIONS.items():
-        for r in stable:
+        for r in listed(stable):
             out[r].add(name)
     return {r: frozenset(names) for r, names in out.items()}
 
@@ -81,14 +122,14 @@ def _functions(release: str) -> frozenset[str]:
     """Every function (beta included) that committed `release` declares."""
     from ._releases import FUNCTIONS
 
-    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in declared)
+    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in listed(declared))
 
 
-def _first(name: str) -> tuple[int, int, int]:
+def _first(name: str) -> Version:
     """The first committed release declaring function `name`."""
     from ._releases import FUNCTIONS
 
-    return _vt(FUNCTIONS[name][0][0])
+    return Version.parse(listed(FUNCTIONS[name][0])[0])
 
 
 def select_release(version: tuple[int, int, int] | None, policy: str = "compatible", where: str = "the library",
@@ -109,16 +150,16 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
         raise VersionError(
             f"{where} has no {VERSION_GETTER}, so its release is unknown (older than every supported one?); "
             f"these bindings support {LIB_NAME} {supported}")
-    v = _vstr(version)
-    same = sorted((r for r in RELEASES if _vt(r)[:2] == version[:2]),
-                  key=lambda r: (_vt(r) != version, abs(_vt(r)[2] - version[2]), -_vt(r)[2]))
+    v = str(Version(*version))
+    same = sorted((r for r in RELEASES if Version.parse(r)[:2] == version[:2]),
+                  key=lambda r: (Version.parse(r) != version, abs(Version.parse(r)[2] - version[2]), -Version.parse(r)[2]))
     if same and (exports is None or policy == "off"):
-        notes = [] if _vt(same[0]) == version or policy == "off" else [
+        notes = [] if Version.parse(same[0]) == version or policy == "off" else [
             f"{where} is {LIB_NAME} {v}; bound to the bindings of {same[0]} (another patch release)"]
         return same[0], notes
     if same and exports is not None:
         return _select_patch(version, same, exports, where)
-    older = [r for r in RELEASES if _vt(r) < version]
+    older = [r for r in RELEASES if Version.parse(r) < version]
     if policy == "strict" or not older:
         if policy == "off":
             return (older or RELEASES)[-1 if older else 0], []
@@ -126,7 +167,7 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
                else "it is older than every supported release")
         raise VersionError(f"{where} is {LIB_NAME} {v}: {why}; these bindings support {LIB_NAME} {supported}")
     release = older[-1]
-    newer = [r for r in RELEASES if _vt(r) > version]
+    newer = [r for r in RELEASES if Version.parse(r) > version]
     where_it_is = f"between {release} and {newer[0]}" if newer else f"newer than every committed release ({release})"
     notes = [] if policy == "off" else [
         f"{where} is {LIB_NAME} {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
@@ -138,7 +179,7 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
 def _select_patch(version: tuple[int, int, int], same: list[str], exports: Callable[[str], bool],
                   where: str) -> tuple[str, list[str]]:
     """Among the committed patches of the library's major.minor (nearest first), the one to bind."""
-    v = _vstr(version)
+    v = str(Version(*version))
     stable = _stable()
     common = frozenset.intersection(*(stable[r] for r in same))
     lacking = sorted(n for n in common if _first(n) <= version and not exports(n))
@@ -150,11 +191,11 @@ def _select_patch(version: tuple[int, int, int], same: list[str], exports: Calla
             f"version or the library wrong? Nothing was bound")
     release = next((r for r in same if all(exports(n) for n in stable[r])), same[0])
     missing = sorted(n for n in stable[release] if not exports(n))
-    if _vt(release) == version and not missing:
+    if Version.parse(release) == version and not missing:
         return release, []
     unbound = sorted(n for r in same if r != release for n in _functions(r) - _functions(release) if exports(n))
     note = f"{where} is {LIB_NAME} {v}; bound to the bindings of {release}"
-    note += " (another patch release)" if _vt(release) != version else ""
+    note += " (another patch release)" if Version.parse(release) != version else ""
     if missing:
         note += (f"; it lacks {len(missing)} function(s) of {release}, which raise MissingSymbolError "
                  f"(e.g. {', '.join(missing[:4])})")
@@ -170,7 +211,7 @@ def missing_name(name: str) -> str:
     have = HAVE.get(name)
     if have is None:
         return f"{name} is in no {LIB_NAME} release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
-    releases = name_list(have, limit=RELEASES_MAX)
+    releases = name_list(listed(have), limit=RELEASES_MAX)
     if _state.bound is None and "." in name:
         return (f"{name} is not in {LIB_NAME} {RELEASES[-1]}, whose names serve while no library is loaded; "
                 f"releases that have it: {releases} (load_library() binds the loaded library's release)")

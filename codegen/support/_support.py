@@ -57,15 +57,21 @@ from ._pointers import (
     as_device_ptr as as_device_ptr,
     as_opaque as as_opaque,
     as_stream as as_stream,
+    buffer_bytes as buffer_bytes,
     check_address as check_address,
+    check_described as check_described,
+    check_extent as check_extent,
+    check_sized as check_sized,
     device_arg as device_arg,
     DEVICE_ARGS as DEVICE_ARGS,
     DEVICE_ARGS_MAX as DEVICE_ARGS_MAX,
     DLPACK_DEVICE_TYPES as DLPACK_DEVICE_TYPES,
+    span_bytes as span_bytes,
     typed_pointer as typed_pointer,
 )
 from ._handlebase import (
     _retire_live as _retire_live,
+    fast_subclass as fast_subclass,
     HandleBase as HandleBase,
 )
 from ._inflight import (
@@ -123,12 +129,12 @@ from ._selection import (
     POLICIES as POLICIES,
     _env_policy as _env_policy,
     _first as _first,
+    listed as listed,
     _select as _select,
-    _vstr as _vstr,
-    _vt as _vt,
     read_version as read_version,
     select_release as select_release,
     exports as exports,
+    Version as Version,
 )
 
 TYPE_CHECKING = False  # typing stays unimported at run time (import cost); type checkers read the block below
@@ -195,11 +201,11 @@ def load_library(path: str | bytes | os.PathLike[str] | os.PathLike[bytes] | cty
         release, version, notes = _select(lib, where, _state.policy)
         from . import _userreleases  # imported on a load only (import cost)
 
-        user, refused = _userreleases.matching(version) if version and _vstr(version) not in RELEASES else (None, "")
+        user, refused = _userreleases.matching(version) if version and str(Version(*version)) not in RELEASES else (None, "")
         if user is not None:  # added with `miogen add-release`: exactly the library's version
             release, notes, modules = user.release, [], _userreleases.import_release(user)
         else:
-            notes += [f"{where} is {LIB_NAME} {_vstr(version)}: {refused}"] if refused and version else []
+            notes += [f"{where} is {LIB_NAME} {Version(*version)}: {refused}"] if refused and version else []
             modules = _import_release(release)
             if _env_policy(_state.policy) != "off":
                 _check_exports(lib, where, release, version, modules[0])
@@ -363,7 +369,7 @@ def symbol(name: str, restype: Any, argtypes: Sequence[Any] | None) -> Any:
         if added:
             detail = f": {name} was added in {LIB_NAME} {added}"
             if _state.runtime is not None:
-                detail += f"; the loaded library is {_vstr(_state.runtime)}"
+                detail += f"; the loaded library is {Version(*_state.runtime)}"
         raise MissingSymbolError(name, _state.lib_path, detail) from None
     fn.restype = restype
     fn.argtypes = None if argtypes is None else list(argtypes)
@@ -390,9 +396,9 @@ def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[in
     # its version (a release adding fewer cannot be told apart by its exports)
     introduced: dict[str, list[str]] = {}
     for name, (declared, _) in FUNCTIONS.items():
-        first = declared[0]
+        first = listed(declared)[0]
         i = RELEASES.index(first)
-        if i > 0 and _vt(first)[:2] > version[:2] and _vt(RELEASES[i - 1]) >= version:
+        if i > 0 and Version.parse(first)[:2] > version[:2] and Version.parse(RELEASES[i - 1]) >= version:
             introduced.setdefault(first, []).append(name)
     later: list[str] = []
     for names in introduced.values():
@@ -402,8 +408,8 @@ def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[in
     later.sort(key=lambda n: (_first(n), n))
     if later:
         raise VersionError(
-            f"{where} reports {LIB_NAME} {_vstr(version)}, but it exports {len(later)} function(s) "
-            f"introduced after {_vstr(version)} (e.g. {', '.join(later[:4])} from {_vstr(_first(later[0]))}): is the "
+            f"{where} reports {LIB_NAME} {Version(*version)}, but it exports {len(later)} function(s) "
+            f"introduced after {Version(*version)} (e.g. {', '.join(later[:4])} from {_first(later[0])}): is the "
             f"version or the library wrong? Nothing was bound")
 
 
@@ -506,7 +512,7 @@ def _unbound_names(kind: str) -> dict[str, str]:
         names = dict.fromkeys(_layer_names(kind, RELEASES[-1]), RELEASES[-1])
         layers: dict[str, set[str]] = {}
         for name, have in HAVE.items():
-            release = have[-1]
+            release = listed(have)[-1]
             if "." in name or name in names or release not in _MODULES:
                 continue
             if release not in layers:

@@ -17,6 +17,7 @@ import sys
 from typing import Any, NamedTuple
 
 from . import _state
+from ._selection import Version
 from ._target import GENERATOR, RELEASES, SUPPORT_DIGEST, TARGET
 
 #: the environment variable naming the folder of user-added releases
@@ -99,14 +100,22 @@ def scan() -> list[UserRelease]:
             refused = (f"its manifest names {manifest.get('module')!r}" if manifest.get("module") != name else
                        f"{release} is a committed release of this package (its own bindings serve)")
         out.append(UserRelease(release, name, folder, str(manifest.get("source", "")), refused))
-    return sorted(out, key=lambda r: tuple(int(x) if x.isdigit() else -1 for x in r.release.split(".")))
+    return sorted(out, key=_order)
+
+
+def _order(rel: UserRelease) -> tuple[int, tuple[int, ...], str]:
+    """Oldest release first; a release that is no version X.Y.Z (refused anyway) before them all."""
+    try:
+        return 1, Version.parse(rel.release), ""
+    except ValueError:
+        return 0, (), rel.release
 
 
 def matching(version: tuple[int, int, int] | None) -> tuple[UserRelease | None, str]:
     """The usable user release of exactly `version` (or None), and why one of that version is refused ("")."""
     if version is None:
         return None, ""
-    wanted = ".".join(str(x) for x in version)
+    wanted = str(Version(*version))
     for rel in scan():
         if rel.release == wanted:
             return (None, f"the release folder {rel.path!r} is refused: {rel.refused}") if rel.refused else (rel, "")

@@ -18,7 +18,7 @@ Caffe2 (C++)                        here
 ``RecurrentOp<T>`` ...              `RecurrentOp`, `RecurrentGradientOp`,
                                     `RecurrentParamAccessOp(RecurrentParamOpMode...)`
 ``RunOnDevice`` / ``DoRunWithType``  ``run_on_device()`` / ``do_run_with_type(T)``
-``Workspace``                       `Workspace` (= `miopen.scopes.BlobScope`)
+``Workspace``                       `Workspace` (= `miopen.caffe2.scopes.BlobScope`)
 ``CreateOperator`` (Python)         `create_operator` / `CreateOperator`
 ==================================  ===================================================
 

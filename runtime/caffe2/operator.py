@@ -1,5 +1,5 @@
 """Caffe2's `Operator<HIPContext>` shape: an operator is made with its input and output blob names
-and its arguments, and runs on the named blobs of a workspace (`miopen.scopes.BlobScope`).
+and its arguments, and runs on the named blobs of a workspace (`miopen.caffe2.scopes.BlobScope`).
 
 `run(ws)` calls `run_on_device()`, which dispatches on the dtype of input 0 to
 `do_run_with_type(T)` with T a type wrapper (`miopenTypeWrapperF32` or `miopenTypeWrapperHalf`,
@@ -14,12 +14,14 @@ output blob that does not already hold a tensor of the right dims and dtype: Caf
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from .. import backend as _backend
 from .. import layout
+from .._generated._pointers import buffer_bytes, check_extent, device_address
 from ..descriptors import DataTypeLike, data_type, itemsize
 from ..errors import ShapeError
 from .scopes import BlobScope
@@ -30,7 +32,7 @@ from .wrapper import MIOPENWrapper
 
 __all__ = ["DeviceTensor", "MIOPENOperator", "Workspace"]
 
-#: Caffe2's `Workspace` (a namespace of blobs) is `miopen.scopes.BlobScope`
+#: Caffe2's `Workspace` (a namespace of blobs) is `miopen.caffe2.scopes.BlobScope`
 Workspace = BlobScope
 
 
@@ -70,10 +72,95 @@ class DeviceTensor(Tensor):
         """Bytes of the memory behind the tensor."""
         return self.buffer.nbytes if self.buffer is not None else self.nbytes
 
+    @classmethod
+    def from_host(cls, array: object, *, device: int | None = None, stream: object = None) -> DeviceTensor:
+        """A new DeviceTensor holding a copy of a host array (a NumPy array, or anything `numpy.asarray` takes: its
+        shape and dtype), copied before this returns."""
+        host = _host_array(array, "DeviceTensor.from_host: array")
+        t = cls.empty(host.shape, str(host.dtype), device=device, stream=stream)
+        t.copy_from(host, stream=stream)
+        return t
+
+    def to_host(self, stream: object = None) -> Any:
+        """A NumPy array (this tensor's dims and dtype) holding a copy of its elements, read after the work queued
+        before it (OpenCL: on `stream`; HIP: hipMemcpy's order)."""
+        np = _numpy("DeviceTensor.to_host")
+        out = np.empty(self.dims, _NUMPY_DTYPES.get(self.dtype.name, "uint8"))
+        if out.nbytes != self.nbytes:
+            raise ShapeError(f"DeviceTensor.to_host: {self.dtype.name} has no NumPy dtype of {itemsize(self.dtype)} "
+                             f"bytes")
+        b = _backend.current()
+        read = getattr(b, "read", None)
+        if read is not None:  # OpenCL: a cl_mem read through its queue
+            out[...] = np.frombuffer(read(self.ptr, self.nbytes, stream), out.dtype).reshape(self.dims)
+        else:
+            from .. import hip
+
+            hip.memcpy(out, self.ptr, self.nbytes, hip.MemcpyKind.DEVICE_TO_HOST)  # after the device's work
+        return out
+
+    def copy_from(self, src: object, stream: object = None) -> None:
+        """Fill this tensor from `src`: a host array (NumPy; its bytes, as many as this tensor holds), or any device
+        buffer the typed API takes (`_pointers.ARRAY_KINDS`: an int address, a pyopencl Buffer or Array, data_ptr(),
+        `__cuda_array_interface__`, DLPack), whose size, where known, must be at least this tensor's bytes; a
+        device copy is ordered on `stream`."""
+        fn = "DeviceTensor.copy_from"
+        n = self.nbytes
+        b = _backend.current()
+        address = None if _is_host(src) else device_address(src, "src", fn)
+        if address is None:
+            host = _host_array(src, f"{fn}: src")
+            if host.nbytes != n:
+                raise ShapeError(f"{fn}: src holds {host.nbytes} bytes; this tensor holds {n} "
+                                 f"(dims {self.dims}, {self.dtype.name})")
+            write = getattr(b, "write", None)
+            if write is not None:  # OpenCL
+                write(self.ptr, host.tobytes(), stream)
+                return
+            from .. import hip
+
+            hip.memcpy(self.ptr, host, n, hip.MemcpyKind.HOST_TO_DEVICE)
+            return
+        check_extent(buffer_bytes(src, "src", fn), n, "src", fn, "this tensor needs {need} bytes")
+        if address == 0:
+            raise ValueError(f"{fn}: src is a NULL device address")
+        b.memcpy_dtod_async(self.ptr, address, n, stream)
+
     def close(self) -> None:
         """Free the memory now (every view of it becomes invalid)."""
         if self.buffer is not None:
             self.buffer.close()
+
+
+#: MIOpen type name -> the NumPy dtype of its elements (to_host)
+_NUMPY_DTYPES = {"miopenHalf": "float16", "miopenFloat": "float32", "miopenDouble": "float64", "miopenInt32": "int32",
+                 "miopenInt8": "int8", "miopenInt64": "int64", "miopenBFloat16": "uint16", "miopenInt8x4": "uint32"}
+
+
+def _numpy(fn: str) -> Any:
+    try:
+        import numpy
+    except ImportError:
+        raise ImportError(f"{fn} needs NumPy (pip install numpy)") from None
+    return numpy
+
+
+def _is_host(value: object) -> bool:
+    """A NumPy array or other host buffer (memoryview, bytes): read as host memory, never as an address."""
+    np = sys.modules.get("numpy")
+    return (np is not None and isinstance(value, np.ndarray)) or isinstance(value, (bytes, bytearray, memoryview))
+
+
+def _host_array(value: object, what: str) -> Any:
+    """`value` as a C-contiguous NumPy array (errors name `what`)."""
+    np = _numpy(what.split(":")[0])
+    try:
+        host = np.ascontiguousarray(value)
+    except (TypeError, ValueError):
+        host = None
+    if host is None or host.dtype.hasobject:
+        raise TypeError(f"{what} must be a host array (NumPy) or a device buffer; got {type(value).__name__}")
+    return host
 
 
 def _names(value: object, what: str, op: str, lo: int, hi: int) -> tuple[str, ...]:
@@ -107,7 +194,7 @@ class MIOPENOperator:
         self.inputs = _names(inputs, "inputs", op, *self.NUM_INPUTS)
         self.outputs = _names(outputs, "outputs", op, *self.NUM_OUTPUTS)
         if ws is not None and not isinstance(ws, BlobScope):
-            raise TypeError(f"{op}: ws must be a miopen.scopes.BlobScope (a workspace) or None; got "
+            raise TypeError(f"{op}: ws must be a miopen.caffe2.scopes.BlobScope (a workspace) or None; got "
                             f"{type(ws).__name__}")
         self.ws = ws
         self.name = name
@@ -193,7 +280,7 @@ class MIOPENOperator:
         """Run on `ws` (or the workspace the operator was made with); Caffe2's `Run()`."""
         if ws is not None:
             if not isinstance(ws, BlobScope):
-                raise TypeError(f"{self.type_name}.run: ws must be a miopen.scopes.BlobScope; got "
+                raise TypeError(f"{self.type_name}.run: ws must be a miopen.caffe2.scopes.BlobScope; got "
                                 f"{type(ws).__name__}")
             self.ws = ws
         return self.run_on_device()

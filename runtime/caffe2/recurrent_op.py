@@ -312,7 +312,7 @@ class RecurrentGradientOp(RecurrentBaseOp):
 
         def backward(st: MIOPENState) -> None:
             h, stream = st.miopen_handle(), st.stream()
-            self._zero(dw, stream)  # as Caffe2 does; MIOpen overwrites dW anyway (tests/test_real_miopen_gemm.py)
+            self._zero(dw, stream)  # as Caffe2 does; MIOpen overwrites dW anyway (tests/real/kernels/test_real_miopen_gemm.py)
             if not lstm:
                 self._zero(dcx, stream)
             rnn.backward_data(y, dy, w, dx, reserve=reserve, dhy=dhy, dcy=dcy, hx=hx, cx=cx, dhx=dhx,

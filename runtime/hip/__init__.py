@@ -12,7 +12,7 @@ What it offers:
   `device_arch()`, `device_name()`, `mem_get_info()`;
 - `Stream` and `Event` owners (destroyed exactly once; a closed one raises `ValueError`, never
   reaches HIP), and `as_stream_handle()` for ints and torch / CuPy / hip-python streams;
-- memory: `malloc`, `free`, `memcpy`, `memcpy_async`, `memset`, `memset_async`, with `MemcpyKind`;
+- memory: `malloc`, `free`, `allocation_bytes` (hipMemPtrGetInfo), `memcpy`, `memcpy_async`, `memset`, `memset_async`, with `MemcpyKind`;
 - errors: `HipError` (`.code`, `.name`, `.function`), `HipOutOfMemoryError` (also a `MemoryError`),
   `HipNotReady` (queries turn it into False), `HipLibraryNotFoundError` (an `OSError`), `HipForkError` (a
   forked child's first call when the parent had loaded HIP);
@@ -85,6 +85,7 @@ from .streams import (
     default_stream as default_stream,
 )
 from .memory import (
+    allocation_bytes as allocation_bytes,
     free as free,
     malloc as malloc,
     memcpy as memcpy,
@@ -115,7 +116,7 @@ __all__ = [
     "load_hip", "set_hip_library", "loaded_hip_library", "hip_library_path", "is_available", "error_name",
     "device_count", "current_device", "set_device", "device_guard", "synchronize", "device_arch", "device_name",
     "mem_get_info", "Stream", "Event", "as_stream_handle", "default_stream",
-    "malloc", "free", "memcpy", "memcpy_async", "memset", "memset_async",
+    "malloc", "free", "allocation_bytes", "memcpy", "memcpy_async", "memset", "memset_async",
     "Allocator", "CachingAllocator", "HipMallocAllocator", "TorchAllocator", "CallableAllocator",
     "get_allocator", "set_allocator", "use_allocator", "miopen_allocator_callbacks",
     "AllocCallback", "FreeCallback",

@@ -1,5 +1,5 @@
-"""Argument checks shared by the HIP helpers: ints, devices, flags, copy kinds, and addresses (read by the
-package's one device-pointer reader, `_generated._pointers`)."""
+"""Argument checks shared by the HIP helpers: ints, devices, flags, and addresses (read by the package's one
+device-pointer reader, `_generated._pointers`). The HIP library module builds on these; they import none of it."""
 
 from __future__ import annotations
 
@@ -7,7 +7,8 @@ import ctypes
 import enum
 from typing import Final
 
-from .library import MemcpyKind, _UINT32_LIMIT, _UINT64_LIMIT
+_UINT64_LIMIT: Final = 1 << 64
+_UINT32_LIMIT: Final = 1 << 32
 
 # --------------------------------------------------------------------------- argument checks
 
@@ -38,15 +39,6 @@ def _check_flags(value: object, cls: type[enum.IntFlag], fn: str) -> int:
     if flags & ~known:
         raise ValueError(f"{fn}: flags 0x{flags:x} has bits {cls.__name__} does not define (0x{flags & ~known:x})")
     return flags
-
-
-def _check_kind(value: object, fn: str) -> MemcpyKind:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{fn}: kind must be a MemcpyKind; got {_kind(value)}")
-    try:
-        return MemcpyKind(value)
-    except ValueError:
-        raise ValueError(f"{fn}: kind must be a MemcpyKind (0..4); got {value}") from None
 
 
 def _pointer_value(value: object, name: str, fn: str, *, host: bool = True) -> int | None:
@@ -99,20 +91,3 @@ def _host_or_device(value: object, name: str, fn: str, nbytes: int, *, destinati
         raise TypeError(f"{fn}: {name} is a read-only buffer ({_kind(value)}); an asynchronous copy needs a "
                         "writable buffer or an int address that stays valid until the stream is synchronised")
     return ctypes.addressof(array), array, True
-
-
-_HOST_SOURCE_KINDS: Final = frozenset({MemcpyKind.HOST_TO_HOST, MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEFAULT})
-_HOST_DEST_KINDS: Final = frozenset({MemcpyKind.HOST_TO_HOST, MemcpyKind.DEVICE_TO_HOST, MemcpyKind.DEFAULT})
-
-
-def _copy_args(dst: object, src: object, nbytes: object, kind: object, fn: str,
-               copy_ok: bool) -> tuple[int, int, int, MemcpyKind, tuple[object, object]]:
-    n = _check_int(nbytes, "nbytes", fn)
-    k = _check_kind(kind, fn)
-    d, keep_d, d_host = _host_or_device(dst, "dst", fn, n, destination=True, copy_ok=False)
-    s, keep_s, s_host = _host_or_device(src, "src", fn, n, destination=False, copy_ok=copy_ok)
-    if d_host and k not in _HOST_DEST_KINDS:
-        raise ValueError(f"{fn}: dst is a host buffer but kind is {k.name}")
-    if s_host and k not in _HOST_SOURCE_KINDS:
-        raise ValueError(f"{fn}: src is a host buffer but kind is {k.name}")
-    return d, s, n, k, (keep_d, keep_s)

@@ -10,8 +10,8 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
-from .library import HIP_ERROR_OUT_OF_MEMORY, HipOutOfMemoryError, _UINT64_LIMIT
-from ._checks import _check_device, _check_int, _kind, _pointer_value
+from .library import HIP_ERROR_OUT_OF_MEMORY, HipOutOfMemoryError
+from ._checks import _UINT64_LIMIT, _check_device, _check_int, _kind, _pointer_value
 from .streams import as_stream_handle
 from .memory import free, malloc
 

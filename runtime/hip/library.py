@@ -9,6 +9,8 @@ import os
 import threading
 from typing import Any, Final
 
+from ._checks import _check_int
+
 
 #: environment variable naming the HIP runtime to load (a file, or a directory holding one)
 LIBRARY_ENV: Final = "MIOGEN_HIP_LIBRARY"
@@ -17,9 +19,6 @@ LIBRARY_NAMES: tuple[str, ...] = ("libamdhip64.so", "libamdhip64.so.7", "libamdh
 #: ROCm as Python wheels: TheRock's rocm-sdk-core wheel (`_rocm_sdk_core` plus a version nonce) carries
 #: libamdhip64.so.7 in its lib/ folder (rocm_sdk/_dist_info.py: LibraryEntry("amdhip64", "core", ...))
 WHEEL_DIRS: tuple[str, ...] = ("_rocm_sdk_core*/lib",)
-
-_UINT64_LIMIT: Final = 1 << 64
-_UINT32_LIMIT: Final = 1 << 32
 
 # --------------------------------------------------------------------------- status codes
 
@@ -169,6 +168,7 @@ _PROTOTYPES: Final[dict[str, tuple[Any, tuple[Any, ...]]]] = {
     "hipEventElapsedTime": (_E, (_float_p, _S, _S)),  # (float* ms, hipEvent_t start, hipEvent_t stop)
     "hipMalloc": (_E, (_void_pp, ctypes.c_size_t)),  # (void** ptr, size_t size)
     "hipFree": (_E, (ctypes.c_void_p,)),
+    "hipMemPtrGetInfo": (_E, (ctypes.c_void_p, _size_p)),  # (void* ptr, size_t* size): its allocation's size
     # (void* dst, const void* src, size_t sizeBytes, hipMemcpyKind kind[, hipStream_t stream])
     "hipMemcpy": (_E, (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, _E)),
     "hipMemcpyAsync": (_E, (ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, _E, _S)),
@@ -181,7 +181,8 @@ _PROTOTYPES: Final[dict[str, tuple[Any, tuple[Any, ...]]]] = {
     # hipError_t hipGetDeviceProperties(hipDeviceProp_t* prop, int deviceId); see device_arch()
     "hipGetDeviceProperties": (_E, (ctypes.c_void_p, ctypes.c_int)),
 }
-_OPTIONAL: Final = frozenset({"hipMemGetInfo", "hipGetErrorName", "hipGetErrorString", "hipGetDeviceProperties"})
+_OPTIONAL: Final = frozenset({"hipMemGetInfo", "hipGetErrorName", "hipGetErrorString", "hipGetDeviceProperties",
+                              "hipMemPtrGetInfo"})
 
 # hipDeviceProp_t of HIP 5.x, which HIP 6 keeps for the plain `hipGetDeviceProperties` export (its
 # headers map the name to hipGetDevicePropertiesR0600, whose layout differs): sizeof 792, `name` at 0,
@@ -369,8 +370,6 @@ def _lib() -> _Hip:
 
 def error_name(code: int) -> str:
     """The name of a hipError_t value: the loaded library's hipGetErrorName, else the local table."""
-    from ._checks import _check_int  # the checks build on this module's limits
-
     value = _check_int(code, "code", "error_name", lo=-(1 << 31), hi=1 << 31)
     hip = _hip
     return hip.name(value) if hip is not None else ERROR_NAMES.get(value, "hipErrorUnknown")

@@ -3,10 +3,42 @@
 from __future__ import annotations
 
 import ctypes
+from typing import Final
 
+from .._generated import _pointers
+from . import library as _library
 from .library import MemcpyKind, _lib
-from ._checks import _check_int, _copy_args, _device_pointer
+from ._checks import _check_int, _device_pointer, _host_or_device, _kind
 from .streams import as_stream_handle
+
+# --------------------------------------------------------------------------- copy checks
+
+
+def _check_kind(value: object, fn: str) -> MemcpyKind:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{fn}: kind must be a MemcpyKind; got {_kind(value)}")
+    try:
+        return MemcpyKind(value)
+    except ValueError:
+        raise ValueError(f"{fn}: kind must be a MemcpyKind (0..4); got {value}") from None
+
+
+_HOST_SOURCE_KINDS: Final = frozenset({MemcpyKind.HOST_TO_HOST, MemcpyKind.HOST_TO_DEVICE, MemcpyKind.DEFAULT})
+_HOST_DEST_KINDS: Final = frozenset({MemcpyKind.HOST_TO_HOST, MemcpyKind.DEVICE_TO_HOST, MemcpyKind.DEFAULT})
+
+
+def _copy_args(dst: object, src: object, nbytes: object, kind: object, fn: str,
+               copy_ok: bool) -> tuple[int, int, int, MemcpyKind, tuple[object, object]]:
+    n = _check_int(nbytes, "nbytes", fn)
+    k = _check_kind(kind, fn)
+    d, keep_d, d_host = _host_or_device(dst, "dst", fn, n, destination=True, copy_ok=False)
+    s, keep_s, s_host = _host_or_device(src, "src", fn, n, destination=False, copy_ok=copy_ok)
+    if d_host and k not in _HOST_DEST_KINDS:
+        raise ValueError(f"{fn}: dst is a host buffer but kind is {k.name}")
+    if s_host and k not in _HOST_SOURCE_KINDS:
+        raise ValueError(f"{fn}: src is a host buffer but kind is {k.name}")
+    return d, s, n, k, (keep_d, keep_s)
+
 
 # --------------------------------------------------------------------------- memory
 
@@ -64,3 +96,21 @@ def memset_async(ptr: object, value: int, nbytes: int, stream: object = None) ->
     p, v, n = _memset_args(ptr, value, nbytes, "memset_async")
     st = as_stream_handle(stream, "memset_async")
     _lib().call("hipMemsetAsync", p or None, v, n, st)
+
+
+def allocation_bytes(ptr: int) -> int | None:
+    """The bytes of the HIP allocation holding `ptr` (hipMemPtrGetInfo: the whole allocation, so an upper bound of
+    what `ptr` may address), where the loaded HIP runtime says; None without a loaded HIP runtime or that function,
+    and for memory it did not allocate. Never loads a runtime."""
+    hip = _library._hip
+    fn = hip.fns.get("hipMemPtrGetInfo") if hip is not None else None
+    if fn is None or not ptr:
+        return None
+    size = ctypes.c_size_t()
+    if fn(ptr, ctypes.byref(size)) != 0:
+        return None
+    return int(size.value)
+
+
+if allocation_bytes not in _pointers.ADDRESS_BYTES:  # the typed API's buffer checks ask it (data_ptr() objects)
+    _pointers.ADDRESS_BYTES.append(allocation_bytes)

@@ -10,10 +10,9 @@ import warnings
 from typing import ClassVar, Final, Self
 
 from .library import (
-    EventFlags, HIP_ERROR_INVALID_HANDLE, HipError, HipNotReady, StreamFlags, _Hip, _UINT32_LIMIT, _UINT64_LIMIT,
-    _lib,
+    EventFlags, HIP_ERROR_INVALID_HANDLE, HipError, HipNotReady, StreamFlags, _Hip, _lib,
 )
-from ._checks import _check_flags, _check_int, _kind
+from ._checks import _UINT32_LIMIT, _UINT64_LIMIT, _check_flags, _check_int, _kind
 from .devices import synchronize
 
 # --------------------------------------------------------------------------- streams and events

@@ -25,21 +25,17 @@ Activations need no workspace. The private helpers at the bottom (`_float_arg`,
 
 from __future__ import annotations
 
-import math
 from typing import TypeAlias
 
-from .. import backend as _backend
-from .._args import enum_arg, int_per_dim
+from .._args import enum_arg
 from .._bound import EnumMap
 from .._generated import api
-from ..descriptors import (_generation, cache_generation, cached_activation_descriptor, on_clear, scaling_params,
-                           tensor_descriptor_of)
-from ..errors import ScalingRuleError, ShapeError
+from ..descriptors import _generation, cache_generation, cached_activation_descriptor, on_clear, scaling_params
 from ..handles import inline_miopen_handle
 from ..quirks import check_packed, memory_order
-from ..tensor import Tensor, as_tensor_of, layout_of, same_dims, same_dtype
-from ..workspace import PersistentBuffer
-from ._common import PLAIN_NUMBERS, PLAIN_OPTIONAL, ShapeMemo, resolve_handle
+from ..tensor import layout_of
+from ._common import (PLAIN_NUMBERS, PLAIN_OPTIONAL, ShapeMemo, _alike, _as, _desc, _float_arg, _scaling, _tensors,
+                      resolve_handle)
 
 __all__ = ["ActivationModeLike", "activation_forward", "activation_backward", "activation_mode",
            "activation_params"]
@@ -203,91 +199,3 @@ def activation_backward(y: object, dy: object, x: object, dx: object, mode: Acti
 #: shift) -> (activation descriptor, blending factors, the four tensor descriptors)
 _BACKWARD: ShapeMemo[tuple[api.ActivationDescriptor, float, float, api.TensorDescriptor, api.TensorDescriptor,
                            api.TensorDescriptor, api.TensorDescriptor]] = ShapeMemo()
-
-
-# --------------------------------------------------------------------------- helpers shared by the ops modules
-
-def _float_arg(value: object, name: str, fn: str, lo: float | None = None, hi: float | None = None,
-               lo_open: bool = False, hi_open: bool = False) -> float:
-    """A finite float (ints accepted, bools not) inside the given bounds."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise TypeError(f"{fn}: {name} must be a number; got {type(value).__name__}")
-    v = float(value)
-    if not math.isfinite(v):
-        raise ValueError(f"{fn}: {name} must be finite; got {v}")
-    if lo is not None and (v < lo or (lo_open and v == lo)):
-        raise ValueError(f"{fn}: {name} must be {'>' if lo_open else '>='} {lo}; got {v}")
-    if hi is not None and (v > hi or (hi_open and v == hi)):
-        raise ValueError(f"{fn}: {name} must be {'<' if hi_open else '<='} {hi}; got {v}")
-    return v
-
-
-def _bool_arg(value: object, name: str, fn: str) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{fn}: {name} must be a bool; got {type(value).__name__}")
-    return value
-
-
-def _as(fn: str, name: str, obj: object) -> Tensor:
-    """`obj` as a `Tensor` (errors name the argument)."""
-    return as_tensor_of(obj, fn, name)
-
-
-def _alike(fn: str, **tensors: Tensor) -> api.DataType:
-    """The common dtype of tensors that must also share dims (same_dims, then same_dtype)."""
-    first = None
-    for t in tensors.values():
-        if first is None:
-            first = t
-        elif t.dims != first.dims or t.dtype is not first.dtype:
-            same_dims(fn, **tensors)
-            return same_dtype(fn, **tensors)
-    assert first is not None
-    return first.dtype
-
-
-def _tensors(fn: str, **objs: object) -> dict[str, Tensor]:
-    """Each argument as a `Tensor` (errors name the argument)."""
-    return {name: as_tensor_of(obj, fn, name) for name, obj in objs.items()}
-
-
-def _check_rank(fn: str, name: str, t: Tensor, allowed: tuple[int, ...], what: str) -> None:
-    if t.ndim not in allowed:
-        raise ShapeError(f"{fn}: {name} must be {what}; got {t.ndim}-D dims {t.dims}")
-
-
-def _scaling(dtype: api.DataType, scale: float, shift: float, fn: str, *, blend: bool = False
-             ) -> tuple[float, float]:
-    """The blending factors (MIOpen's alpha/beta), checked; the wrappers pass them as the host scalars
-    MIOpen reads (1.0 and 0.0 from references made once).
-
-    Activation, batch norm, pooling and LRN implement only y = f(x) (alpha=1, beta=0) and say so
-    only from inside C; softmax (`blend=True`) implements any blend.
-    """
-    if scale.__class__ is float and shift.__class__ is float and scale == 1.0 and shift == 0.0:
-        return 1.0, 0.0  # the usual case (a -0.0 shift is 0.0 here: beta only tells MIOpen to blend or not)
-    a, b = _float_arg(scale, "scale", fn), _float_arg(shift, "shift", fn)
-    if not blend and (a, b) != (1.0, 0.0):
-        raise ScalingRuleError(f"{fn}: MIOpen supports only scale=1 and shift=0 here; got scale={a}, shift={b}")
-    return a, b
-
-
-def _desc(t: Tensor, dims: tuple[int, ...] | None = None, strides: tuple[int, ...] | None = None
-          ) -> api.TensorDescriptor:
-    """The cached descriptor of `t` (or of `t` viewed with other dims/strides, e.g. padded to 4-D)."""
-    return tensor_descriptor_of(t.dtype, t.dims if dims is None else dims, t.strides if strides is None else strides)
-
-
-def _device(device: int | None) -> int:
-    return _backend.current().current_device() if device is None else device
-
-
-def _persistent(nbytes: int, device: int, kind: str, stream: object) -> PersistentBuffer:
-    """A persistent buffer of `nbytes` on `device` (allocated under a device guard, ordered on `stream`)."""
-    with _backend.current().device_guard(device):
-        return PersistentBuffer(nbytes, device, kind, stream=_backend.current().as_stream_handle(stream))
-
-
-def _int_tuple(value: object, name: str, fn: str, length: int, lo: int) -> tuple[int, ...]:
-    """`length` ints >= lo from a sequence (or one int, repeated)."""
-    return int_per_dim(value, name, fn, length, lo)

@@ -28,8 +28,7 @@ from ..errors import ShapeError
 from ..handles import inline_miopen_handle
 from ..quirks import check_packed
 from ..tensor import Layout, Tensor, layout_of, same_dtype
-from ._common import PLAIN_NUMBERS, ShapeMemo, resolve_handle
-from .activation import _alike, _as, _desc, _float_arg, _scaling, _tensors
+from ._common import PLAIN_NUMBERS, ShapeMemo, _alike, _as, _desc, _float_arg, _scaling, _tensors, resolve_handle
 
 __all__ = ["BatchNormModeLike", "batch_norm_mode", "bn_param_shape", "batch_norm_forward_training",
            "batch_norm_forward_inference", "batch_norm_backward"]

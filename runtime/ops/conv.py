@@ -24,7 +24,6 @@ from typing import Any
 
 from .. import backend as _backend
 from .. import descriptors
-from .._args import int_arg, int_per_dim
 from .._generated import _support, api
 from ..algo import ConvKey, ConvParams, ConvPlan, ConvPlanner, Direction, make_key
 from ..descriptors import FrozenTensorDescriptor, check_conv_scaling, convolution_descriptor
@@ -34,8 +33,9 @@ from .. import handles as _handles
 from .. import workspace as _workspace
 from ..handles import inline_miopen_handle
 from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
-from ._common import PLAIN_NUMBERS, plain_geometry, resolve_handle, resolve_workspace
-from .tensor_ops import _on_device, _same_dtype, _scalar, _tensor, op_tensor
+from ._common import (PLAIN_NUMBERS, _conv_params, _ints, _on_device, _output_dims, _same_dtype, _scalar, _tensor,
+                      plain_geometry, resolve_handle, resolve_workspace)
+from .tensor_ops import op_tensor
 
 __all__ = ["conv_forward", "conv_backward_data", "conv_backward_weights", "conv_backward_bias", "conv_output_dims",
            "default_planner", "set_default_planner"]
@@ -57,78 +57,6 @@ def set_default_planner(planner: ConvPlanner) -> None:
 
 
 # --------------------------------------------------------------------------- shape math
-
-
-def _ints(value: object, name: str, n: int | None, op: str) -> tuple[int, ...]:
-    """A tuple of ints from an int (repeated n times) or a sequence; TypeError/ShapeError naming `name`."""
-    return int_per_dim(value, name, op, n)
-
-
-def _conv_params(ndim: int, pads: object, strides: object, dilations: object, groups: object, transpose: object,
-                 op: str, output_pads: object = None) -> ConvParams:
-    if ndim not in (4, 5):
-        raise ShapeError(f"{op}: convolutions take 4-D (2-D conv) or 5-D (3-D conv) tensors; got {ndim} dims")
-    n = ndim - 2
-    p = _ints(pads, "pads", n, op)
-    s = _ints(strides, "strides", n, op)
-    d = _ints(dilations, "dilations", n, op)
-    if any(v < 0 for v in p):
-        raise ShapeError(f"{op}: pads must be >= 0; got {p}")
-    if any(v < 1 for v in s):
-        raise ShapeError(f"{op}: strides must be >= 1; got {s}")
-    if any(v < 1 for v in d):
-        raise ShapeError(f"{op}: dilations must be >= 1; got {d}")
-    groups = int_arg(groups, "groups", op)
-    if groups < 1:
-        raise ShapeError(f"{op}: groups must be >= 1; got {groups}")
-    if not isinstance(transpose, bool):
-        raise TypeError(f"{op}: transpose must be a bool; got {transpose!r}")
-    op_ = () if output_pads is None else _ints(output_pads, "output_pads", n, op)
-    if op_ and not transpose:
-        raise ShapeError(f"{op}: output_pads apply to transposed convolutions only (transpose=True)")
-    # MIOpen's rule (ConvolutionDescriptor::GetForwardOutputTensorWithLayout): each output pad below its stride;
-    # negative ones shrink the output and MIOpen accepts them, so we do too (checked against the real 2.17.0)
-    if any(v >= si for v, si in zip(op_, s)):
-        raise ShapeError(f"{op}: each output pad must be smaller than its stride; got output_pads={op_}, "
-                         f"strides={s}")
-    return ConvParams(p, s, d, groups, transpose, op_ if any(op_) else ())
-
-
-def _output_dims(x: tuple[int, ...], w: tuple[int, ...], cp: ConvParams, op: str, xn: str = "x",
-                 wn: str = "w") -> tuple[int, ...]:
-    if len(x) != len(w):
-        raise ShapeError(f"{op}: {xn} and {wn} must have the same rank; got {xn}={x}, {wn}={w}")
-    if any(v < 1 for v in x) or any(v < 1 for v in w):
-        raise ShapeError(f"{op}: dims must be >= 1; got {xn}={x}, {wn}={w}")
-    g = cp.groups
-    c_in, k0, k1 = x[1], w[0], w[1]
-    if not cp.transpose:
-        if c_in % g:
-            raise ShapeError(f"{op}: {xn}'s channels ({c_in}) must be divisible by groups ({g})")
-        if k1 != c_in // g:
-            raise ShapeError(f"{op}: {wn}'s dim 1 must be {xn}'s channels / groups = {c_in}/{g} = {c_in // g}; "
-                             f"got {wn}={w}")
-        if k0 % g:
-            raise ShapeError(f"{op}: {wn}'s output channels ({k0}) must be divisible by groups ({g})")
-        c_out = k0
-    else:
-        if k0 != c_in:
-            raise ShapeError(f"{op}: for a transposed convolution {wn}'s dim 0 must equal {xn}'s channels "
-                             f"({c_in}); got {wn}={w}")
-        if k0 % g:
-            raise ShapeError(f"{op}: {xn}'s channels ({c_in}) must be divisible by groups ({g})")
-        c_out = k1 * g
-    out = [x[0], c_out]
-    for i, (n_in, k) in enumerate(zip(x[2:], w[2:])):
-        p, s, d = cp.pads[i], cp.strides[i], cp.dilations[i]
-        span = d * (k - 1) + 1
-        # MIOpen clamps each spatial length to at least 1 (a dilated kernel larger than the padded input, a
-        # transposed output that would vanish), and its solvers accept those convolutions: so do we
-        if not cp.transpose:
-            out.append(max(1, (n_in + 2 * p - span) // s + 1))
-        else:
-            out.append(max(1, s * (n_in - 1) + span - 2 * p + (cp.output_pads[i] if cp.output_pads else 0)))
-    return tuple(out)
 
 
 def conv_output_dims(x_dims: Sequence[int], w_dims: Sequence[int], pads: IntOrSeq, strides: IntOrSeq,
@@ -368,7 +296,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
     x, w, y = pb.x, pb.w, pb.y
     shape: object = pb.shape if pb.shape is not None else (pb.direction, x.dtype, x.dims, x.strides, w.dims,
                                                            w.strides, y.dims, y.strides, cp)
-    per_call = (dev, h.address if pl.mode == "find" else 0, pl.cap(ws), id(_support.library()), b.library_id())
+    per_call = (dev, h.address if pl.search == "find" else 0, pl.cap(ws), id(_support.library()), b.library_id())
     memo_key = (pl, pl.mode, pl.deterministic, pl.benchmark, shape, *per_call)
     known = _PLANS.get(memo_key)
     current: ConvPlan | None = None
@@ -381,7 +309,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
     else:
         find_mode: api.ConvolutionFindMode | int | None = (
             b.conv_find_mode if b.conv_find_mode is not None else
-            api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.mode == "find" and pl.benchmark else None)
+            api.ConvolutionFindMode.miopenConvolutionFindModeNormal if pl.search == "find" and pl.benchmark else None)
         conv = convolution_descriptor(cp.pads, cp.strides, cp.dilations, cp.groups,
                                       "transpose" if cp.transpose else "conv", pl.deterministic, find_mode,
                                       cp.output_pads)
@@ -392,7 +320,7 @@ def _run_on(pb: _Problem, pl: ConvPlanner, handle: api.Handle | None, stream: ob
         scratch: PersistentBuffer | None = None
         try:
             ptrs = (pb.x.ptr, pb.w.ptr, pb.y.ptr)
-            if (pl.mode == "find" or b.name == "OpenCL") and pb.beta != 0.0:
+            if (pl.search == "find" or b.name == "OpenCL") and pb.beta != 0.0:
                 # Find runs the candidates into the output buffer (on OpenCL immediate mode too, whose solution
                 # list comes from a Find): keep the values beta scales
                 key: ConvKey = pl.key(h, pb.direction, xd, wd, yd, cp, ws, device)

@@ -20,8 +20,7 @@ from ..descriptors import tensor_descriptor
 from ..errors import ShapeError
 from ..tensor import Tensor, same_dims, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import resolve_handle
-from .activation import _bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _tensors
+from ._common import _bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _tensors, resolve_handle
 
 __all__ = ["Dropout", "DropoutReserve"]
 

@@ -26,9 +26,8 @@ from ..algo import ConvParams
 from ..descriptors import DataTypeLike, FrozenTensorDescriptor, convolution_descriptor, data_type, tensor_descriptor
 from ..errors import FusionError, MIOpenError, ShapeError
 from ..tensor import Tensor
-from ._common import resolve_handle
-from .conv import IntOrSeq, _conv_params, _ints, _output_dims
-from .tensor_ops import _on_device, _scalar, _tensor
+from ._common import _conv_params, _ints, _on_device, _output_dims, _scalar, _tensor, resolve_handle
+from .conv import IntOrSeq
 
 __all__ = ["FusionPlan"]
 

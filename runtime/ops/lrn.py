@@ -23,9 +23,9 @@ from ..errors import ShapeError
 from ..layout import is_packed
 from ..tensor import Tensor, same_dims, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import OpState, resolve_handle
-from .activation import (_bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _scaling, _tensors,
-                         activation_forward)
+from ._common import (OpState, _bool_arg, _check_rank, _desc, _device, _float_arg, _persistent, _scaling, _tensors,
+                      resolve_handle)
+from .activation import activation_forward
 from .tensor_ops import op_tensor
 
 __all__ = ["LRNModeLike", "LRNState", "lrn_mode", "lrn_forward", "lrn_backward"]

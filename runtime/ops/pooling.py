@@ -25,8 +25,8 @@ from ..handles import inline_miopen_handle
 from ..quirks import check_packed
 from ..tensor import Tensor, layout_of, same_dtype
 from ..workspace import PersistentBuffer
-from ._common import PLAIN_NUMBERS, OpState, ShapeMemo, plain_geometry, resolve_handle
-from .activation import _alike, _as, _bool_arg, _desc, _device, _int_tuple, _persistent, _scaling, _tensors
+from ._common import (OpState, PLAIN_NUMBERS, ShapeMemo, _as, _bool_arg, _desc, _device, _int_tuple, _persistent,
+                      _scaling, _tensors, plain_geometry, resolve_handle)
 
 __all__ = ["PoolingModeLike", "PoolingState", "pooling_mode", "pooling_forward", "pooling_backward"]
 
@@ -125,8 +125,9 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
     """
     xl, yl = layout_of(x), layout_of(y)
     if (state is None and xl is not None and yl is not None and type(do_backward) is bool
-            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and plain_geometry(window) and plain_geometry(pads)
-            and plain_geometry(strides)):
+            and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS
+            and (type(window) is int or plain_geometry(window)) and (type(pads) is int or plain_geometry(pads))
+            and (strides is None or type(strides) is int or plain_geometry(strides))):
         # a call without a state on a shape seen before, needing no index workspace: a new state of its checks
         key: tuple[object, ...] | None = (xl[1], yl[1], mode, mode.__class__, window, pads, strides, do_backward,
                                           scale, shift)
@@ -142,7 +143,9 @@ def pooling_forward(x: object, y: object, mode: PoolingModeLike, window: int | S
             return made
     elif (type(state) is PoolingState and xl is not None and yl is not None and type(do_backward) is bool
             and type(scale) in PLAIN_NUMBERS and type(shift) in PLAIN_NUMBERS and state._fast is not None
-            and not state._closed and plain_geometry(window) and plain_geometry(pads) and plain_geometry(strides)):
+            and not state._closed and (type(window) is int or plain_geometry(window))
+            and (type(pads) is int or plain_geometry(pads))
+            and (strides is None or type(strides) is int or plain_geometry(strides))):
         # the state's last call, again (everything but the device and the addresses compared, checked before)
         key = (xl[1], yl[1], mode, mode.__class__, window, pads, strides, do_backward, scale, shift)
         fast = state._fast

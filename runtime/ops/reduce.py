@@ -14,8 +14,7 @@ from .._generated import api
 from ..descriptors import DataTypeLike, data_type, scaling_params
 from ..errors import ShapeError
 from ..workspace import MIOpenWorkspace
-from ._common import resolve_handle, resolve_workspace
-from .tensor_ops import _on_device, _same_dtype, _scalar, _tensor
+from ._common import _on_device, _same_dtype, _scalar, _tensor, resolve_handle, resolve_workspace
 
 __all__ = ["reduce_tensor", "REDUCE_OPS"]
 

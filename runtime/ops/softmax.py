@@ -20,8 +20,7 @@ from ..errors import ShapeError
 from ..handles import inline_miopen_handle
 from ..quirks import check_packed
 from ..tensor import Tensor, layout_of
-from ._common import PLAIN_NUMBERS, ShapeMemo, resolve_handle
-from .activation import _alike, _as, _desc, _scaling, _tensors
+from ._common import PLAIN_NUMBERS, ShapeMemo, _alike, _as, _desc, _scaling, _tensors, resolve_handle
 
 __all__ = ["SoftmaxAlgorithmLike", "SoftmaxModeLike", "softmax_forward", "softmax_backward", "log_softmax_forward",
            "log_softmax_backward", "softmax_algorithm", "softmax_mode"]

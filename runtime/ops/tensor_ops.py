@@ -13,12 +13,8 @@ annotations say (specs/miopen/annotations.yaml), so this module passes Python fl
 
 from __future__ import annotations
 
-import contextlib
-import math
-import numbers
 from collections.abc import Sequence
 
-from .. import backend as _backend
 from .. import quirks
 from .. import layout
 from .._args import enum_arg
@@ -28,8 +24,8 @@ from ..descriptors import _generation
 from ..errors import ShapeError
 from ..handles import inline_miopen_handle
 from ..quirks import check_packed, memory_order
-from ..tensor import Tensor, as_tensor, layout_of
-from ._common import ShapeMemo, resolve_handle
+from ..tensor import Tensor, layout_of
+from ._common import ShapeMemo, _on_device, _same_dtype, _scalar, _tensor, resolve_handle
 
 __all__ = ["op_tensor", "scale_tensor", "set_tensor", "transform_tensor", "to_channels_last", "to_channels_first",
            "TENSOR_OPS"]
@@ -39,52 +35,13 @@ TENSOR_OPS: EnumMap[api.TensorOp] = EnumMap("TensorOp", {
     "add": "miopenTensorOpAdd", "mul": "miopenTensorOpMul", "min": "miopenTensorOpMin", "max": "miopenTensorOpMax"})
 
 
-# --------------------------------------------------------------------------- shared checks (used by the other ops)
-
-
-def _scalar(value: object, name: str, op: str) -> float:
-    """A real number (bool refused) as float, or a TypeError naming the argument."""
-    if value.__class__ is float and value == value:  # the usual case: a float, not NaN
-        return value
-    if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{op}: {name} must be a real number; got {type(value).__name__} {value!r}")
-    out = float(value)
-    if math.isnan(out):
-        raise ValueError(f"{op}: {name} must not be NaN")
-    return out
-
-
-def _tensor(obj: object, name: str, op: str) -> Tensor:
-    """`as_tensor` with the op named, refusing a null pointer for a non-empty tensor."""
-    try:
-        t = as_tensor(obj, name)
-    except TypeError as exc:
-        raise TypeError(f"{op}: {exc}") from None
-    if t.ptr == 0 and math.prod(t.dims) > 0:
-        raise ValueError(f"{op}: {name} has a null device pointer (dims {t.dims})")
-    return t
-
-
-def _same_dtype(op: str, **tensors: Tensor) -> api.DataType:
-    kinds = {name: t.dtype for name, t in tensors.items()}
-    if len(set(kinds.values())) > 1:
-        listing = ", ".join(f"{n}={dt.name}" for n, dt in kinds.items())
-        raise ShapeError(f"{op}: tensors must share one dtype; got {listing}")
-    return next(iter(kinds.values()))
+# --------------------------------------------------------------------------- checks
 
 
 def _rank(op: str, name: str, t: Tensor, allowed: Sequence[int]) -> None:
     if t.ndim not in allowed:
         want = ", ".join(str(r) for r in allowed)
         raise ShapeError(f"{op}: {name} must have {want} dims; got {t.ndim} ({t.dims})")
-
-
-_NO_GUARD = contextlib.nullcontext()
-
-
-def _on_device(device: int | None) -> contextlib.AbstractContextManager[None]:
-    """A device guard when a device is named (workspaces are allocated on the current device)."""
-    return _NO_GUARD if device is None else _backend.current().device_guard(device)
 
 
 # --------------------------------------------------------------------------- ops

@@ -2,11 +2,15 @@
 
 Every check of `tests/real/ocl` runs in worker processes bound to the library given (Find-running checks in
 workers of their own, under `--find-timeout`); each table row gets the outcome this device gave, with the reason
-(a max error, a status, a hang). `--bench` adds the speed figures (`tests/real/ocl/bench.py`). Writes
-`<out>/<name>.json` (and `<name>-speed.json`), prints one table. `--page` renders docs/real-miopen-gpu.md from the
+(a max error, a status, a hang). `--gemm-lib` adds the RNN and GEMM-convolution checks on the MIOpenGEMM build
+(tests/real/gemm), `--v330-lib` the Find 2.0 checks on MIOpen 3.3.0's OpenCL build (tests/real/ocl330): one row per
+check (`EXTRA`). Each check's C functions and the statuses they returned go under "functions" (the coverage page
+reads them). `--bench` adds the speed figures (`tests/real/ocl/bench.py`, and `tests/real/gemm/bench.py` with
+`--gemm-lib`). Writes `<out>/<name>.json`, prints one table. `--page` renders docs/real-miopen-gpu.md from the
 committed results (docs/ocl-results/*.json) instead.
 
-    python -m tests.gpu.ocl_suite --lib DIR/libMIOpen.so.1 --name pocl --label PoCL --out docs/ocl-results
+    python -m tests.gpu.ocl_suite --lib DIR/libMIOpen.so.1 --gemm-lib GDIR/libMIOpen.so.1 \
+        --v330-lib V/libMIOpen.so.1 --name pocl --out docs/ocl-results
     python -m tests.gpu.ocl_suite --page
 
 On the device machine `tests/gpu/ocl_nvidia.sh` sets the machine up and runs it on NVIDIA's OpenCL.
@@ -33,9 +37,36 @@ from tests.real.ocl.common import CLAIMS  # noqa: E402
 from tests.real.ocl.plan import FIND_ENV, FINDS, LAST, SPECIAL  # noqa: E402
 
 RESULTS = REPO / "docs" / "ocl-results"
+F32 = "float32"
+#: the checks of the other builds, one table row each (checked when the check passes; its asserts are against
+#: numpy): build -> [(check, row)]
+EXTRA: dict[str, list[tuple[str, tuple[str, str, str]]]] = {
+    "gemm": [("gemm.checks_rnn:typed_api", ("RNN RELU, TANH, LSTM, GRU (8 cases)", F32,
+                                             "2.17.0 + MIOpenGEMM, typed API: inference, training, backward data, "
+                                             "backward weights")),
+             ("gemm.checks_rnn:runtime_op", ("RNN LSTM, GRU, TANH", F32,
+                                             "2.17.0 + MIOpenGEMM, runtime op: all four calls")),
+             ("gemm.checks_conv:find_and_immediate", ("Convolution (GEMM solvers)", F32,
+                                                      "2.17.0 + MIOpenGEMM: Find + legacy calls, Immediate, "
+                                                      "three directions")),
+             ("gemm.checks_conv:planner_modes", ("Convolution (GEMM solvers)", F32,
+                                                 "2.17.0 + MIOpenGEMM, runtime: planner immediate, find, auto; "
+                                                 "zero-workspace cap"))],
+    "v330": [("ocl330.checks_find2:conv", ("Convolution", F32, "3.3.0 Find 2.0: forward, backward data, "
+                                                              "backward weights")),
+             ("ocl330.checks_find2:softmax", ("Softmax ACCURATE, LOG × CHANNEL, INSTANCE", F32,
+                                              "3.3.0 Find 2.0: forward, backward")),
+             ("ocl330.checks_find2:fused", ("Fused conv + bias + ReLU, BN inference + ReLU", F32,
+                                            "3.3.0 Find 2.0: fuse_problems")),
+             ("ocl330.checks_find2:runtime_planner", ("Convolution", F32,
+                                                      "3.3.0, runtime: planner find2 and auto (Find 2.0)"))],
+}
+#: the environment each extra build's workers need beyond FIND_ENV
+EXTRA_ENV = {"gemm": {}, "v330": {"MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS": "1"}}
 PAGE = REPO / "docs" / "real-miopen-gpu.md"
 #: backends of the results page, in column order: (file name, column title)
-COLUMNS = (("pocl", "PoCL (CPU)"), ("nvidia", "NVIDIA OpenCL"))
+COLUMNS = (("pocl", "PoCL (CPU)"), ("nvidia", "NVIDIA OpenCL"), ("pocl330", "PoCL (CPU), MIOpen 3.3.0"),
+           ("nvidia330", "NVIDIA OpenCL, MIOpen 3.3.0"))
 
 
 def _short(text: str, n: int = 160) -> str:
@@ -70,10 +101,10 @@ def _rows_of(name: str, result: Any, timeout: float) -> list[list[str]]:
     return out
 
 
-def _bench(w: Worker) -> dict[str, Any]:
+def _bench(w: Worker, check: str = "ocl.bench:speed") -> dict[str, Any]:
     try:
         small_only = os.environ.get("MIOGEN_OCL_BENCH_LARGE") == "0"  # a CPU device: the small shapes only
-        result = w.call("ocl.bench:speed", timeout=240.0, **({"large": False, "rounds": 2} if small_only else {}))
+        result = w.call(check, timeout=240.0, **({"large": False, "rounds": 2} if small_only else {}))
     except WorkerError as exc:
         return {"error": _short(f"{exc.type_name}: {exc.message}", 2000)}
     if isinstance(result, Died):
@@ -100,14 +131,55 @@ def _probe_find(lib: Path, timeout: float) -> list[list[str]]:
             if "Find" in path]
 
 
+def _functions(result: Any) -> dict[str, list[int]]:
+    """The C functions a check called and the statuses they returned (none known after a death)."""
+    return dict(getattr(result, "statuses", None) or {})
+
+
+def run_extra(build: str, lib: Path, cache: Path, timeout: float, bench: bool
+              ) -> tuple[list[list[str]], dict[str, float], dict[str, dict[str, list[int]]], dict[str, Any] | None]:
+    """The `EXTRA` checks of one build in a worker of their own: (rows, seconds, functions, speed rows)."""
+    w = Worker(lib, None, cache=cache, extra_env={**FIND_ENV, **EXTRA_ENV[build]})
+    rows: list[list[str]] = []
+    seconds: dict[str, float] = {}
+    functions: dict[str, dict[str, list[int]]] = {}
+    speed = None
+    try:
+        if bench and build == "gemm":
+            speed = _bench(w, "gemm.bench:speed")
+        for name, row in EXTRA[build]:
+            t0 = time.perf_counter()
+            try:
+                result: Any = w.call(name, timeout=timeout)
+            except WorkerError as exc:
+                result = exc
+            seconds[name] = round(time.perf_counter() - t0, 2)
+            functions[name] = _functions(result)
+            if isinstance(result, WorkerError):
+                rows.append([*row, "failed", _short(f"{result.type_name}: {result.message}"), name])
+            elif isinstance(result, Died):
+                rows.append([*row, "hung" if result.timed_out else "crashed", result.describe(), name])
+            else:
+                rows.append([*row, "checked", "", name])
+            print(f"# {name}: {seconds[name]} s: {rows[-1][3]}", flush=True)
+    finally:
+        w.close()
+        w.cleanup()
+    return rows, seconds, functions, speed
+
+
 def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial: Path | None = None,
-              check_timeout: float = 150.0, probe: bool = False) -> dict[str, Any]:
-    """Every check, then the speed figures; the rows so far are written to `partial` after each check."""
+              check_timeout: float = 150.0, probe: bool = False, extra: dict[str, Path] | None = None
+              ) -> dict[str, Any]:
+    """Every check, then the speed figures, then the `EXTRA` checks of the builds in `extra` (build -> library);
+    the rows so far are written to `partial` after each check."""
     order = sorted(CLAIMS, key=lambda n: (n in SPECIAL or n in FINDS, n in LAST, n))
     main = Worker(lib, None, cache=cache, extra_env=FIND_ENV)
     started = time.perf_counter()
     rows: list[list[str]] = []
     seconds: dict[str, float] = {}
+    functions: dict[str, dict[str, list[int]]] = {}
+    version = str(main.info.get("version", "?"))
     try:
         device = main.run("ocl.common:device_label")
         speed = None
@@ -133,6 +205,7 @@ def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial:
                 except WorkerError as exc:
                     result = exc
             seconds[name] = round(time.perf_counter() - t0, 2)
+            functions[name] = _functions(result)
             got = _rows_of(name, result, timeout)
             rows += got
             print(f"# {name}: {seconds[name]} s: " + ", ".join(sorted({r[3] for r in got})), flush=True)
@@ -146,8 +219,16 @@ def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial:
     finally:
         main.close()
         main.cleanup()
-    return {"device": device, "library": "MIOpen 2.17.0 (OpenCL backend, ../shared/real-miopen-ocl)",
-            "rows": rows, "seconds": seconds, "total_s": round(time.perf_counter() - started, 1), "speed": speed}
+    for build, other in (extra or {}).items():
+        got, secs, funcs, more = run_extra(build, other, cache / build, find_timeout, bench)
+        rows += got
+        seconds.update(secs)
+        functions.update(funcs)
+        if more is not None and "rows" in more and speed is not None and "rows" in speed:
+            speed["rows"] += more["rows"]
+    return {"device": device, "library": f"MIOpen {version} (OpenCL backend)",
+            "extra": {b: str(p.name) for b, p in (extra or {}).items()}, "rows": rows, "seconds": seconds,
+            "functions": functions, "total_s": round(time.perf_counter() - started, 1), "speed": speed}
 
 
 def table(rows: list[list[str]]) -> str:
@@ -191,7 +272,7 @@ def page() -> str:
             text = f"{outcome}: {reason}" if reason else outcome
             cells[key][name] = coverage._cell(text)
     heads = [title for name, title in COLUMNS if name in runs]
-    out = ["# The real MIOpen 2.17.0 OpenCL kernels on PoCL and on an NVIDIA GPU",
+    out = ["# The real MIOpen OpenCL kernels (2.17.0, its MIOpenGEMM build, 3.3.0) on PoCL and on an NVIDIA GPU",
            "",
            "<!-- generated by `python -m tests.gpu.ocl_suite --page` from docs/ocl-results/*.json: do not edit -->",
            "",
@@ -199,7 +280,9 @@ def page() -> str:
            "docs/real-miopen.md says how) run on each OpenCL device by `tests/gpu/ocl_suite.py`: PoCL's CPU device "
            "here (`python -m tests.gpu.ocl_suite --name pocl ...`), NVIDIA's OpenCL driver on the device machine's "
            "GPU (`tests/gpu/ocl_nvidia.sh`, docs/internals.md: \"The real kernels on an NVIDIA GPU\"). A cell is the outcome "
-           "and, where not plainly checked, the reason (a max error, a status, a hang).",
+           "and, where not plainly checked, the reason (a max error, a status, a hang). The RNN, GEMM-convolution and "
+           "Find 2.0 rows are one row per check of tests/real/gemm and tests/real/ocl330 (run with --gemm-lib, "
+           "--v330-lib); the 3.3.0 columns are the whole numeric suite again on MIOpen 3.3.0's OpenCL build.",
            ""]
     for name, title in COLUMNS:
         if name in runs:
@@ -232,6 +315,8 @@ def main() -> int:
     ap.add_argument("--bench", action="store_true", help="add the speed figures")
     ap.add_argument("--probe-find", action="store_true",
                     help="add a Find run with MIOPEN_FIND_MODE=NORMAL alone (the other Find settings off)")
+    ap.add_argument("--gemm-lib", type=Path, help="the MIOpenGEMM build's libMIOpen.so.1 (RNN, GEMM convolutions)")
+    ap.add_argument("--v330-lib", type=Path, help="MIOpen 3.3.0's OpenCL libMIOpen.so.1 (Find 2.0)")
     ap.add_argument("--page", action="store_true", help="render docs/real-miopen-gpu.md from docs/ocl-results")
     args = ap.parse_args()
     if args.page:
@@ -240,10 +325,16 @@ def main() -> int:
         return 0
     if args.lib is None or not args.lib.is_file():
         ap.error(f"--lib: no library at {args.lib}")
+    extra = {}
+    for build, path, flag in (("gemm", args.gemm_lib, "--gemm-lib"), ("v330", args.v330_lib, "--v330-lib")):
+        if path is not None:
+            if not path.is_file():
+                ap.error(f"{flag}: no library at {path}")
+            extra[build] = path
     out = args.out or Path(tempfile.mkdtemp(prefix="ocl-suite-"))
     out.mkdir(parents=True, exist_ok=True)
     result = run_suite(args.lib, args.cache or out / "cache", args.find_timeout, args.bench,
-                       out / f"{args.name}.partial.json", probe=args.probe_find)
+                       out / f"{args.name}.partial.json", probe=args.probe_find, extra=extra)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(f"\n{result['device']}: {len(result['rows'])} rows in {result['total_s']} s\n")
     print(table(result["rows"]))

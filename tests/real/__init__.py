@@ -11,4 +11,5 @@ in a subprocess (`worker.py`), driven by `client.py`:
   typed API, or why it is not called. The worker traces each C call, so the table's claims are verified.
 - Calls that compile or launch kernels run in a fresh worker each (`Worker.isolated`): MIOpen may abort the
   process; the trace shows which C function was running when it died.
+- The test files that drive them are in `library/` (tier `real_library`) and `kernels/` (tier `real_kernels`).
 """

@@ -1,4 +1,4 @@
-"""Checks of the real Debian-built MIOpen 3.x releases (tests/test_real_debian.py), run in a worker on the Debian
+"""Checks of the real Debian-built MIOpen 3.x releases (tests/real/library/test_real_debian.py), run in a worker on the Debian
 root's own Python with the stand-in GPU (tests/fixtures/standin_gpu): one gfx90a device, 104 compute units, 64 GiB.
 
 Two kinds:

@@ -1,4 +1,4 @@
-"""MIOpen's own kernel compilation on the real Debian releases (tests/test_real_debian.py, `KERNELS`).
+"""MIOpen's own kernel compilation on the real Debian releases (tests/real/library/test_real_debian.py, `KERNELS`).
 
 The worker runs inside the Debian root (tests/real/debian_chroot.sh) with the compilers the set-up script puts
 there, and the stand-in GPU logs every code object loaded and every kernel launched ($STANDIN_HIP_LOG, see

@@ -1,4 +1,4 @@
-"""The handwritten runtime against the real Debian-built MIOpen 3.x releases (tests/test_real_debian.py), with the
+"""The handwritten runtime against the real Debian-built MIOpen 3.x releases (tests/real/library/test_real_debian.py), with the
 stand-in GPU (one device): version policies, the handle pool, with_miopen_state, has_feature for every feature,
 and miopen.caffe2's wrappers. Expectations are computed here from the real library's own version (read raw),
 the committed header spec of the bound release, and MIOpen's formulas; nothing assumes one release.
@@ -60,7 +60,7 @@ def handle_pool() -> dict[str, int]:
     version.reset_version_cache()
     pool = handles.handle_pool()
     pool.close()
-    handles.set_version_policy("strict")
+    version.set_version_policy("strict")
     try:
         m = trace.mark()
         h0 = handles.inline_miopen_handle(None, 0)
@@ -79,7 +79,7 @@ def handle_pool() -> dict[str, int]:
         pool.close()
         assert trace.count("miopenDestroy", m) == created == 2 and h0.closed
     finally:
-        handles.set_version_policy("compatible")
+        version.set_version_policy("compatible")
     return {"handles": created}
 
 

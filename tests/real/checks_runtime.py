@@ -99,7 +99,7 @@ def handle_pool() -> dict[str, object]:
     out: dict[str, object] = {}
     if expected_policy_outcome(compiled, REAL, "compatible") == "error":
         # a mismatch refuses the first handle before any is created
-        handles.set_version_policy("compatible")
+        version.set_version_policy("compatible")
         m = trace.mark()
         try:
             handles.inline_miopen_handle(None, 0)
@@ -108,7 +108,7 @@ def handle_pool() -> dict[str, object]:
         else:
             raise AssertionError("compatible policy accepted a mismatching library")
         assert trace.count("miopenCreate", m) == 0
-    handles.set_version_policy(_pool_policy())  # type: ignore[arg-type]
+    version.set_version_policy(_pool_policy())  # type: ignore[arg-type]
     try:
         m = trace.mark()
         with warnings.catch_warnings():
@@ -138,7 +138,7 @@ def handle_pool() -> dict[str, object]:
         out["policy used"] = _pool_policy()
         out["handles"] = created
     finally:
-        handles.set_version_policy("compatible")
+        version.set_version_policy("compatible")
         version.reset_version_cache()
     return out
 
@@ -358,7 +358,7 @@ def real_hip_without_device() -> dict[str, str]:
             out["device_count"] = str(hip.device_count())
         except hip.HipError as exc:
             out["device_count"] = f"HipError {exc.name}"
-        handles.set_version_policy("off")
+        version.set_version_policy("off")
         m = trace.mark()
         try:
             handles.inline_miopen_handle()
@@ -366,7 +366,7 @@ def real_hip_without_device() -> dict[str, str]:
             out["inline_miopen_handle"] = f"HipError {exc.name}"
         assert trace.count("miopenCreate", m) == 0
     finally:
-        handles.set_version_policy("compatible")
+        version.set_version_policy("compatible")
         hip.set_hip_library(os.environ.get("MIOGEN_REAL_HIP"))
     return out
 

@@ -58,6 +58,8 @@ class Result:
     value: Any
     calls: list[tuple[str, str]]
     seconds: float
+    #: C function -> the status codes it returned during the check
+    statuses: dict[str, list[int]] = field(default_factory=dict)
 
 
 @dataclass
@@ -86,9 +88,11 @@ class Worker:
 
     # ------------------------------------------------------------------ process
     def env(self) -> dict[str, str]:
-        env = dict(os.environ)
-        for var in ("MIOPEN_LIBRARY", "MIOPEN_SKIP_VERSION_CHECK", "MIOGEN_HIP_LIBRARY"):
-            env.pop(var, None)
+        # MIOpen's knobs come from here and extra_env alone: none inherited from the test process (the runtime's
+        # OpenCL backend puts its Find defaults into os.environ, and a check's outcome must not depend on which
+        # tests ran before it in the same process)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MIOPEN_")}
+        env.pop("MIOGEN_HIP_LIBRARY", None)
         env.update({
             "MIOGEN_REAL_LIB": str(self.library), "MIOGEN_REAL_TRACE": str(self.trace),
             "MIOGEN_REAL_STDERR": str(self.stderr_path), "TMPDIR": str(self._dir / "tmp"),
@@ -224,9 +228,10 @@ class Worker:
         if not reply["ok"]:
             err = WorkerError(reply["type"], reply["message"], reply["traceback"])
             err.calls = reply["calls"]  # type: ignore[attr-defined]
+            err.statuses = reply.get("statuses", {})  # type: ignore[attr-defined]
             self.results[target] = err
             raise err
-        result = Result(reply["value"], [tuple(c) for c in reply["calls"]], reply["seconds"])
+        result = Result(reply["value"], [tuple(c) for c in reply["calls"]], reply["seconds"], reply.get("statuses", {}))
         self.results[target] = result
         return result
 

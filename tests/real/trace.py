@@ -4,6 +4,8 @@ share one list: (C function, module that called it) for every call through the t
 from __future__ import annotations
 
 CALLS: list[tuple[str, str]] = []
+#: C function -> the status codes it returned since the last request (the coverage page's per-function outcome)
+STATUSES: dict[str, set[int]] = {}
 
 
 def count(fn: str, since: int = 0) -> int:

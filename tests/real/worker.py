@@ -28,7 +28,7 @@ from types import ModuleType
 from typing import Any
 
 from tests.real import trace
-from tests.real.trace import CALLS  # (C function, caller module) for every call since the last request
+from tests.real.trace import CALLS, STATUSES  # (C function, caller module) for every call since the last request
 
 
 def _caller_module() -> str:
@@ -59,6 +59,8 @@ class TracingCDLL(ctypes.CDLL):
                 trace.enter(fn)
                 result = base.__call__(self, *args)
                 trace.leave(fn, result)
+                if isinstance(result, int):
+                    STATUSES.setdefault(fn, set()).add(result)
                 return result
 
         self._FuncPtr = _Traced  # type: ignore[misc]
@@ -144,6 +146,7 @@ def _setup() -> dict[str, object]:
         hip.set_hip_library(hip_path)
     v = miopen.get_version()
     CALLS.clear()
+    STATUSES.clear()
     return {"version": f"{v.major}.{v.minor}.{v.patch}", "load_s": time.perf_counter() - started,
             "compiled": miopen.MIOPEN_VERSION, "pid": os.getpid(), "bound": miopen.bound_release(),
             "refused": refused, "python": sys.version.split()[0]}
@@ -193,6 +196,7 @@ def main() -> None:
 
 def _run(modname: str, func: str, args: tuple[object, ...], kwargs: dict[str, object]) -> dict[str, object]:
     CALLS.clear()
+    STATUSES.clear()
     started = time.perf_counter()
     try:
         fn = getattr(_import_rewritten(f"tests.real.{modname}"), func)
@@ -202,6 +206,7 @@ def _run(modname: str, func: str, args: tuple[object, ...], kwargs: dict[str, ob
         tb = traceback.TracebackException.from_exception(exc)
         reply = {"ok": False, "type": type(exc).__name__, "message": str(exc), "traceback": "".join(tb.format())}
     reply["calls"] = sorted(set(CALLS))
+    reply["statuses"] = {fn: sorted(codes) for fn, codes in STATUSES.items()}
     reply["seconds"] = time.perf_counter() - started
     sys.stderr.flush()
     return reply

@@ -22,6 +22,11 @@ CASES = (  # (x dims, w dims, pad, stride): 1x1 (GEMM's home), 3x3, and the stri
 )
 
 
+#: Find without exhaustive search: on an empty perf-db an exhaustive Find tunes the direct solvers' configurations
+#: too (minutes of kernel builds under PoCL), and the GEMM algorithm is listed either way
+EXHAUSTIVE = False
+
+
 def _algo_name(a: object) -> str:
     return str(getattr(a, "name", a))
 
@@ -50,7 +55,7 @@ def find_and_immediate() -> dict[str, Any]:
         ws = max(miopen.convolution_forward_get_work_space_size(h, wd_, xd_, cd, yd_), 1)
         wsb, yb = zeros(ws, np.uint8), zeros(len(dy))
         perf = miopen.find_convolution_forward_algorithm(h, xd_, xb.ptr, wd_, wb.ptr, cd, yd_, yb.ptr, 8, wsb.ptr, ws,
-                                                         True)
+                                                         EXHAUSTIVE)
         yb = zeros(len(dy))
         miopen.convolution_forward(h, 1.0, xd_, xb.ptr, wd_, wb.ptr, cd, perf[0].fwd_algo, 0.0, yd_, yb.ptr, wsb.ptr,
                                    ws)
@@ -68,7 +73,7 @@ def find_and_immediate() -> dict[str, Any]:
         ws = max(miopen.convolution_backward_data_get_work_space_size(h, yd_, wd_, cd, xd_), 1)
         wsb, dxb = zeros(ws, np.uint8), zeros(len(x))
         perf = miopen.find_convolution_backward_data_algorithm(h, yd_, dyb.ptr, wd_, wb.ptr, cd, xd_, dxb.ptr, 8,
-                                                               wsb.ptr, ws, True)
+                                                               wsb.ptr, ws, EXHAUSTIVE)
         dxb = zeros(len(x))
         miopen.convolution_backward_data(h, 1.0, yd_, dyb.ptr, wd_, wb.ptr, cd, perf[0].bwd_data_algo, 0.0, xd_,
                                          dxb.ptr, wsb.ptr, ws)
@@ -88,7 +93,7 @@ def find_and_immediate() -> dict[str, Any]:
         ws = max(miopen.convolution_backward_weights_get_work_space_size(h, yd_, xd_, cd, wd_), 1)
         wsb, dwb = zeros(ws, np.uint8), zeros(len(w))
         perf = miopen.find_convolution_backward_weights_algorithm(h, yd_, dyb.ptr, xd_, xb.ptr, cd, wd_, dwb.ptr, 8,
-                                                                  wsb.ptr, ws, True)
+                                                                  wsb.ptr, ws, EXHAUSTIVE)
         dwb = zeros(len(w))
         miopen.convolution_backward_weights(h, 1.0, yd_, dyb.ptr, xd_, xb.ptr, cd, perf[0].bwd_weights_algo, 0.0,
                                             wd_, dwb.ptr, wsb.ptr, ws)
@@ -106,4 +111,59 @@ def find_and_immediate() -> dict[str, Any]:
                       1e-5))
         out[tag] = res
     queue().finish()
+    return out
+
+
+def planner_modes() -> dict[str, Any]:
+    """miopen.ops.conv with each ConvPlanner mode on the GEMM cases (pyopencl arrays, forward, backward data,
+    backward weights), each result asserted against numpy: {mode: {case: {direction: (plan mode, algo or
+    solution id, fallback)}}}; "auto" plans with the legacy Find (2.17.0 has no Find 2.0), "find2" is refused
+    before any call, and immediate mode under a zero workspace cap falls back to a zero-workspace solution."""
+    import pyopencl.array as cla
+
+    from miopen.algo import AlgoCache, ConvPlanner
+    from miopen.errors import WorkspaceLimitError
+    from miopen.ops import conv as conv_ops
+
+    r = rng(89)
+    q = queue()
+    out: dict[str, Any] = {}
+    planners = {"immediate": ConvPlanner("immediate", cache=AlgoCache()),
+                "find": ConvPlanner("find", cache=AlgoCache()),
+                "auto": ConvPlanner("auto", cache=AlgoCache()),
+                "immediate, no workspace": ConvPlanner("immediate", cache=AlgoCache(), workspace_limit_bytes=0)}
+    for name, planner in planners.items():
+        out[name] = {}
+        for xdims, wdims, p, s in CASES:
+            x, w = r.standard_normal(xdims).astype(np.float32), r.standard_normal(wdims).astype(np.float32)
+            want_y = _conv_ref(x.astype(np.float64), w.astype(np.float64), p, s, 1)
+            dy = r.standard_normal(want_y.shape).astype(np.float32)
+            want_dx, want_dw = _grads(x.astype(np.float64), w.astype(np.float64), dy.astype(np.float64), p, s, 1)
+            geo = {"pads": p, "strides": s, "dilations": 1}
+            xa, wa, dya = (cla.to_device(q, a) for a in (x, w, dy))
+            ya, dxa, dwa = (cla.zeros(q, sh, np.float32) for sh in (want_y.shape, xdims, wdims))
+            tag = f"x{xdims} w{wdims} p{p} s{s}"
+            res = {}
+            for d, call, a, b, o, want in (
+                    ("fwd", conv_ops.conv_forward, xa, wa, ya, want_y),
+                    ("bwd", conv_ops.conv_backward_data, dya, wa, dxa, want_dx),
+                    ("wrw", conv_ops.conv_backward_weights, dya, xa, dwa, want_dw)):
+                try:
+                    plan = call(a, b, o, planner=planner, stream=q, **geo)
+                except WorkspaceLimitError as exc:  # no solution within the cap
+                    res[d] = ("refused", type(exc).__name__, str(exc)[:120])
+                    continue
+                q.finish()
+                close(o.get(q), want, f"{name} {d} {tag}", 1e-5)
+                res[d] = (plan.mode, plan.algo if plan.mode == "find" else plan.solution_id, plan.fallback)
+            out[name][tag] = res
+    try:
+        conv_ops.conv_forward(cla.to_device(q, np.ones((1, 1, 3, 3), np.float32)),
+                              cla.to_device(q, np.ones((1, 1, 1, 1), np.float32)),
+                              cla.zeros(q, (1, 1, 3, 3), np.float32), planner=ConvPlanner("find2"), stream=q,
+                              pads=0, strides=1, dilations=1)
+    except miopen.MissingSymbolError as exc:
+        out["find2"] = str(exc)
+    else:
+        raise AssertionError("ConvPlanner('find2') planned on 2.17.0, which has no Find 2.0")
     return out

@@ -7,21 +7,42 @@ import numpy as np
 
 import miopen
 
-from .common import NOT_BUILDABLE, REFUSED, desc, dev, handle, note, numeric, status, zeros
+from .common import NOT_BUILDABLE, REFUSED, desc, dev, handle, note, numeric, status, verdict, zeros
 
 
-@numeric(("ReduceTensor", "float32", "-", NOT_BUILDABLE,
-          "the workspace query already fails: it asks the OpenCL device an AMD-only question (status 7)"))
+REDUCE_ROW = ("ReduceTensor", "float32", "ADD over one dimension, alpha 1, beta 0")
+#: why 2.17.0's OpenCL build cannot reduce on a device other than AMD's (docs/real-miopen.md)
+REDUCE_WHY = ("the workspace query already fails: it asks the OpenCL device the AMD-only "
+              "CL_DEVICE_WAVEFRONT_WIDTH_AMD (status 7); past it (the GEMM build falls back to 64) its kernels are "
+              "composable-kernel HIP sources, which do not build for an OpenCL device (status 7)")
+
+
+@numeric((*REDUCE_ROW, NOT_BUILDABLE, REDUCE_WHY))
 def reduce() -> dict[tuple[str, str, str], str]:
+    """The workspace query, then (where it answers: 3.x falls back to a wavefront of 64) the reduction against
+    numpy."""
     h = handle()
-    a, c = desc([2, 3, 4]), desc([2, 1, 4])
+    dims, cdims = [2, 3, 4], [2, 1, 4]
+    a, c = desc(dims), desc(cdims)
     rd = miopen.create_reduce_tensor_descriptor()
     miopen.set_reduce_tensor_descriptor(rd, miopen.ReduceTensorOp.MIOPEN_REDUCE_TENSOR_ADD, miopen.DataType.miopenFloat,
                                         miopen.NanPropagation.MIOPEN_NOT_PROPAGATE_NAN,
                                         miopen.ReduceTensorIndices.MIOPEN_REDUCE_TENSOR_NO_INDICES,
                                         miopen.IndicesType.MIOPEN_32BIT_INDICES)
-    assert status(lambda: miopen.get_reduction_workspace_size(h, rd, a, c)) == 7
-    return {("ReduceTensor", "float32", "-"): NOT_BUILDABLE}
+    got = status(lambda: miopen.get_reduction_workspace_size(h, rd, a, c))
+    if got:
+        return {REDUCE_ROW: note(REDUCE_ROW, NOT_BUILDABLE if got == 7 else f"status {got}",
+                                 REDUCE_WHY if got == 7 else f"the workspace query: status {got}")}
+    ws = miopen.get_reduction_workspace_size(h, rd, a, c)
+    x = np.random.default_rng(32).standard_normal(dims).astype(np.float32)
+    cb, wb = zeros(int(np.prod(cdims))), zeros(max(ws, 1), np.uint8)
+    got = status(lambda: miopen.reduce_tensor(h, rd, None, 0, wb.ptr, ws, 1.0, a, dev(x).ptr, 0.0, c, cb.ptr))
+    if got:
+        return {REDUCE_ROW: note(REDUCE_ROW, {7: NOT_BUILDABLE, 6: REFUSED}.get(got, f"status {got}"),
+                                 f"miopenReduceTensor: status {got}" + (" (its kernel fails to build)" if got == 7
+                                                                        else ""))}
+    return {REDUCE_ROW: verdict(REDUCE_ROW, cb.read().reshape(cdims), x.astype(np.float64).sum(1, keepdims=True),
+                                1e-5)}
 
 
 @numeric(("Dropout", "float32", "forward (PRNG states, reserve space)"), ("Dropout", "float32", "backward"))

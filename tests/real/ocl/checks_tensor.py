@@ -84,29 +84,51 @@ def _op_ref(op: str, a: np.ndarray, b: np.ndarray, c: np.ndarray, a1: float, a2:
     return r + beta * c
 
 
+OP_2D = ("OpTensor add, mul, min, max", F32, "1-D and 2-D tensors; broadcast B")
+#: why 3.x cannot run OpTensor on 1-D and 2-D tensors on an OpenCL build (docs/real-miopen.md)
+OP_2D_HIP = ("3.x runs 1-D and 2-D tensors through MIOpenTensorKernelsHip.cpp on any backend (tensorocl.cpp: "
+             "use_hip = case_1d || case_2d): a HIP build for the OpenCL device, status 7")
+
+
 @numeric(*[("OpTensor " + op, F32, "alpha1, alpha2, beta; broadcast B") for op in ("add", "mul", "min", "max")],
-         ("host scalar `scalar: float`", F32, "float, c_float, c_double (sent as float)"))
-def op_tensor() -> dict[tuple[str, str, str], str]:
+         ("host scalar `scalar: float`", F32, "float, c_float, c_double (sent as float)"), OP_2D)
+def op_tensor() -> dict[tuple[str, str, str], object]:
     h = handle()
     r = rng(3)
     ops = {"add": miopen.TensorOp.miopenTensorOpAdd, "mul": miopen.TensorOp.miopenTensorOpMul,
            "min": miopen.TensorOp.miopenTensorOpMin, "max": miopen.TensorOp.miopenTensorOpMax}
     encodings = [float, ctypes.c_float, ctypes.c_double]
-    for i in range(4):
-        rank = int(r.integers(2, 6))
+    cases = []
+    for _ in range(3):
+        rank = int(r.integers(3, 6))
         dims = [int(d) for d in r.integers(1, 5, size=rank)]
-        bdims = [d if r.random() < 0.5 else 1 for d in dims]
+        cases.append((dims, [d if r.random() < 0.5 else 1 for d in dims]))
+    cases += [([2, 3], [1, 3]), ([4, 5], [4, 5]), ([7], [7])]  # 1-D and 2-D: their own row (3.x: HIP kernels)
+    out: dict[tuple[str, str, str], object] = {OP_2D: CHECKED}
+    for i, (dims, bdims) in enumerate(cases):
         a, b, c = (r.standard_normal(int(np.prod(x))).astype(np.float32) for x in (dims, bdims, dims))
         a1, a2, beta = (float(v) for v in r.choice([-2.0, -0.5, 0.0, 1.0, 1.5, 3.0], 3))
         enc = encodings[i % 3]
+        small = len(bdims) <= 2
         for name, op in ops.items():
             cd = dev(c)
-            miopen.op_tensor(h, op, enc(a1), desc(dims), dev(a).ptr, enc(a2), desc(bdims), dev(b).ptr, enc(beta),
-                             desc(dims), cd.ptr)
+            if small and out[OP_2D] != CHECKED:
+                continue
+            st = status(lambda: miopen.op_tensor(h, op, enc(a1), desc(dims), dev(a).ptr, enc(a2), desc(bdims),
+                                                 dev(b).ptr, enc(beta), desc(dims), cd.ptr))
+            if st and small:
+                out[OP_2D] = note(OP_2D, NOT_BUILDABLE if st == 7 else f"status {st}",
+                                  OP_2D_HIP if st == 7 else f"{dims}: status {st}")
+                continue
+            assert not st, f"OpTensor {name} {dims} B {bdims}: status {st}"
             want = _op_ref(name, a.reshape(dims).astype(np.float64), b.reshape(bdims).astype(np.float64),
                            c.reshape(dims).astype(np.float64), a1, a2, beta)
-            close(cd.read().reshape(dims), want, f"OpTensor {name} {dims} B {bdims} ({a1}, {a2}, {beta}) {enc}")
-    out = {("OpTensor " + op, F32, "alpha1, alpha2, beta; broadcast B"): CHECKED for op in ops}
+            what = f"OpTensor {name} {dims} B {bdims} ({a1}, {a2}, {beta}) {enc}"
+            if small:
+                out[OP_2D] = verdict(OP_2D, cd.read().reshape(dims), want, 2e-5)
+            else:
+                close(cd.read().reshape(dims), want, what)
+    out.update({("OpTensor " + op, F32, "alpha1, alpha2, beta; broadcast B"): CHECKED for op in ops})
     out[("host scalar `scalar: float`", F32, "float, c_float, c_double (sent as float)")] = CHECKED
     return out
 
@@ -137,11 +159,12 @@ def transform() -> dict[tuple[str, str, str], str]:
     for dims, ystrides, alpha, beta in (([2, 3, 4, 5], [60, 20, 5, 1], 2.0, 0.5), ([2, 3, 4, 5], [90, 30, 6, 1], 1.0, 0.0),
                                         ([2, 3, 4, 5], [90, 30, 6, 1], -1.5, 1.0), ([2, 3, 5, 6], [120, 30, 6, 1], 0.5, 0.0)):
         assert run(dims, ystrides, alpha, beta) <= 1e-6, (dims, ystrides, alpha, beta)
-    # the upstream bug: n-stride 100 (or 12) is not a multiple of the c-stride 30 (or 5)
-    assert run([2, 3, 5, 6], [100, 30, 6, 1], 1.0, 0.0) > 0.1, "the n/c merge bug is fixed: update the table"
-    assert run([3, 2, 5], [12, 5, 1], 1.0, 0.0) > 0.1, "the n/c merge bug is fixed: update the table"
-    assert run([2, 3, 4, 5], [60, 1, 15, 3], 1.0, 0.0) > 0.1, "channels-last transforms are right: update the table"
-    return {("TransformTensor", F32, "packed to padded strides; alpha, beta"): CHECKED,
-            ("host scalar `element_of` (element-typed)", F32, "Set/Scale/Transform alpha, beta as float32"): CHECKED,
-            ("TransformTensor", F32, "y n-stride not a multiple of its c-stride"): WRONG,
-            ("TransformTensor", F32, "y channels-last (NHWC strides)"): WRONG}
+    # 2.17.0's upstream bug: n-stride 100 (or 12) is not a multiple of the c-stride 30 (or 5); channels-last y
+    out = {("TransformTensor", F32, "packed to padded strides; alpha, beta"): CHECKED,
+           ("host scalar `element_of` (element-typed)", F32, "Set/Scale/Transform alpha, beta as float32"): CHECKED}
+    for row, err in ((("TransformTensor", F32, "y n-stride not a multiple of its c-stride"),
+                      max(run([2, 3, 5, 6], [100, 30, 6, 1], 1.0, 0.0), run([3, 2, 5], [12, 5, 1], 1.0, 0.0))),
+                     (("TransformTensor", F32, "y channels-last (NHWC strides)"),
+                      run([2, 3, 4, 5], [60, 1, 15, 3], 1.0, 0.0))):
+        out[row] = note(row, CHECKED, f"max abs error {err:.2g}") if err <= 1e-6 else WRONG
+    return out

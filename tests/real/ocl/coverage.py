@@ -3,11 +3,11 @@ result MIOpen gives (with the reason), from the claims of the checks (`common.nu
 
 from __future__ import annotations
 
-from . import (checks_conv, checks_half, checks_layers, checks_misc, checks_runtime,  # noqa: F401 - claims
-               checks_tensor)
+from . import (checks_conv, checks_fusion, checks_half, checks_layers, checks_misc,  # noqa: F401 - claims
+               checks_runtime, checks_tensor)
 from .common import CLAIMS, Row
 
-MODULES = (checks_tensor, checks_layers, checks_conv, checks_half, checks_misc, checks_runtime)
+MODULES = (checks_tensor, checks_layers, checks_conv, checks_half, checks_misc, checks_fusion, checks_runtime)
 
 
 def rows() -> dict[Row, tuple[str, str, str]]:
@@ -26,10 +26,15 @@ def _cell(text: str) -> str:
 
 
 def markdown() -> str:
+    """The table: each row's 2.17.0 outcome and reason, and 3.3.0's where it differs (tests/real/ocl330)."""
+    from ..ocl330.differences import DIFFERENCES
+
     table = rows()
-    lines = ["| op | dtype | path | result | reason | check |", "|---|---|---|---|---|---|"]
-    lines += [f"| {op} | {dt} | {path} | {outcome} | {_cell(reason)} | `{check}` |"
-              for (op, dt, path), (outcome, reason, check) in table.items()]
+    lines = ["| op | dtype | path | result (2.17.0) | reason | 3.3.0 | check |", "|---|---|---|---|---|---|---|"]
+    for (op, dt, path), (outcome, reason, check) in table.items():
+        other = DIFFERENCES.get((op, dt, path))
+        v330 = "same" if other is None else f"**{other[0]}**: {_cell(other[1])}"
+        lines.append(f"| {op} | {dt} | {path} | {outcome} | {_cell(reason)} | {v330} | `{check}` |")
     counts: dict[str, int] = {}
     for outcome, _, _ in table.values():
         counts[outcome] = counts.get(outcome, 0) + 1

@@ -100,3 +100,21 @@ def layer_norm_hip_only() -> str:
         assert isinstance(exc, miopen.MIOpenError) and int(exc.status) == 7
         return str(exc)
     raise AssertionError("LayerNormForward did not fail on the OpenCL build")
+
+
+def dropout_hip_only() -> str:
+    """SetDropoutDescriptor on 3.3.0's OpenCL build (its PRNG-state kernel is HIP since 3.3.0): the runtime's
+    HipBuildRequiredError (a MIOpenUnknownError)."""
+    from miopen.errors import HipBuildRequiredError
+
+    h = handle()
+    dd = miopen.create_dropout_descriptor()
+    ns = miopen.dropout_get_states_size(h)
+    st = zeros(ns, np.uint8)
+    try:
+        miopen.set_dropout_descriptor(dd, h, 0.3, st.ptr, ns, 7, False, False,
+                                      miopen.RNGType.MIOPEN_RNG_PSEUDO_XORWOW)
+    except HipBuildRequiredError as exc:
+        assert isinstance(exc, miopen.MIOpenError) and int(exc.status) == 7
+        return str(exc)
+    raise AssertionError("SetDropoutDescriptor did not fail on 3.3.0's OpenCL build")

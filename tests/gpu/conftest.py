@@ -1,0 +1,12 @@
+"""Tests that need a GPU: tier `gpu` (`make test` leaves them out)."""
+
+from __future__ import annotations
+
+import pytest
+
+from ..tiers import mark_folder
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    mark_folder(items, __file__)

@@ -1,0 +1,1 @@
+"""Tests of a real MIOpen whose kernels compute (tier `real_kernels`)."""

@@ -1,0 +1,1 @@
+"""Tests against a real MIOpen, host side only (tier `real_library`)."""
