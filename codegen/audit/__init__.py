@@ -1,7 +1,7 @@
 """Semantic audit: what a library's C++ implementation does with each pointer parameter,
 compared with the resolved annotations.
 
-`python -m miogen audit SRC --spec S --annotations A` indexes the sources (`miogen.cppsrc`),
+`python -m miogen audit SRC --spec S --annotations A` indexes the sources (`miogen.audit.cppsrc`),
 finds the definition of every C function of the spec, and traces each pointer (and opaque
 handle) parameter through its body and, up to `--depth` calls deep, through the functions it is
 passed to (resolved by name and argument count). Each use becomes a `Fact` (written, read as a

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from .conditionals import BLOCK_COMMENT
 from ..spec.model import DocTag
+from ..spec.rules import MAX_TEXT  # the longest text kept; a longer one is cut at a word with "..."
 
 _COMMENT = re.compile(BLOCK_COMMENT + r"|//[^\n]*")
 _GROUP_EVENT = re.compile(r"@(addtogroup|defgroup)\s+(\w+)|@\{|@\}")
@@ -37,8 +38,6 @@ _OPEN = re.compile(r"\s*(?:/\*+!?|//[/!]<?)")
 _CLOSE = re.compile(r"\*+/\s*$")
 _BRIEF = re.compile(r"[@\\]brief\b")
 _SPACE = re.compile(r"\s+")
-#: the longest text kept (spec.rules.MAX_TEXT; a longer one is cut at a word with "...")
-MAX_WORDS_TEXT = 2000
 
 
 class ParamTag(NamedTuple):
@@ -123,13 +122,9 @@ def _paren_tag(word: str, rest: str) -> ParamTag:
     return ParamTag(_normalise(word), "optional" in rest.lower())
 
 
-def param_tags(comment: str | None) -> dict[str, ParamTag]:
-    """Direction tags per documented parameter name: `[in]`/`[out]`/`[in,out]` or `(input)`-style."""
-    return params(comment)[0]
-
-
 def params(comment: str | None) -> tuple[dict[str, ParamTag], dict[str, str]]:
-    """The direction tags (`param_tags`) and the texts (`param_texts`) of the documented parameters, in one pass."""
+    """The direction tags (`[in]`/`[out]`/`[in,out]` or `(input)`-style) and the texts of the documented parameters,
+    in one pass."""
     tags: dict[str, ParamTag] = {}
     texts: dict[str, str] = {}
     if not comment or "param" not in comment:
@@ -174,8 +169,8 @@ def _cleaned(text: str) -> str | None:
         line = _CLOSE.sub("", line).rstrip()
     if not line.isprintable():  # rare: a control or format character left
         line = _SPACE.sub(" ", "".join(c if c.isprintable() else " " for c in line)).strip()
-    if len(line) > MAX_WORDS_TEXT:
-        line = line[: MAX_WORDS_TEXT - 3].rsplit(" ", 1)[0] + "..."
+    if len(line) > MAX_TEXT:
+        line = line[: MAX_TEXT - 3].rsplit(" ", 1)[0] + "..."
     return line or None
 
 

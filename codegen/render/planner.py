@@ -14,7 +14,6 @@ from ..semantics import annotation_forms, forms, naming
 from ..semantics.resolved import FunctionSem, ParamSem, Semantics
 from ..spec.ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .direct import direct_arg
-from ..base.errors import CodegenError
 from ..spec.model import CType, Record, Spec, flat_fields
 from .plans import (CallbackPlan, EnumPlan, ExtentPlan, FieldPlan, FunctionPlan, HandlePlan, ParamPlan, Plan, QueryPlan,
                     RecordPlan, TablePlan)
@@ -193,7 +192,7 @@ class _Planner:
         """A function that sets what its first argument describes: `<prefix>Set...` or `<prefix>Init...` (the
         wrapper refuses a shared descriptor there; miopenSetTensor, miopenSetProblemTensorDescriptor, ... only read
         a descriptor they take further on)."""
-        rest = fn[len(self.prefix):] if fn.startswith(self.prefix) else fn
+        rest = naming.strip_prefix(fn, self.prefix)
         return any(rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER)
                    for verb in ("Set", "Init"))
 

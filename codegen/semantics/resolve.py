@@ -17,7 +17,7 @@ from ..base.errors import NamingError, SpecError
 from ..spec import model, validate
 from ..spec.rules import Violation
 from . import annotation_forms, forms, naming
-from .annotations import (Annotations, ElementQuery, ExtentQuery, FieldNote, FunctionNote, LengthCall, ParamNote,
+from .annotations import (Annotations, ElementQuery, ExtentQuery, FunctionNote, ParamNote,
                           Rules, in_range)
 from .resolved import FieldSem, FunctionSem, HandleSem, ParamSem, RecordSem, Semantics, TableSem, is_host_scalar
 from .suggest import AnnotationGateError, OpenParam

@@ -123,7 +123,7 @@ def render(args: argparse.Namespace) -> int:
     from ..spec.target import load_target, target_path
 
     t0 = time.perf_counter()
-    # a spec's file name goes into every file's banner comment (render.banner() escapes it too)
+    # a spec's file name goes into every file's banner comment (render.package.banner() escapes it too)
     for spec in args.spec:
         if not spec.name.isprintable():
             raise CodegenError(f"{spec!r}: a spec file name must be printable (it is written into the generated "

@@ -277,3 +277,13 @@ def test_screenshot_has_a_body(server: str, tmp_path: Path) -> None:
     assert 0.02 < sum(p != background for p in pixels) / len(pixels) < 0.9
     (REPO / "build" / "docs").mkdir(parents=True, exist_ok=True)
     (REPO / "build" / "docs" / "screenshot.png").write_bytes(data)  # kept for a look (build/ is git-ignored)
+
+
+def test_every_page_is_in_the_navigation() -> None:
+    """Each page the site stages (the README, AGENTS.md, every docs/*.md) is in a toctree of docs/site/index.md: a new
+    page in docs/ cannot be built yet left out of the site's navigation."""
+    text = (REPO / "docs" / "site" / "index.md").read_text()
+    listed = {line.strip() for block in text.split("```{toctree}")[1:] for line in block.split("```")[0].splitlines()
+              if line.strip() and not line.strip().startswith(":")}
+    staged = {Path(name).stem for name in pages.sources().values()}
+    assert staged - listed == set(), f"pages in no toctree of docs/site/index.md: {sorted(staged - listed)}"

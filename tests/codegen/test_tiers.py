@@ -125,3 +125,26 @@ def test_pytest_m_selects_each_tier() -> None:
         assert code in (0, 5), (expr, code)  # 5: nothing selected
         assert sorted(ids) == sorted(n for n in every if tier(n) == expr), expr
     assert sorted(got["not gpu"][1]) == sorted(n for n in every if tier(n) != "gpu")
+
+
+#: the made-up test file names of examples (AGENTS.md's "where a test goes", this file's stray)
+PLACEHOLDERS = {"test_x", "test_stray"}
+
+
+def test_every_named_test_file_exists() -> None:
+    """A test file named anywhere in the tracked tree (docs, comments, error messages, scripts) exists at that path:
+    a move into a tier folder leaves no pointer to the old one (`scripts/move_test.py --mentions FILE` rewrites them).
+    scripts/move_test.py itself names the old flat layout on purpose."""
+    named = re.compile(r"\btests/(?:[a-z0-9_]+/)*test_[a-z0-9_]+\.py\b")
+    files = subprocess.run(["git", "ls-files"], cwd=REPO, capture_output=True, text=True, check=True).stdout.split()
+    stale = []
+    for name in files:
+        if name.startswith(("generated/", "tests/golden/")) or name == "scripts/move_test.py":
+            continue
+        try:
+            text = (REPO / name).read_text(encoding="utf-8")
+        except (UnicodeDecodeError, OSError):
+            continue
+        stale += [f"{name}: {m}" for m in sorted(set(named.findall(text)))
+                  if not (REPO / m).is_file() and Path(m).stem not in PLACEHOLDERS]
+    assert stale == [], "test files named where they no longer are:\n" + "\n".join(stale)

@@ -5,7 +5,7 @@ checked against what the call needs, with an error naming the parameter, the byt
 
 On the stub libraries device memory is host memory (the stub libamdhip64 allocates with malloc), so every kind here
 wraps a NumPy array's address and DeviceTensor's copies can be read back. The pyopencl kinds run on the real OpenCL
-build on PoCL (skipped without it, as tests/test_real_miopen_ocl.py)."""
+build on PoCL (skipped without it, as tests/real/kernels/test_real_miopen_ocl.py)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ def test_coverage_page_is_current() -> None:
     if os.environ.get("MIOGEN_UPDATE_GOLDEN") == "1":
         coverage_page.PAGE.write_text(want)
     assert coverage_page.PAGE.read_text() == want, (
-        "docs/coverage.md is stale: MIOGEN_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/test_real_miopen_coverage.py")
+        "docs/coverage.md is stale: MIOGEN_UPDATE_GOLDEN=1 .venv/bin/python -m pytest tests/runtime/test_real_miopen_coverage.py")
 
 
 def test_every_function_of_both_releases_has_a_row_per_column() -> None:

@@ -104,7 +104,7 @@ def _run_program(args: list[str], tmp_path: Path, **extra: str) -> subprocess.Co
     return r
 
 
-@pytest.mark.parametrize("example", ["ocl_tensor_ops.py", "ocl_cnn.py", "ocl_runtime.py"])
+@pytest.mark.parametrize("example", sorted(p.name for p in (REPO / "examples").glob("ocl_*.py")))  # as make examples
 def test_example_runs(example: str, tmp_path: Path) -> None:
     """examples/<example> runs as a user would run it (MIOPEN_LIBRARY names the OpenCL build) and checks itself
     against numpy (ocl_runtime.py through the runtime ops, the others through the typed API)."""

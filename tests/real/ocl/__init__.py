@@ -1,5 +1,5 @@
 """Numerics against the real kernels of MIOpen 2.17.0's OpenCL backend (../shared/real-miopen-ocl) on PoCL; the same
-checks run on MIOpen 3.3.0's OpenCL build too (tests/test_real_miopen_ocl330.py, its differences in
+checks run on MIOpen 3.3.0's OpenCL build too (tests/real/kernels/test_real_miopen_ocl330.py, its differences in
 tests/real/ocl330/differences.py).
 
 The checks run in worker processes (tests/real/worker.py, as for the HIPNOGPU build) with the OpenCL build

@@ -1,6 +1,6 @@
 """Where MIOpen 3.3.0's OpenCL build (../shared/real-miopen-ocl-330) gives another outcome than 2.17.0's on PoCL, for
 the rows the numeric checks of tests/real/ocl claim: row -> (outcome, reason). Every other row comes out as claimed
-(tests/test_real_miopen_ocl330.py runs every check on 3.3.0 and asserts exactly this)."""
+(tests/real/kernels/test_real_miopen_ocl330.py runs every check on 3.3.0 and asserts exactly this)."""
 
 from __future__ import annotations
 
