@@ -316,7 +316,7 @@ class _Planner:
                 return make(py=py, hint="bytes", default=default,
                             pre=(f"{v}, _len_{py} = _s.as_blob({py}, {q}, _fn)",))
             case forms.ElementArray():
-                return self._element_array(fs, p, py, v, q, default, make, py_names)
+                return self._element_array(fs, p, form, py, v, q, default, make, py_names)
             case forms.OutArray():
                 return self._out_array(fs, p, py, v, make, owner_param, creates)
             case forms.InArray():
@@ -332,9 +332,10 @@ class _Planner:
                 note = annotation_forms.PER.docstring(p, py) or note
                 return make(py=py, hint=hint, default=default, note=note,
                             pre=(f"{v} = _s.in_array({py}, {elem}, {q}, _fn, {nullable})",))
-            case forms.HostScalar() | forms.ElementScalar():  # a host scaling factor
-                return self._host_scalar(fs, p, py, v, q, default, make, py_names,
-                                         annotation_forms.NULL_MEANS.plan(p, py))
+            case forms.HostScalar():  # a host scaling factor
+                return self._host_scalar(p, py, v, q, default, make, annotation_forms.NULL_MEANS.plan(p, py))
+            case forms.ElementScalar():  # a host scalar in the element type another argument gives
+                return self._element_scalar(fs, p, form, py, v, q, default, make, py_names)
             case forms.InScalar():  # a single element passed by pointer
                 ct = self.api_ctype(t) if not (t.kind == "void" and t.depth == 2) else "ctypes.c_void_p"
                 conv = self._scalar_in(t, py, q, p.nullable)
@@ -404,34 +405,36 @@ class _Planner:
         encs = sorted(set(table.types.values()), key=lambda e: list(table.types.values()).index(e))
         return f"{', '.join(encs)}"
 
-    def _host_scalar(self, fs: FunctionSem, p: ParamSem, py: str, v: str, q: str, default: str | None,
-                     make: Callable[..., ParamPlan], py_names: dict[str, str], null_note: str | None) -> ParamPlan:
+    def _element_scalar(self, fs: FunctionSem, p: ParamSem, form: forms.ElementScalar, py: str, v: str, q: str,
+                        default: str | None, make: Callable[..., ParamPlan], py_names: dict[str, str]) -> ParamPlan:
+        """A host scalar (read, or written: `form.out`) in the element type another argument gives."""
+        et, en = self._table_refs(p)
+        tv, source, query = annotation_forms.ELEMENT_OF.plan(fs, p, py_names)
+        note = annotation_forms.ELEMENT_OF.docstring(p, form, py, source, self._table_note(p))
+        if form.out:
+            enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
+            return make(alloc=(f"{v} = _s.element_out(1, 'uint64')",), arg=v,
+                        out=f"_s.element_values({v}, {enc}, 1)[0]", out_hint=self._encodings_hint(p),
+                        out_name=py, note=note)
         opt = " | None" if p.nullable else ""
         guard = f"None if {py} is None else " if p.nullable else ""
+        check = (f"if {py} is not None and type({py}) is not float:" if p.nullable
+                 else f"if type({py}) is not float:", f"    {py} = _s.as_real({py}, {q}, _fn)")
+        late = query + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
+                f"{source!r}), {q}, _fn)",)
+        return make(py=py, hint=f"float{opt}", default=default, pre=check, late=late, note=note)
 
-        def wrap(expr: str) -> str:
-            return f"{guard}({expr})" if p.nullable else expr
-
-        if p.scalar == "element":
-            et, en = self._table_refs(p)
-            tv, source, query = annotation_forms.ELEMENT_OF.plan(fs, p, py_names)
-            note = annotation_forms.ELEMENT_OF.docstring(p, py, source, self._table_note(p))
-            if p.direction == "out":
-                enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
-                return make(alloc=(f"{v} = _s.element_out(1, 'uint64')",), arg=v,
-                            out=f"_s.element_values({v}, {enc}, 1)[0]", out_hint=self._encodings_hint(p),
-                            out_name=py, note=note)
-            check = (f"if {py} is not None and type({py}) is not float:" if p.nullable
-                     else f"if type({py}) is not float:", f"    {py} = _s.as_real({py}, {q}, _fn)")
-            late = query + (f"{v} = {guard}_s.element_scalar({py}, _s.element_encoding({et}, {en}, {tv}, {q}, _fn, "
-                    f"{source!r}), {q}, _fn)",)
-            return make(py=py, hint=f"float{opt}", default=default, pre=check, late=late, note=note)
-        if p.scalar in ("float", "double"):
+    def _host_scalar(self, p: ParamSem, py: str, v: str, q: str, default: str | None,
+                     make: Callable[..., ParamPlan], null_note: str | None) -> ParamPlan:
+        """A host scaling factor: read as `scalar:` says, else as float (or the ctypes type passed)."""
+        opt = " | None" if p.nullable else ""
+        if p.scalar is not None:
             refs, pre = annotation_forms.SCALAR.plan(p, py, v, q, FLT_MAX)
             return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
                         pre=self._common_scalar(py, v, refs, pre), note=annotation_forms.SCALAR.docstring(p, py))
-        scalar = f"{v} = " + wrap(f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "
-                                  f"else _s.host_scalar({py}, {q}, _fn)")  # a float that fits a C float, else checked
+        expr = (f"_byref(_c_float({py})) if type({py}) is float and {-FLT_MAX!r} <= {py} <= {FLT_MAX!r} "
+                f"else _s.host_scalar({py}, {q}, _fn)")  # a float that fits a C float, else checked
+        scalar = f"{v} = " + (f"None if {py} is None else ({expr})" if p.nullable else expr)
         return make(py=py, hint=f"float | ctypes.c_float | ctypes.c_double{opt}", default=default,
                     pre=self._common_scalar(py, v, "_F32_REFS", scalar), note=null_note)
 
@@ -444,11 +447,11 @@ class _Planner:
                 f"if {v} is None:",
                 f"    {general}")
 
-    def _element_array(self, fs: FunctionSem, p: ParamSem, py: str, v: str, q: str, default: str | None,
-                       make: Callable[..., ParamPlan], py_names: dict[str, str]) -> ParamPlan:
+    def _element_array(self, fs: FunctionSem, p: ParamSem, form: forms.ElementArray, py: str, v: str, q: str,
+                       default: str | None, make: Callable[..., ParamPlan], py_names: dict[str, str]) -> ParamPlan:
         et, en = self._table_refs(p)
         tv, source, query = annotation_forms.ELEMENT_OF.plan(fs, p, py_names)
-        note = annotation_forms.ELEMENT_OF.docstring(p, py, source, self._table_note(p))
+        note = annotation_forms.ELEMENT_OF.docstring(p, form, py, source, self._table_note(p))
         enc = f"_s.element_encoding({et}, {en}, {tv}, {q}, _fn, {source!r})"
         if p.direction == "in":
             nullable = "True" if p.nullable else "False"

@@ -1,7 +1,8 @@
 """The annotation forms beyond direction, memory, shape and length: one registry entry each.
 
-An annotation form is named by one key, the same in annotations.yaml (`annotations.ParamNote`) and in
-the resolved model (`resolved.ParamSem`). Its class carries every behaviour of it: the gate check (the
+An annotation form is named by one key: a field of `annotations.FormNotes`, declared there once and carried
+both by what annotations.yaml says (`annotations.ParamNote`) and by the resolved model (`resolved.ParamSem`),
+None where nothing is said. Its class carries every behaviour of it: the gate check (the
 rule a misplaced form breaks), the plan (the wrapper's conversion), the docstring, the stub library,
 the call-through driver and the audit's view; the planner, docstrings, stub library, driver and
 audit call them. `tests/codegen/test_forms.py` checks every form against docs/annotations.md ("Adding a
@@ -11,12 +12,12 @@ form") and that each behaviour is its own method, called where that behaviour is
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal, assert_never
 
 from ..base.errors import CodegenError
 from ..base.escape import docstring_text
 from ..spec.model import Spec
-from .forms import ByValue, ElementScalar
+from .forms import ByValue, ElementArray, ElementScalar
 from .resolved import FunctionSem, ParamSem, Semantics, is_host_scalar
 from .stubvalues import chosen_type, last_enum
 
@@ -29,7 +30,8 @@ class Form:
     in BEHAVIOURS (gate, plan, docstring, stub, driver, audit), each taking what its one caller has;
     `nothing` names a behaviour the form needs none of, and why (the generic code does it)."""
 
-    key: ClassVar[str]  # the key in annotations.yaml and the field of resolved.ParamSem
+    key: ClassVar[str]  # its field of annotations.FormNotes: the key in annotations.yaml and in resolved.ParamSem
+    also_keys: ClassVar[tuple[str, ...]] = ()  # its other fields of annotations.FormNotes (keys said with `key`)
     heading: ClassVar[str]  # the docs/annotations.md section (### ...) documenting it
     audit_forms: ClassVar[tuple[str, ...]]  # the audit vocabulary forms (audit.vocabulary.FORMS) it states
     # the other ParamSem fields a behaviour may read instead of `key` (what resolving the form sets)
@@ -62,7 +64,7 @@ class Scalar(Form):
     nothing = {"driver": "the driver passes a value exact as float and double; the stub reads it as MIOpen does"}
 
     def gate(self, p: ParamSem, params: Sequence[ParamSem]) -> str | None:
-        if p.scalar in ("float", "double") and not is_host_scalar(p):
+        if p.scalar is not None and not is_host_scalar(p):
             return f"scalar: {p.scalar} is for host `void *` scalars"
         return None
 
@@ -83,26 +85,34 @@ class Scalar(Form):
         return f"s += {tag}; s += ({n} ? flt(*static_cast<const {ctype_}*>({n})) : std::string(\"null\"));"
 
     def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
-        if not is_host_scalar(p) or p.scalar == "element":
+        if not is_host_scalar(p) or p.element_of is not None:
             return {}
         return {"scalar_type": {"float": "scalar-float", "double": "scalar-double"}.get(p.scalar or "",
                                                                                         "float-or-double")}
+
+
+def _source(src: ParamSem) -> Literal["descriptor", "enum", "pointer"]:
+    """What gives the type for `element_of: src`: a descriptor (by value; its rules.element_queries call), an enum
+    value, or an out enum pointer."""
+    if isinstance(src.form, ByValue):
+        return "descriptor" if src.type.kind == "handle" else "enum"
+    return "pointer"
 
 
 class ElementOf(Form):
     """`element_of: P`: a host scalar (`scalar: element`) or array in the element type P gives."""
 
     key = "element_of"
+    also_keys = ("element_table",)
     heading = "Host scalars in a tensor's element type"
     audit_forms = ("scalar-element-type",)
-    also_reads = ("scalar",)  # resolved: a host scalar's `scalar` becomes "element"
 
     def gate(self, p: ParamSem, params: Sequence[ParamSem]) -> str | None:
         if p.element_of is None:
             return None
         if p.element_of not in {o.name for o in params} or p.element_of == p.name:
             return f"element_of names {p.element_of!r}, which is no other parameter"
-        if not (p.scalar == "element" or p.shape == "array" and p.type.kind == "void" and p.type.depth == 1):
+        if not (is_host_scalar(p) or p.shape == "array" and p.type.kind == "void" and p.type.depth == 1):
             return "element_of is for host `void *` scalars and arrays"
         src = next(o for o in params if o.name == p.element_of)
         if p.direction != "out" and src.shape != "value":
@@ -116,34 +126,44 @@ class ElementOf(Form):
         assert p.element_of is not None
         src = fs.param(p.element_of)
         spy = py_names[src.name]
-        if isinstance(src.form, ByValue) and src.type.kind == "handle":  # read once (the `late` line is shared)
-            return f"_type_{spy}", f"the descriptor {spy}", (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",)
-        if isinstance(src.form, ByValue):
-            return f"int({spy})", spy, ()
-        return f"_{spy}.value", spy, ()
+        match _source(src):
+            case "descriptor":  # read once (the `late` line is shared)
+                return (f"_type_{spy}", f"the descriptor {spy}",
+                        (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",))
+            case "enum":
+                return f"int({spy})", spy, ()
+            case "pointer":
+                return f"_{spy}.value", spy, ()
 
-    def docstring(self, p: ParamSem, py: str, source: str, encodings: str) -> str:
+    def docstring(self, p: ParamSem, form: ElementScalar | ElementArray, py: str, source: str, encodings: str) -> str:
+        """`form`: p's (the planner's match narrows it)."""
         assert p.element_of is not None
-        if isinstance(p.form, ElementScalar) and not p.form.out:
-            return (f"{py}: passed in the type {source} gives ({encodings}: float16 via IEEE half, bfloat16 rounded "
-                    f"to nearest even, integers range-checked)." + _null_suffix(p))
-        if isinstance(p.form, ElementScalar):
-            return f"{py}: returned in the type {source} gives ({encodings})."
-        return f"{py}: elements in the type {source} gives ({encodings})."
+        match form:
+            case ElementScalar(out=False):
+                return (f"{py}: passed in the type {source} gives ({encodings}: float16 via IEEE half, bfloat16 "
+                        f"rounded to nearest even, integers range-checked)." + _null_suffix(p))
+            case ElementScalar():
+                return f"{py}: returned in the type {source} gives ({encodings})."
+            case ElementArray():
+                return f"{py}: elements in the type {source} gives ({encodings})."
+            case _:
+                assert_never(form)
 
     def stub(self, fs: FunctionSem, p: ParamSem, sem: Semantics, spec: Spec) -> str:
         """C++ expression of the type enum value choosing p's element type, as the wrapper saw it."""
         assert p.element_of is not None
         src = fs.param(p.element_of)
-        if isinstance(src.form, ByValue) and src.type.kind == "handle":
-            q = sem.queries[src.type.name]
-            result = sem.functions[q.call].param(q.result)
-            known = last_enum(spec, result.type.name)
-            return (f"PICK(long long, std::string(\"{q.call}/{q.result}\"), "
-                    f"stub_type(reinterpret_cast<const void*>({src.name}), {known}))")
-        if isinstance(src.form, ByValue):
-            return f"static_cast<long long>({src.name})"
-        return f"static_cast<long long>(*{src.name})"
+        match _source(src):
+            case "descriptor":
+                q = sem.queries[src.type.name]
+                result = sem.functions[q.call].param(q.result)
+                known = last_enum(spec, result.type.name)
+                return (f"PICK(long long, std::string(\"{q.call}/{q.result}\"), "
+                        f"stub_type(reinterpret_cast<const void*>({src.name}), {known}))")
+            case "enum":
+                return f"static_cast<long long>({src.name})"
+            case "pointer":
+                return f"static_cast<long long>(*{src.name})"
 
     def driver(self, fs: FunctionSem, p: ParamSem, sem: Semantics, scripted: dict[tuple[str, str], Any],
                enum_choice: dict[str, int]) -> tuple[int, str]:
@@ -152,17 +172,18 @@ class ElementOf(Form):
         assert p.element_of is not None and p.element_table is not None
         value, enc = chosen_type(sem, p.element_table)
         src = fs.param(p.element_of)
-        if isinstance(src.form, ByValue) and src.type.kind == "handle":
-            q = sem.queries[src.type.name]
-            scripted[q.call, q.result] = value
-        elif isinstance(src.form, ByValue):
-            enum_choice[src.name] = value
-        else:
-            scripted[fs.name, src.name] = value
+        match _source(src):
+            case "descriptor":
+                q = sem.queries[src.type.name]
+                scripted[q.call, q.result] = value
+            case "enum":
+                enum_choice[src.name] = value
+            case "pointer":
+                scripted[fs.name, src.name] = value
         return value, enc
 
     def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
-        return {"scalar_type": "scalar-element-type"} if is_host_scalar(p) and p.scalar == "element" else {}
+        return {"scalar_type": "scalar-element-type"} if is_host_scalar(p) and p.element_of is not None else {}
 
 
 class NullMeans(Form):
@@ -239,14 +260,14 @@ class Per(Form):
     audit_forms = ("length-multiple",)
 
     def gate(self, p: ParamSem, params: Sequence[ParamSem]) -> str | None:
-        if p.per != 1 and not (p.length and p.direction == "in" and p.shape == "array" and p.per >= 2):
+        if p.per is not None and not (p.length and p.direction == "in" and p.shape == "array" and p.per >= 2):
             return "per: needs an input array with a length, and a factor >= 2"
         return None
 
     def plan(self, fs: FunctionSem, length: str, arrays: Sequence[str], py_names: dict[str, str], v: str) -> str | None:
         """The statement filling in the hidden `length` from the one array of k values per unit sharing it."""
         per = {a: fs.param(a).per for a in arrays}
-        if all(k == 1 for k in per.values()):
+        if all(k is None for k in per.values()):
             return None
         if len(arrays) != 1:
             raise CodegenError(f"{fs.name}.{length}: arrays of several elements per unit ({', '.join(arrays)}) "
@@ -255,21 +276,21 @@ class Per(Form):
         return f'{v} = _s.length_per(_fn, "{py_names[a]}", _{py_names[a]}, {per[a]})'
 
     def docstring(self, p: ParamSem, py: str) -> str | None:
-        if p.per == 1:
+        if p.per is None:
             return None
         return (f"{py}: {p.per} values for each of the {p.length} items (its length must be a multiple of {p.per}; "
                 f"{p.length} = len({py}) // {p.per}).")
 
     def stub(self, p: ParamSem, length: str) -> str:
         """The number of elements the stub logs."""
-        return f"({length}) * {p.per}" if p.per != 1 else length
+        return length if p.per is None else f"({length}) * {p.per}"
 
     def driver(self, p: ParamSem) -> int:
         """How many values the driver passes: three units."""
-        return 3 * p.per
+        return 3 * (1 if p.per is None else p.per)
 
     def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
-        return {"length_factor": p.per}
+        return {"length_factor": 1 if p.per is None else p.per}
 
 
 class Returned(Form):
@@ -302,7 +323,7 @@ class Returned(Form):
 
     def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
         count_of = next((o.name for o in params if o.count == p.name), None)
-        return {"returned": not (p.direction == "out" and p.shape == "opaque") and (count_of is None or p.returned),
+        return {"returned": not (p.direction == "out" and p.shape == "opaque") and (count_of is None or bool(p.returned)),
                 "count_of": count_of if not p.returned else None}
 
 

@@ -38,8 +38,28 @@ class LengthCall:
     args: dict[str, str] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, kw_only=True)
+class FormNotes:
+    """The annotation forms (annotation_forms.FORMS: one `Form.key` each), declared here once: a parameter's note
+    (ParamNote, what annotations.yaml says) and its resolved semantics (resolved.ParamSem) both carry them, under
+    the same key and type, None where the annotation says nothing; resolution copies them over by name."""
+
+    # what NULL means to MIOpen (a nullable host scalar or array): shown in the wrapper's docstring
+    null_means: str | None = None
+    # a host `void *` scalar read as float or double whatever the tensor type
+    scalar: Literal["float", "double"] | None = None
+    # a host scalar or array whose element type is chosen at run time by another parameter: a data-type
+    # enum (in or out), or a descriptor whose type rules.element_queries reads (over any `scalar:`, so that a
+    # variant can give it)
+    element_of: str | None = None
+    element_table: str | None = None  # the rules.element_tables entry (default: resolved to the table marked default)
+    holds: Literal["address_of_device_pointer"] | None = None  # an out pointer receiving &field (void **)
+    per: int | None = None  # an input array of `per` elements for each unit of `length` (None: one)
+    returned: bool | None = None  # an output count that is also returned as a value of its own
+
+
 @dataclass(frozen=True)
-class ParamNote:
+class ParamNote(FormNotes):
     """A hand-written note on one parameter (annotations.yaml): what its header cannot tell."""
 
     direction: Literal["in", "out", "inout"] | None = None
@@ -50,17 +70,6 @@ class ParamNote:
     count: str | None = None  # an output receiving how many elements were filled
     unsized: bool | None = None  # an input array whose length MIOpen derives itself (no length argument)
     nullable: bool | None = None
-    # what NULL means to MIOpen (a nullable host scalar or array): shown in the wrapper's docstring
-    null_means: str | None = None
-    # a host `void *` scalar read as float or double whatever the tensor type
-    scalar: Literal["float", "double"] | None = None
-    # a host scalar or array whose element type is chosen at run time by another parameter: a data-type
-    # enum (in or out), or a descriptor whose type rules.element_queries reads
-    element_of: str | None = None
-    element_table: str | None = None  # the rules.element_tables entry (default: the table marked default)
-    holds: Literal["address_of_device_pointer"] | None = None  # an out pointer receiving &field (void **)
-    per: int | None = None  # an input array of `per` elements for each unit of `length`
-    returned: bool | None = None  # an output count that is also returned as a value of its own
     since: str | None = None  # first release where the function has this parameter
     until: str | None = None  # last release where it has it
     why: str | None = None

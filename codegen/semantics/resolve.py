@@ -19,7 +19,7 @@ from ..spec.rules import Violation
 from . import annotation_forms, forms, naming
 from .annotations import (Annotations, ElementQuery, ExtentQuery, FunctionNote, ParamNote,
                           Rules, in_range)
-from .resolved import FieldSem, FunctionSem, HandleSem, ParamSem, RecordSem, Semantics, TableSem, is_host_scalar
+from .resolved import FieldSem, FunctionSem, HandleSem, ParamSem, RecordSem, Semantics, TableSem
 from .suggest import AnnotationGateError, OpenParam
 
 _INT_NAMES = {"int", "unsigned int", "long", "unsigned long", "long long", "unsigned long long", "short",
@@ -228,8 +228,9 @@ def _resolve_function(f: model.Function, ann: Annotations, version: str
     return FunctionSem(name=f.name, params=tuple(params)), problems, open_notes
 
 
-#: what a parameter note may set (every key of annotations.yaml's parameter entries but its release range and why):
-#: read off ParamNote, so a new annotation form is declared once there (and in ParamSem, what it resolves to)
+#: what a parameter note may set (every key of annotations.yaml's parameter entries but its release range and why),
+#: read off ParamNote: its placement (direction, memory, shape, length, ...) and its forms (annotations.FormNotes,
+#: which ParamSem carries too), each copied by name
 APPLIED: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ParamNote) if f.name not in ("since", "until", "why"))
 
 
@@ -239,10 +240,7 @@ def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
         v = getattr(pn, k)
         if v is not None:
             changes[k] = v
-    out = replace(sem, **changes)  # type: ignore[arg-type]
-    if pn.element_of is not None and is_host_scalar(out):
-        out = replace(out, scalar="element")
-    return out
+    return replace(sem, **changes)  # type: ignore[arg-type]
 
 
 # --------------------------------------------------------------------------- run-time element types, records

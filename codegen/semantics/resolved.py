@@ -11,13 +11,13 @@ from ..spec import model
 from . import forms
 from .forms import (Buffer, Callback, Count, ElementArray, ElementScalar, HostScalar, InArray, InBlob, InOutScalar,
                     InScalar, InString, Length, Opaque, OutArray, OutBlob, OutScalar, OutString, Value)
-from .annotations import ElementQuery, ExtentQuery, LengthCall
-
+from .annotations import ElementQuery, ExtentQuery, FormNotes, LengthCall
 
 
 @dataclass(frozen=True)
-class ParamSem:
-    """Final semantics of one parameter (by-value ones get shape `value`)."""
+class ParamSem(FormNotes):
+    """Final semantics of one parameter (by-value ones get shape `value`), with its annotation forms (FormNotes;
+    `element_table` resolved to the default table where none is named)."""
 
     name: str
     index: int
@@ -31,17 +31,8 @@ class ParamSem:
     count: str | None = None
     unsized: bool = False
     nullable: bool = False
-    null_means: str | None = None  # what None (NULL) does, in our words (annotations.yaml)
     default: str | None = None
     hidden: bool = False  # filled in by the wrapper (a length of an input array)
-    # host `void *` scalars: float / double whatever the tensor type, the element type of `element_of`,
-    # or None (the default: float, or what the caller passes as ctypes.c_float / c_double)
-    scalar: Literal["float", "double", "element"] | None = None
-    element_of: str | None = None  # the parameter choosing the element type (scalar element, arrays)
-    element_table: str | None = None  # resolved: the rules.element_tables entry
-    holds: Literal["address_of_device_pointer"] | None = None
-    per: int = 1  # elements per unit of `length`
-    returned: bool = False  # an output count returned as a value of its own
     fields: bool = False  # the pointee record has field semantics (Semantics.records)
 
     @cached_property
@@ -134,7 +125,7 @@ def classify(p: ParamSem) -> forms.ParamForm:
     if shape == "value":
         return Length() if p.hidden else Value()
     if p.hidden and shape == "scalar":  # an output count consumed by output arrays
-        return Count(returned=p.returned)
+        return Count(returned=bool(p.returned))
     if shape == "callback":
         return Callback()
     if shape == "opaque":
@@ -149,12 +140,12 @@ def classify(p: ParamSem) -> forms.ParamForm:
         if p.element_of is not None:
             return ElementArray(out=p.direction != "in")
         if p.direction == "in":
-            return InArray(per=p.per)
+            return InArray(per=1 if p.per is None else p.per)
         return OutArray(reads=p.direction == "inout")
     if is_host_scalar(p):
-        if p.scalar == "element":
+        if p.element_of is not None:
             return ElementScalar(out=p.direction == "out")
-        return HostScalar(reads=p.scalar if p.scalar in ("float", "double") else None)
+        return HostScalar(reads=p.scalar)
     if p.direction == "in":
         return InScalar()
     if p.direction == "inout":

@@ -23,7 +23,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from miogen.semantics import annotation_forms, forms, resolved
-from miogen.semantics.annotations import ParamNote, load_annotations
+from miogen.semantics.annotations import FormNotes, ParamNote, load_annotations
 from miogen.semantics.resolved import ParamSem
 from miogen.semantics.resolve import resolve
 from miogen.audit.vocabulary import FORMS as AUDIT_FORMS
@@ -43,13 +43,16 @@ def _reads(fn: object, key: str) -> bool:
     return any(isinstance(n, ast.Attribute) and n.attr == key for n in ast.walk(tree))
 
 
-def test_keys_are_unique_and_named_alike_in_yaml_and_model() -> None:
-    assert len(IDS) == len(set(IDS))
-    note_fields = {f.name for f in dataclasses.fields(ParamNote)}
-    sem_fields = {f.name for f in dataclasses.fields(ParamSem)}
-    for key in IDS:
-        assert key in note_fields, f"{key}: no annotations.yaml key (annotations.ParamNote)"
-        assert key in sem_fields, f"{key}: no field of the same name in the model (resolved.ParamSem)"
+def test_each_form_is_declared_once_for_yaml_and_model() -> None:
+    """The forms' keys are the fields of one declaration (annotations.FormNotes), one each, which both what
+    annotations.yaml says (ParamNote) and the resolved model (ParamSem) build on, declaring none again."""
+    keys = [k for f in annotation_forms.FORMS for k in (f.key, *f.also_keys)]
+    declared = {f.name for f in dataclasses.fields(FormNotes)}
+    assert len(keys) == len(set(keys)) and set(keys) == declared, "FORMS' keys are not annotations.FormNotes' fields"
+    for cls in (ParamNote, ParamSem):
+        assert issubclass(cls, FormNotes), f"{cls.__name__} does not build on FormNotes"
+        again = set(vars(cls).get("__annotations__", {})) & declared
+        assert not again, f"{cls.__name__} declares {sorted(again)} again"
 
 
 @pytest.mark.parametrize("key", IDS)
@@ -67,7 +70,7 @@ def test_every_form_implements_every_behaviour_itself(key: str) -> None:
             continue
         method = own.get(behaviour)
         assert callable(method), f"{key}: no {behaviour}() of its own"
-        assert any(_reads(method, field) for field in (key, *form.also_reads)), \
+        assert any(_reads(method, field) for field in (key, *form.also_keys, *form.also_reads)), \
             f"{key}.{behaviour}: does not read .{key}"
         if behaviour not in ("gate", "audit"):  # those two run for every form (gate_problems, vocabulary.view)
             assert f"forms.{key.upper()}.{behaviour}(" in CALLERS, f"{key}.{behaviour}: called nowhere"
@@ -91,6 +94,24 @@ def test_the_checklist_names_every_behaviour() -> None:
     checklist = DOC.split("### Adding a form", 1)[1].split("\n### ", 1)[0]
     for behaviour in annotation_forms.BEHAVIOURS:
         assert f"**{behaviour}**" in checklist, f"docs/annotations.md 'Adding a form' lacks {behaviour}"
+
+
+#: a value of each form's key that annotations.yaml may not say (`scalar: element` is the model's reading only)
+_UNSAYABLE = {"scalar": "element", "null_means": "[1]", "element_of": "'a b'", "element_table": "'a b'",
+              "holds": "the_pointer", "per": "two", "returned": "'yes'"}
+
+
+@pytest.mark.parametrize("key", [f.name for f in dataclasses.fields(FormNotes)])
+def test_the_loader_refuses_what_a_form_may_not_say(key: str, tmp_path: Path) -> None:
+    """The one declaration types what annotations.yaml may write: anything else is refused by the loader with
+    the file, line and YAML path of the value."""
+    from miogen.base.errors import SpecError
+
+    p = tmp_path / "ann.yaml"
+    p.write_text("schema_version: 1\nrules: {count_names: [], nullable_buffers: [], scratch_buffers: []}\n"
+                 f"handles: {{}}\nfunctions:\n  miopenX:\n    params:\n      x:\n        {key}: {_UNSAYABLE[key]}\n")
+    with pytest.raises(SpecError, match=rf"^{p}:8: functions\.miopenX\.params\.x\.{key}: "):
+        load_annotations(p)
 
 
 def _param(**kw: object) -> ParamSem:
@@ -122,10 +143,10 @@ _TYPES = st.builds(lambda kind, name, depth: CType(kind=kind, name=name, depth=d
 
 @given(shape=st.sampled_from(["value", "scalar", "array", "buffer", "blob", "string", "opaque", "callback"]),
        direction=st.sampled_from(["in", "out", "inout"]), memory=st.sampled_from(["host", "device"]),
-       t=_TYPES, hidden=st.booleans(), element=st.booleans(), scalar=st.sampled_from([None, "float", "double", "element"]),
-       per=st.integers(1, 3), holds=st.sampled_from([None, "address_of_device_pointer"]))
+       t=_TYPES, hidden=st.booleans(), element=st.booleans(), scalar=st.sampled_from([None, "float", "double"]),
+       per=st.sampled_from([None, 2, 3]), holds=st.sampled_from([None, "address_of_device_pointer"]))
 def test_every_parameter_has_one_form_refining_its_shape(shape: str, direction: str, memory: str, t: CType,
-                                                         hidden: bool, element: bool, scalar: str | None, per: int,
+                                                         hidden: bool, element: bool, scalar: str | None, per: int | None,
                                                          holds: str | None) -> None:
     """Any parameter (well placed or not) gets exactly one tagged form, of its shape, classified once."""
     p = _param(shape=shape, direction=direction, memory=memory, type=t, hidden=hidden, scalar=scalar, per=per,
@@ -265,8 +286,8 @@ def test_mypy_names_a_consumer_that_forgets_a_form(tmp_path: Path) -> None:
 
 
 def test_every_note_key_resolves_to_a_semantics_field() -> None:
-    """A parameter note's keys are declared once (annotations.ParamNote): resolution applies each, and the
-    resolved model has a field of the same name."""
+    """A parameter note's keys (annotations.ParamNote: its placement, and the forms of FormNotes): resolution
+    applies each, and the resolved model has a field of the same name."""
     from miogen.semantics.resolve import APPLIED
 
     note = {f.name for f in dataclasses.fields(ParamNote)}

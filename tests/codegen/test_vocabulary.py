@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from miogen.semantics import forms
 from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import ElementQuery, FieldNote, FunctionNote, ParamNote, RecordNote, Variant, load_annotations
 from miogen.semantics.resolve import resolve
@@ -315,15 +316,15 @@ def test_gate_checks_queries_tables_and_records() -> None:
 
 def test_variants_apply_to_their_releases_only() -> None:
     """`variants:` annotate parameters for some releases (their implementation differs): merged key by key."""
-    base = FunctionNote(params={"y": ParamNote(direction="inout")},
-                        variants=(Variant(until="3.4.0", params={"alpha": ParamNote(scalar="float")}),
+    base = FunctionNote(params={"y": ParamNote(direction="inout"), "alpha": ParamNote(scalar="float")},
+                        variants=(Variant(until="3.4.0", params={"alpha": ParamNote(scalar="double")}),
                                   Variant(since="3.4.1", params={"alpha": ParamNote(element_of="yDesc")})))
     sem = resolve(fixture_spec(), _with(miopenSetTensor=base))  # the fixture is 3.4.1
     alpha = sem.functions["miopenSetTensor"].param("alpha")
-    assert (alpha.scalar, alpha.element_of, sem.functions["miopenSetTensor"].param("y").direction) == (
-        "element", "yDesc", "inout")
+    assert (alpha.form, alpha.element_of, sem.functions["miopenSetTensor"].param("y").direction) == (
+        forms.ElementScalar(), "yDesc", "inout")  # element_of gives the type over the `scalar:` of `params`
     old = resolve(replace(fixture_spec(), version="3.3.0"), _with(miopenSetTensor=base))
-    assert old.functions["miopenSetTensor"].param("alpha").scalar == "float"
+    assert old.functions["miopenSetTensor"].param("alpha").form == forms.HostScalar(reads="double")
     stale = FunctionNote(variants=(Variant(since="3.0.0", params={"nope": ParamNote(nullable=True)}),))
     with pytest.raises(AnnotationGateError, match=r"variants\[0\].nope: no such parameter"):
         resolve(fixture_spec(), _with(miopenSetTensor=stale))
