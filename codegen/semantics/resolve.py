@@ -10,8 +10,10 @@ the common cases; the file's `functions:` section holds the exceptions.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from ..base.errors import NamingError, SpecError
 from ..spec import model, validate
@@ -117,10 +119,12 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
         for n, fs in functions.items()
     }
     tables = _resolve_tables(spec, ann, problems)
-    queries = _resolve_queries(spec, ann, functions, problems)
+    queries = _resolve_calls(spec, ann.rules.element_queries, "rules.element_queries", functions, problems,
+                             _element_query_problem)
     functions = _check_vocabulary(spec, ann, functions, tables, queries, problems)
     records, functions = _resolve_records(spec, ann, functions, problems)
-    extents = _resolve_extents(spec, ann, functions, tables, problems)
+    extents = _resolve_calls(spec, ann.rules.extent_queries, "rules.extent_queries", functions, problems,
+                             partial(_extent_query_problem, tables))
     result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries,
                        extents=extents, sizes=dict(ann.rules.buffer_sizes))
     naming_problems = naming.check_names(spec, prefix, result, target)
@@ -266,65 +270,58 @@ def _resolve_tables(spec: model.Spec, ann: Annotations, problems: list[str]) -> 
     return out
 
 
-def _resolve_queries(spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem],
-                     problems: list[str]) -> dict[str, ElementQuery]:
+_Query = TypeVar("_Query", ElementQuery, ExtentQuery)
+
+
+def _resolve_calls(spec: model.Spec, table: dict[str, _Query], where: str, functions: dict[str, FunctionSem],
+                   problems: list[str], check: Callable[[str, _Query, FunctionSem], str | None]) -> dict[str, _Query]:
+    """The entries of the rules table `where` (handle type -> a query calling `call` with that descriptor) this
+    release has: a handle type it lacks is skipped, a call it lacks is a problem, and so is what `check` says of
+    the call's parameters."""
     handles = {h.name for h in spec.handles}
-    out: dict[str, ElementQuery] = {}
-    for hname, q in sorted(ann.rules.element_queries.items()):
+    out: dict[str, _Query] = {}
+    for hname, q in sorted(table.items()):
         if hname not in handles:
             continue
         fs = functions.get(q.call)
-        if fs is None:
-            problems.append(f"rules.element_queries.{hname}: {q.call} is not in {spec.target} {spec.version}")
-            continue
-        mine = [p for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
-                and p.type.name == hname]
-        try:
-            result = fs.param(q.result)
-        except KeyError:
-            problems.append(f"rules.element_queries.{hname}: {q.call} has no parameter {q.result!r}")
-            continue
-        if len(mine) != 1:
-            problems.append(f"rules.element_queries.{hname}: {q.call} must take exactly one {hname} by value")
-            continue
-        if not (result.direction == "out" and result.type.kind == "enum" and result.type.depth == 1):
-            problems.append(f"rules.element_queries.{hname}: {q.call}.{q.result} must be an out enum pointer")
-            continue
-        others = [p.name for p in fs.params if p is not mine[0] and p is not result
-                  and (isinstance(p.form, forms.ByValue) or not p.nullable)]
-        if others:
-            problems.append(f"rules.element_queries.{hname}: {q.call} is called with NULL for everything but the "
-                            f"descriptor and {q.result}, so {', '.join(others)} must be nullable pointers")
-            continue
-        out[hname] = q
+        problem = f"{q.call} is not in {spec.target} {spec.version}" if fs is None else check(hname, q, fs)
+        if problem is None:
+            out[hname] = q
+        else:
+            problems.append(f"{where}.{hname}: {problem}")
     return out
 
 
-def _resolve_extents(spec: model.Spec, ann: Annotations, functions: dict[str, FunctionSem],
-                     tables: dict[str, TableSem], problems: list[str]) -> dict[str, ExtentQuery]:
-    """The extent queries of this release: each call must take the descriptor by value and return its element
-    type, dims and strides as outputs (a release without the call or the handle has none)."""
-    handles = {h.name for h in spec.handles}
-    out: dict[str, ExtentQuery] = {}
-    for hname, q in sorted(ann.rules.extent_queries.items()):
-        where = f"rules.extent_queries.{hname}"
-        if hname not in handles:
-            continue
-        fs = functions.get(q.call)
-        if fs is None:
-            problems.append(f"{where}: {q.call} is not in {spec.target} {spec.version}")
-            continue
-        if q.table not in tables:
-            problems.append(f"{where}: table {q.table!r} is not a rules.element_tables entry")
-            continue
-        names = {p.name: p for p in fs.params}
-        wrong = [n for n in (q.type, q.dims, q.strides) if n not in names or names[n].direction != "out"]
-        if wrong or sum(isinstance(p.form, forms.ByValue) and p.type.name == hname for p in fs.params) != 1:
-            problems.append(f"{where}: {q.call} must take one {hname} by value and give {q.type}, {q.dims} and "
-                            f"{q.strides} as outputs")
-            continue
-        out[hname] = q
-    return out
+def _element_query_problem(hname: str, q: ElementQuery, fs: FunctionSem) -> str | None:
+    """An element query's call takes the descriptor by value and writes the type enum; NULL goes everywhere else."""
+    mine = [p for p in fs.params if isinstance(p.form, forms.ByValue) and p.type.kind == "handle"
+            and p.type.name == hname]
+    try:
+        result = fs.param(q.result)
+    except KeyError:
+        return f"{q.call} has no parameter {q.result!r}"
+    if len(mine) != 1:
+        return f"{q.call} must take exactly one {hname} by value"
+    if not (result.direction == "out" and result.type.kind == "enum" and result.type.depth == 1):
+        return f"{q.call}.{q.result} must be an out enum pointer"
+    others = [p.name for p in fs.params if p is not mine[0] and p is not result
+              and (isinstance(p.form, forms.ByValue) or not p.nullable)]
+    if others:
+        return (f"{q.call} is called with NULL for everything but the descriptor and {q.result}, so "
+                f"{', '.join(others)} must be nullable pointers")
+    return None
+
+
+def _extent_query_problem(tables: dict[str, TableSem], hname: str, q: ExtentQuery, fs: FunctionSem) -> str | None:
+    """An extent query's call takes the descriptor by value and gives its element type, dims and strides as
+    outputs; its table is an element table."""
+    if q.table not in tables:
+        return f"table {q.table!r} is not a rules.element_tables entry"
+    names = {p.name: p for p in fs.params}
+    wrong = [n for n in (q.type, q.dims, q.strides) if n not in names or names[n].direction != "out"]
+    if wrong or sum(isinstance(p.form, forms.ByValue) and p.type.name == hname for p in fs.params) != 1:
+        return f"{q.call} must take one {hname} by value and give {q.type}, {q.dims} and {q.strides} as outputs"
+    return None
 
 
 def _enum_of(fs: FunctionSem, p: ParamSem, queries: dict[str, ElementQuery],

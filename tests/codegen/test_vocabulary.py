@@ -314,6 +314,25 @@ def test_gate_checks_queries_tables_and_records() -> None:
         resolve(fixture_spec(), absent)
 
 
+@pytest.mark.parametrize("table", ["element_queries", "extent_queries"])
+def test_each_descriptor_query_table_is_resolved_alike(table: str) -> None:
+    """A rules table of descriptor queries (element types, extents): an entry for a handle type the release
+    lacks is skipped, a call it lacks and a call of the wrong parameters are problems naming the entry."""
+    ann = load_annotations(FIXTURE_ANNOTATIONS)
+    good = getattr(ann.rules, table)["miopenTensorDescriptor_t"]
+
+    def resolved(**entries: Any) -> Any:
+        return resolve(fixture_spec(), replace(ann, rules=replace(ann.rules, **{table: entries})))
+
+    sem = resolved(miopenTensorDescriptor_t=good, miopenOtherRelease_t=replace(good, call="miopenNope"))
+    assert getattr(sem, {"element_queries": "queries", "extent_queries": "extents"}[table]) == {
+        "miopenTensorDescriptor_t": good}
+    with pytest.raises(AnnotationGateError, match=rf"rules\.{table}\.miopenTensorDescriptor_t: miopenNope is not in "):
+        resolved(miopenTensorDescriptor_t=replace(good, call="miopenNope"))
+    with pytest.raises(AnnotationGateError, match=rf"rules\.{table}\.miopenTensorDescriptor_t: miopenSetTensor "):
+        resolved(miopenTensorDescriptor_t=replace(good, call="miopenSetTensor"))
+
+
 def test_variants_apply_to_their_releases_only() -> None:
     """`variants:` annotate parameters for some releases (their implementation differs): merged key by key."""
     base = FunctionNote(params={"y": ParamNote(direction="inout"), "alpha": ParamNote(scalar="float")},
