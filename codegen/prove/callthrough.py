@@ -113,18 +113,16 @@ class Driver:
                 args.append(member)
                 expect[n] = str(int(member))
                 continue
-            if n in types and isinstance(p.form, forms.ByPointer):
-                v, e = self.element_value(types[n][1], i)
-                args.append(v)
-                expect[n] = e
-                continue
-            if n in types and isinstance(p.form, forms.Array):
-                pairs = [self.element_value(types[n][1], i, k) for k in range(3)]
-                args.append([v for v, _ in pairs])
-                expect[n] = "[" + ",".join(e for _, e in pairs) + "]"
-                continue
             form = p.form
             match form:
+                case forms.ElementScalar() if n in types:  # in the type the driver chose
+                    v, e = self.element_value(types[n][1], i)
+                    args.append(v)
+                    expect[n] = e
+                case forms.ElementArray() if n in types:
+                    pairs = [self.element_value(types[n][1], i, k) for k in range(3)]
+                    args.append([v for v, _ in pairs])
+                    expect[n] = "[" + ",".join(e for _, e in pairs) + "]"
                 case forms.Value() | forms.Length():
                     if n in {q.length for q in fs.params
                               if q.direction == "out" and isinstance(q.form, (forms.Array, forms.Blob, forms.String))}:
@@ -203,27 +201,31 @@ class Driver:
             shown: list[str] = []
             for m, (fname, ft) in enumerate(flat_fields(self.spec.record(t.name))):
                 f = fsem.get(fname)
-                if f is not None and isinstance(f.form, forms.HandleField):
-                    addr = _HIGH + 0x50000 + 0x10 * i + 0x100 * (k + 1)
-                    values.append(self.handle_class[f.type.name].from_address(addr))
-                    shown.append(str(addr))
-                elif f is not None:
-                    addr = 0xB0000 + 0x100 * i + 8 * k
-                    values.append(addr)
-                    shown.append(str(addr))
-                elif ft.depth == 0 and ft.kind == "enum":
-                    member = list(self.enum_class[ft.name])[-1]
-                    values.append(member)
-                    shown.append(str(int(member.value)))
-                elif ft.depth == 0 and ft.kind == "int":
-                    values.append(3 + i + k + m)
-                    shown.append(str(3 + i + k + m))
-                elif ft.depth == 0 and ft.kind == "float":
-                    values.append(1.5 + i + k + m)
-                    shown.append(repr(1.5 + i + k + m))
-                else:
-                    values.append(None)
-                    shown.append("0")
+                form = None if f is None else f.form
+                match form:
+                    case forms.HandleField():
+                        addr = _HIGH + 0x50000 + 0x10 * i + 0x100 * (k + 1)
+                        values.append(self.handle_class[ft.name].from_address(addr))
+                        shown.append(str(addr))
+                    case forms.BufferField() | forms.AddressField():
+                        addr = 0xB0000 + 0x100 * i + 8 * k
+                        values.append(addr)
+                        shown.append(str(addr))
+                    case None if ft.depth == 0 and ft.kind == "enum":
+                        member = list(self.enum_class[ft.name])[-1]
+                        values.append(member)
+                        shown.append(str(int(member.value)))
+                    case None if ft.depth == 0 and ft.kind == "int":
+                        values.append(3 + i + k + m)
+                        shown.append(str(3 + i + k + m))
+                    case None if ft.depth == 0 and ft.kind == "float":
+                        values.append(1.5 + i + k + m)
+                        shown.append(repr(1.5 + i + k + m))
+                    case None:
+                        values.append(None)
+                        shown.append("0")
+                    case _:
+                        assert_never(form)
             return tuple(values), "(" + ";".join(shown) + ")"
         cls = getattr(self.raw, t.name)
         obj = cls()
@@ -256,23 +258,29 @@ class Driver:
         written = annotation_forms.RETURNED.driver(p, count_of(4))  # an output count: what the stub wrote (min(length, 2))
         if written is not None:
             return written
-        if p.element_of is not None:  # written in the type the driver chose
-            if isinstance(p.form, forms.ByPointer):
+        form = p.form
+        match form:
+            case forms.ElementScalar():  # written in the type the driver chose
                 return ("number", out_element(p.index))
-            return [("number", out_element(p.index, k)) for k in range(count_of(4) if p.count else 4)]
-        if isinstance(p.form, (forms.Array, forms.Blob, forms.String)):
-            if p.length_call:
-                callee = self.sem.functions[p.length_call.call]
-                n = out_int(callee.param(p.length_call.result).index)
-            else:
-                n = 4
-            if isinstance(p.form, forms.String):
-                return "stub"[: max(n - 1, 0)]  # snprintf keeps room for the NUL
-            if isinstance(p.form, forms.Blob):
-                return bytes((p.index + k) & 255 for k in range(n))
-            upto = count_of(n) if p.count else n
-            return [self.known_py(elem, p.index, k, small=True) for k in range(upto)]
-        return self.known_py(elem, p.index, 0, small=(fs.name, p.name) in self.length_sources)
+            case forms.ElementArray():
+                return [("number", out_element(p.index, k)) for k in range(count_of(4) if p.count else 4)]
+            case forms.String():
+                return "stub"[: max(self.out_length(p) - 1, 0)]  # snprintf keeps room for the NUL
+            case forms.Blob():
+                return bytes((p.index + k) & 255 for k in range(self.out_length(p)))
+            case forms.InArray() | forms.OutArray():
+                n = self.out_length(p)
+                return [self.known_py(elem, p.index, k, small=True) for k in range(count_of(n) if p.count else n)]
+            case forms.ByPointer() | forms.ByValue() | forms.Callback() | forms.Opaque() | forms.Buffer():
+                return self.known_py(elem, p.index, 0, small=(fs.name, p.name) in self.length_sources)
+            case _:
+                assert_never(form)
+
+    def out_length(self, p: ParamSem) -> int:
+        """The length of an output sequence the stub writes: what its sizing call wrote, else 4."""
+        if p.length_call:
+            return out_int(self.sem.functions[p.length_call.call].param(p.length_call.result).index)
+        return 4
 
     def known_py(self, t: CType, i: int, k: int, small: bool = False) -> Any:
         kind = t.kind

@@ -51,13 +51,17 @@ class _Stub:
             fsem = self.sem.records[t.name].fields if t.name in self.sem.records else {}
             parts = []
             for fn, ft in flat_fields(rec):
-                if fn in fsem and isinstance(fsem[fn].form, forms.HandleField):  # a pointer to a handle variable: the handle
-                    parts.append(f"(({expr}).{fn} ? ptr(reinterpret_cast<const void*>(*({expr}).{fn})) "
-                                 f": std::string(\"null\"))")
-                elif ft.depth == 0:
-                    parts.append(self.fmt(ft, f"({expr}).{fn}"))
-                else:
-                    parts.append(f"ptr(reinterpret_cast<const void*>(({expr}).{fn}))")
+                form = fsem[fn].form if fn in fsem else None
+                match form:
+                    case forms.HandleField():  # a pointer to a handle variable: the handle
+                        parts.append(f"(({expr}).{fn} ? ptr(reinterpret_cast<const void*>(*({expr}).{fn})) "
+                                     f": std::string(\"null\"))")
+                    case None if ft.depth == 0:
+                        parts.append(self.fmt(ft, f"({expr}).{fn}"))
+                    case forms.BufferField() | forms.AddressField() | None:  # the address
+                        parts.append(f"ptr(reinterpret_cast<const void*>(({expr}).{fn}))")
+                    case _:
+                        assert_never(form)
             return '"(" + ' + ' + ";" + '.join(parts) + ' + ")"'
         return f"ptr(reinterpret_cast<const void*>({expr}))"
 

@@ -84,10 +84,11 @@ class _Doc:
         # hidden lengths filled in from input sequences -> those sequences
         self.shared: dict[str, list[str]] = {}
         for p in fs.params:
-            if p.length and p.direction != "in" and isinstance(p.form, (forms.Array, forms.Blob, forms.String)):
-                self.sizes.setdefault(p.length, []).append(p.name)
-            if p.length and p.direction == "in" and isinstance(p.form, (forms.Array, forms.Blob)):
-                self.shared.setdefault(p.length, []).append(p.name)
+            match p.form:
+                case forms.OutArray() | forms.ElementArray(out=True) | forms.OutBlob() | forms.OutString() if p.length:
+                    self.sizes.setdefault(p.length, []).append(p.name)
+                case forms.InArray() | forms.ElementArray() | forms.InBlob() if p.length:
+                    self.shared.setdefault(p.length, []).append(p.name)
         # hidden output counts -> the returned lists they cut
         self.counted: dict[str, list[str]] = {}
         for p in fs.params:
@@ -272,18 +273,25 @@ class _Doc:
         owned = creates is not None and t.kind == "handle" and t.name == creates
         owner = self.owner
         where = f"{p.direction}, {p.memory} memory"
-        if isinstance(p.form, forms.Array):
-            what = f"a list of {self.out_what(t.pointee(), owned, owner, plural=True)}"
-            return where, f"{what}. Length: {self.out_size(p)}{self.out_count(p)}."
-        if isinstance(p.form, forms.String):
-            return where, f"the str MIOpen writes (UTF-8). Buffer size in bytes: {self.out_size(p)}{self.out_count(p)}."
-        if isinstance(p.form, forms.Blob):
-            return where, f"the bytes MIOpen writes. Length: {self.out_size(p)}{self.out_count(p)}."
-        if p.direction == "inout":
-            return where, f"the value MIOpen leaves in {_code(self.py[p.name])}: {self.out_what(t.pointee(), owned, owner)}."
-        if t.kind == "callback":
-            return where, f"the address of the C function pointer {t.name} (int), None for NULL."
-        return where, f"MIOpen writes {self.out_what(t.pointee(), owned, owner)}."
+        form = p.form
+        match form:
+            case forms.Array():
+                what = f"a list of {self.out_what(t.pointee(), owned, owner, plural=True)}"
+                return where, f"{what}. Length: {self.out_size(p)}{self.out_count(p)}."
+            case forms.String():
+                return where, (f"the str MIOpen writes (UTF-8). Buffer size in bytes: "
+                               f"{self.out_size(p)}{self.out_count(p)}.")
+            case forms.Blob():
+                return where, f"the bytes MIOpen writes. Length: {self.out_size(p)}{self.out_count(p)}."
+            case forms.ByPointer() | forms.ByValue() | forms.Callback() | forms.Opaque() | forms.Buffer():
+                if p.direction == "inout":
+                    return where, (f"the value MIOpen leaves in {_code(self.py[p.name])}: "
+                                   f"{self.out_what(t.pointee(), owned, owner)}.")
+                if t.kind == "callback":
+                    return where, f"the address of the C function pointer {t.name} (int), None for NULL."
+                return where, f"MIOpen writes {self.out_what(t.pointee(), owned, owner)}."
+            case _:
+                assert_never(form)
 
 
 def _header_words(text: str | None) -> str:

@@ -11,7 +11,7 @@ from typing import Any, assert_never
 
 from . import docstrings
 from ..semantics import annotation_forms, forms, naming
-from ..semantics.resolved import FunctionSem, ParamSem, Semantics
+from ..semantics.resolved import FieldSem, FunctionSem, ParamSem, Semantics
 from ..spec.ctypes_map import FLOAT_CTYPES, INT_CTYPES, base_ctype, ctype, int_range
 from .direct import direct_arg
 from ..spec.model import CType, Record, Spec, flat_fields
@@ -466,15 +466,18 @@ class _Planner:
                     out=f"_s.element_values({v}, _enc_{py}, {upto})", out_hint=f"list[{self._encodings_hint(p)}]",
                     out_name=py, note=note)
 
-    def _field_note(self, f: Any) -> str:
-        if isinstance(f.form, forms.HandleField):
-            cls = self.handle_class[f.type.name]
-            text = f"{f.name} a {cls}" + (" or None" if f.nullable else "")
-        elif isinstance(f.form, forms.BufferField):
-            text = f"{f.name} device memory" + (" or None" if f.nullable else "")
-        else:
-            text = f"{f.name} a host address" + (" or None" if f.nullable else "")
-        return text + (f" (None: {f.null_means})" if f.null_means else "")
+    def _field_note(self, f: FieldSem) -> str:
+        form = f.form
+        match form:
+            case forms.HandleField():
+                text = f"{f.name} a {self.handle_class[f.type.name]}"
+            case forms.BufferField():
+                text = f"{f.name} device memory"
+            case forms.AddressField():
+                text = f"{f.name} a host address"
+            case _:
+                assert_never(form)
+        return text + (" or None" if f.nullable else "") + (f" (None: {f.null_means})" if f.null_means else "")
 
     def record_elem(self, name: str) -> str:
         rec = self.sem.records[name]
@@ -625,17 +628,22 @@ class _Planner:
                 fields.append((f.name, ctype(f.type, self.spec)))
                 t = f.type
                 fsem = self.sem.records[name].fields.get(f.name) if name in self.sem.records else None
-                if fsem is not None and isinstance(fsem.form, forms.HandleField):  # a pointer to one handle: the handle
-                    cls = self.handle_class[t.name]
-                    flat.append(FieldPlan(f.name, ctype(t, self.spec), f"{cls} | None",
-                                          f"{cls}._from_c(c.{f.name}[0], False) if c.{f.name} else None"))
-                elif fsem is not None and isinstance(fsem.form, forms.BufferField):
-                    flat.append(FieldPlan(f.name, ctype(t, self.spec), "DeviceBuffer | None", f"c.{f.name}"))
-                elif t.depth == 0 and t.kind in ("int", "float", "bool", "enum"):
-                    flat.append(FieldPlan(f.name, ctype(t, self.spec), self.out_hint(t),
-                                          self.convert_out(t, f"c.{f.name}", False, None)))
-                else:
-                    flat.append(FieldPlan(f.name, ctype(t, self.spec), "int | None", f"c.{f.name}"))
+                form = None if fsem is None else fsem.form
+                match form:
+                    case forms.HandleField():  # a pointer to one handle: the handle
+                        cls = self.handle_class[t.name]
+                        flat.append(FieldPlan(f.name, ctype(t, self.spec), f"{cls} | None",
+                                              f"{cls}._from_c(c.{f.name}[0], False) if c.{f.name} else None"))
+                    case forms.BufferField():
+                        flat.append(FieldPlan(f.name, ctype(t, self.spec), "DeviceBuffer | None", f"c.{f.name}"))
+                    case forms.AddressField() | None:  # by its C type
+                        if t.depth == 0 and t.kind in ("int", "float", "bool", "enum"):
+                            flat.append(FieldPlan(f.name, ctype(t, self.spec), self.out_hint(t),
+                                                  self.convert_out(t, f"c.{f.name}", False, None)))
+                        else:
+                            flat.append(FieldPlan(f.name, ctype(t, self.spec), "int | None", f"c.{f.name}"))
+                    case _:
+                        assert_never(form)
         return RecordPlan(c_name=name, py_name=py_name, kind=r.kind, fields=tuple(fields), anonymous=tuple(anonymous),
                           nested=tuple(nested), flat=tuple(flat), size=r.size, align=r.align)
 

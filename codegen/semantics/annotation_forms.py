@@ -91,7 +91,7 @@ class Scalar(Form):
                                                                                         "float-or-double")}
 
 
-def _source(src: ParamSem) -> Literal["descriptor", "enum", "pointer"]:
+def element_source(src: ParamSem) -> Literal["descriptor", "enum", "pointer"]:
     """What gives the type for `element_of: src`: a descriptor (by value; its rules.element_queries call), an enum
     value, or an out enum pointer."""
     if isinstance(src.form, ByValue):
@@ -126,7 +126,7 @@ class ElementOf(Form):
         assert p.element_of is not None
         src = fs.param(p.element_of)
         spy = py_names[src.name]
-        match _source(src):
+        match element_source(src):
             case "descriptor":  # read once (the `late` line is shared)
                 return (f"_type_{spy}", f"the descriptor {spy}",
                         (f"_type_{spy} = _element_type_{src.type.name}(_{spy}, _fn)",))
@@ -153,7 +153,7 @@ class ElementOf(Form):
         """C++ expression of the type enum value choosing p's element type, as the wrapper saw it."""
         assert p.element_of is not None
         src = fs.param(p.element_of)
-        match _source(src):
+        match element_source(src):
             case "descriptor":
                 q = sem.queries[src.type.name]
                 result = sem.functions[q.call].param(q.result)
@@ -172,7 +172,7 @@ class ElementOf(Form):
         assert p.element_of is not None and p.element_table is not None
         value, enc = chosen_type(sem, p.element_table)
         src = fs.param(p.element_of)
-        match _source(src):
+        match element_source(src):
             case "descriptor":
                 q = sem.queries[src.type.name]
                 scripted[q.call, q.result] = value

@@ -229,9 +229,9 @@ def field_gate(shape: str | None, t: CType) -> str | None:
         return "give its shape (scalar, buffer or opaque)"
     if shape not in _FIELD_FORMS:
         return f"shape: {shape} is no field shape ({', '.join(_FIELD_FORMS)})"
-    form = _FIELD_FORMS[shape]
-    if isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "handle"):
-        return f"shape: {shape} is for a pointer to one handle (a descriptor variable); the field is {t.spelling()}"
-    if not isinstance(form, HandleField) and not (t.depth == 1 and t.kind == "void"):
-        return f"shape: {shape} is for a `void *` field"
+    match _FIELD_FORMS[shape]:
+        case HandleField() if not (t.depth == 1 and t.kind == "handle"):
+            return f"shape: {shape} is for a pointer to one handle (a descriptor variable); the field is {t.spelling()}"
+        case BufferField() | AddressField() if not (t.depth == 1 and t.kind == "void"):
+            return f"shape: {shape} is for a `void *` field"
     return None

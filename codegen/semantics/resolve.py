@@ -329,11 +329,14 @@ def _enum_of(fs: FunctionSem, p: ParamSem, queries: dict[str, ElementQuery],
     """The type enum that `p.element_of` yields: an enum parameter's, or the query result of a descriptor."""
     assert p.element_of is not None
     src = fs.param(p.element_of)
-    if src.type.kind == "enum" and (isinstance(src.form, forms.ByValue) or src.direction == "out" and src.type.depth == 1):
-        return src.type.name
-    if isinstance(src.form, forms.ByValue) and src.type.kind == "handle" and src.type.name in queries:
-        q = queries[src.type.name]
-        return functions[q.call].param(q.result).type.name
+    match annotation_forms.element_source(src):
+        case "descriptor" if src.type.name in queries:
+            q = queries[src.type.name]
+            return functions[q.call].param(q.result).type.name
+        case "enum" if src.type.kind == "enum":
+            return src.type.name
+        case "pointer" if src.type.kind == "enum" and src.direction == "out" and src.type.depth == 1:
+            return src.type.name
     return None
 
 

@@ -218,6 +218,13 @@ CONSUMERS = (
     ("prove/stublib.py", "function"),  # what the stub logs and writes
     ("prove/callthrough.py", "args_for"),  # what the driver passes
     ("audit/vocabulary.py", "traits"),  # which checks the audit makes
+    ("render/docstrings.py", "out"),  # a returned output's Returns entry
+    ("prove/callthrough.py", "expected_out"),  # what the driver expects back
+    # a record field's form (forms.FieldForm)
+    ("render/planner.py", "_field_note"),  # its docstring note
+    ("render/planner.py", "record"),  # its Python value
+    ("prove/stublib.py", "fmt"),  # what the stub logs of it
+    ("prove/callthrough.py", "struct_value"),  # what the driver passes
 )
 
 
@@ -247,6 +254,36 @@ def test_each_consumer_dispatches_on_the_form_with_a_closed_match(module: str, n
     for m in closed:
         patterns = [ast.unparse(c.pattern) for c in m.cases]
         assert any(p.startswith("forms.") for p in patterns), f"{module} {name}: the match is not on the form"
+
+
+def _form_tests(test: ast.expr) -> set[str]:
+    """The subjects `test` checks the form class of (`isinstance(S, forms.X)`, X a form class)."""
+    names = {n for n, v in vars(forms).items() if isinstance(v, type) and v.__module__ == forms.__name__}
+    return {ast.dump(n.args[0]) for n in ast.walk(test)
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance" and len(n.args) == 2
+            and {x.attr if isinstance(x, ast.Attribute) else x.id
+                 for x in ast.walk(n.args[1]) if isinstance(x, (ast.Name, ast.Attribute))} & names}
+
+
+def test_no_consumer_dispatches_on_the_form_with_an_isinstance_chain() -> None:
+    """Branching on which form a value has (two or more of its classes tested one after the other: `if` then
+    `elif`, or successive `if`s) is a `match` ending in `assert_never`, never an isinstance chain mypy cannot
+    check for a forgotten form; a single test of a group (`isinstance(p.form, forms.ByValue)`) is no dispatch."""
+    chains = []
+    for path in sorted((ROOT / "codegen").rglob("*.py")):
+        if "support" in path.parts:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for body in (getattr(node, k, None) for k in ("body", "orelse")):
+                if not isinstance(body, list):
+                    continue
+                for a, b in zip(body, body[1:] + [None]):
+                    if not isinstance(a, ast.If):
+                        continue
+                    nxt = a.orelse[0] if len(a.orelse) == 1 and isinstance(a.orelse[0], ast.If) else b
+                    if isinstance(nxt, ast.If) and _form_tests(a.test) & _form_tests(nxt.test):
+                        chains.append(f"{path.relative_to(ROOT)}:{a.lineno}")
+    assert not chains, f"isinstance chains on a form: {chains}"
 
 
 def test_the_form_is_a_closed_union_of_frozen_dataclasses() -> None:
