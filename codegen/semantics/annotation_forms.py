@@ -34,7 +34,7 @@ class Form:
     also_keys: ClassVar[tuple[str, ...]] = ()  # its other fields of annotations.FormNotes (keys said with `key`)
     heading: ClassVar[str]  # the docs/annotations.md section (### ...) documenting it
     audit_forms: ClassVar[tuple[str, ...]]  # the audit vocabulary forms (audit.vocabulary.FORMS) it states
-    # the other ParamSem fields a behaviour may read instead of `key` (what resolving the form sets)
+    # the other ParamSem fields (no form's) a behaviour may read instead of `key` (null_means: nullable)
     also_reads: ClassVar[tuple[str, ...]] = ()
     nothing: ClassVar[dict[str, str]] = {}  # behaviour -> why this form needs none of it
 
@@ -323,8 +323,9 @@ class Returned(Form):
 
     def audit(self, p: ParamSem, params: Sequence[ParamSem]) -> dict[str, Any]:
         count_of = next((o.name for o in params if o.count == p.name), None)
-        return {"returned": not (p.direction == "out" and p.shape == "opaque") and (count_of is None or bool(p.returned)),
-                "count_of": count_of if not p.returned else None}
+        returned = bool(p.returned)
+        return {"returned": not (p.direction == "out" and p.shape == "opaque") and (count_of is None or returned),
+                "count_of": count_of if not returned else None}
 
 
 SCALAR, ELEMENT_OF, NULL_MEANS, HOLDS, PER, RETURNED = Scalar(), ElementOf(), NullMeans(), Holds(), Per(), Returned()

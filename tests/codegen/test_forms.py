@@ -146,8 +146,8 @@ _TYPES = st.builds(lambda kind, name, depth: CType(kind=kind, name=name, depth=d
        t=_TYPES, hidden=st.booleans(), element=st.booleans(), scalar=st.sampled_from([None, "float", "double"]),
        per=st.sampled_from([None, 2, 3]), holds=st.sampled_from([None, "address_of_device_pointer"]))
 def test_every_parameter_has_one_form_refining_its_shape(shape: str, direction: str, memory: str, t: CType,
-                                                         hidden: bool, element: bool, scalar: str | None, per: int | None,
-                                                         holds: str | None) -> None:
+                                                         hidden: bool, element: bool, scalar: str | None,
+                                                         per: int | None, holds: str | None) -> None:
     """Any parameter (well placed or not) gets exactly one tagged form, of its shape, classified once."""
     p = _param(shape=shape, direction=direction, memory=memory, type=t, hidden=hidden, scalar=scalar, per=per,
                holds=holds, element_of="y" if element else None)
@@ -260,7 +260,7 @@ def _form_tests(test: ast.expr) -> set[str]:
     """The subjects `test` checks the form class of (`isinstance(S, forms.X)`, X a form class)."""
     names = {n for n, v in vars(forms).items() if isinstance(v, type) and v.__module__ == forms.__name__}
     return {ast.dump(n.args[0]) for n in ast.walk(test)
-            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance" and len(n.args) == 2
+            if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "isinstance"
             and {x.attr if isinstance(x, ast.Attribute) else x.id
                  for x in ast.walk(n.args[1]) if isinstance(x, (ast.Name, ast.Attribute))} & names}
 
