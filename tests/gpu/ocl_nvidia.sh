@@ -8,7 +8,8 @@
 #   device tool: run(command="bash tests/gpu/ocl_nvidia.sh", carry=["device_carry/ocl"])
 #   OCL_RUNS="217" or "330": only the 2.17.0 run (with the GEMM and Find 2.0 extras) or only the 3.3.0 suite
 # With --pytest it runs the gpu tier instead (pytest -m gpu tests/gpu: the same checks against the committed
-# results), required to find the GPU (MIOGEN_REQUIRE_GPU=1).
+# results), required to find the GPU (MIOGEN_REQUIRE_GPU=1). With --module M [ARGS] it runs python3 -m M ARGS in
+# this set-up instead (a probe of one op, e.g. tests/gpu/bn_bwd_probe.py), the libraries named as for --pytest.
 set -euo pipefail
 CARRY=${OCL_CARRY:-device_carry/ocl}
 W=${OCL_WORK:-/tmp/miogen-ocl}
@@ -43,6 +44,12 @@ if [ "${1:-}" = --pytest ]; then
     [ -f "$W/v330/libMIOpen.so.1" ] && export MIOGEN_REAL_MIOPEN_OCL_330="$W/v330/libMIOpen.so.1"
     MIOGEN_REAL_MIOPEN_OCL="$W/lib/libMIOpen.so.1" MIOGEN_REQUIRE_GPU=1 OCL_FIND_TIMEOUT="${OCL_FIND_TIMEOUT:-75}" \
         python3 -m pytest -p no:cacheprovider -m gpu tests/gpu 2>&1 | tee "$OUT/log"
+    exit "${PIPESTATUS[0]}"
+fi
+if [ "${1:-}" = --module ]; then
+    shift
+    [ -f "$W/v330/libMIOpen.so.1" ] && export MIOGEN_REAL_MIOPEN_OCL_330="$W/v330/libMIOpen.so.1"
+    MIOGEN_REAL_MIOPEN_OCL="$W/lib/libMIOpen.so.1" python3 -m "$@" 2>&1 | tee "$OUT/log"
     exit "${PIPESTATUS[0]}"
 fi
 # OCL_RUNS picks the runs (default both; one per device call if both do not fit its time limit)

@@ -7,7 +7,7 @@ workers of their own, under `--find-timeout`); each table row gets the outcome t
 check (`EXTRA`). Each check's C functions and the statuses they returned go under "functions" (the coverage page
 reads them). `--bench` adds the speed figures (`tests/real/ocl/bench.py`, and `tests/real/gemm/bench.py` with
 `--gemm-lib`). Writes `<out>/<name>.json`, prints one table. `--page` renders docs/real-miopen-gpu.md from the
-committed results (docs/ocl-results/*.json) instead.
+committed results (docs/ocl-results/*.json, with causes.md there under the table) instead.
 
     python -m tests.gpu.ocl_suite --lib DIR/libMIOpen.so.1 --gemm-lib GDIR/libMIOpen.so.1 \
         --v330-lib V/libMIOpen.so.1 --name pocl --out docs/ocl-results
@@ -64,6 +64,8 @@ EXTRA: dict[str, list[tuple[str, tuple[str, str, str]]]] = {
 #: the environment each extra build's workers need beyond FIND_ENV
 EXTRA_ENV = {"gemm": {}, "v330": {"MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS": "1"}}
 PAGE = REPO / "docs" / "real-miopen-gpu.md"
+#: the causes found for rows that fail on a GPU only (hand-written; the page shows it under the table)
+CAUSES = RESULTS / "causes.md"
 #: backends of the results page, in column order: (file name, column title)
 COLUMNS = (("pocl", "PoCL (CPU)"), ("nvidia", "NVIDIA OpenCL"), ("pocl330", "PoCL (CPU), MIOpen 3.3.0"),
            ("nvidia330", "NVIDIA OpenCL, MIOpen 3.3.0"))
@@ -292,6 +294,8 @@ def page() -> str:
     for key in keys:
         out.append(f"| {' | '.join(coverage._cell(k) for k in key)} | "
                    + " | ".join(cells[key].get(name, "—") for name, _ in COLUMNS if name in runs) + " |")
+    if CAUSES.exists():
+        out += ["", CAUSES.read_text(encoding="utf-8").rstrip()]
     for name, title in COLUMNS:
         speed = runs.get(name, {}).get("speed")
         if speed and "rows" in speed:

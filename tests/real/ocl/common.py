@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -63,6 +64,28 @@ def verdict(row: Row, got: np.ndarray, want: np.ndarray, tol: float) -> str:
         return note(row, WRONG, str(exc))
     REASONS.setdefault(row, f"max abs error {err:.2g}")
     return CHECKED
+
+
+def small_group_reason(error: str, reported: int, local: int) -> str:
+    """The reason of a wrong result whose kernel is written for `local`-wide work-groups on a device that reports
+    CL_KERNEL_WORK_GROUP_SIZE `reported` (`error`: "max abs error ... (scale ...)", or empty)."""
+    return (f"{error + ': ' if error else ''}CL_KERNEL_WORK_GROUP_SIZE {reported} reported < the kernel's {local}-wide "
+            f"group, so the build's patch 04 drops its local size")
+
+
+def small_group_cause(row: Row, outcome: str, local: int = 1024) -> str:
+    """`outcome`; where it is WRONG and this device reports a CL_KERNEL_WORK_GROUP_SIZE under `local` (the group the
+    kernel is written for), the row's reason names that cause (docs/real-miopen-gpu.md: NVIDIA reports 256, the
+    OpenCL build then launches such kernels with no local size and the runtime's 256-wide groups compute garbage)."""
+    if outcome != WRONG:
+        return outcome
+    pcl = cl()
+    k = pcl.Program(queue().context, "__kernel void t(__global float* a) { a[get_global_id(0)] = 0.f; }").build().t
+    reported = int(k.get_work_group_info(pcl.kernel_work_group_info.WORK_GROUP_SIZE, device()))
+    if reported >= local:
+        return outcome
+    err = re.search(r"max abs error \S+ \(scale [^)]*\)", REASONS.get(row, ""))
+    return note(row, WRONG, small_group_reason(err.group(0) if err else "", reported, local))
 
 
 @functools.cache
