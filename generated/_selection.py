@@ -104,19 +104,13 @@ def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, 
     return release, version, notes
 
 
-def listed(releases: str | tuple[str, ...]) -> tuple[str, ...]:
-    """The committed releases a `_releases` table entry names, oldest first: the one reader of those lists (the
-    rendered table writes them as one string, "2.17.0, 2.18.0", or as a tuple)."""
-    return releases if isinstance(releases, tuple) else tuple(filter(None, releases.split(", ")))
-
-
 def _stable() -> dict[str, frozenset[str]]:
     """Committed release -> its functions outside the beta API."""
     from ._releases import FUNCTIONS
 
     out: dict[str, set[str]] = {r: set() for r in RELEASES}
     for name, (_, stable) in FUNCTIONS.items():
-        for r in listed(stable):
+        for r in stable:
             out[r].add(name)
     return {r: frozenset(names) for r, names in out.items()}
 
@@ -125,14 +119,14 @@ def _functions(release: str) -> frozenset[str]:
     """Every function (beta included) that committed `release` declares."""
     from ._releases import FUNCTIONS
 
-    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in listed(declared))
+    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in declared)
 
 
 def _first(name: str) -> Version:
     """The first committed release declaring function `name`."""
     from ._releases import FUNCTIONS
 
-    return Version.parse(listed(FUNCTIONS[name][0])[0])
+    return Version.parse(FUNCTIONS[name][0][0])
 
 
 def select_release(version: tuple[int, int, int] | None, policy: str = "compatible", where: str = "the library",
@@ -214,7 +208,7 @@ def missing_name(name: str) -> str:
     have = HAVE.get(name)
     if have is None:
         return f"{name} is in no {LIB_NAME} release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
-    releases = name_list(listed(have), limit=RELEASES_MAX)
+    releases = name_list(have, limit=RELEASES_MAX)
     if _state.bound is None and "." in name:
         return (f"{name} is not in {LIB_NAME} {RELEASES[-1]}, whose names serve while no library is loaded; "
                 f"releases that have it: {releases} (load_library() binds the loaded library's release)")

@@ -25,6 +25,7 @@ from collections.abc import Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from types import MappingProxyType
 
+from ._generated._pointers import span_bytes
 from ._generated._support import name_list, quoted
 
 __all__ = [
@@ -373,9 +374,10 @@ def canonical_strides(
 
 
 def element_space(dims: Sequence[int], strides: Sequence[int]) -> int:
-    """Elements the memory spans: ``1 + sum((d - 1) * s)`` (MIOpen's ``GetElementSpace``)."""
+    """Elements the memory spans: ``1 + sum((d - 1) * s)`` (MIOpen's ``GetElementSpace``; `span_bytes` of one-byte
+    elements)."""
     d, s = _dims_strides(dims, strides)
-    return 1 + sum((n - 1) * st for n, st in zip(d, s))
+    return span_bytes(d, s, 1)
 
 
 def num_bytes(dims: Sequence[int], strides: Sequence[int], itemsize: int | str) -> int:
@@ -386,7 +388,8 @@ def num_bytes(dims: Sequence[int], strides: Sequence[int], itemsize: int | str) 
         size = _as_int(itemsize, "itemsize")
         if size < 1:
             raise ValueError(f"itemsize: expected an int >= 1 or a data type name, got {size}")
-    return element_space(dims, strides) * size
+    d, s = _dims_strides(dims, strides)
+    return span_bytes(d, s, size)
 
 
 # --------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from . import layout
 from ._args import INT64_MAX, int_seq
 from ._generated import api
 from ._generated._pointers import (ACCEPTED, RELEASED, array_kind, buffer_bytes, check_address, check_extent,
-                                   device_address, dlpack_layout)
+                                   device_address, dlpack_layout, span_bytes)
 from .descriptors import (DataTypeLike, FrozenTensorDescriptor, _generation, data_type, itemsize,
                           tensor_descriptor_of)
 from .errors import ShapeError
@@ -76,7 +76,8 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return layout.num_bytes(self.dims, self.strides, itemsize(self.dtype))
+        """The bytes the view spans (`extent`; a broadcast stride of 0 spans nothing)."""
+        return extent(self.dims, self.strides, self.dtype)
 
     @property
     def ndim(self) -> int:
@@ -87,12 +88,9 @@ class Tensor:
 
 
 def extent(dims: tuple[int, ...], strides: tuple[int, ...], dtype: api.DataType) -> int:
-    """The bytes a view spans from its address: (largest element offset + 1) * element size (strides >= 0; a
+    """The bytes a view spans from its address (`span_bytes`: (largest element offset + 1) * element size; a
     broadcast stride of 0 spans nothing). O(ndim), whatever the element count."""
-    span = 1
-    for d, s in zip(dims, strides):
-        span += (d - 1) * s
-    return span * itemsize(dtype)
+    return span_bytes(dims, strides, itemsize(dtype))
 
 
 def _plain(v: object) -> TypeGuard[tuple[int, ...]]:

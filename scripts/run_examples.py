@@ -15,8 +15,8 @@ sys.path.insert(0, str(REPO))
 
 from tests.real_miopen import OPENCL  # noqa: E402  (the one place that knows the shared builds and their sha256)
 
-#: what PoCL and the OpenCL build need from Debian (as .ci/run installs them)
-PACKAGES = "pocl-opencl-icd ocl-icd-libopencl1 libboost-filesystem1.74.0 libsqlite3-0 libbz2-1.0"
+#: what PoCL and the OpenCL build need from Debian: the one list, which .ci/run installs and the README names
+PACKAGES = " ".join((REPO / "scripts" / "opencl-packages.txt").read_text(encoding="utf-8").split())
 
 
 def main() -> int:

@@ -189,12 +189,12 @@ class _Planner:
         )
 
     def _setter(self, fn: str) -> bool:
-        """A function that sets what its first argument describes: `<prefix>Set...` or `<prefix>Init...` (the
-        wrapper refuses a shared descriptor there; miopenSetTensor, miopenSetProblemTensorDescriptor, ... only read
-        a descriptor they take further on)."""
+        """A function that sets what its first argument describes: `<prefix><verb>...`, a verb of the target's
+        `setter_verbs` as a whole word (the wrapper refuses a shared descriptor there; miopenSetTensor,
+        miopenSetProblemTensorDescriptor, ... only read a descriptor they take further on)."""
         rest = naming.strip_prefix(fn, self.prefix)
         return any(rest.startswith(verb) and rest[len(verb):len(verb) + 1] not in ("", *_LOWER)
-                   for verb in ("Set", "Init"))
+                   for verb in self.target.setter_verbs)
 
     def _buffer_checks(self, fs: FunctionSem, p: ParamSem, plan: ParamPlan, py_names: dict[str, str]) -> ParamPlan:
         """A device buffer whose size the wrapper can know (not an int address) checked against the descriptor that

@@ -223,6 +223,9 @@ DEFINE = Rule("define", "NAME or NAME=VALUE (VALUE: printable ASCII without spac
 ENV_NAME = Rule("environment variable", "an ASCII identifier", _regex(r"[A-Za-z_][A-Za-z0-9_]*",
                                                                        "an environment variable name"))
 PREFIX = Rule("function prefix", "an ASCII identifier", _regex(r"[A-Za-z_][A-Za-z0-9_]*", "an identifier", 32))
+NAME_WORD = Rule("name word", "a word of a function name after its prefix: ASCII letters and digits, starting with "
+                 "an uppercase letter", _regex(r"[A-Z][A-Za-z0-9]*", "a capitalised word (ASCII letters and digits, "
+                                              "starting with an uppercase letter)", 32))
 DISPLAY = Rule("display name", "ASCII letters, digits, spaces and `._+()-` (it is pasted into messages)",
                _regex(r"[A-Za-z0-9][A-Za-z0-9 ._+()-]*", "a display name (ASCII letters, digits, spaces and "
                       "._+()- only)", 64))
@@ -362,6 +365,7 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Target", "library_wheel_dirs"): WHEEL_DIR,
     ("Target", "error_suffix"): TEXT,
     ("Target", "host_scalar_names"): C_NAME,
+    ("Target", "setter_verbs"): NAME_WORD,
     ("Target", "releases", "key"): VERSION,
     ("Target", "releases"): LABEL,
     ("Target", "error_base"): PY_CLASS,

@@ -103,6 +103,9 @@ class Target:
     # name part (TheRock's rocm-sdk wheels: `_rocm_sdk_libraries_<family>/lib`), searched after the prefixes and before
     # library_roots
     library_wheel_dirs: tuple[str, ...] = ()
+    # the words after the function prefix that name a function setting what its first argument (a handle)
+    # describes (`<prefix>Set...`: the wrapper refuses a shared descriptor there)
+    setter_verbs: tuple[str, ...] = ()
     path: Path = Path()
     #: what the library exports beyond its header: exported.yaml beside target.yaml (read by load_target)
     exported_functions: tuple[ExportedFunction, ...] = ()

@@ -428,17 +428,20 @@ def check_sized(value: object, name: str, fn: str, size: object, size_name: str)
         check_extent(have, size, name, fn, f"{size_name} is {{need}} bytes")
 
 
-def span_bytes(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int) -> int:
-    """The bytes a layout spans from its first element: (largest element offset + 1) * itemsize, `strides` in
-    elements (None: packed); 0 for an empty shape's zero elements."""
+def span_bytes(shape: Sequence[int], strides: Sequence[int] | None, itemsize: int, *,
+               byte_strides: bool = False) -> int:
+    """The bytes a strided layout spans from its first element (the one definition): 0 where any dim is 0 (no
+    element); else the largest element offset, sum((len - 1) * stride), plus one element: times `itemsize` for
+    strides in elements, plus `itemsize` for strides in bytes (`byte_strides`); None strides: packed."""
     if any(d == 0 for d in shape):
         return 0
     if strides is None:
-        n = 1
+        n = itemsize
         for d in shape:
             n *= d
-        return n * itemsize
-    return (1 + sum((d - 1) * s for d, s in zip(shape, strides))) * itemsize
+        return n
+    last = sum((d - 1) * s for d, s in zip(shape, strides))
+    return last + itemsize if byte_strides else (last + 1) * itemsize
 
 
 def _exporter_bytes(value: object, name: str, fn: str) -> int | None:
@@ -459,9 +462,7 @@ def _exporter_bytes(value: object, name: str, fn: str) -> int | None:
         if not size or any(d < 0 for d in ints) or (byte_strides is not None and (
                 len(byte_strides) != len(ints) or any(x < 0 for x in byte_strides))):
             return None
-        if byte_strides is None:
-            return span_bytes(ints, None, size)
-        return 0 if any(d == 0 for d in ints) else sum((d - 1) * x for d, x in zip(ints, byte_strides)) + size
+        return span_bytes(ints, byte_strides, size, byte_strides=True)
     if callable(getattr(value, "__dlpack__", None)):
         return dlpack_parts(value, name, fn)[1]
     return None

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ..helpers import FIXTURE_HEADER, REPO
+from ..helpers import COMMITTED, FIXTURE_HEADER, REPO
 
 
 @pytest.mark.skipif(shutil.which("make") is None, reason="no make")
@@ -163,16 +163,86 @@ def test_help_lists_every_target() -> None:
 
 @_make_missing
 def test_make_test_names_its_phases() -> None:
-    """`make test` says each phase before it runs: the versions, check-generated, then (scripts/test_all.sh, side
-    by side) typecheck, the runtime suite per release and pytest with its number of files, the browser tests left to
-    `make docs-test`."""
+    """`make test` says each phase before it runs: the versions, check-generated, then scripts/test_all.sh with the
+    venv's interpreter and the release (what that script runs: test_test_all_runs_each_step_side_by_side)."""
     r = subprocess.run(["make", "--no-print-directory", "-n", "test"], capture_output=True, text=True, cwd=REPO,
                        check=False, timeout=120)
     assert r.returncode == 0, r.stderr
     phases = re.findall(r'echo "== phase: ([a-z-]+)"', r.stdout)
     assert phases == ["versions", "check-generated"], r.stdout
-    script = (REPO / "scripts" / "test_all.sh").read_text()
-    assert [m for m in ("typecheck", "runtime suite per release", "pytest ($files files")
-            if f"== phase: {m}" not in script] == []
-    selection = re.findall(r'pytest [^\n]*-m "([^"]+)"', script)
-    assert selection == ["not gpu and not browser"], selection
+    pinned = (REPO / "specs" / "miopen" / "pinned").read_text().strip()
+    assert re.search(rf'^bash scripts/test_all\.sh "[^"]*python[^"]*" {re.escape(pinned)}$', r.stdout, re.M), r.stdout
+
+
+_FAKE = """#!/usr/bin/env bash
+# records one call: the command's name, its arguments one a line, the variables the steps share
+f=$(mktemp "$FAKE_LOG/call.XXXXXX")
+{ echo "$FAKE_NAME"; printf 'arg %s\\n' "$@"
+  echo "release ${MIOGEN_TEST_RELEASE:-}"; echo "cache ${MIOGEN_TEST_CACHE:-}"; echo "pycache ${PYTHONPYCACHEPREFIX:-}"
+} > "$f"
+exit "${FAKE_STATUS:-0}"
+"""
+
+
+def _run_test_all(tmp_path: Path, release: str, make_status: int = 0, pytest_status: int = 0
+                  ) -> tuple[subprocess.CompletedProcess[str], list[list[str]]]:
+    """scripts/test_all.sh with a fake interpreter (every pytest it starts) and a fake `make` on PATH, each
+    recording its calls; the calls, parsed, each as its lines."""
+    log, bin_dir = tmp_path / "log", tmp_path / "bin"
+    log.mkdir()
+    bin_dir.mkdir()
+    for name, status in (("make", make_status), ("python", pytest_status)):
+        (bin_dir / name).write_text(_FAKE.replace("$FAKE_NAME", name).replace("${FAKE_STATUS:-0}", str(status)))
+        (bin_dir / name).chmod(0o755)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("MIOGEN_TEST_", "MAKE", "MFLAGS"))}
+    env.update(PATH=f"{bin_dir}{os.pathsep}{env['PATH']}", FAKE_LOG=str(log), TMPDIR=str(tmp_path))
+    r = subprocess.run(["bash", str(REPO / "scripts" / "test_all.sh"), str(bin_dir / "python"), release],
+                       capture_output=True, text=True, env=env, check=False, timeout=120)
+    return r, [p.read_text().splitlines() for p in sorted(log.iterdir())]
+
+
+def _value(call: list[str], key: str) -> str:
+    return next(line.partition(" ")[2] for line in call if line.startswith(f"{key} "))
+
+
+@pytest.mark.parametrize("release", [str(v) for v in (COMMITTED.versions[0], COMMITTED.pinned)])
+def test_test_all_runs_each_step_side_by_side(tmp_path: Path, release: str) -> None:
+    """scripts/test_all.sh runs `make typecheck`, the whole suite against `release` (every tier but gpu and the
+    browser tests, one worker per core) and the runtime suite against every other committed release, all with one
+    scratch folder (the stub cache, the bytecode) that is gone afterwards; it names each phase, the suite's file
+    count, and exits 0."""
+    r, calls = _run_test_all(tmp_path, release)
+    assert r.returncode == 0, r.stdout + r.stderr
+    makes = [c for c in calls if c[0] == "make"]
+    assert [[line for line in c if line.startswith("arg ")] for c in makes] == [["arg --no-print-directory",
+                                                                                 "arg typecheck"]]
+    runs = [c for c in calls if c[0] == "python"]
+    suite = [c for c in runs if "arg -n" in c]
+    assert len(suite) == 1 and _value(suite[0], "release") == release
+    args = [line.partition(" ")[2] for line in suite[0] if line.startswith("arg ")]
+    assert args == ["-m", "pytest", "-n", "auto", "--dist", "worksteal", "-m", "not gpu and not browser", "tests"]
+    others = {_value(c, "release") for c in runs if c not in suite}
+    assert others == {str(v) for v in COMMITTED.versions} - {release}
+    for c in runs:
+        assert any(line.startswith("arg tests/runtime/test_") for line in c) or c in suite
+    scratch = {str(Path(_value(c, key)).parent) for c in calls if c[0] == "python" for key in ("cache", "pycache")}
+    assert len(scratch) == 1 and Path(scratch.pop()).parent == tmp_path, calls
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith("miogen-")], "the scratch folder stayed"
+    files = len(list((REPO / "tests").rglob("test_*.py")))
+    phases = re.findall(r"^== phase: (.*)$", r.stdout, re.M)
+    assert [p.split(" (")[0] for p in phases] == ["typecheck", "runtime suite per release", "pytest", "pytest done",
+                                                  "typecheck done", "runtime suite per release done"], r.stdout
+    assert f"pytest ({files} files against the MIOpen {release} stub" in phases[2]
+
+
+@pytest.mark.parametrize("failing", ["make", "python"])
+def test_test_all_fails_when_a_step_fails(tmp_path: Path, failing: str) -> None:
+    """A failing `make typecheck` or pytest makes scripts/test_all.sh exit 1 (a failed typecheck says so) after
+    every step has run."""
+    pinned = str(COMMITTED.pinned)
+    r, calls = _run_test_all(tmp_path, pinned, make_status=int(failing == "make"),
+                             pytest_status=int(failing == "python"))
+    assert r.returncode == 1, r.stdout + r.stderr
+    assert ("make typecheck FAILED" in r.stdout) == (failing == "make"), r.stdout
+    assert {c[0] for c in calls} == {"make", "python"}
+    assert "== phase: runtime suite per release done" in r.stdout

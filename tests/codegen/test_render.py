@@ -316,3 +316,40 @@ def test_plans_are_remembered_and_change_nothing(tmp_path: Path, monkeypatch: py
     assert tree("history", SPECS) != expected and len(planned) == 4  # another history: planned again
     ann.write_bytes(ann.read_bytes() + b"# a comment\n")
     assert tree("annotations") != expected and len(planned) == 5  # the banner names the annotations' sha256
+
+
+@pytest.mark.parametrize("verbs", [("Set", "Init"), (), ("Get",), ("Set", "Get", "Destroy")])
+def test_the_first_handle_a_wrapper_writes_follows_the_target_s_setter_verbs(verbs: tuple[str, ...]) -> None:
+    """The wrappers that refuse a shared descriptor as their first argument (they write it) are the functions
+    whose name after the target's prefix starts with one of its `setter_verbs` as a whole word (`SetX`, not
+    `Settings`), whatever the verbs; none without any."""
+    import re
+
+    from miogen.spec.target import load_target
+
+    from ..helpers import planned
+
+    spec = fixture_spec()
+    tgt = replace(load_target(), setter_verbs=verbs)
+    pl = planned(spec, load_annotations(FIXTURE_ANNOTATIONS), tgt, "# test")
+    writes = {f.c_name for f in pl.functions if f.params and any("writes=True" in s for s in f.params[0].pre)}
+    word = re.compile(rf"miopen(?:{'|'.join(verbs) or '(?!)'})[^a-z]")
+    assert writes == {f.name for f in spec.functions
+                      if f.params and f.params[0].type.kind == "handle" and word.match(f.name)}
+    assert bool(writes) == bool(verbs)
+
+
+def test_the_setter_verbs_are_checked_where_the_target_file_is_read(tmp_path: Path) -> None:
+    """A setter verb that is no capitalised word is refused when target.yaml loads, naming the file, the YAML path
+    and the rule; the miopen target's verbs are the ones its setters begin with."""
+    from miogen.base.errors import SpecError
+    from miogen.spec.target import load_target
+
+    text = (REPO / "specs" / "miopen" / "target.yaml").read_text()
+    assert load_target().setter_verbs == ("Set", "Init")
+    bad = tmp_path / "target.yaml"
+    bad.write_text(text.replace("setter_verbs: [Set, Init]", "setter_verbs: [Set, init]"))
+    with pytest.raises(SpecError) as error:
+        load_target(bad)
+    message = str(error.value)
+    assert str(bad) in message and "setter_verbs[1]" in message and "capitalised word" in message, message

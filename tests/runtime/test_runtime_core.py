@@ -245,6 +245,19 @@ def test_has_feature(libs: Libs) -> None:
         version.has_feature("warp_drive")
 
 
+def test_hip_only_since_follows_the_loaded_release(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No library needed: a function HIP-only from a release on (dropout, 3.3.0) counts as HIP-only for that
+    release and later ones, never before (2.17.0's OpenCL dropout computes) nor for a library without a version;
+    the 3.x beta ops always."""
+    from miopen import _hiponly
+
+    for version, want in (((2, 17, 0), False), ((3, 2, 0), False), ((3, 3, 0), True), ((3, 5, 2), True), (None, False)):
+        monkeypatch.setattr(_hiponly._s, "runtime_version", lambda v=version: v)
+        assert _hiponly._hip_only("miopenDropoutForward") is want, version
+        assert _hiponly._hip_only("miopenLayerNormForward") is True
+        assert _hiponly._hip_only("miopenActivationForward") is False
+
+
 # ------------------------------------------------------------------ handles and states
 
 

@@ -106,16 +106,3 @@ def test_dropout_says_it_needs_a_hip_build(v330: Worker) -> None:
     becomes HipBuildRequiredError (on 2.17.0's OpenCL build dropout computes: tests/real/ocl/checks_misc.py)."""
     text = run(v330, "ocl330.checks_v3:dropout_hip_only")
     assert "miopenSetDropoutDescriptor" in text and "use a HIP build of MIOpen" in text, text
-
-
-def test_hip_only_since_follows_the_loaded_release(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No library needed: a function HIP-only from a release on (dropout, 3.3.0) counts as HIP-only for that
-    release and later ones, never before (2.17.0's OpenCL dropout computes) nor for a library without a version;
-    the 3.x beta ops always."""
-    from miopen import _hiponly
-
-    for version, want in (((2, 17, 0), False), ((3, 2, 0), False), ((3, 3, 0), True), ((3, 5, 2), True), (None, False)):
-        monkeypatch.setattr(_hiponly._s, "runtime_version", lambda v=version: v)
-        assert _hiponly._hip_only("miopenDropoutForward") is want, version
-        assert _hiponly._hip_only("miopenLayerNormForward") is True
-        assert _hiponly._hip_only("miopenActivationForward") is False
