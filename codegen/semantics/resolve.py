@@ -15,6 +15,7 @@ from typing import Any
 
 from ..base.errors import NamingError, SpecError
 from ..spec import model, validate
+from ..spec.releases import Version
 from ..spec.rules import Violation
 from . import annotation_forms, forms, naming
 from .annotations import (Annotations, ElementQuery, ExtentQuery, FunctionNote, ParamNote,
@@ -136,7 +137,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     return result
 
 
-def _merged_params(note: FunctionNote, version: str) -> dict[str, ParamNote]:
+def _merged_params(note: FunctionNote, version: Version) -> dict[str, ParamNote]:
     """The parameter annotations for `version`: `params`, with the variants whose range includes it on top."""
     params = dict(note.params)
     for variant in note.variants:
@@ -149,7 +150,7 @@ def _merged_params(note: FunctionNote, version: str) -> dict[str, ParamNote]:
     return params
 
 
-def _resolve_function(f: model.Function, ann: Annotations, version: str
+def _resolve_function(f: model.Function, ann: Annotations, version: Version
                       ) -> tuple[FunctionSem, list[str], list[OpenParam]]:
     note = ann.functions.get(f.name, FunctionNote())
     if note.variants:

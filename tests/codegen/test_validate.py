@@ -190,7 +190,7 @@ def test_target_exception_names_must_not_collide(tmp_path: Path) -> None:
     ("functions:\n  miopenSetTensor:\n    params:\n      x: {nullable: true, nullable: false}\n",
      r"functions\.miopenSetTensor\.params\.x\.nullable: duplicate key"),
     ("functions:\n  'miopenX\"; import os #':\n    why: x\n", r"ann\.yaml:5: functions\.miopenX\"; import os #: .*not a C identifier"),
-    ("functions:\n  miopenX:\n    since: 3.0\n", r"functions\.miopenX\.since: expected a string; got float"),
+    ("functions:\n  miopenX:\n    since: 3.0\n", r"functions\.miopenX\.since: expected a version X\.Y\.Z; got float 3\.0"),
     ("functions:\n  miopenX:\n    since: '3.0.0\\n'\n", r"functions\.miopenX\.since: .*not a version"),
     ("functions:\n  true:\n    why: x\n", r"functions\.True: keys must be strings; got bool True"),
     ("functions:\n  miopenX:\n    params:\n      x: {length: 'a b'}\n", r"params\.x\.length: 'a b': not a C ident"),

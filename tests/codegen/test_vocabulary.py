@@ -20,6 +20,7 @@ import pytest
 from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import ElementQuery, FieldNote, FunctionNote, ParamNote, RecordNote, Variant, load_annotations
 from miogen.semantics.resolve import resolve
+from miogen.spec.releases import Version
 
 from ..conftest import Built
 from ..helpers import FIXTURE_ANNOTATIONS, fixture_spec
@@ -316,15 +317,15 @@ def test_gate_checks_queries_tables_and_records() -> None:
 def test_variants_apply_to_their_releases_only() -> None:
     """`variants:` annotate parameters for some releases (their implementation differs): merged key by key."""
     base = FunctionNote(params={"y": ParamNote(direction="inout")},
-                        variants=(Variant(until="3.4.0", params={"alpha": ParamNote(scalar="float")}),
-                                  Variant(since="3.4.1", params={"alpha": ParamNote(element_of="yDesc")})))
+                        variants=(Variant(until=Version(3, 4, 0), params={"alpha": ParamNote(scalar="float")}),
+                                  Variant(since=Version(3, 4, 1), params={"alpha": ParamNote(element_of="yDesc")})))
     sem = resolve(fixture_spec(), _with(miopenSetTensor=base))  # the fixture is 3.4.1
     alpha = sem.functions["miopenSetTensor"].param("alpha")
     assert (alpha.scalar, alpha.element_of, sem.functions["miopenSetTensor"].param("y").direction) == (
         "element", "yDesc", "inout")
-    old = resolve(replace(fixture_spec(), version="3.3.0"), _with(miopenSetTensor=base))
+    old = resolve(replace(fixture_spec(), version=Version(3, 3, 0)), _with(miopenSetTensor=base))
     assert old.functions["miopenSetTensor"].param("alpha").scalar == "float"
-    stale = FunctionNote(variants=(Variant(since="3.0.0", params={"nope": ParamNote(nullable=True)}),))
+    stale = FunctionNote(variants=(Variant(since=Version(3, 0, 0), params={"nope": ParamNote(nullable=True)}),))
     with pytest.raises(AnnotationGateError, match=r"variants\[0\].nope: no such parameter"):
         resolve(fixture_spec(), _with(miopenSetTensor=stale))
     unscoped = FunctionNote(variants=(Variant(params={"alpha": ParamNote(scalar="float")}),))
