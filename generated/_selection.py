@@ -104,19 +104,13 @@ def _select(lib: ctypes.CDLL, where: str, policy: str) -> tuple[str, tuple[int, 
     return release, version, notes
 
 
-def listed(releases: str | tuple[str, ...]) -> tuple[str, ...]:
-    """The committed releases a `_releases` table entry names, oldest first: the one reader of those lists (the
-    rendered table writes them as one string, "2.17.0, 2.18.0", or as a tuple)."""
-    return releases if isinstance(releases, tuple) else tuple(filter(None, releases.split(", ")))
-
-
 def _stable() -> dict[str, frozenset[str]]:
     """Committed release -> its functions outside the beta API."""
     from ._releases import FUNCTIONS
 
     out: dict[str, set[str]] = {r: set() for r in RELEASES}
     for name, (_, stable) in FUNCTIONS.items():
-        for r in listed(stable):
+        for r in stable:
             out[r].add(name)
     return {r: frozenset(names) for r, names in out.items()}
 
@@ -125,14 +119,14 @@ def _functions(release: str) -> frozenset[str]:
     """Every function (beta included) that committed `release` declares."""
     from ._releases import FUNCTIONS
 
-    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in listed(declared))
+    return frozenset(n for n, (declared, _) in FUNCTIONS.items() if release in declared)
 
 
 def _first(name: str) -> Version:
     """The first committed release declaring function `name`."""
     from ._releases import FUNCTIONS
 
-    return Version.parse(listed(FUNCTIONS[name][0])[0])
+    return Version.parse(FUNCTIONS[name][0][0])
 
 
 def select_release(version: tuple[int, int, int] | None, policy: str = "compatible", where: str = "the library",
@@ -154,15 +148,16 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
             f"{where} has no {VERSION_GETTER}, so its release is unknown (older than every supported one?); "
             f"these bindings support {LIB_NAME} {supported}")
     v = str(Version(*version))
-    same = sorted((r for r in RELEASES if Version.parse(r)[:2] == version[:2]),
-                  key=lambda r: (Version.parse(r) != version, abs(Version.parse(r)[2] - version[2]), -Version.parse(r)[2]))
+    committed = {r: Version.parse(r) for r in RELEASES}  # each release read once
+    same = sorted((r for r, c in committed.items() if c[:2] == version[:2]),
+                  key=lambda r: (committed[r] != version, abs(committed[r][2] - version[2]), -committed[r][2]))
     if same and (exports is None or policy == "off"):
-        notes = [] if Version.parse(same[0]) == version or policy == "off" else [
+        notes = [] if committed[same[0]] == version or policy == "off" else [
             f"{where} is {LIB_NAME} {v}; bound to the bindings of {same[0]} (another patch release)"]
         return same[0], notes
     if same and exports is not None:
         return _select_patch(version, same, exports, where)
-    older = [r for r in RELEASES if Version.parse(r) < version]
+    older = [r for r, c in committed.items() if c < version]
     if policy == "strict" or not older:
         if policy == "off":
             return (older or RELEASES)[-1 if older else 0], []
@@ -170,7 +165,7 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
                else "it is older than every supported release")
         raise VersionError(f"{where} is {LIB_NAME} {v}: {why}; these bindings support {LIB_NAME} {supported}")
     release = older[-1]
-    newer = [r for r in RELEASES if Version.parse(r) > version]
+    newer = [r for r, c in committed.items() if c > version]
     where_it_is = f"between {release} and {newer[0]}" if newer else f"newer than every committed release ({release})"
     notes = [] if policy == "off" else [
         f"{where} is {LIB_NAME} {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
@@ -187,18 +182,19 @@ def _select_patch(version: tuple[int, int, int], same: list[str], exports: Calla
     common = frozenset.intersection(*(stable[r] for r in same))
     lacking = sorted(n for n in common if _first(n) <= version and not exports(n))
     if lacking:
-        minor = ".".join(v.split(".")[:2])
+        minor = f"{version[0]}.{version[1]}"
         raise VersionError(
             f"{where} reports {LIB_NAME} {v}, but it lacks {len(lacking)} function(s) that every committed "
             f"{LIB_NAME} {minor} release ({', '.join(same)}) has (e.g. {', '.join(lacking[:4])}): is the "
             f"version or the library wrong? Nothing was bound")
     release = next((r for r in same if all(exports(n) for n in stable[r])), same[0])
     missing = sorted(n for n in stable[release] if not exports(n))
-    if Version.parse(release) == version and not missing:
+    exact = Version.parse(release) == version
+    if exact and not missing:
         return release, []
     unbound = sorted(n for r in same if r != release for n in _functions(r) - _functions(release) if exports(n))
     note = f"{where} is {LIB_NAME} {v}; bound to the bindings of {release}"
-    note += " (another patch release)" if Version.parse(release) != version else ""
+    note += "" if exact else " (another patch release)"
     if missing:
         note += (f"; it lacks {len(missing)} function(s) of {release}, which raise MissingSymbolError "
                  f"(e.g. {', '.join(missing[:4])})")
@@ -214,7 +210,7 @@ def missing_name(name: str) -> str:
     have = HAVE.get(name)
     if have is None:
         return f"{name} is in no {LIB_NAME} release these bindings have ({name_list(RELEASES, limit=RELEASES_MAX)})"
-    releases = name_list(listed(have), limit=RELEASES_MAX)
+    releases = name_list(have, limit=RELEASES_MAX)
     if _state.bound is None and "." in name:
         return (f"{name} is not in {LIB_NAME} {RELEASES[-1]}, whose names serve while no library is loaded; "
                 f"releases that have it: {releases} (load_library() binds the loaded library's release)")

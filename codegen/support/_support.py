@@ -129,7 +129,6 @@ from ._selection import (
     POLICIES as POLICIES,
     _env_policy as _env_policy,
     _first as _first,
-    listed as listed,
     _select as _select,
     read_version as read_version,
     select_release as select_release,
@@ -396,7 +395,7 @@ def _check_exports(lib: ctypes.CDLL, where: str, release: str, version: tuple[in
     # its version (a release adding fewer cannot be told apart by its exports)
     introduced: dict[str, list[str]] = {}
     for name, (declared, _) in FUNCTIONS.items():
-        first = listed(declared)[0]
+        first = declared[0]
         i = RELEASES.index(first)
         if i > 0 and Version.parse(first)[:2] > version[:2] and Version.parse(RELEASES[i - 1]) >= version:
             introduced.setdefault(first, []).append(name)
@@ -512,7 +511,7 @@ def _unbound_names(kind: str) -> dict[str, str]:
         names = dict.fromkeys(_layer_names(kind, RELEASES[-1]), RELEASES[-1])
         layers: dict[str, set[str]] = {}
         for name, have in HAVE.items():
-            release = listed(have)[-1]
+            release = have[-1]
             if "." in name or name in names or release not in _MODULES:
                 continue
             if release not in layers:

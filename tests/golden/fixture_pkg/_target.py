@@ -20,7 +20,7 @@ MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "73a36a51c3ce2c22"
+SUPPORT_DIGEST = "4080a17cfe4b329b"
 
 
 class MIOpenVersionError(RuntimeError):
