@@ -122,8 +122,9 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     functions = _check_vocabulary(spec, ann, functions, tables, queries, problems)
     records, functions = _resolve_records(spec, ann, functions, problems)
     extents = _resolve_extents(spec, ann, functions, tables, problems)
+    sizes = _resolve_sizes(ann, functions, problems)
     result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries,
-                       extents=extents, sizes=dict(ann.rules.buffer_sizes))
+                       extents=extents, sizes=sizes)
     naming_problems = naming.check_names(spec, prefix, result, target)
     if naming_problems:
         raise NamingError(f"{spec.target} {spec.version}: {len(naming_problems)} Python naming problem(s):\n  "
@@ -327,6 +328,30 @@ def _resolve_extents(spec: model.Spec, ann: Annotations, functions: dict[str, Fu
                             f"{q.strides} as outputs")
             continue
         out[hname] = q
+    return out
+
+
+def _resolve_sizes(ann: Annotations, functions: dict[str, FunctionSem], problems: list[str]
+                   ) -> dict[str, tuple[str, ...]]:
+    """The buffer sizes of this release: per device buffer some function takes, the byte counts a function passes
+    beside it, each a by-value integer (a buffer no function of the release takes, or a count none passes with it,
+    is of other releases: dropped)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for buffer, counts in sorted(ann.rules.buffer_sizes.items()):
+        passed: dict[str, bool] = {}  # count -> whether every function passing it beside the buffer passes an integer
+        for fs in functions.values():
+            if not any(p.name == buffer and isinstance(p.form, forms.Buffer) for p in fs.params):
+                continue
+            for p in fs.params:
+                if p.name in counts:
+                    ok = isinstance(p.form, forms.Value) and p.type.kind == "int" and p.type.depth == 0
+                    if not ok:
+                        problems.append(f"rules.buffer_sizes.{buffer}: {fs.name}.{p.name} is passed beside {buffer} "
+                                        f"but is no by-value integer (a byte count)")
+                    passed[p.name] = passed.get(p.name, True) and ok
+        kept = tuple(c for c in counts if passed.get(c))
+        if kept:
+            out[buffer] = kept
     return out
 
 

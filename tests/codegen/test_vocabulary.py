@@ -21,6 +21,7 @@ from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import ElementQuery, FieldNote, FunctionNote, ParamNote, RecordNote, Variant, load_annotations
 from miogen.semantics.resolve import resolve
 from miogen.spec.releases import Version
+from miogen.spec.spec_io import load
 
 from ..conftest import Built
 from ..helpers import FIXTURE_ANNOTATIONS, fixture_spec
@@ -331,3 +332,35 @@ def test_variants_apply_to_their_releases_only() -> None:
     unscoped = FunctionNote(variants=(Variant(params={"alpha": ParamNote(scalar="float")}),))
     with pytest.raises(AnnotationGateError, match=r"variants\[0\] needs since: or until:"):
         resolve(fixture_spec(), _with(miopenSetTensor=unscoped))
+
+
+def test_buffer_sizes_are_resolved_per_release() -> None:
+    """rules.buffer_sizes holds for each release what it has: a buffer no function takes, and a count no function
+    passes beside its buffer, are other releases' (dropped); a count passed beside its buffer must be a by-value
+    integer."""
+    ann = load_annotations(FIXTURE_ANNOTATIONS)
+    sizes = {"workSpace": ("workSpaceSize", "laterSize"), "laterBuffer": ("workSpaceSize",),
+             "returnedAlgoCount": ("requestAlgoCount",)}  # an out scalar, no buffer: nothing to size
+    sem = resolve(fixture_spec(), replace(ann, rules=replace(ann.rules, buffer_sizes=sizes)))
+    assert sem.sizes == {"workSpace": ("workSpaceSize",)}
+    wrong = {**sizes, "y": ("requestAlgoCount", "returnedAlgoCount")}
+    with pytest.raises(AnnotationGateError, match=r"rules\.buffer_sizes\.y: miopenFindConvolutionForwardAlgorithm\."
+                                                  r"returnedAlgoCount is passed beside y but is no by-value integer"):
+        resolve(fixture_spec(), replace(ann, rules=replace(ann.rules, buffer_sizes=wrong)))
+    loose = resolve(fixture_spec(), replace(ann, rules=replace(ann.rules, buffer_sizes=wrong)), strict=False)
+    assert loose.sizes["y"] == ("requestAlgoCount",)  # exploring: the bad count is left out, not checked against
+
+
+def test_every_committed_release_resolves_its_own_buffer_sizes() -> None:
+    from ..helpers import COMMITTED, SPECS
+
+    ann = load_annotations(SPECS / "annotations.yaml")
+    for version, path in COMMITTED.paths.items():
+        sem = resolve(load(path), ann)
+        for buffer, counts in sem.sizes.items():
+            beside = [fs for fs in sem.functions.values() if any(p.name == buffer and p.shape == "buffer"
+                                                                 for p in fs.params)]
+            assert beside, (version, buffer)
+            for count in counts:
+                assert any(p.name == count for fs in beside for p in fs.params), (version, buffer, count)
+        assert set(sem.sizes) <= set(ann.rules.buffer_sizes), version
