@@ -213,6 +213,8 @@ def test_notes_explain_name_forms_add_findings_and_report_stale_ones() -> None:
     ("{check: nullable}", "exactly one of why: or needs:"),
     ("{check: nullable, why: a, impl: b}", "needs where:"),
     ("{check: nothing, why: a}", "expected one of direction"),
+    ("{check: nullable, why: a, since: 3.x.0}", r"notes\.miopenX\.p\[0\]\.since: '3\.x\.0': not a version X\.Y\.Z"),
+    ("{check: nullable, why: a, until: 3.2}", r"notes\.miopenX\.p\[0\]\.until: expected a version X\.Y\.Z; got float"),
 ])
 def test_bad_notes_are_named(tmp_path: Path, note: str, message: str) -> None:
     path = tmp_path / "notes.yaml"
