@@ -30,6 +30,10 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from miogen.spec.releases import Version
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -101,18 +105,19 @@ def _stdlib_floor(wrap: list[str], parse_args: list[str], bare_args: list[str]) 
     return sorted(m for m in ours - imported(BARE_PARSE, bare_args) if not m.startswith("_"))
 
 
-def _committed_headers(root: Path) -> tuple[dict[str, Path], list[str]]:
+def _committed_headers(root: Path) -> tuple[dict[Version, Path], list[Version]]:
     """version -> header for the committed specs whose real header is under `root`, and the versions missing."""
-    specs = REPO / "specs" / "miopen"
+    from miogen.spec.releases import Releases
+
     by_sha: dict[str, Path] = {}
     if root.is_dir():
         for h in [*root.glob("*/miopen.h"), *root.glob("*/miopen/miopen.h")]:
             by_sha.setdefault(hashlib.sha256(h.read_bytes()).hexdigest(), h)
-    found, missing = {}, []
-    for spec in sorted(specs.glob("*.*.*.yaml")):
+    found: dict[Version, Path] = {}
+    missing: list[Version] = []
+    for version, spec in Releases.of(REPO / "specs" / "miopen").paths.items():
         text = spec.read_text(encoding="utf-8")[:2000]
         sha = next((line.split()[-1] for line in text.splitlines() if line.strip().startswith("sha256:")), "")
-        version = spec.name[: -len(".yaml")]
         if sha in by_sha:
             found[version] = by_sha[sha]
         else:
@@ -234,7 +239,6 @@ def all_releases(headers_dir: Path, runs: int = 3) -> Row:
     from miogen.parse.parser import parse_header
     from miogen.render.planner import plan
     from miogen.semantics.resolve import resolve
-    from miogen.spec.releases import Version
     from miogen.render.package import render
     from miogen.spec.spec_io import load
     from miogen.spec.target import load_target
@@ -244,11 +248,10 @@ def all_releases(headers_dir: Path, runs: int = 3) -> Row:
         return ("parse + render of all committed releases", "<= 3 s", f"not run (no headers under {headers_dir})", None)
     stand_ins = {}
     for version in missing:
-        earlier = [v for v in found if Version.parse(v) < Version.parse(version)] or list(found)
-        stand_ins[version] = max(earlier, key=Version.parse)
+        stand_ins[version] = max([v for v in found if v < version] or found)
     target = load_target()
     ann = load_annotations(REPO / "specs" / "miopen" / "annotations.yaml")
-    order = sorted([*found, *missing], key=Version.parse)
+    order = sorted([*found, *missing])
     cpus, walls = [], []
     for _ in range(runs):
         t0, c0 = time.perf_counter(), time.process_time()
@@ -256,9 +259,9 @@ def all_releases(headers_dir: Path, runs: int = 3) -> Row:
             specs = []
             for version in order:
                 if version in found:
-                    specs.append(parse_header(found[version], target, ParseOptions(beta=True), version))
+                    specs.append(parse_header(found[version], target, ParseOptions(beta=True), str(version)))
                 else:
-                    parse_header(found[stand_ins[version]], target, ParseOptions(beta=True), stand_ins[version])
+                    parse_header(found[stand_ins[version]], target, ParseOptions(beta=True), str(stand_ins[version]))
                     specs.append(load(REPO / "specs" / "miopen" / f"{version}.yaml"))
             render(*(plan(spec, resolve(spec, ann, prefix=target.function_prefix), target, "# bench") for spec in specs))
         walls.append(time.perf_counter() - t0)

@@ -20,7 +20,7 @@ MODULES: dict[str, str] = {"2.15.0": "v2_15_0", "2.16.0": "v2_16_0", "2.17.0": "
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "b9eefec01fc494e7"
+SUPPORT_DIGEST = "9db2ce16ab824e16"
 
 
 class MIOpenVersionError(RuntimeError):

@@ -69,7 +69,7 @@ def upgrade_specs_dir(tmp_path: Path, pinned: model.Spec) -> Path:
     d = tmp_path / "specs"
     d.mkdir()
     (d / f"{pinned.version}.yaml").write_text(dumps(pinned))
-    (d / PIN_FILE).write_text(pinned.version + "\n")
+    (d / PIN_FILE).write_text(f"{pinned.version}\n")
     shutil.copy(REPO / "tests" / "fixtures" / "annotations.yaml", d / "annotations.yaml")
     return d
 

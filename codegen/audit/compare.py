@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from ..semantics.resolved import FunctionSem, ParamSem
+from ..spec.releases import Version
 from .analyser import Fact, _HOST, first_of
 from .vocabulary import AnnView, EXPRESSIBLE, _missing, expressible, traits, view
 
@@ -61,7 +62,7 @@ class RecordField:
 @dataclass(frozen=True)
 class AuditReport:
     target: str
-    version: str
+    version: Version
     source_label: str
     spec_name: str
     depth: int

@@ -3,12 +3,13 @@ finding needs, and manual findings; applied to the reports by release."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
 from ..base.errors import CodegenError
+from ..semantics.annotations import in_range
+from ..spec.releases import Version
 from ..spec.spec_io import load_as
 from .compare import Check, FunctionReport, Status
 from .vocabulary import AnnView, FORMS, _missing, expresses
@@ -27,8 +28,8 @@ class AuditNote:
     needs: str | None = None  # the vocabulary form this finding needs (see FORMS)
     impl: str | None = None  # a finding the heuristics cannot make: what the implementation does
     where: str | None = None  # file:function of that finding
-    since: str | None = None
-    until: str | None = None
+    since: Version | None = None  # the first release it applies to
+    until: Version | None = None  # the last
 
 
 @dataclass(frozen=True)
@@ -76,20 +77,13 @@ def _annotation_text(v: AnnView, check: str) -> str:
     return v.brief()
 
 
-def _in_range(version: str, since: str | None, until: str | None) -> bool:
-    def key(v: str) -> tuple[int, ...]:
-        return tuple(int(x) for x in re.findall(r"\d+", v))
-
-    return not (since and key(version) < key(since)) and not (until and key(version) > key(until))
-
-
-def apply_notes(functions: list[FunctionReport], notes: AuditNotes, version: str) -> tuple[list[FunctionReport], list[str]]:
+def apply_notes(functions: list[FunctionReport], notes: AuditNotes, version: Version) -> tuple[list[FunctionReport], list[str]]:
     stale: list[str] = []
     by_name = {f.name: f for f in functions}
     out = {f.name: f for f in functions}
     for fname, params in sorted(notes.notes.items()):
         for pname, items in sorted(params.items()):
-            active = [n for n in items if _in_range(version, n.since, n.until)]
+            active = [n for n in items if in_range(version, n)]
             if not active:
                 continue
             fr = by_name.get(fname)

@@ -16,7 +16,7 @@ def _fact_dict(f: Fact) -> dict[str, Any]:
 
 def to_json(r: AuditReport) -> str:
     doc = {
-        "target": r.target, "version": r.version, "source": r.source_label, "spec": r.spec_name, "depth": r.depth,
+        "target": r.target, "version": str(r.version), "source": r.source_label, "spec": r.spec_name, "depth": r.depth,
         "summary": r.counts(),
         "forms": FORMS,
         "functions": [{

@@ -46,14 +46,15 @@ def parse_header(
         raise HeaderError(f"{exc}\n  fix: {INCLUDE_RULE}; remove the include, or put the folder of the real header first "
                           f"on the include path (-I)") from None
     if version is None:
-        version = header_version(header, target)
-    try:
-        version = str(Version.parse(version))
-    except CodegenError:
-        raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {version!r}") from None
+        release_version = header_version(header, target)
+    else:
+        try:
+            release_version = Version.parse(version)
+        except CodegenError:
+            raise HeaderError(f"--miopen-version: expected X.Y.Z (three numbers); got {version!r}") from None
     installed = detect_version(header, target)
-    if installed is not None and installed != version:
-        raise HeaderError(f"--miopen-version {version} disagrees with {header.parent / str(target.version_header)}"
+    if installed is not None and installed != release_version:
+        raise HeaderError(f"--miopen-version {release_version} disagrees with {header.parent / str(target.version_header)}"
                           f", which says {installed}; leave the option out or fix it")
     items = one_pass_beta(header, text, opts, target) if opts.beta else None
     pch_text = text if opts.preamble else None
@@ -76,8 +77,8 @@ def parse_header(
         schema_version=SCHEMA_VERSION,
         generator_version=GENERATOR_VERSION,
         target=target.name,
-        version=version,
-        release=release or load_records(target.path.parent).get(version, ReleaseRecord()).shipped_in or None,
+        version=release_version,
+        release=release or load_records(target.path.parent).get(release_version, ReleaseRecord()).shipped_in or None,
         header=HeaderInfo(name=header.name, sha256=sha256(data).hexdigest()),
         parse=ParseInfo(language=opts.language, beta=opts.beta, defines=defines),
         handles=tuple(items["handles"]),

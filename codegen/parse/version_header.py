@@ -10,7 +10,7 @@ from ..spec.releases import Version
 from ..spec.target import Target
 
 
-def read_version_header(header: Path, target: Target) -> tuple[Path | None, str | None, str | None]:
+def read_version_header(header: Path, target: Target) -> tuple[Path | None, Version | None, str | None]:
     """The target's version header installed beside `header`: (its path or None, the version it declares
     or None, why it declares none or None)."""
     if not target.version_header or len(target.version_macros) != 3:
@@ -31,15 +31,15 @@ def read_version_header(header: Path, target: Target) -> tuple[Path | None, str 
         if not value.isdigit() or len(value) > 6:
             return vh, None, f"{macro} is {value[:20]!r}, not a version number"
         values.append(value)
-    return vh, str(Version.parse(".".join(values))), None
+    return vh, Version.parse(".".join(values)), None
 
 
-def detect_version(header: Path, target: Target) -> str | None:
+def detect_version(header: Path, target: Target) -> Version | None:
     """The version from the target's version header installed beside the header, if it declares one."""
     return read_version_header(header, target)[1]
 
 
-def header_version(header: Path, target: Target) -> str:
+def header_version(header: Path, target: Target) -> Version:
     """The version the header's version.h declares, or a HeaderError saying why there is none."""
     vh, version, problem = read_version_header(header, target)
     if version is not None:

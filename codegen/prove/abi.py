@@ -22,7 +22,7 @@ from ..spec.target import Target
 @dataclass
 class Report:
     library: str
-    version: str
+    version: Version
     layout_checked: int
     layout_problems: list[str]
     calls: list[CallResult]
@@ -62,7 +62,7 @@ def check(spec: Spec, ann_path: Path, header: Path, target: Target, workdir: Pat
     ann = load_annotations(ann_path)
     sem = resolve(spec, ann, prefix=target.function_prefix)
     pl = plan(spec, sem, target, "# abi-check build")
-    pkg_name = f"miogen_abi_{Version.parse(spec.version).module}_{id(workdir) & 0xffff:x}"
+    pkg_name = f"miogen_abi_{spec.version.module}_{id(workdir) & 0xffff:x}"
     write_tree(render(pl), workdir / pkg_name)
     banner = f"miogen abi-check of {target.display_name} {spec.version}"
     probe = compile_cpp(probe_source(spec, header.resolve(), banner), workdir / "probe", target, False, includes,

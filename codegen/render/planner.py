@@ -210,9 +210,8 @@ class _Planner:
                 dpy = py_names[desc.name]
                 checks.append(f"_s.check_described({py}, \"{py}\", _fn, _extent_{q_handle}, {dpy})")
                 notes.append(f"the bytes {dpy} spans")
-        for size_name in self.sem.sizes.get(p.name, ()):
-            size = next((s for s in fs.params if s.name == size_name and isinstance(s.form, forms.Value)
-                         and s.type.kind == "int" and s.type.depth == 0), None)
+        for size_name in self.sem.sizes.get(p.name, ()):  # by-value integers where passed (resolve's gate)
+            size = next((s for s in fs.params if s.name == size_name), None)
             if size is not None:
                 spy = py_names[size.name]
                 checks.append(f"_s.check_sized({py}, \"{py}\", _fn, {spy}, \"{spy}\")")

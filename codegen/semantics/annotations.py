@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from ..base.errors import CodegenError
 from ..spec import model, validate
@@ -70,8 +70,8 @@ class ParamNote(FormNotes):
     count: str | None = None  # an output receiving how many elements were filled
     unsized: bool | None = None  # an input array whose length MIOpen derives itself (no length argument)
     nullable: bool | None = None
-    since: str | None = None  # first release where the function has this parameter
-    until: str | None = None  # last release where it has it
+    since: Version | None = None  # first release where the function has this parameter
+    until: Version | None = None  # last release where it has it
     why: str | None = None
 
 
@@ -80,8 +80,8 @@ class Variant:
     """Parameter annotations for some releases only (their implementation differs): merged over `params`,
     key by key, for the releases from `since` to `until`."""
 
-    since: str | None = None
-    until: str | None = None
+    since: Version | None = None
+    until: Version | None = None
     params: dict[str, ParamNote] = field(default_factory=dict)
     why: str | None = None
 
@@ -91,8 +91,8 @@ class FunctionNote:
     """A function's notes: its parameters', the releases declaring it, its variants."""
 
     params: dict[str, ParamNote] = field(default_factory=dict)
-    since: str | None = None  # first release declaring the function
-    until: str | None = None  # last release declaring it
+    since: Version | None = None  # first release declaring the function
+    until: Version | None = None  # last release declaring it
     variants: tuple[Variant, ...] = ()
     why: str | None = None
 
@@ -104,8 +104,8 @@ class Ownership:
     create: tuple[str, ...] = ()
     destroy: str | None = None
     owner: str | None = None  # destroyed together with this other handle type
-    since: str | None = None  # first release declaring the handle type
-    until: str | None = None  # last release declaring it
+    since: Version | None = None  # first release declaring the handle type
+    until: Version | None = None  # last release declaring it
     why: str | None = None
 
 
@@ -162,8 +162,8 @@ class RecordNote:
     """A record's notes: its fields' and the releases declaring it."""
 
     fields: dict[str, FieldNote] = field(default_factory=dict)
-    since: str | None = None  # first release declaring the record
-    until: str | None = None
+    since: Version | None = None  # first release declaring the record
+    until: Version | None = None
     why: str | None = None
 
 
@@ -202,15 +202,16 @@ def load_annotations(path: Path) -> Annotations:
     return ann
 
 
-def note_version(v: str) -> Version:
-    try:
-        return Version.parse(v)
-    except CodegenError:
-        raise CodegenError(f"annotations: since/until must be versions like 3.2.0; got {v!r}") from None
+class Ranged(Protocol):
+    """Something annotated for a range of releases: `since` the first, `until` the last (None: unbounded)."""
+
+    @property
+    def since(self) -> Version | None: ...
+
+    @property
+    def until(self) -> Version | None: ...
 
 
-def in_range(version: str, note: FunctionNote | Ownership | ParamNote | RecordNote | Variant) -> bool:
-    v = note_version(version)
-    if note.since and v < note_version(note.since):
-        return False
-    return not (note.until and v > note_version(note.until))
+def in_range(version: Version, note: Ranged) -> bool:
+    """Whether `version` is in the note's since/until range (both ends included)."""
+    return not (note.since and version < note.since) and not (note.until and version > note.until)

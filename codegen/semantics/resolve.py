@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from ..base.errors import NamingError, SpecError
 from ..spec import model, validate
+from ..spec.releases import Version
 from ..spec.rules import Violation
 from . import annotation_forms, forms, naming
 from .annotations import (Annotations, ElementQuery, ExtentQuery, FunctionNote, ParamNote,
@@ -125,8 +126,9 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     records, functions = _resolve_records(spec, ann, functions, problems)
     extents = _resolve_calls(spec, ann.rules.extent_queries, "rules.extent_queries", functions, problems,
                              partial(_extent_query_problem, tables))
+    sizes = _resolve_sizes(ann, functions, problems)
     result = Semantics(functions=functions, handles=handles, records=records, tables=tables, queries=queries,
-                       extents=extents, sizes=dict(ann.rules.buffer_sizes))
+                       extents=extents, sizes=sizes)
     naming_problems = naming.check_names(spec, prefix, result, target)
     if naming_problems:
         raise NamingError(f"{spec.target} {spec.version}: {len(naming_problems)} Python naming problem(s):\n  "
@@ -140,7 +142,7 @@ def resolve(spec: model.Spec, ann: Annotations, *, strict: bool = True, prefix: 
     return result
 
 
-def _merged_params(note: FunctionNote, version: str) -> dict[str, ParamNote]:
+def _merged_params(note: FunctionNote, version: Version) -> dict[str, ParamNote]:
     """The parameter annotations for `version`: `params`, with the variants whose range includes it on top."""
     params = dict(note.params)
     for variant in note.variants:
@@ -153,7 +155,7 @@ def _merged_params(note: FunctionNote, version: str) -> dict[str, ParamNote]:
     return params
 
 
-def _resolve_function(f: model.Function, ann: Annotations, version: str
+def _resolve_function(f: model.Function, ann: Annotations, version: Version
                       ) -> tuple[FunctionSem, list[str], list[OpenParam]]:
     note = ann.functions.get(f.name, FunctionNote())
     if note.variants:
@@ -322,6 +324,30 @@ def _extent_query_problem(tables: dict[str, TableSem], hname: str, q: ExtentQuer
     if wrong or sum(isinstance(p.form, forms.ByValue) and p.type.name == hname for p in fs.params) != 1:
         return f"{q.call} must take one {hname} by value and give {q.type}, {q.dims} and {q.strides} as outputs"
     return None
+
+
+def _resolve_sizes(ann: Annotations, functions: dict[str, FunctionSem], problems: list[str]
+                   ) -> dict[str, tuple[str, ...]]:
+    """The buffer sizes of this release: per device buffer some function takes, the byte counts a function passes
+    beside it, each a by-value integer (a buffer no function of the release takes, or a count none passes with it,
+    is of other releases: dropped)."""
+    out: dict[str, tuple[str, ...]] = {}
+    for buffer, counts in sorted(ann.rules.buffer_sizes.items()):
+        passed: dict[str, bool] = {}  # count -> whether every function passing it beside the buffer passes an integer
+        for fs in functions.values():
+            if not any(p.name == buffer and isinstance(p.form, forms.Buffer) for p in fs.params):
+                continue
+            for p in fs.params:
+                if p.name in counts:
+                    ok = isinstance(p.form, forms.Value) and p.type.kind == "int" and p.type.depth == 0
+                    if not ok:
+                        problems.append(f"rules.buffer_sizes.{buffer}: {fs.name}.{p.name} is passed beside {buffer} "
+                                        f"but is no by-value integer (a byte count)")
+                    passed[p.name] = passed.get(p.name, True) and ok
+        kept = tuple(c for c in counts if passed.get(c))
+        if kept:
+            out[buffer] = kept
+    return out
 
 
 def _enum_of(fs: FunctionSem, p: ParamSem, queries: dict[str, ElementQuery],

@@ -111,7 +111,7 @@ class Semantics:
     tables: dict[str, TableSem] = field(default_factory=dict)
     queries: dict[str, ElementQuery] = field(default_factory=dict)  # handle type -> query (in this release)
     extents: dict[str, ExtentQuery] = field(default_factory=dict)  # handle type -> extent query (in this release)
-    sizes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rules.buffer_sizes
+    sizes: dict[str, tuple[str, ...]] = field(default_factory=dict)  # rules.buffer_sizes (in this release)
 
 
 def is_host_scalar(p: ParamSem) -> bool:

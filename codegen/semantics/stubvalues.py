@@ -11,7 +11,6 @@ from typing import TYPE_CHECKING
 
 from ..spec.ctypes_map import INT_BITS
 from ..spec.model import Spec
-from ..spec.releases import Version
 
 if TYPE_CHECKING:
     from .resolved import Semantics
@@ -81,8 +80,7 @@ def fixed_outputs(spec: Spec, version_getter: str | None) -> dict[tuple[str, str
     if not version_getter or not any(f.name == version_getter for f in spec.functions):
         return {}
     outs = [p.name or f"arg{i}" for i, p in enumerate(spec.function(version_getter).params)]
-    parts = list(Version.parse(spec.version))
-    return {(version_getter, n): v for n, v in zip(outs, parts)}
+    return {(version_getter, n): v for n, v in zip(outs, spec.version)}
 
 
 def length_sources(sem: Semantics) -> set[tuple[str, str]]:

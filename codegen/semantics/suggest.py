@@ -7,7 +7,8 @@ from dataclasses import dataclass
 
 from ..base.errors import CodegenError
 from ..spec import model
-from .annotations import Annotations, note_version
+from ..spec.releases import Version
+from .annotations import Annotations
 
 @dataclass(frozen=True)
 class OpenParam:
@@ -44,7 +45,8 @@ _CHOICES = {
 }
 
 
-def _range_of(name: str, releases: list[tuple[str, set[str]]]) -> tuple[str | None, str | None, list[str]]:
+def _range_of(name: str, releases: list[tuple[Version, set[str]]]
+              ) -> tuple[Version | None, Version | None, list[Version]]:
     """since/until for something present in some of `releases` (oldest first): (since or None when the
     oldest has it, until or None when the newest has it, releases inside that range lacking it)."""
     present = [v for v, names in releases if name in names]
@@ -62,7 +64,7 @@ def suggestion(open_params: tuple[OpenParam, ...], ann: Annotations, specs: list
     some releases declare gets since:/until:. Values left to decide read `...`, with the choices."""
     if not open_params:
         return ""
-    ordered = sorted(specs, key=lambda sp: note_version(sp.version))
+    ordered = sorted(specs, key=lambda sp: sp.version)
     fn_releases = [(sp.version, {f.name for f in sp.functions}) for sp in ordered]
     by_fn: dict[str, list[OpenParam]] = {}
     for op in open_params:
@@ -70,7 +72,7 @@ def suggestion(open_params: tuple[OpenParam, ...], ann: Annotations, specs: list
             by_fn.setdefault(op.function, []).append(op)
     path = f"specs/{ordered[-1].target}/annotations.yaml"
     lines = [f"add to {path}, under `functions:` (replace each `...`; valid for "
-             f"{'releases ' if len(fn_releases) > 1 else 'release '}{', '.join(v for v, _ in fn_releases)}):"]
+             f"{'releases ' if len(fn_releases) > 1 else 'release '}{', '.join(str(v) for v, _ in fn_releases)}):"]
     notes: list[str] = []
     for fname in sorted(by_fn):
         existing = ann.functions.get(fname)
@@ -82,7 +84,7 @@ def suggestion(open_params: tuple[OpenParam, ...], ann: Annotations, specs: list
             if until:
                 lines.append(f"    until: {until}")
             if gaps:
-                notes.append(f"{fname} is absent from {', '.join(gaps)} inside its since/until range; since/until "
+                notes.append(f"{fname} is absent from {', '.join(map(str, gaps))} inside its since/until range; since/until "
                              f"cannot leave a gap, so the gate will report those releases")
         lines.append("    params:")
         with_fn = [(sp.version, {str(p.name) for p in sp.function(fname).params})
@@ -94,6 +96,6 @@ def suggestion(open_params: tuple[OpenParam, ...], ann: Annotations, specs: list
             scope = "".join(f", {k}: {v}" for k, v in (("since", psince), ("until", puntil)) if v)
             lines.append(f"      {op.param}: {{{keys}{scope}, why: ...}}  # {op.c}: {choices}")
             if pgaps:
-                notes.append(f"{fname}.{op.param} is absent from {', '.join(pgaps)} inside its since/until range")
+                notes.append(f"{fname}.{op.param} is absent from {', '.join(map(str, pgaps))} inside its since/until range")
     lines += [f"note: {n}" for n in notes]
     return "\n".join(lines)

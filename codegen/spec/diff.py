@@ -17,7 +17,7 @@ from typing import Any
 from ..base.errors import CodegenError
 from .model import CType, Enum, Function, Record, Spec
 from .records import ReleaseRecord
-from .releases import by_version
+from .releases import Version, by_version
 from .target import target_for
 
 
@@ -31,8 +31,8 @@ class Change:
 
 @dataclass(frozen=True)
 class Diff:
-    old: str
-    new: str
+    old: Version
+    new: Version
     changes: tuple[Change, ...]
     library: str  # the target's display name (e.g. MIOpen), for headings
 
@@ -254,14 +254,14 @@ def to_markdown(d: Diff, heading: str = "##") -> str:
 
 
 def to_json(d: Diff) -> str:
-    return json.dumps({"old": d.old, "new": d.new, "breaking": len(d.breaking),
+    return json.dumps({"old": str(d.old), "new": str(d.new), "breaking": len(d.breaking),
                        "changes": [asdict(c) for c in d.changes]}, indent=2) + "\n"
 
 
 def coverage(specs: list[Spec]) -> str:
     """Markdown table: functions per group per release."""
     groups = sorted({f.group or "(none)" for s in specs for f in s.functions}, key=str.lower)
-    head = "| group | " + " | ".join(s.version for s in specs) + " |"
+    head = "| group | " + " | ".join(str(s.version) for s in specs) + " |"
     lines = [head, "|---|" + "---|" * len(specs)]
     for g in groups:
         counts = [sum(1 for f in s.functions if (f.group or "(none)") == g) for s in specs]
@@ -270,13 +270,13 @@ def coverage(specs: list[Spec]) -> str:
     return "\n".join(lines)
 
 
-def releases_table(specs: list[Spec], records: Mapping[str, ReleaseRecord]) -> str:
+def releases_table(specs: list[Spec], records: Mapping[Version, ReleaseRecord]) -> str:
     """One row per release: where it shipped, its functions (outside the beta API), and its record's proofs."""
     rows = ["| release | shipped in | functions (stable) | real header | ABI check of that header | real library |",
             "|---|---|---|---|---|---|"]
     for s in specs:
         r = records.get(s.version, ReleaseRecord())
-        cells = [s.version, s.release or r.shipped_in, f"{len(s.functions)} ({sum(not f.beta for f in s.functions)})",
+        cells = [str(s.version), s.release or r.shipped_in, f"{len(s.functions)} ({sum(not f.beta for f in s.functions)})",
                  r.header, r.abi, r.library]
         rows.append("| " + " | ".join(c.replace("|", "\\|") or "—" for c in cells) + " |")
     return "\n".join(rows)

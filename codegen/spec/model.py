@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from .releases import Version
+
 SCHEMA_VERSION = 1
 
 #: Kind of the innermost (named) type of a C type.
@@ -222,7 +224,7 @@ class Spec:
     schema_version: int
     generator_version: str
     target: str
-    version: str
+    version: Version  # the release, X.Y.Z in the YAML
     release: str | None
     header: HeaderInfo
     parse: ParseInfo

@@ -41,37 +41,36 @@ class ReleaseRecord:
 class ReleaseRecords:
     """The records file: release (X.Y.Z) -> its record."""
 
-    releases: dict[str, ReleaseRecord] = field(default_factory=dict)
+    releases: dict[Version, ReleaseRecord] = field(default_factory=dict)
 
 
 def records_path(spec_dir: Path) -> Path:
     return spec_dir / RECORDS_FILE
 
 
-def load_records(spec_dir: Path | None) -> dict[str, ReleaseRecord]:
+def load_records(spec_dir: Path | None) -> dict[Version, ReleaseRecord]:
     """The records of a spec directory (none where it has no records file), oldest release first."""
     if spec_dir is None:
         return {}
     path = records_path(spec_dir)
     if not path.exists():
         return {}
-    records = load_as(ReleaseRecords, path).releases  # its keys are versions (codegen/spec/rules.py)
-    return dict(sorted(records.items(), key=lambda kv: Version.parse(kv[0])))
+    return dict(sorted(load_as(ReleaseRecords, path).releases.items(), key=lambda kv: kv[0]))
 
 
-def dumps_records(records: dict[str, ReleaseRecord]) -> str:
+def dumps_records(records: dict[Version, ReleaseRecord]) -> str:
     """The records file's text: the releases oldest first, every field on one line (JSON-quoted: valid YAML)."""
     import json
 
     lines = [_HEAD, "releases:"]
-    for version, rec in sorted(records.items(), key=lambda kv: Version.parse(kv[0])):
+    for version, rec in sorted(records.items(), key=lambda kv: kv[0]):
         lines.append(f"  {version}:")
         lines += [f"    {name}: {json.dumps(value, ensure_ascii=False)}"
                   for name, value in rec.__dict__.items() if value]
     return "\n".join(lines) + "\n"
 
 
-def add_record(spec_dir: Path, version: str, record: ReleaseRecord) -> Path:
+def add_record(spec_dir: Path, version: Version, record: ReleaseRecord) -> Path:
     """Write `version`'s record into the spec directory's records file (replacing one it had)."""
     records = {**load_records(spec_dir), version: record}
     path = records_path(spec_dir)

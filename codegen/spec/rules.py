@@ -11,7 +11,8 @@ Every string that reaches generated code (Python or C++) is one of:
 
 `RULES` maps each string field of every dataclass read from YAML (`(class name, field)`, and
 `(class name, field, "key")` for mapping keys) to its rule; `tests/codegen/test_validate.py` fails when a
-string field has no rule. `spec_io` applies the rules while converting YAML (errors name the file,
+string field has no rule. A field typed `Version` (a release, and the `since:`/`until:` of a range) needs no
+entry: it is read as `VERSION` allows and held as a `releases.Version`. `spec_io` applies the rules while converting YAML (errors name the file,
 line and YAML path); `check_model` applies them to objects built in memory (the parser, and
 `resolve.resolve` before anything is rendered); `check_spec` adds what needs the whole spec
 (declared types, unique names, enum ranges, canonical default arguments). The Python names the
@@ -273,7 +274,6 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("ParseInfo", "defines"): DEFINE,
     ("Spec", "generator_version"): VERSION,
     ("Spec", "target"): TARGET_NAME,
-    ("Spec", "version"): VERSION,
     ("Spec", "release"): LABEL,
     # annotations (codegen/semantics/annotations.py)
     ("LengthCall", "call"): API_NAME,
@@ -282,8 +282,6 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("LengthCall", "args"): C_NAME,
     ("ParamNote", "length"): C_NAME,
     ("ParamNote", "count"): C_NAME,
-    ("ParamNote", "since"): VERSION,
-    ("ParamNote", "until"): VERSION,
     ("ParamNote", "why"): TEXT,
     ("ParamNote", "null_means"): TEXT,
     ("ParamNote", "element_of"): C_NAME,
@@ -297,22 +295,14 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("FieldNote", "null_means"): TEXT,
     ("FieldNote", "why"): TEXT,
     ("RecordNote", "fields", "key"): FIELD_NAME,
-    ("RecordNote", "since"): VERSION,
-    ("RecordNote", "until"): VERSION,
     ("RecordNote", "why"): TEXT,
     ("FunctionNote", "params", "key"): C_NAME,
-    ("FunctionNote", "since"): VERSION,
-    ("FunctionNote", "until"): VERSION,
     ("FunctionNote", "why"): TEXT,
-    ("Variant", "since"): VERSION,
-    ("Variant", "until"): VERSION,
     ("Variant", "why"): TEXT,
     ("Variant", "params", "key"): C_NAME,
     ("Ownership", "create"): API_NAME,
     ("Ownership", "destroy"): API_NAME,
     ("Ownership", "owner"): API_NAME,
-    ("Ownership", "since"): VERSION,
-    ("Ownership", "until"): VERSION,
     ("Ownership", "why"): TEXT,
     ("Rules", "count_names"): C_NAME,
     ("Rules", "nullable_buffers"): C_NAME,
@@ -334,10 +324,7 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Annotations", "records", "key"): API_NAME,
     # target facts (codegen/spec/target.py)
     ("ExportedFunction", "declaration"): TEXT,
-    ("ExportedFunction", "since"): VERSION,
-    ("ExportedFunction", "until"): VERSION,
     ("ExportedFunction", "source"): TEXT,
-    ("ReleaseRecords", "releases", "key"): VERSION,
     ("ReleaseRecord", "shipped_in"): LABEL,
     ("ReleaseRecord", "header"): TEXT,
     ("ReleaseRecord", "abi"): TEXT,
@@ -346,7 +333,6 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("DiagnosticHint", "hint"): TEXT,
     ("StatusException", "name"): PY_CLASS,
     ("StatusException", "also"): PY_CLASS,
-    ("StatusException", "since"): VERSION,
     ("Target", "name"): TARGET_NAME,
     ("Target", "display_name"): DISPLAY,
     ("Target", "header"): FILE_NAME,
@@ -366,8 +352,6 @@ RULES: dict[tuple[str, ...], Rule] = {
     ("Target", "error_suffix"): TEXT,
     ("Target", "host_scalar_names"): C_NAME,
     ("Target", "setter_verbs"): NAME_WORD,
-    ("Target", "releases", "key"): VERSION,
-    ("Target", "releases"): LABEL,
     ("Target", "error_base"): PY_CLASS,
     ("Target", "status_exceptions", "key"): ENUM_MEMBER,
     ("Target", "status_warnings"): ENUM_MEMBER,

@@ -19,6 +19,7 @@ from ..base import cache
 from . import model, rules, validate, yamlread, yamlwrite
 from ..base.digest import sha256
 from ..base.errors import SpecError
+from .releases import Version
 
 T = TypeVar("T")
 
@@ -185,6 +186,16 @@ def _build_converter(tp: Any) -> Converter:
             return v
 
         return integer
+    if tp is Version:
+        def version(v: Any) -> Any:  # X.Y.Z in its one spelling (the rule), read once into a Version
+            if type(v) is not str:
+                raise _Invalid(f"expected a version X.Y.Z; got {_typename(v)} {short(v)}")
+            why = rules.VERSION.check(v)
+            if why:
+                raise _Invalid(f"{short(v)}: {why}")
+            return Version.parse(v)
+
+        return version
     if tp is str:
         def string(v: Any) -> Any:
             if type(v) is not str:

@@ -9,6 +9,7 @@ from pathlib import Path
 from . import rules, validate
 from ..base.errors import CodegenError, SpecError
 from .model import Spec
+from .releases import Version
 from .spec_io import load_as
 
 REPO_ROOT = Path(__file__).resolve().parent.parent.parent
@@ -35,7 +36,7 @@ class StatusException:
 
     name: str
     also: str | None = None
-    since: str | None = None  # the first release with this status (older specs lack the constant)
+    since: Version | None = None  # the first release with this status (older specs lack the constant)
 
 
 @dataclass(frozen=True)
@@ -44,8 +45,8 @@ class ExportedFunction:
     the prototype), the first release exporting it and the first one without it (none: still exported)."""
 
     declaration: str
-    since: str
-    until: str | None = None
+    since: Version
+    until: Version | None = None
     source: str = ""
 
 
@@ -110,13 +111,10 @@ class Target:
     #: what the library exports beyond its header: exported.yaml beside target.yaml (read by load_target)
     exported_functions: tuple[ExportedFunction, ...] = ()
 
-    def exported(self, version: str) -> tuple[ExportedFunction, ...]:
+    def exported(self, version: Version) -> tuple[ExportedFunction, ...]:
         """What a library of `version` exports beyond its header (`exported_functions`)."""
-        from .releases import Version
-
-        v = Version.parse(version)
         return tuple(f for f in self.exported_functions
-                     if Version.parse(f.since) <= v and (f.until is None or v < Version.parse(f.until)))
+                     if f.since <= version and (f.until is None or version < f.until))
 
     @property
     def shim_dir(self) -> Path:
@@ -182,11 +180,9 @@ def check_target(spec: Spec, target: Target) -> None:
     if values.get(target.success_constant) != 0:
         raise CodegenError(f"{where}: success_constant: {target.success_constant} must be a {target.status_type} "
                            f"constant of value 0 (the generated status checks test for non-zero)")
-    from .releases import Version
-
     def newer(key: str) -> bool:
         since = target.status_exceptions[key].since if key in target.status_exceptions else None
-        return since is not None and Version.parse(since) > Version.parse(spec.version)
+        return since is not None and since > spec.version
 
     for key in (*target.status_exceptions, *target.status_warnings, *target.status_hints):
         if key not in values and not newer(key):

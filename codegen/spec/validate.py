@@ -17,7 +17,9 @@ from typing import Any
 
 from . import literals, reserved
 from .ctypes_map import FLOAT_CTYPES, INT_BITS, int_range
-from .rules import MAX_ARRAY, MAX_POINTER_DEPTH, MAX_RECORD_SIZE, RULES, Rule, Violation, c_name_problem, key_part, short
+from .releases import Version
+from .rules import (MAX_ARRAY, MAX_POINTER_DEPTH, MAX_RECORD_SIZE, RULES, VERSION, Rule, Violation, c_name_problem,
+                    key_part, short)
 
 
 FieldCheck = Callable[[Any], None]
@@ -32,8 +34,16 @@ def _contains_str(tp: Any) -> bool:
 _PASSED_MAX = 100_000  # strings remembered per rule check
 
 
+def _check_version(v: Any) -> None:
+    if not isinstance(v, Version) or VERSION.check(str(v)):
+        raise Violation(f"expected a version X.Y.Z (a Version); got {short(v)}")
+
+
 def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> FieldCheck | None:
-    """A check of a converted value of type `tp` whose strings follow `rule` (keys: `key_rule`)."""
+    """A check of a converted value of type `tp` whose strings follow `rule` (keys: `key_rule`); a `Version` is
+    checked whatever the rules (its numbers: `rules.VERSION`)."""
+    if tp is Version:
+        return _check_version
     origin = typing.get_origin(tp)
     if tp is str:
         if rule is None:
@@ -100,7 +110,7 @@ def field_check(cls: type, name: str, tp: Any) -> FieldCheck | None:
     if key not in _FIELD_CHECKS:
         rule = RULES.get((cls.__name__, name))
         key_rule = RULES.get((cls.__name__, name, "key"))
-        _FIELD_CHECKS[key] = _strings(tp, rule, key_rule) if (rule or key_rule) else None
+        _FIELD_CHECKS[key] = _strings(tp, rule, key_rule)
     return _FIELD_CHECKS[key]
 
 
@@ -152,7 +162,7 @@ _VALID_MAX = 200_000
 _FIELDS: dict[type, list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]] = {}
 #: per class: whether its objects can never change (frozen, and nothing mutable inside by its type hints)
 _IMMUTABLE: dict[type, bool] = {}
-_IMMUTABLE_LEAVES = (str, int, float, bool, type(None))
+_IMMUTABLE_LEAVES = (str, int, float, bool, type(None), Version)
 
 
 def _immutable_hint(tp: Any) -> bool:

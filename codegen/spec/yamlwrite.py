@@ -20,6 +20,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from .releases import Version
+
 #: per field: (attribute, key, default or MISSING, omit when default, flow, flow items); None: not a mapping
 Plan = Callable[[type], "list[tuple[str, str, Any, bool, bool, bool]] | None"]
 
@@ -86,6 +88,8 @@ def _new_scalar(value: Any) -> str:
         return "true" if value else "false"
     if type(value) is int:
         return str(value)
+    if type(value) is Version:  # a release: written X.Y.Z
+        value = str(value)
     if type(value) is not str:
         raise _Declined
     if value == "":
@@ -254,7 +258,7 @@ class _Writer:
             out.append(done)
 
 
-_SCALAR_TYPES = (str, int, bool)
+_SCALAR_TYPES = (str, int, bool, Version)
 
 
 def _key(k: Any) -> str:
@@ -320,7 +324,7 @@ def through_libyaml(obj: Any, plan: Plan) -> str:
                 out.append(scalar(key))
                 events(value, flow or field_flow, out, items)
             out.append(yaml.MappingEndEvent())
-        elif isinstance(obj, tuple):
+        elif isinstance(obj, tuple) and type(obj) is not Version:
             out.append(yaml.SequenceStartEvent(None, None, True, flow_style=flow))
             for v in obj:
                 events(v, flow or item_flow, out)

@@ -145,15 +145,16 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
             f"{where} has no {VERSION_GETTER}, so its release is unknown (older than every supported one?); "
             f"these bindings support {LIB_NAME} {supported}")
     v = str(Version(*version))
-    same = sorted((r for r in RELEASES if Version.parse(r)[:2] == version[:2]),
-                  key=lambda r: (Version.parse(r) != version, abs(Version.parse(r)[2] - version[2]), -Version.parse(r)[2]))
+    committed = {r: Version.parse(r) for r in RELEASES}  # each release read once
+    same = sorted((r for r, c in committed.items() if c[:2] == version[:2]),
+                  key=lambda r: (committed[r] != version, abs(committed[r][2] - version[2]), -committed[r][2]))
     if same and (exports is None or policy == "off"):
-        notes = [] if Version.parse(same[0]) == version or policy == "off" else [
+        notes = [] if committed[same[0]] == version or policy == "off" else [
             f"{where} is {LIB_NAME} {v}; bound to the bindings of {same[0]} (another patch release)"]
         return same[0], notes
     if same and exports is not None:
         return _select_patch(version, same, exports, where)
-    older = [r for r in RELEASES if Version.parse(r) < version]
+    older = [r for r, c in committed.items() if c < version]
     if policy == "strict" or not older:
         if policy == "off":
             return (older or RELEASES)[-1 if older else 0], []
@@ -161,7 +162,7 @@ def select_release(version: tuple[int, int, int] | None, policy: str = "compatib
                else "it is older than every supported release")
         raise VersionError(f"{where} is {LIB_NAME} {v}: {why}; these bindings support {LIB_NAME} {supported}")
     release = older[-1]
-    newer = [r for r in RELEASES if Version.parse(r) > version]
+    newer = [r for r, c in committed.items() if c > version]
     where_it_is = f"between {release} and {newer[0]}" if newer else f"newer than every committed release ({release})"
     notes = [] if policy == "off" else [
         f"{where} is {LIB_NAME} {v}, {where_it_is}: bound to the bindings of {release}; functions and enum values "
@@ -178,18 +179,19 @@ def _select_patch(version: tuple[int, int, int], same: list[str], exports: Calla
     common = frozenset.intersection(*(stable[r] for r in same))
     lacking = sorted(n for n in common if _first(n) <= version and not exports(n))
     if lacking:
-        minor = ".".join(v.split(".")[:2])
+        minor = f"{version[0]}.{version[1]}"
         raise VersionError(
             f"{where} reports {LIB_NAME} {v}, but it lacks {len(lacking)} function(s) that every committed "
             f"{LIB_NAME} {minor} release ({', '.join(same)}) has (e.g. {', '.join(lacking[:4])}): is the "
             f"version or the library wrong? Nothing was bound")
     release = next((r for r in same if all(exports(n) for n in stable[r])), same[0])
     missing = sorted(n for n in stable[release] if not exports(n))
-    if Version.parse(release) == version and not missing:
+    exact = Version.parse(release) == version
+    if exact and not missing:
         return release, []
     unbound = sorted(n for r in same if r != release for n in _functions(r) - _functions(release) if exports(n))
     note = f"{where} is {LIB_NAME} {v}; bound to the bindings of {release}"
-    note += " (another patch release)" if Version.parse(release) != version else ""
+    note += "" if exact else " (another patch release)"
     if missing:
         note += (f"; it lacks {len(missing)} function(s) of {release}, which raise MissingSymbolError "
                  f"(e.g. {', '.join(missing[:4])})")

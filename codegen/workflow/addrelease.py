@@ -17,6 +17,7 @@ from .. import GENERATOR_VERSION
 from ..base.digest import sha256
 from ..base.errors import CodegenError
 from ..render.plans import HandlePlan
+from ..spec.releases import Version
 
 
 def releases_root(target: str) -> Path:
@@ -35,7 +36,7 @@ def add_release(args: argparse.Namespace) -> int:
     from ..parse.headers import ParseOptions
     from ..parse.parser import parse_header
     from ..render.planner import plan
-    from ..spec.releases import Releases, Version
+    from ..spec.releases import Releases
     from ..render.package import banner, render, support_digest
     from ..spec.spec_io import dumps, load
     from ..spec.target import TARGETS_DIR, target_for
@@ -50,7 +51,7 @@ def add_release(args: argparse.Namespace) -> int:
     spec = parse_header(args.header, target, ParseOptions(includes=tuple(args.includes), defines=tuple(args.defines),
                                                           beta=True, shims=not args.no_shims),
                         args.miopen_version, args.rocm_release)
-    version = Version.parse(spec.version)
+    version = spec.version
     if version in shipped.paths:
         print(f"{target.display_name} {version} is a committed release of this miogen: `import miopen` binds its own "
               f"bindings; nothing to add")
@@ -73,7 +74,7 @@ def add_release(args: argparse.Namespace) -> int:
     text = dumps(spec)
     info = banner(f"{version}.yaml", sha256(text.encode()).hexdigest(), sha256(ann_path.read_bytes()).hexdigest())
     p = plan(spec, sem, target, info, added)
-    _check_handles(p.handles, target.display_name, str(version))
+    _check_handles(p.handles, target.display_name, version)
     module = version.module
     files = {name.partition("/")[2]: body for name, body in render(p).items() if name.startswith(module + "/")}
     files["release.json"] = json.dumps({
@@ -89,7 +90,7 @@ def add_release(args: argparse.Namespace) -> int:
     return 0
 
 
-def _check_handles(handles: Sequence[HandlePlan], lib: str, version: str) -> None:
+def _check_handles(handles: Sequence[HandlePlan], lib: str, version: Version) -> None:
     """Every handle class the release uses must exist in the installed package's shared handle module."""
     import importlib.util
 

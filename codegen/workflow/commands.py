@@ -146,7 +146,6 @@ def check(args: argparse.Namespace) -> int:
     from ..semantics.suggest import AnnotationGateError
     from ..semantics.annotations import load_annotations
     from ..semantics.resolve import resolve
-    from ..spec.releases import Version
     from ..spec.spec_io import load
     from ..spec.target import target_for
 
@@ -173,8 +172,8 @@ def check(args: argparse.Namespace) -> int:
                 f"{len(spec.enums)} enums, {len(spec.records)} structs, {len(spec.handles)} handles"
             )
     if args.summary and not failed:
-        versions = sorted((s.version for s in specs), key=Version.parse)
-        print(f"check: {len(specs)} spec(s) valid ({', '.join(versions)})"
+        versions = sorted(s.version for s in specs)
+        print(f"check: {len(specs)} spec(s) valid ({', '.join(map(str, versions))})"
               + (", annotation gate passed" if ann is not None else ""))
     return 2 if failed else 0
 

@@ -19,6 +19,7 @@ from typing import IO, TYPE_CHECKING
 from ..base.errors import CodegenError
 from ..base.files import Interrupted
 from ..spec.model import Spec
+from ..spec.releases import Version
 from ..spec.target import Target
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     from ..parse.headers import ParseOptions
     from ..parse.parser import parse_header
     from ..spec.records import ReleaseRecord, add_record, load_records, records_path
-    from ..spec.releases import Releases, Version
+    from ..spec.releases import Releases
     from ..spec.spec_io import dumps_for, load
     from ..spec.target import load_target, target_for
     from .transaction import Snapshot
@@ -85,8 +86,8 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     started = time.perf_counter()
     history = Releases.of(args.specs)
     pin_file = history.pin_file
-    pinned_version = str(history.pinned())
-    committed = {str(v): p for v, p in history.paths.items()}
+    pinned_version = history.pinned()
+    committed = history.paths
     pinned = load(committed[pinned_version])
     target = load_target(args.target) if args.target else target_for(pinned.target)
     with phases.phase("parse", f"parsing {args.header}"):
@@ -94,15 +95,14 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
                                                               beta=True, shims=not args.no_shims),
                             args.miopen_version, args.rocm_release)
     version = spec.version
-    oldest = min(committed, key=Version.parse)
-    if Version.parse(version) < Version.parse(oldest):
+    oldest = min(committed)
+    if version < oldest:
         raise CodegenError(
             f"{args.header} is {target.display_name} {version}, older than every committed release (the oldest is "
             f"{oldest}): an upgrade adds a newer release or one between two committed ones. To support an older "
             f"one on purpose: make specs HEADER={args.header} MIOPEN_VERSION={version}, then make generate")
     # the committed release it is compared with: the newest older one (the pinned one for a newer release)
-    base_version = max((v for v in committed if Version.parse(v) < Version.parse(version)), key=Version.parse,
-                       default=pinned_version)
+    base_version = max((v for v in committed if v < version), default=pinned_version)
     if version in committed:
         base_version = version
     base = pinned if base_version == pinned_version else load(committed[base_version])
@@ -114,7 +114,7 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
             f"{committed[version]} already holds {target.display_name} {version} (from a header with another API): an "
             f"upgrade adds a release and replaces none. To re-parse a committed release on purpose: "
             f"make specs HEADER={args.header} MIOPEN_VERSION={version}")
-    newest = Version.parse(version) > Version.parse(pinned_version)  # the pin moves only forward
+    newest = version > pinned_version  # the pin moves only forward
     with phases.phase("diff", f"{target.display_name} {base_version} → {version}"):
         print(to_markdown(diff(base, spec)))
 
@@ -122,7 +122,7 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
     ann_path = args.specs / "annotations.yaml"
     with phases.phase("gate", f"the annotations of {ann_path} on {len(committed) + 1} releases"):
         ann = load_annotations(ann_path)
-        releases = sorted([*(load(p) for v, p in committed.items()), spec], key=lambda sp: Version.parse(sp.version))
+        releases = sorted([*(load(p) for p in committed.values()), spec], key=lambda sp: sp.version)
         failed: list[AnnotationGateError] = []
         for sp in releases:
             try:
@@ -167,7 +167,7 @@ def _upgrade(args: argparse.Namespace, guard: SignalGuard) -> int:
                 shipped_in=spec.release or "", header=_record_text(args, spec.header.sha256), abi=abi,
                 library=old.library))
             if newest:
-                pin_file.write_text(version + "\n", encoding="utf-8")
+                pin_file.write_text(f"{version}\n", encoding="utf-8")
             print(f"wrote {out}; " + (f"pinned {target.display_name} {version} (newest release)" if newest
                                       else f"the pinned newest release stays {pinned_version}"))
         if steps:
@@ -221,7 +221,7 @@ def _abi(spec: Spec, ann_path: Path, args: argparse.Namespace, target: Target) -
         return check(spec, ann_path, args.header, target, Path(tmp), tuple(args.includes))
 
 
-def _log_path(version: str) -> Path:
+def _log_path(version: Version) -> Path:
     """Where the steps' output goes: a new file in the temporary folder, kept when the upgrade fails."""
     import tempfile
 

@@ -62,7 +62,7 @@ def entries(specs: Path = SPECS) -> tuple[list[Entry], list[Version]]:
     prefix = target_for(specs.name).function_prefix
     found: dict[str, Entry] = {}
     for version in reversed(releases.versions):
-        module = importlib.import_module(f"miopen._generated.v{version.major}_{version.minor}_{version.patch}.api")
+        module = importlib.import_module(f"miopen._generated.{version.module}.api")
         for f in spec_io.load(releases.paths[version]).functions:
             py = naming.function_name(f.name, prefix)
             if not hasattr(module, py):

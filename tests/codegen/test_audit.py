@@ -18,7 +18,6 @@ from pathlib import Path
 import pytest
 
 from miogen import audit as A
-from miogen.audit.notes import _in_range
 from miogen.audit import cppsrc
 from miogen.spec import model
 from miogen.semantics.annotations import load_annotations
@@ -28,6 +27,7 @@ from miogen.base.errors import CodegenError
 from miogen.parse.headers import ParseOptions
 from miogen.parse.parser import parse_header
 from miogen.spec.spec_io import dump, load
+from miogen.semantics.annotations import in_range
 
 from ..helpers import REPO, SPECS, check_golden, target
 
@@ -214,6 +214,8 @@ def test_notes_explain_name_forms_add_findings_and_report_stale_ones() -> None:
     ("{check: nullable}", "exactly one of why: or needs:"),
     ("{check: nullable, why: a, impl: b}", "needs where:"),
     ("{check: nothing, why: a}", "expected one of direction"),
+    ("{check: nullable, why: a, since: 3.x.0}", r"notes\.miopenX\.p\[0\]\.since: '3\.x\.0': not a version X\.Y\.Z"),
+    ("{check: nullable, why: a, until: 3.2}", r"notes\.miopenX\.p\[0\]\.until: expected a version X\.Y\.Z; got float"),
 ])
 def test_bad_notes_are_named(tmp_path: Path, note: str, message: str) -> None:
     path = tmp_path / "notes.yaml"
@@ -323,6 +325,6 @@ def test_miopen_idioms_and_notes_load_and_name_real_parameters() -> None:
     for fname, params in notes.notes.items():
         for pname, items in params.items():
             for n in items:
-                hits = [s for s in specs if _in_range(s.version, n.since, n.until)
+                hits = [s for s in specs if in_range(s.version, n)
                         and any(f.name == fname and any(p.name == pname for p in f.params) for f in s.functions)]
                 assert hits, f"audit-notes.yaml: {fname}.{pname} names no parameter of a release in its range"

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from miogen.spec.spec_io import dumps, load
+from miogen.spec.releases import Version
 
 from ..helpers import FIXTURE_HEADER, REPO, fixture_spec
 
@@ -45,7 +46,7 @@ def test_parse_with_defines_and_includes(tmp_path: Path) -> None:
              "--miopen-version", "3.3.0", "-o", str(out))
     assert r.returncode == 0, r.stderr
     spec = load(out)
-    assert spec.version == "3.3.0" and spec.release == "rocm-6.3.0"
+    assert spec.version == Version(3, 3, 0) and spec.release == "rocm-6.3.0"
     assert spec.parse.defines == ("__HIP_PLATFORM_AMD__", "MIOGEN_UNUSED=1")
     assert not spec.parse.beta and len(spec.functions) == 43
 

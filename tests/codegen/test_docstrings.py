@@ -25,10 +25,9 @@ from miogen.spec.releases import Version
 from miogen.spec.spec_io import load
 
 from ..conftest import Libs
-from ..helpers import FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, planned, target
+from ..helpers import COMMITTED, FIXTURE_ANNOTATIONS, REPO, SPECS, fixture_spec, planned, target
 
-RELEASES = sorted((p.name[: -len(".yaml")] for p in SPECS.glob("*.*.*.yaml")),
-                  key=lambda v: tuple(int(x) for x in v.split(".")))
+RELEASES = [str(v) for v in COMMITTED.versions]
 _ENTRY = re.compile(r"^ {8}(\S+) \((.*?)\): (.*)$", re.S)
 
 
@@ -140,7 +139,7 @@ def test_the_fixture_docstrings_cover_every_construct() -> None:
 
     pl, files = fixture_files()
     sems = resolve(pl.spec, load_annotations(FIXTURE_ANNOTATIONS)).functions
-    tree = ast.parse(files[f"{Version.parse(pl.spec.version).module}/api.py"])
+    tree = ast.parse(files[f"{pl.spec.version.module}/api.py"])
     docs = {n.name: ast.get_docstring(n, clean=False) for n in tree.body if isinstance(n, ast.FunctionDef)}
     for f in pl.functions:
         doc = docs[f.py_name]
@@ -178,7 +177,7 @@ def test_docstrings_are_safe_for_any_annotation_text() -> None:
     pl = planned(fixture_spec(), changed, target(), "# test")
 
     files = render(pl)
-    tree = ast.parse(files[f"{Version.parse(pl.spec.version).module}/api.py"])
+    tree = ast.parse(files[f"{pl.spec.version.module}/api.py"])
     fn = next(n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "set_allocator")
     assert text in (ast.get_docstring(fn, clean=False) or "")
 

@@ -23,6 +23,7 @@ from miogen.spec.model import Spec
 from miogen.base.files import write_tree as write
 from miogen.render.package import banner, render
 from miogen.spec.target import Target
+from miogen.spec.releases import Version
 
 from ..helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, fixture_spec, planned, target
 
@@ -57,7 +58,7 @@ def _raw_payloads(marker: Path) -> list[str]:
 
 def _two_releases(spec: Spec) -> tuple[Spec, Spec]:
     """The fixture spec as two releases (3.4.1 and a 3.5.0 copy), so the multi-release layout is rendered."""
-    return spec, replace(spec, version="3.5.0")
+    return spec, replace(spec, version=Version(3, 5, 0))
 
 
 def _import_and_report(root: Path, pkg: str, probe: str) -> dict[str, object]:

@@ -8,6 +8,7 @@ from miogen.spec import model
 from miogen.parse.headers import ParseOptions
 from miogen.parse.parser import parse_header
 from miogen.spec.spec_io import dumps, loads
+from miogen.spec.releases import Version
 
 from ..helpers import check_golden, fixture_spec, release_header, target
 
@@ -22,7 +23,7 @@ def test_golden_stable() -> None:
 
 def test_version_from_version_h() -> None:
     # version.h beside the header says 3.04.1: normalised, TWEAK ignored
-    assert fixture_spec().version == "3.4.1"
+    assert fixture_spec().version == Version(3, 4, 1)
     assert fixture_spec().release is None
 
 

@@ -32,6 +32,7 @@ from miogen.parse.headers import ParseOptions
 from miogen.parse.parser import parse_header
 from miogen.render.package import render
 from miogen.spec.spec_io import dumps, load, loads
+from miogen.spec.releases import Version
 
 from ..helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, planned, SPECS, target
 
@@ -399,7 +400,7 @@ def test_fuzz_render_compile_import(tmp_path: Path) -> None:
     marker = tmp_path / "PWNED"
     payloads = _payloads(marker)
     base = _small_spec()
-    other = replace(base, version="2.16.0")
+    other = replace(base, version=Version(2, 16, 0))
     text = dumps(base)
     target_data = _yaml((SPECS / "target.yaml").read_text())
     ann = load_annotations(SPECS / "annotations.yaml")

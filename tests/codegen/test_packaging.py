@@ -20,8 +20,9 @@ from pathlib import Path
 import pytest
 
 from miogen.spec.spec_io import dumps
+from miogen.spec.releases import Version
 
-from ..helpers import FIXTURE_ANNOTATIONS, FIXTURE_HEADER, REPO, fixture_spec
+from ..helpers import COMMITTED, FIXTURE_ANNOTATIONS, FIXTURE_HEADER, REPO, fixture_spec
 
 # what the wheel is built from (specs/ is the source of truth for the packaged target files)
 _SOURCES = ("codegen", "runtime", "generated", "specs", "pyproject.toml", "setup.py", "README.md")
@@ -70,7 +71,7 @@ def test_wheel_has_every_committed_release(installed: Path) -> None:
     r = _run([str(installed / "python"), "-c", "import miopen._generated as g; print(g.__file__)"], installed)
     assert r.returncode == 0, r.stderr
     generated = Path(r.stdout.strip()).parent
-    wanted = {"v" + p.name[: -len(".yaml")].replace(".", "_") for p in (REPO / "specs" / "miopen").glob("*.*.*.yaml")}
+    wanted = {v.module for v in COMMITTED.versions}
     assert {d.name for d in generated.iterdir() if (d / "__init__.py").is_file()} == wanted
     for name in wanted:
         assert {p.name for p in (generated / name).glob("*.py")} == {p.name for p in (REPO / "generated" / name).glob("*.py")}
@@ -131,7 +132,7 @@ def test_installed_miogen_upgrade_and_abi_check(installed: Path, tmp_path: Path)
     specs.mkdir()
     from dataclasses import replace
 
-    (specs / "3.4.0.yaml").write_text(dumps(replace(fixture_spec(True), version="3.4.0")))
+    (specs / "3.4.0.yaml").write_text(dumps(replace(fixture_spec(True), version=Version(3, 4, 0))))
     (specs / "pinned").write_text("3.4.0\n")
     shutil.copy(FIXTURE_ANNOTATIONS, specs / "annotations.yaml")
     r = _run([miogen, "upgrade", str(FIXTURE_HEADER), "--specs", str(specs), "--verify", "true"], tmp_path)

@@ -22,8 +22,8 @@ from ..conftest import Built, fixture_files
 from ..helpers import FIXTURE_ANNOTATIONS, REPO, check_golden, fixture_spec
 
 
-def _expected_files(version: str) -> set[str]:
-    return set(SHARED_OUTPUTS) | {f"{Version.parse(version).module}/{n}" for n in RELEASE_OUTPUTS}
+def _expected_files(version: Version) -> set[str]:
+    return set(SHARED_OUTPUTS) | {f"{version.module}/{n}" for n in RELEASE_OUTPUTS}
 
 
 @pytest.mark.parametrize("name", sorted(n for n in fixture_files()[1] if n != "py.typed" and n not in SUPPORT_MODULES))
@@ -95,9 +95,9 @@ def test_gate_lists_unclassified_and_stale() -> None:
 
 def test_gate_scopes_by_release() -> None:
     ann = load_annotations(FIXTURE_ANNOTATIONS)
-    scoped = replace(ann, functions={**ann.functions, "miopenAddedLater": FunctionNote(since="9.0.0")})
+    scoped = replace(ann, functions={**ann.functions, "miopenAddedLater": FunctionNote(since=Version(9, 0, 0))})
     resolve(fixture_spec(), scoped)  # not yet in 3.4.1: fine
-    wrong = replace(ann, functions={**ann.functions, "miopenAddedLater": FunctionNote(since="3.0.0")})
+    wrong = replace(ann, functions={**ann.functions, "miopenAddedLater": FunctionNote(since=Version(3, 0, 0))})
     with pytest.raises(AnnotationGateError, match="not in miopen 3.4.1 although its since/until range includes it"):
         resolve(fixture_spec(), wrong)
 
@@ -107,10 +107,10 @@ def test_gate_scopes_parameters_by_release() -> None:
     ann = load_annotations(FIXTURE_ANNOTATIONS)
     later = replace(ann, functions={**ann.functions, "miopenSetTensor": FunctionNote(
         params={**ann.functions.get("miopenSetTensor", FunctionNote()).params,
-                "addedLater": ParamNote(direction="in", since="9.0.0")})})
+                "addedLater": ParamNote(direction="in", since=Version(9, 0, 0))})})
     resolve(fixture_spec(), later)
     wrong = replace(ann, functions={**ann.functions, "miopenSetTensor": FunctionNote(
-        params={"addedLater": ParamNote(direction="in", since="3.0.0")})})
+        params={"addedLater": ParamNote(direction="in", since=Version(3, 0, 0))})})
     with pytest.raises(AnnotationGateError, match=r"miopenSetTensor.addedLater: no such parameter in miopen 3.4.1 "
                                                   r"although its since/until range includes it"):
         resolve(fixture_spec(), wrong)
@@ -125,7 +125,7 @@ def test_gate_suggestion_is_one_block_valid_for_every_release() -> None:
     spec = fixture_spec()
     f = spec.function("miopenSaveSolution")
     two = replace(f, name="miopenNewTwo", params=(*f.params, replace(f.params[1], name="more")))
-    new = replace(spec, version="3.5.0", functions=(*spec.functions, two))
+    new = replace(spec, version=Version(3, 5, 0), functions=(*spec.functions, two))
     with pytest.raises(AnnotationGateError) as e:
         resolve(new, ann)
     text = suggestion(e.value.open_params, ann, [spec, new])
@@ -192,7 +192,7 @@ def test_every_committed_release_renders(tmp_path: Path) -> None:
         files = render(plans[-1])
         assert set(files) == _expected_files(plans[-1].spec.version), path
     together = render(*plans)
-    assert set(together) == set(SHARED_OUTPUTS) | {f"{Version.parse(p.spec.version).module}/{n}"
+    assert set(together) == set(SHARED_OUTPUTS) | {f"{p.spec.version.module}/{n}"
                                                    for p in plans for n in RELEASE_OUTPUTS}
 
 

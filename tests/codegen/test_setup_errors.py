@@ -14,6 +14,7 @@ from miogen.parse import clang_env
 from miogen.base.errors import HeaderError, SetupError
 from miogen.parse.headers import ParseOptions
 from miogen.parse.parser import parse_header
+from miogen.spec.releases import Version
 
 from ..helpers import FIXTURE_HEADER, fixture_spec, target
 
@@ -291,7 +292,7 @@ def test_version_must_be_known(tmp_path: Path) -> None:
         parse_header(h, target())
     with pytest.raises(HeaderError, match=r"--miopen-version: expected X.Y.Z"):
         parse_header(h, target(), version="3.x")
-    assert parse_header(h, target(), version="3.00.0").version == "3.0.0"
+    assert parse_header(h, target(), version="3.00.0").version == Version(3, 0, 0)
 
 
 def test_compilers_are_found_on_path_as_shutil_finds_them(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
@@ -334,7 +335,6 @@ def test_versions_are_read_as_three_ascii_numbers(text: str) -> None:
     import re
 
     from miogen.base.errors import CodegenError
-    from miogen.spec.releases import Version
     from miogen.spec.rules import VERSION
 
     m = re.fullmatch(r"([0-9]{1,6})\.([0-9]{1,6})\.([0-9]{1,6})", text.strip(), re.ASCII)

@@ -18,8 +18,9 @@ from pathlib import Path
 import pytest
 
 from miogen.spec.spec_io import load
+from miogen.spec.releases import Version
 
-from ..helpers import REPO, SPECS, fixture_spec, next_release_header, release_header, upgrade_specs_dir
+from ..helpers import COMMITTED, REPO, SPECS, fixture_spec, next_release_header, release_header, upgrade_specs_dir
 
 _NEW = "MIOPEN_EXPORT miopenStatus_t miopenNewCount(miopenHandle_t handle, int* count);"
 
@@ -211,12 +212,9 @@ def test_make_upgrade_adds_a_release_end_to_end(tmp_path: Path) -> None:
     (site / "zz-test-env.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     env = _env(tmp, PIP_NO_INDEX="1", PIP_NO_BUILD_ISOLATION="0")
 
-    versions = sorted((p.name[: -len(".yaml")] for p in SPECS.glob("*.*.*.yaml")),
-                      key=lambda v: tuple(int(x) for x in v.split(".")))
-    newest = versions[-1]
-    major, minor, _ = (int(x) for x in newest.split("."))
-    new = f"{major}.{minor + 1}.0"
-    package = "v" + new.replace(".", "_")
+    newest = COMMITTED.versions[-1]
+    next_minor = Version(newest.major, newest.minor + 1, 0)
+    new, package = str(next_minor), next_minor.module
     header = next_release_header(load(SPECS / f"{newest}.yaml"), tmp_path / "include", new,
                                  "miopenStatus_t miopenSynthNext(miopenHandle_t handle, int flags);")
     focused = ("$(PY) -m pytest -q -p no:cacheprovider tests/runtime/test_releases.py tests/real/library/test_real_specs.py "
@@ -239,7 +237,7 @@ def test_make_upgrade_adds_a_release_end_to_end(tmp_path: Path) -> None:
     assert (specs / "pinned").read_text() == new + "\n"
     from miogen.spec.records import load_records
 
-    record = load_records(specs)[new]  # its record: where the header came from, what the ABI check found
+    record = load_records(specs)[Version.parse(new)]  # its record: where the header came from, what the ABI check found
     assert str(header) in record.header and record.abi.endswith("functions called through, 0 failing"), record
     assert load(specs / f"{new}.yaml").function("miopenSynthNext").params[1].name == "flags"
     assert (repo / "generated" / package / "api.py").is_file()

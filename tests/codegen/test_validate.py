@@ -22,6 +22,8 @@ from miogen.spec import literals, model, rules, validate
 from miogen.semantics.annotations import Annotations, load_annotations
 from miogen.base.errors import CodegenError, SpecError
 from miogen.spec.model import CType
+from miogen.spec.releases import Version
+from miogen.semantics.resolve import resolve
 from miogen.base.files import write_tree as write
 from miogen.render.package import render
 from miogen.spec.spec_io import MAX_YAML_DEPTH, MAX_YAML_NODES, dumps, load, load_as, loads
@@ -33,6 +35,14 @@ from ..helpers import FIXTURE_ANNOTATIONS, fixture_spec, planned, REPO, SPECS, t
 def test_every_string_field_has_a_rule() -> None:
     for root in (model.Spec, Annotations, Target):
         assert validate.unruled_fields(root) == [], root.__name__
+
+
+@pytest.mark.parametrize("version", ["3.5.0", (3, 5, 0), Version(1_000_000, 0, 0), Version(3, -1, 0)])
+def test_a_release_built_in_memory_is_a_version_in_range(version: Any) -> None:
+    """The spec holds its release as a Version (read once from X.Y.Z): a spec built in memory with text, a bare
+    tuple or numbers the grammar cannot spell is refused before anything is rendered, naming the field."""
+    with pytest.raises(SpecError, match=r": version: expected a version X\.Y\.Z \(a Version\)"):
+        resolve(replace(fixture_spec(), version=version), load_annotations(FIXTURE_ANNOTATIONS))
 
 
 # ------------------------------------------------------------------ crafted specs
@@ -190,7 +200,7 @@ def test_target_exception_names_must_not_collide(tmp_path: Path) -> None:
     ("functions:\n  miopenSetTensor:\n    params:\n      x: {nullable: true, nullable: false}\n",
      r"functions\.miopenSetTensor\.params\.x\.nullable: duplicate key"),
     ("functions:\n  'miopenX\"; import os #':\n    why: x\n", r"ann\.yaml:5: functions\.miopenX\"; import os #: .*not a C identifier"),
-    ("functions:\n  miopenX:\n    since: 3.0\n", r"functions\.miopenX\.since: expected a string; got float"),
+    ("functions:\n  miopenX:\n    since: 3.0\n", r"functions\.miopenX\.since: expected a version X\.Y\.Z; got float 3\.0"),
     ("functions:\n  miopenX:\n    since: '3.0.0\\n'\n", r"functions\.miopenX\.since: .*not a version"),
     ("functions:\n  true:\n    why: x\n", r"functions\.True: keys must be strings; got bool True"),
     ("functions:\n  miopenX:\n    params:\n      x: {length: 'a b'}\n", r"params\.x\.length: 'a b': not a C ident"),

@@ -21,6 +21,8 @@ from miogen.semantics import forms
 from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import ElementQuery, FieldNote, FunctionNote, ParamNote, RecordNote, Variant, load_annotations
 from miogen.semantics.resolve import resolve
+from miogen.spec.releases import Version
+from miogen.spec.spec_io import load
 
 from ..conftest import Built
 from ..helpers import FIXTURE_ANNOTATIONS, fixture_spec
@@ -336,17 +338,49 @@ def test_each_descriptor_query_table_is_resolved_alike(table: str) -> None:
 def test_variants_apply_to_their_releases_only() -> None:
     """`variants:` annotate parameters for some releases (their implementation differs): merged key by key."""
     base = FunctionNote(params={"y": ParamNote(direction="inout"), "alpha": ParamNote(scalar="float")},
-                        variants=(Variant(until="3.4.0", params={"alpha": ParamNote(scalar="double")}),
-                                  Variant(since="3.4.1", params={"alpha": ParamNote(element_of="yDesc")})))
+                        variants=(Variant(until=Version(3, 4, 0), params={"alpha": ParamNote(scalar="double")}),
+                                  Variant(since=Version(3, 4, 1), params={"alpha": ParamNote(element_of="yDesc")})))
     sem = resolve(fixture_spec(), _with(miopenSetTensor=base))  # the fixture is 3.4.1
     alpha = sem.functions["miopenSetTensor"].param("alpha")
     assert (alpha.form, alpha.element_of, sem.functions["miopenSetTensor"].param("y").direction) == (
         forms.ElementScalar(), "yDesc", "inout")  # element_of gives the type over the `scalar:` of `params`
-    old = resolve(replace(fixture_spec(), version="3.3.0"), _with(miopenSetTensor=base))
+    old = resolve(replace(fixture_spec(), version=Version(3, 3, 0)), _with(miopenSetTensor=base))
     assert old.functions["miopenSetTensor"].param("alpha").form == forms.HostScalar(reads="double")
-    stale = FunctionNote(variants=(Variant(since="3.0.0", params={"nope": ParamNote(nullable=True)}),))
+    stale = FunctionNote(variants=(Variant(since=Version(3, 0, 0), params={"nope": ParamNote(nullable=True)}),))
     with pytest.raises(AnnotationGateError, match=r"variants\[0\].nope: no such parameter"):
         resolve(fixture_spec(), _with(miopenSetTensor=stale))
     unscoped = FunctionNote(variants=(Variant(params={"alpha": ParamNote(scalar="float")}),))
     with pytest.raises(AnnotationGateError, match=r"variants\[0\] needs since: or until:"):
         resolve(fixture_spec(), _with(miopenSetTensor=unscoped))
+
+
+def test_buffer_sizes_are_resolved_per_release() -> None:
+    """rules.buffer_sizes holds for each release what it has: a buffer no function takes, and a count no function
+    passes beside its buffer, are other releases' (dropped); a count passed beside its buffer must be a by-value
+    integer."""
+    ann = load_annotations(FIXTURE_ANNOTATIONS)
+    sizes = {"workSpace": ("workSpaceSize", "laterSize"), "laterBuffer": ("workSpaceSize",),
+             "returnedAlgoCount": ("requestAlgoCount",)}  # an out scalar, no buffer: nothing to size
+    sem = resolve(fixture_spec(), replace(ann, rules=replace(ann.rules, buffer_sizes=sizes)))
+    assert sem.sizes == {"workSpace": ("workSpaceSize",)}
+    wrong = {**sizes, "y": ("requestAlgoCount", "returnedAlgoCount")}
+    with pytest.raises(AnnotationGateError, match=r"rules\.buffer_sizes\.y: miopenFindConvolutionForwardAlgorithm\."
+                                                  r"returnedAlgoCount is passed beside y but is no by-value integer"):
+        resolve(fixture_spec(), replace(ann, rules=replace(ann.rules, buffer_sizes=wrong)))
+    loose = resolve(fixture_spec(), replace(ann, rules=replace(ann.rules, buffer_sizes=wrong)), strict=False)
+    assert loose.sizes["y"] == ("requestAlgoCount",)  # exploring: the bad count is left out, not checked against
+
+
+def test_every_committed_release_resolves_its_own_buffer_sizes() -> None:
+    from ..helpers import COMMITTED, SPECS
+
+    ann = load_annotations(SPECS / "annotations.yaml")
+    for version, path in COMMITTED.paths.items():
+        sem = resolve(load(path), ann)
+        for buffer, counts in sem.sizes.items():
+            beside = [fs for fs in sem.functions.values() if any(p.name == buffer and p.shape == "buffer"
+                                                                 for p in fs.params)]
+            assert beside, (version, buffer)
+            for count in counts:
+                assert any(p.name == count for fs in beside for p in fs.params), (version, buffer, count)
+        assert set(sem.sizes) <= set(ann.rules.buffer_sizes), version

@@ -210,7 +210,9 @@ def bound_api() -> Any:
     """The typed API module of the bound release (its functions are the ones `miopen.<name>` binds)."""
     import importlib
 
-    return importlib.import_module(f"miopen._generated.v{miopen.bound_release().replace('.', '_')}.api")
+    from miopen._generated._target import MODULES
+
+    return importlib.import_module(f"miopen._generated.{MODULES[miopen.bound_release()]}.api")
 
 
 def functions() -> dict[str, str]:

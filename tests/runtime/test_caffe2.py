@@ -14,7 +14,6 @@ import array
 import ctypes
 import json
 import os
-import re
 import struct
 import subprocess
 import sys
@@ -23,6 +22,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+
+from miogen.spec.releases import Version
 
 from ..conftest import Libs
 
@@ -1170,17 +1171,15 @@ def expected_layout(cfg: dict[str, Any]) -> tuple[dict[tuple[int, int, bool], tu
     return out, at * 4
 
 
-def _header_version() -> tuple[int, ...] | None:
-    """MIOPEN_VERSION_MAJOR/MINOR/PATCH of the version.h shipped with the real library."""
+def _header_version() -> Version | None:
+    """The release the version.h shipped with the real library declares (read as miogen reads it)."""
+    from miogen.parse.version_header import detect_version
+
+    from ..helpers import target
     from ..real_miopen import headers_dir
 
     inc = headers_dir()
-    path = inc / "miopen" / "version.h" if inc else None
-    if path is None or not path.exists():
-        return None
-    text = path.read_text()
-    found = [re.search(rf"#define MIOPEN_VERSION_{p}\s+(\d+)", text) for p in ("MAJOR", "MINOR", "PATCH")]
-    return tuple(int(m.group(1)) for m in found if m) if all(found) else None
+    return detect_version(inc / "miopen" / "miopen.h", target()) if inc else None
 
 
 @pytest.fixture(scope="module")
@@ -1209,7 +1208,7 @@ def test_real_version_and_status_strings(real: dict[str, Any]) -> None:
     if want is not None:
         assert tuple(real["version"]) == want
     # MIOpen's own text for a status is the name of its enum constant (as the release's spec has them)
-    spec = load(SPECS / f"{real['version'][0]}.{real['version'][1]}.{real['version'][2]}.yaml")
+    spec = load(SPECS / f"{Version(*real['version'])}.yaml")
     status = next(e for e in spec.enums if e.name == "miopenStatus_t")
     names = {str(c.value): c.name for c in status.constants}
     assert len(names) >= 10

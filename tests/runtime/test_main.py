@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from miogen.spec.releases import Releases, Version
 from miogen.spec.spec_io import load
 
 from .. import conftest
@@ -19,8 +20,7 @@ from ..helpers import REPO, SPECS
 
 #: the release the session's stub library reports (`make test MIOPEN_VERSION=X`; the pinned one by default)
 STUB_RELEASE = conftest.test_release()
-RELEASES = sorted((p.name[: -len(".yaml")] for p in SPECS.glob("*.*.*.yaml")),
-                  key=lambda v: tuple(int(x) for x in v.split(".")))
+RELEASES = [str(v) for v in Releases.of(SPECS).versions]
 _ENV_NAMES = ("MIOPEN_LIBRARY", "ROCM_PATH", "MIOPEN_SKIP_VERSION_CHECK")
 
 
@@ -47,7 +47,7 @@ def _script(body: str, *args: str, env: dict[str, str] | None = None) -> subproc
 
 
 def _scripted_version(path: str, version: str) -> str:
-    major, minor, patch = version.split(".")
+    major, minor, patch = Version.parse(version)
     return (f"lib = ctypes.CDLL({path!r})\n"
             "lib.miogen_stub_set_out.argtypes = [ctypes.c_char_p, ctypes.c_longlong]\n"
             f"lib.miogen_stub_set_out(b'miopenGetVersion/major', {major})\n"
@@ -88,10 +88,10 @@ def test_every_release_says_what_it_is_proven_against(stub: str) -> None:
     from miopen._generated._releases import PROVEN
 
     records = load_records(SPECS)
-    assert sorted(records) == sorted(RELEASES) == sorted(PROVEN)
+    assert sorted(map(str, records)) == sorted(RELEASES) == sorted(PROVEN)
     for version, record in records.items():
         assert record.header, version
-        assert PROVEN[version] == {k: v for k, v in record.__dict__.items() if v and k != "shipped_in"}
+        assert PROVEN[str(version)] == {k: v for k, v in record.__dict__.items() if v and k != "shipped_in"}
         for test_file in re.findall(r"tests/[\w/]+\.py", record.library):
             assert (REPO / test_file).is_file(), (version, test_file)
     assert any(record.library for record in records.values())
@@ -171,9 +171,9 @@ def test_a_refused_version_shows_the_error(stub: str) -> None:
 
 
 def test_a_neighbouring_patch_binds_with_the_selection_warning(stub: str) -> None:
-    major, minor, patch = (int(x) for x in STUB_RELEASE.split("."))
+    major, minor, patch = Version.parse(STUB_RELEASE)
     # an uncommitted patch of its major.minor nearer to the stub's release than to any other committed patch
-    patches = [int(v.split(".")[2]) for v in RELEASES if v.startswith(f"{major}.{minor}.") and v != STUB_RELEASE]
+    patches = [v.patch for v in map(Version.parse, RELEASES) if v[:2] == (major, minor) and v != (major, minor, patch)]
     other = next(f"{major}.{minor}.{q}" for q in (patch + 1, patch - 1, patch + 2) if q >= 0
                  and all(abs(q - patch) < abs(q - x) for x in patches))
     r = _script(_scripted_version(stub, other), "--library", stub)

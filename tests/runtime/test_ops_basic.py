@@ -22,8 +22,9 @@ HANDLE_SETUP = {"miopenGetVersion", "miopenCreate", "miopenSetStream"}
 
 def _script_version(libs: Libs) -> None:
     import miopen
+    from miopen.version import Version
 
-    major, minor, patch = (int(v) for v in miopen.MIOPEN_VERSION.split("."))
+    major, minor, patch = Version.parse(miopen.MIOPEN_VERSION)
     libs.set_out("miopenGetVersion/major", major)
     libs.set_out("miopenGetVersion/minor", minor)
     libs.set_out("miopenGetVersion/patch", patch)

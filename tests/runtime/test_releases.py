@@ -153,7 +153,7 @@ def test_the_install_has_every_release_sub_package() -> None:
     from ..helpers import REPO
 
     for v in RELEASES:
-        name = f"miopen._generated.v{v.replace('.', '_')}"
+        name = f"miopen._generated.{Version.parse(v).module}"
         found = importlib.util.find_spec(name)
         assert found is not None and found.origin is not None, name
         assert Path(found.origin).read_bytes() == (REPO / "generated" / name.rsplit(".", 1)[1] / "__init__.py").read_bytes()

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from miogen.spec.releases import Version
+
 from ..conftest import Libs
 
 
@@ -26,7 +28,7 @@ def _fresh(libs: Libs) -> None:
 
 
 def _set_version(libs: Libs, v: str) -> None:
-    major, minor, patch = (int(x) for x in v.split("."))
+    major, minor, patch = Version.parse(v)
     libs.set_out("miopenGetVersion/major", major)
     libs.set_out("miopenGetVersion/minor", minor)
     libs.set_out("miopenGetVersion/patch", patch)
@@ -50,13 +52,12 @@ def _reloaded(libs: Libs, version: str | None) -> Iterator[None]:
         miopen.load_library(libs.miopen)
 
 
-def _vt(v: str) -> tuple[int, int, int]:
-    a, b, c = (int(x) for x in v.split("."))
-    return a, b, c
+def _vt(v: str) -> Version:
+    return Version.parse(v)
 
 
 def _v(t: tuple[int, int, int]) -> str:
-    return ".".join(map(str, t))
+    return str(Version(*t))
 
 
 # ------------------------------------------------------------------ versions: selecting the release

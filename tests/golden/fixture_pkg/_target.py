@@ -20,7 +20,7 @@ MODULES: dict[str, str] = {"3.4.1": "v3_4_1"}
 #: only when the same generator version and support modules rendered it)
 TARGET = "miopen"
 GENERATOR = "0.1.0"
-SUPPORT_DIGEST = "b9eefec01fc494e7"
+SUPPORT_DIGEST = "9db2ce16ab824e16"
 
 
 class MIOpenVersionError(RuntimeError):

@@ -84,7 +84,7 @@ def _entries(since: str, until: str | None = None) -> str:
 def test_exported_functions_join_the_spec_of_their_releases(tmp_path: Path) -> None:
     header = _header(HEADERS[0])
     plain = parse_header(header, load_target(), ParseOptions(beta=True))
-    version = plain.version
+    version = str(plain.version)
     with_them = parse_header(header, load_target(_target_with(tmp_path / "a", _entries(version))), ParseOptions(beta=True))
     added = with_them.functions[len(plain.functions):]
     assert with_them.functions[: len(plain.functions)] == plain.functions
@@ -130,7 +130,7 @@ def test_a_header_that_declares_one_itself_is_followed(tmp_path: Path) -> None:
 def test_exported_functions_are_abi_checked_like_the_rest(tmp_path: Path) -> None:
     header = _header(HEADERS[0])
     plain = parse_header(header, load_target(), ParseOptions(beta=True))
-    target = _target_with(tmp_path, _entries(plain.version))
+    target = _target_with(tmp_path, _entries(str(plain.version)))
     r = subprocess.run([sys.executable, "-m", "miogen", "abi-check", str(header), "--target", str(target),
                         "--annotations", str(target.parent / "annotations.yaml")],
                        capture_output=True, text=True, timeout=600, check=False)
