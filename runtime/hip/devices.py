@@ -36,15 +36,21 @@ _c_int = ctypes.c_int
 
 
 def current_device() -> int:
-    """The calling thread's current device (HIP keeps one per thread), asked of HIP on every call: a device
-    set behind our back (torch.cuda.set_device, hipSetDevice through ctypes) is seen at once."""
+    """The calling thread's current device (HIP keeps one per thread), asked of HIP on every call where there are
+    several devices: a device set behind our back (torch.cuda.set_device, hipSetDevice through ctypes) is seen at
+    once. With one device (HIP counts them once, when it starts) it is 0, and HIP is not asked again."""
     hip = _library._hip
     if hip is None:
         hip = _lib()
+    if hip.one_device:
+        return 0
     device = _c_int(-1)
     code: int = hip.get_device(device)
     if code != HIP_SUCCESS:
         raise hip.error(code, "hipGetDevice")
+    if hip.one_device is None:
+        count = _c_int(0)
+        hip.one_device = hip.status("hipGetDeviceCount", ctypes.byref(count)) == HIP_SUCCESS and count.value == 1
     return device.value
 
 

@@ -215,6 +215,9 @@ class _Hip:
                                           (path,))
         #: hipGetDevice, bound once: every op asks it (a c_int passed to it goes by reference)
         self.get_device: Any = self.fns["hipGetDevice"]
+        #: True once the library reported exactly one device (HIP counts its devices once, at its start): the current
+        #: device is then 0 without asking; None until `devices.current_device` first asks
+        self.one_device: bool | None = None
 
     def status(self, function: str, *args: Any) -> int:
         code: int = self.fns[function](*args)

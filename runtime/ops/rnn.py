@@ -50,7 +50,7 @@ from ..descriptors import DataTypeLike, FrozenTensorDescriptor, TensorDescriptor
 from ..errors import ShapeError
 from ..layout import is_packed
 from ..tensor import Tensor, as_tensor, layout_of
-from ..workspace import MIOpenWorkspace, PersistentBuffer
+from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
 from ..handles import inline_miopen_handle
 from ._common import resolve_handle, resolve_workspace
 
@@ -701,9 +701,11 @@ class RNN:
                 x_descs, y_descs, hdesc, wdesc = known[2]
                 xp, hxp, cxp, wp, yp, hyp, cyp = parts[0]
                 b = _backend.current()
-                h = handle if handle is not None else inline_miopen_handle(stream, None)
+                dev = b.current_device()  # once (HIP asks it of the library): the handle's and the scratch's device
+                h = handle if handle is not None else inline_miopen_handle(stream, dev)
                 ws_bytes = api.get_rnn_workspace_size(h, self.desc, x_descs)
-                ws_ptr = resolve_workspace(workspace, None, stream).get(ws_bytes, b.as_stream_handle(stream))
+                sh = b.as_stream_handle(stream)
+                ws_ptr = (workspace if workspace is not None else scratch(dev, sh)).get(ws_bytes, sh)
                 api.rnn_forward_inference(  # x, w and y are never None on a hit (the full checks refuse a None)
                     h, self.desc, x_descs, xp, hdesc, hxp, hdesc, cxp, wdesc, wp, y_descs, yp,  # type: ignore[arg-type]
                     hdesc, hyp, hdesc, cyp, _required_buffer(op, "workspace", ws_ptr), ws_bytes)
