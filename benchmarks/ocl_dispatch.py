@@ -4,9 +4,10 @@ The real OpenCL build of ../shared/real-miopen-ocl (tests/real_miopen.py unpacks
 (PoCL's CPU device here; $MIOGEN_OCL_PLATFORM picks another), with the cases of tests/real/ocl/bench.py on its
 small shapes (pyopencl Arrays, a user queue passed as `stream=`). Both sides enqueue the same kernels; the
 figure is the CPU time of the calling thread (PoCL runs the kernels on worker threads of this process, whose
-time a process clock would add to either side): each run times the op's loop and then the typed call's, the
-queue drained after each, and the figure is the median over the runs of op - typed (PoCL's enqueue cost swings
-from run to run, so the best of each side separately, as the HIP stub's figures take, is no steadier here).
+time a process clock would add to either side): each run times the op's loop and the typed call's, one run
+op first and the next typed first, the queue drained after each, and the figure is the median over the runs of
+op - typed (PoCL's enqueue cost swings from run to run, so the best of each side separately, as the HIP stub's
+figures take, is no steadier here).
 Goal: op - typed <= 5 us, as on HIP. Prints why when it cannot run (no library, no pyopencl, no device).
 With PoCL, POCL_DEVICES=basic runs each kernel in the enqueueing thread, so that thread's CPU time holds all of
 both sides' work and nothing of worker threads (PoCL's default pthread device runs kernels on threads that share
@@ -157,21 +158,22 @@ def measure_lstm(runs: int = OCL_RUNS, number: int = OCL_NUMBER) -> tuple[str, l
 
 
 def _paired(q: Any, pairs: Pairs, runs: int, number: int) -> list[tuple[str, float, float]]:
-    """Thread CPU time per call of each side, interleaved runs, the queue drained after each: (case, typed median +
-    the median of op - typed, typed median)."""
+    """Thread CPU time per call of each side, interleaved runs (the side that goes first alternates: the first loop
+    after a drain was seen to run up to 10 us per call slower on PoCL), the queue drained after each: (case, typed
+    median + the median of op - typed, typed median)."""
     clock = time.thread_time
     times: dict[str, list[tuple[float, float]]] = {name: [] for name, _, _ in pairs}
     for _, op, typed in pairs:  # warm: kernel builds, the runtime's caches
         op(), typed()
     q.finish()
-    for _ in range(runs):
+    for k in range(runs):
         for name, op, typed in pairs:
-            run = []
-            for fn in (op, typed):
+            run = {}
+            for side, fn in ((0, op), (1, typed)) if k % 2 == 0 else ((1, typed), (0, op)):  # who goes first alternates
                 t0 = clock()
                 for _ in range(number):
                     fn()
-                run.append((clock() - t0) / number)
+                run[side] = (clock() - t0) / number
                 q.finish()
             times[name].append((run[0], run[1]))
     rows = []

@@ -70,9 +70,9 @@ def interleaved(pairs: list[tuple[str, Callable[[], object], Callable[[], object
     not the code's (both sides still share cache and memory-bandwidth contention alike)."""
     clock = time.process_time
     best: dict[str, list[float]] = {name: [float("inf"), float("inf")] for name, _, _ in pairs}
-    for _ in range(runs):
+    for k in range(runs):
         for name, op, typed in pairs:
-            for side, fn in enumerate((op, typed)):
+            for side, fn in ((0, op), (1, typed)) if k % 2 == 0 else ((1, typed), (0, op)):  # who goes first alternates
                 t0 = clock()
                 for _ in range(number):
                     fn()
