@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -44,14 +45,23 @@ def current_device() -> int:
         hip = _lib()
     if hip.one_device:
         return 0
-    device = _c_int(-1)
-    code: int = hip.get_device(device)
+    try:
+        device, ref = _cell.parts
+    except AttributeError:  # the thread's first call
+        device = _c_int(-1)
+        ref = ctypes.byref(device)
+        _cell.parts = device, ref
+    code: int = hip.get_device(ref)
     if code != HIP_SUCCESS:
         raise hip.error(code, "hipGetDevice")
     if hip.one_device is None:
         count = _c_int(0)
         hip.one_device = hip.status("hipGetDeviceCount", ctypes.byref(count)) == HIP_SUCCESS and count.value == 1
     return device.value
+
+
+#: per thread, the c_int hipGetDevice writes and its byref (made once)
+_cell = threading.local()
 
 
 def set_device(device: int) -> None:
