@@ -76,8 +76,12 @@ def pairs() -> tuple[Any, Pairs]:
     pcl = cl()
     q = pcl.CommandQueue(pcl.Context([device()]))
     h = miopen.create_with_stream(q.int_ptr)
-    return q, [(name, sides["op"], sides["typed"]) for name, sides, _ in bench._cases(q, h, False)
-               if sides.get("op") is not None and sides.get("typed") is not None]
+    got: Pairs = []
+    for name, sides, _ in bench._cases(q, h, False):
+        op, typed = sides.get("op"), sides.get("typed")
+        if op is not None and typed is not None:
+            got.append((name, op, typed))
+    return q, got
 
 
 def measure(runs: int = OCL_RUNS, number: int = OCL_NUMBER) -> tuple[str, list[tuple[str, float, float]]]:

@@ -45,6 +45,7 @@ def current_device() -> int:
         hip = _lib()
     if hip.one_device:
         return 0
+    device: ctypes.c_int
     try:
         device, ref = _cell.parts
     except AttributeError:  # the thread's first call
@@ -57,7 +58,8 @@ def current_device() -> int:
     if hip.one_device is None:
         count = _c_int(0)
         hip.one_device = hip.status("hipGetDeviceCount", ctypes.byref(count)) == HIP_SUCCESS and count.value == 1
-    return device.value
+    value: int = device.value
+    return value
 
 
 #: per thread, the c_int hipGetDevice writes and its byref (made once)

@@ -128,7 +128,7 @@ def _layouts(*objs: object) -> tuple[tuple[int | None, ...], tuple[object, ...]]
         if part is None:
             return None
     ptrs, lays = zip(*parts)
-    return ptrs, lays  # type: ignore[return-value]
+    return ptrs, lays
 
 
 #: an absent tensor's part in `_layouts`: no address, no layout
