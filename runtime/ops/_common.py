@@ -55,8 +55,8 @@ class ShapeMemo(Generic[_V]):
     def __init__(self, size: int = 256) -> None:
         self._items: dict[Hashable, tuple[tuple[HandleBase, ...], _V]] = {}
         self.size = size
-        #: (key, entry) of the last hit
-        self._last: tuple[Hashable, tuple[tuple[HandleBase, ...], _V]] | None = None
+        #: (key, entry, the descriptor-cache generation read before finding it) of the last hit
+        self._last: tuple[Hashable, tuple[tuple[HandleBase, ...], _V], int] | None = None
         on_clear(self._clear)
 
     def _clear(self) -> None:
@@ -67,8 +67,9 @@ class ShapeMemo(Generic[_V]):
         """The value for `key` while its descriptors are open; None otherwise, and for a key that cannot be hashed
         (an unhashable mode or argument: the full path checks and reports it)."""
         last = self._last
+        generation = _generation[0]
         entry = None
-        if last is not None:
+        if last is not None and last[2] == generation:
             try:
                 if last[0] == key:
                     entry = last[1]
@@ -81,7 +82,7 @@ class ShapeMemo(Generic[_V]):
                 return None
             if entry is None:
                 return None
-            self._last = (key, entry)
+            self._last = (key, entry, generation)
         for desc in entry[0]:
             if desc._ptr is None:
                 return None
