@@ -6,9 +6,9 @@ with everything prepared (pooled handle, cached descriptors, planned algorithm, 
 is the user's call (`ops.activation.activation_forward(x, y, "relu")`) on the same shape again, so the
 handle, the descriptors and the plan come from the runtime's caches; every op once with `Tensor`s and once with
 PyTorch-like tensors (data_ptr(), shape, stride(), dtype); and one LSTM step (`RNN.forward_inference`, sequence
-length 1) against the typed calls it makes. Goal: op - typed <= 5 us per MIOpen call the op makes (`CALLS`).
-Runs are interleaved (op, typed, op, typed, ...) and the best of each is kept, so machine load hits
-both sides alike. Needs gcc.
+length 1) against the typed calls it makes. Goal: op - typed <= 5 us per MIOpen call the op makes
+(benchmarks/dispatch_setup.py: the goals, the LSTM shape, the rounds). Runs are interleaved (op, typed, op,
+typed, ...) and the best of each is kept, so machine load hits both sides alike. Needs gcc.
 Usage: python benchmarks/op_dispatch.py [--runs N] [--number N]
 """
 
@@ -26,10 +26,14 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+for p in (REPO, REPO / "benchmarks"):
+    if str(p) not in sys.path:
+        sys.path.insert(0, str(p))
 
-GOAL_US = 5.0
+from dispatch_setup import (CALLS, GOAL_US, LSTM_BATCH, LSTM_HIDDEN, LSTM_INPUT, LSTM_STEP, STUB_NUMBER,  # noqa: E402
+                            STUB_RUNS, print_rows)
+
+__all__ = ["CALLS", "GOAL_US", "build_stubs", "cases", "interleaved", "measure"]
 
 
 def build_stubs(tmp: Path) -> tuple[ctypes.CDLL, ctypes.CDLL]:
@@ -66,9 +70,9 @@ def interleaved(pairs: list[tuple[str, Callable[[], object], Callable[[], object
     not the code's (both sides still share cache and memory-bandwidth contention alike)."""
     clock = time.process_time
     best: dict[str, list[float]] = {name: [float("inf"), float("inf")] for name, _, _ in pairs}
-    for _ in range(runs):
+    for k in range(runs):
         for name, op, typed in pairs:
-            for side, fn in enumerate((op, typed)):
+            for side, fn in ((0, op), (1, typed)) if k % 2 == 0 else ((1, typed), (0, op)):  # who goes first alternates
                 t0 = clock()
                 for _ in range(number):
                     fn()
@@ -93,13 +97,15 @@ class _TorchLike:
         return self._stride
 
 
-def measure(runs: int = 15, number: int = 1000) -> list[tuple[str, float, float]]:
+def measure(runs: int = STUB_RUNS, number: int = STUB_NUMBER) -> list[tuple[str, float, float]]:
     """[(case, op seconds per call, typed seconds per call)]; loads the stub libraries into `miopen`."""
     return interleaved(cases(), runs, number)
 
 
-def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
-    """[(case, op call, typed call)], every cache warm; loads the stub libraries into `miopen`."""
+def cases(stubs: tuple[ctypes.CDLL, ctypes.CDLL] | None = None
+          ) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
+    """[(case, op call, typed call)], every cache warm; loads the stub libraries (`build_stubs`; these when given)
+    into `miopen`."""
     os.environ.setdefault("MIOPEN_SKIP_VERSION_CHECK", "1")
     import miopen
     from miopen import hip
@@ -108,8 +114,7 @@ def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
     from miopen.ops import activation, batchnorm, conv, pooling, softmax
     from miopen.tensor import Tensor
 
-    tmp = Path(tempfile.mkdtemp(prefix="miogen-bench-"))
-    mi, hl = build_stubs(tmp)
+    mi, hl = stubs or build_stubs(Path(tempfile.mkdtemp(prefix="miogen-bench-")))
     miopen.load_library(mi)
     hip.set_hip_library(hl)
     mi.miogen_stub_set_quiet(1)
@@ -201,21 +206,16 @@ def cases() -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
     return pairs
 
 
-LSTM_STEP = "RNN.forward_inference, one LSTM step (2 MIOpen calls)"
-#: MIOpen calls a case's op makes (its goal: GOAL_US per call), where more than one
-CALLS = {LSTM_STEP: 2}
-
-
 def _lstm_step(h: Any, mi: ctypes.CDLL) -> list[tuple[str, Callable[[], object], Callable[[], object]]]:
-    """One LSTM step (sequence length 1, batch 4, 8 -> 16, one layer), forward inference, with Tensors: the op
-    (`RNN.forward_inference`) and the two typed calls it makes (the workspace size, the forward pass)."""
+    """One LSTM step (dispatch_setup's shape), forward inference, with Tensors: the op (`RNN.forward_inference`)
+    and the two typed calls it makes (the workspace size, the forward pass)."""
     import miopen
     from miopen.descriptors import tensor_descriptor
     from miopen.ops.rnn import RNN
     from miopen.tensor import Tensor
     from miopen.workspace import scratch
 
-    B, I, H = 4, 8, 16
+    B, I, H = LSTM_BATCH, LSTM_INPUT, LSTM_HIDDEN
     mi.miogen_stub_set_out(b"miopenGetRNNParamsSize/numBytes", 4 * 4 * H * (I + H + 2))
     mi.miogen_stub_set_out(b"miopenGetRNNWorkspaceSize/numBytes", 8192)
     rnn = RNN(I, H, 1, mode="lstm")
@@ -238,19 +238,14 @@ def _lstm_step(h: Any, mi: ctypes.CDLL) -> list[tuple[str, Callable[[], object],
     return [(LSTM_STEP, op, typed)]
 
 
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--runs", type=int, default=15)
-    ap.add_argument("--number", type=int, default=1000)
+    ap.add_argument("--runs", type=int, default=STUB_RUNS)
+    ap.add_argument("--number", type=int, default=STUB_NUMBER)
     args = ap.parse_args()
     print(f"op dispatch over the typed call, CPU time, best of {args.runs} interleaved runs x {args.number} calls "
           f"(goal: op - typed <= {GOAL_US:.0f} us)")
-    print(f"  {'op':54s} {'op us':>8s} {'typed us':>9s} {'over':>7s}  result")
-    for name, op, typed in measure(args.runs, args.number):
-        over = (op - typed) * 1e6
-        goal = GOAL_US * CALLS.get(name, 1)
-        print(f"  {name:54s} {op * 1e6:8.2f} {typed * 1e6:9.2f} {over:7.2f}  {'PASS' if over <= goal else 'MISS'}")
+    print_rows(measure(args.runs, args.number))
     return 0
 
 

@@ -93,6 +93,10 @@ class MIOpenWorkspace:
 
     def get(self, nbytes: int, stream: int | None = None) -> int | None:
         """A pointer to at least `nbytes` of scratch (None for 0 bytes); grows, never shrinks."""
+        if nbytes.__class__ is int and 0 < nbytes <= self._nbytes and _limit[0] is None and self.max_bytes is None:
+            ptr = self._ptr  # what it holds already, no cap to apply: the lock guards a change, and none is needed
+            if ptr is not None:
+                return ptr
         _check_nbytes(nbytes, "MIOpenWorkspace.get: nbytes")
         if nbytes == 0:
             return self._ptr
@@ -198,7 +202,12 @@ os.register_at_fork(after_in_child=_after_fork_in_child)
 def scratch(device: int, stream: object = None) -> MIOpenWorkspace:
     """The calling thread's scratch workspace for (`device`, `stream`): work queued on two streams
     never shares scratch. Ops use it when given no workspace."""
-    key = (device, None if stream is None else _backend.current().as_stream_handle(stream))  # None: None, always
+    if stream is None:
+        key: tuple[int, int | None] = (device, None)  # None: None, always
+    elif type(stream) is int and 0 < stream < 1 << 64:  # a stream handle: as_stream_handle would give it back
+        key = (device, stream)
+    else:
+        key = (device, _backend.current().as_stream_handle(stream))
     table: _ScratchTable | None = getattr(_scratch, "table", None)
     if table is None:
         table = _scratch.table = _ScratchTable()

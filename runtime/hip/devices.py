@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes
 import logging
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -36,16 +37,33 @@ _c_int = ctypes.c_int
 
 
 def current_device() -> int:
-    """The calling thread's current device (HIP keeps one per thread), asked of HIP on every call: a device
-    set behind our back (torch.cuda.set_device, hipSetDevice through ctypes) is seen at once."""
+    """The calling thread's current device (HIP keeps one per thread), asked of HIP on every call where there are
+    several devices: a device set behind our back (torch.cuda.set_device, hipSetDevice through ctypes) is seen at
+    once. With one device (HIP counts them once, when it starts) it is 0, and HIP is not asked again."""
     hip = _library._hip
     if hip is None:
         hip = _lib()
-    device = _c_int(-1)
-    code: int = hip.get_device(device)
+    if hip.one_device:
+        return 0
+    device: ctypes.c_int
+    try:
+        device, ref = _cell.parts
+    except AttributeError:  # the thread's first call
+        device = _c_int(-1)
+        ref = ctypes.byref(device)
+        _cell.parts = device, ref
+    code: int = hip.get_device(ref)
     if code != HIP_SUCCESS:
         raise hip.error(code, "hipGetDevice")
-    return device.value
+    if hip.one_device is None:
+        count = _c_int(0)
+        hip.one_device = hip.status("hipGetDeviceCount", ctypes.byref(count)) == HIP_SUCCESS and count.value == 1
+    value: int = device.value
+    return value
+
+
+#: per thread, the c_int hipGetDevice writes and its byref (made once)
+_cell = threading.local()
 
 
 def set_device(device: int) -> None:

@@ -213,8 +213,12 @@ class _Hip:
         if missing:
             raise HipLibraryNotFoundError(f"{path} is not a usable HIP runtime: it does not export {', '.join(missing)}",
                                           (path,))
-        #: hipGetDevice, bound once: every op asks it (a c_int passed to it goes by reference)
-        self.get_device: Any = self.fns["hipGetDevice"]
+        #: hipGetDevice, bound once: every op asks it; without argtypes (the caller passes a byref of a c_int it keeps),
+        #: which makes the call about half as costly
+        self.get_device: Any = ctypes.CFUNCTYPE(_E)(("hipGetDevice", cdll))
+        #: True once the library reported exactly one device (HIP counts its devices once, at its start): the current
+        #: device is then 0 without asking; None until `devices.current_device` first asks
+        self.one_device: bool | None = None
 
     def status(self, function: str, *args: Any) -> int:
         code: int = self.fns[function](*args)

@@ -46,24 +46,43 @@ def plain_geometry(v: object) -> bool:
 class ShapeMemo(Generic[_V]):
     """An op's fast path: per shape key (everything its checks read but the addresses, which are read on every
     call), the checked values and descriptors of the first call on it. An entry holds while none of its
-    descriptors is closed; emptied with the descriptor caches (and so on a library change); bounded."""
+    descriptors is closed; emptied with the descriptor caches (and so on a library change); bounded. The entry of
+    the last hit is tried first, by comparing keys (their parts are mostly the very objects of the last call, so the
+    comparison is mostly identity checks: no hashing)."""
 
-    __slots__ = ("_items", "size")
+    __slots__ = ("_items", "size", "_last")
 
     def __init__(self, size: int = 256) -> None:
         self._items: dict[Hashable, tuple[tuple[HandleBase, ...], _V]] = {}
         self.size = size
-        on_clear(self._items.clear)
+        #: (key, entry, the descriptor-cache generation read before finding it) of the last hit
+        self._last: tuple[Hashable, tuple[tuple[HandleBase, ...], _V], int] | None = None
+        on_clear(self._clear)
+
+    def _clear(self) -> None:
+        self._items.clear()
+        self._last = None
 
     def get(self, key: Hashable) -> _V | None:
         """The value for `key` while its descriptors are open; None otherwise, and for a key that cannot be hashed
         (an unhashable mode or argument: the full path checks and reports it)."""
-        try:
-            entry = self._items.get(key)
-        except TypeError:
-            return None
+        last = self._last
+        generation = _generation[0]
+        entry = None
+        if last is not None and last[2] == generation:
+            try:
+                if last[0] == key:
+                    entry = last[1]
+            except Exception:  # noqa: BLE001 - a part whose == raises: the lookup below decides
+                pass
         if entry is None:
-            return None
+            try:
+                entry = self._items.get(key)
+            except TypeError:
+                return None
+            if entry is None:
+                return None
+            self._last = (key, entry, generation)
         for desc in entry[0]:
             if desc._ptr is None:
                 return None
@@ -75,7 +94,7 @@ class ShapeMemo(Generic[_V]):
         if generation != _generation[0]:
             return
         if len(self._items) >= self.size:
-            self._items.clear()
+            self._clear()
         try:
             self._items[key] = (descs, value)
         except TypeError:  # an unhashable key: never found either

@@ -50,7 +50,7 @@ from ..descriptors import DataTypeLike, FrozenTensorDescriptor, TensorDescriptor
 from ..errors import ShapeError
 from ..layout import is_packed
 from ..tensor import Tensor, as_tensor, layout_of
-from ..workspace import MIOpenWorkspace, PersistentBuffer
+from ..workspace import MIOpenWorkspace, PersistentBuffer, scratch
 from ..handles import inline_miopen_handle
 from ._common import resolve_handle, resolve_workspace
 
@@ -123,19 +123,16 @@ _StepDescs: TypeAlias = "tuple[list[api.TensorDescriptor], list[api.TensorDescri
 def _layouts(*objs: object) -> tuple[tuple[int | None, ...], tuple[object, ...]] | None:
     """(the addresses, the layouts) of tensors the fast paths have checked before (`layout_of`; None for an absent
     one), or None when any is not such a tensor (the full checks run)."""
-    ptrs: list[int | None] = []
-    lays: list[object] = []
-    for obj in objs:
-        if obj is None:
-            ptrs.append(None)
-            lays.append(None)
-            continue
-        part = layout_of(obj)
+    parts = [_ABSENT if obj is None else layout_of(obj) for obj in objs]
+    for part in parts:
         if part is None:
             return None
-        ptrs.append(part[0])
-        lays.append(part[1])
-    return tuple(ptrs), tuple(lays)
+    ptrs, lays = zip(*parts)
+    return ptrs, lays
+
+
+#: an absent tensor's part in `_layouts`: no address, no layout
+_ABSENT = (None, None)
 
 
 def _all_open(descs: tuple[HandleBase, ...]) -> bool:
@@ -346,6 +343,8 @@ class RNN:
         #: forward_inference's fast path: the layouts of its tensors (None for an absent state) -> (descriptor-cache
         #: generation, every descriptor it uses, (x and y step descriptors, hidden-state and weights descriptors))
         self._checked: dict[tuple[object, ...], tuple[int, tuple[HandleBase, ...], _StepDescs]] = {}
+        #: the layouts of the last call that took the fast path, and its entry of `_checked`
+        self._last: tuple[tuple[object, ...], tuple[int, tuple[HandleBase, ...], _StepDescs]] | None = None
         self.desc = api.create_rnn_descriptor()
         try:
             if self.dropout:
@@ -696,14 +695,19 @@ class RNN:
         op = "RNN.forward_inference"
         parts = _layouts(x, hx, cx, w, y, hy, cy) if batch_sizes is None and device is None else None
         if parts is not None and not self._closed:  # the shapes of an earlier call: its checks and descriptors
-            known = self._checked.get(parts[1])
+            last = self._last
+            # the layouts of the last call again (the same objects: compared by identity first), else a lookup
+            known = last[1] if last is not None and last[0] == parts[1] else self._checked.get(parts[1])
             if known is not None and known[0] == _generation[0] and _all_open(known[1]):
+                self._last = (parts[1], known)
                 x_descs, y_descs, hdesc, wdesc = known[2]
                 xp, hxp, cxp, wp, yp, hyp, cyp = parts[0]
                 b = _backend.current()
-                h = handle if handle is not None else inline_miopen_handle(stream, None)
+                dev = b.current_device()  # once (HIP asks it of the library): the handle's and the scratch's device
+                h = handle if handle is not None else inline_miopen_handle(stream, dev)
                 ws_bytes = api.get_rnn_workspace_size(h, self.desc, x_descs)
-                ws_ptr = resolve_workspace(workspace, None, stream).get(ws_bytes, b.as_stream_handle(stream))
+                sh = b.as_stream_handle(stream)
+                ws_ptr = (workspace if workspace is not None else scratch(dev, sh)).get(ws_bytes, sh)
                 api.rnn_forward_inference(  # x, w and y are never None on a hit (the full checks refuse a None)
                     h, self.desc, x_descs, xp, hdesc, hxp, hdesc, cxp, wdesc, wp, y_descs, yp,  # type: ignore[arg-type]
                     hdesc, hyp, hdesc, cyp, _required_buffer(op, "workspace", ws_ptr), ws_bytes)

@@ -306,6 +306,22 @@ def test_device_guard_restores_the_previous_device(stub: Stub) -> None:
     assert stub.calls("hipDeviceSynchronize") == 1
 
 
+def test_current_device_asks_hip_only_with_several_devices(stub: Stub) -> None:
+    """Every call asks hipGetDevice while there are several devices (one may be set behind our back); a library
+    of one device is asked once, and its current device is 0 from then on."""
+    before = stub.calls("hipGetDevice")
+    hip.set_device(1)
+    assert [hip.current_device() for _ in range(3)] == [1, 1, 1]
+    assert stub.calls("hipGetDevice") - before == 3
+    hip.set_device(0)
+    stub.set_device_count(1)
+    hip.set_hip_library(stub.lib)  # a fresh binding: it counts its devices when first asked
+    assert hip.current_device() == 0
+    before = stub.calls("hipGetDevice")
+    assert [hip.current_device() for _ in range(3)] == [0, 0, 0]
+    assert stub.calls("hipGetDevice") == before
+
+
 def test_device_arch_and_name(stub: Stub, stub_builds: StubBuilds) -> None:
     assert hip.device_arch(0) == "gfx90a"
     assert hip.device_arch(0, full=True) == "gfx90a:sramecc+:xnack-"

@@ -1148,7 +1148,7 @@ def _forget_fast_paths() -> None:
     for memo in (activation._FORWARD, activation._BACKWARD, softmax._FORWARD, softmax._BACKWARD,
                  batchnorm._INFERENCE, batchnorm._TRAINING, batchnorm._BACKWARD, pooling._BACKWARD,
                  pooling._STATELESS, tensor_ops._OP_TENSOR):
-        memo._items.clear()
+        memo._clear()  # its entries and its last hit
     conv._FAST.clear()
     for obj in gc.get_objects():
         if isinstance(obj, pooling.PoolingState):
@@ -1277,6 +1277,27 @@ def test_fast_paths_never_use_a_closed_descriptor(libs: Libs) -> None:
         call()
         assert rec.calls()[:2] == ["miopenCreateTensorDescriptor", "miopenSetTensorDescriptor"], rec.calls()
         assert not descriptors.tensor_descriptor("float32", DIMS).closed
+
+
+def test_a_fast_path_key_that_cannot_be_compared_takes_the_full_path(libs: Libs) -> None:
+    """A shape memo tries its last hit first by comparing keys: an argument whose == raises (or that cannot be
+    hashed) is the full path's to check, and it gets the full path's error, after a hit and before one."""
+    from miopen import descriptors
+    from miopen.ops import activation
+
+    class Odd:
+        def __eq__(self, other: object) -> bool:
+            raise RuntimeError("compared")
+
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu")
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu")  # a hit: the memo's last one
+    for _ in range(2):
+        with pytest.raises(TypeError, match="mode"):
+            activation.activation_forward(T(X, DIMS), T(Y, DIMS), Odd())  # type: ignore[arg-type]
+    descriptors.clear_descriptor_caches()  # the last hit is forgotten with the caches: the full path runs again
+    rec = Rec(libs)
+    activation.activation_forward(T(X, DIMS), T(Y, DIMS), "relu")
+    assert "miopenCreateTensorDescriptor" in rec.calls(), rec.calls()
 
 
 def test_ops_follow_the_current_device_however_it_was_set(libs: Libs) -> None:

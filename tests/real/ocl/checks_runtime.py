@@ -484,7 +484,7 @@ def _fast_paths_as_full() -> None:
         for forget in (False, True):
             if forget:
                 for memo in memos:
-                    memo._items.clear()
+                    memo._clear()  # its entries and its last hit
             got = run(qq, arr())
             for k, v in got.items():
                 close(v, want[k], f"runtime {k} on pyopencl Arrays ({name}, fast paths {'off' if forget else 'on'})",
