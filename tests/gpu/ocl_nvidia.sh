@@ -10,6 +10,8 @@
 # With --pytest it runs the gpu tier instead (pytest -m gpu tests/gpu: the same checks against the committed
 # results), required to find the GPU (MIOGEN_REQUIRE_GPU=1). With --module M [ARGS] it runs python3 -m M ARGS in
 # this set-up instead (a probe of one op, e.g. tests/gpu/bn_bwd_probe.py), the libraries named as for --pytest.
+# With --bench-only NAME it runs the speed figures alone into $OUT/NAME.json. OCL_RUNTIME_FROM=DIR takes the runtime
+# from DIR/runtime and DIR/generated instead of this checkout's (e.g. an older tree, to compare on one machine).
 set -euo pipefail
 CARRY=${OCL_CARRY:-device_carry/ocl}
 W=${OCL_WORK:-/tmp/miogen-ocl}
@@ -33,7 +35,8 @@ NV=$(ldconfig -p | awk '/libnvidia-opencl\.so\.1/ {print $NF}' | head -1 || true
 echo "$NV" > "$W/icd/nvidia.icd"
 python3 -m pip install -q --no-index --no-deps --target "$W/py" "$CARRY"/wheels/*.whl
 # the runtime package as the wheel lays it out (runtime/ = miopen, generated/ = miopen._generated)
-rm -rf "$W/py/miopen" && cp -r runtime "$W/py/miopen" && cp -r generated "$W/py/miopen/_generated"
+SRC=${OCL_RUNTIME_FROM:-.}
+rm -rf "$W/py/miopen" && cp -r "$SRC/runtime" "$W/py/miopen" && cp -r "$SRC/generated" "$W/py/miopen/_generated"
 export OCL_ICD_VENDORS="$W/icd" LD_LIBRARY_PATH="$W/lib:${LD_LIBRARY_PATH:-}" PYTHONPATH="$W/py"
 export MIOGEN_OCL_PLATFORM=nvidia PYTHONUNBUFFERED=1
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
@@ -50,6 +53,13 @@ if [ "${1:-}" = --module ]; then
     shift
     [ -f "$W/v330/libMIOpen.so.1" ] && export MIOGEN_REAL_MIOPEN_OCL_330="$W/v330/libMIOpen.so.1"
     MIOGEN_REAL_MIOPEN_OCL="$W/lib/libMIOpen.so.1" python3 -m "$@" 2>&1 | tee "$OUT/log"
+    exit "${PIPESTATUS[0]}"
+fi
+if [ "${1:-}" = --bench-only ]; then
+    GEMM=()
+    [ -f "$W/gemm/libMIOpen.so.1" ] && GEMM=(--gemm-lib "$W/gemm/libMIOpen.so.1")
+    python3 -m tests.gpu.ocl_suite --lib "$W/lib/libMIOpen.so.1" --name "${2:?--bench-only NAME}" --out "$OUT" \
+        --cache "$W/cache" --bench-only "${GEMM[@]}" 2>&1 | tee "$OUT/${2}.log"
     exit "${PIPESTATUS[0]}"
 fi
 # OCL_RUNS picks the runs (default both; one per device call if both do not fit its time limit)

@@ -240,22 +240,47 @@ def table(rows: list[list[str]]) -> str:
     return "\n".join(lines)
 
 
+def bench_only(lib: Path, cache: Path, gemm: Path | None, out: Path) -> int:
+    """The speed figures alone (of the 2.17.0 library, and the LSTM step of the GEMM build if given), printed and
+    written to `out`."""
+    speed: dict[str, Any] = {}
+    for library, check in ((lib, "ocl.bench:speed"), (gemm, "gemm.bench:speed")):
+        if library is None:
+            continue
+        w = Worker(library, None, cache=cache if library == lib else cache.with_name(cache.name + "-gemm"),
+                   extra_env=dict(FIND_ENV))
+        try:
+            got = _bench(w, check)
+        finally:
+            w.close()
+            w.cleanup()
+        if "rows" not in got:
+            print(f"speed ({check}): {got}")
+            return 1
+        speed = {**got, "rows": speed.get("rows", []) + got["rows"]}
+    out.write_text(json.dumps({"speed": speed}, indent=1, ensure_ascii=False) + "\n")
+    print("\n" + speed_table(speed))
+    return 0
+
+
 def _us(v: float | None) -> str:
     return "—" if v is None else f"{v * 1e6:.1f}"
 
 
 def speed_table(speed: dict[str, Any]) -> str:
-    """Per case: CPU µs per call (raw, typed, op), typed/raw, GPU µs per call, and the bandwidth of large cases."""
-    lines = ["| case | raw CPU µs | typed CPU µs | op CPU µs | typed / raw | op − typed µs | GPU µs per call "
-             "(raw, typed, op) | GB/s (typed) |", "|---|---|---|---|---|---|---|---|"]
+    """Per case: CPU µs per call (raw, typed, op), typed/raw, op − typed (process, and the calling thread where
+    measured), GPU µs per call, and the bandwidth of large cases."""
+    lines = ["| case | raw CPU µs | typed CPU µs | op CPU µs | typed / raw | op − typed µs | op − typed µs (thread) "
+             "| GPU µs per call (raw, typed, op) | GB/s (typed) |", "|---|---|---|---|---|---|---|---|---|"]
     for r in speed["rows"]:
         raw, typed, op = (r.get(k) for k in ("raw", "typed", "op"))
         gpu = ", ".join(_us(s[2]) if s else "—" for s in (raw, typed, op))
         gbs = f"{r['bytes'] / typed[2] / 1e9:.0f}" if r["large"] and typed and typed[2] > 0 else "—"
         ratio = f"{typed[0] / raw[0]:.2f}x" if raw and typed else "—"
         over = f"{(op[0] - typed[0]) * 1e6:+.1f}" if op and typed else "— (a Find first)"
+        thread = f"{(op[3] - typed[3]) * 1e6:+.1f}" if op and typed and len(op) > 3 and len(typed) > 3 else "—"
         lines.append(f"| {r['case']} | {_us(raw[0] if raw else None)} | {_us(typed[0] if typed else None)} | "
-                     f"{_us(op[0] if op else None)} | {ratio} | {over} | {gpu} | {gbs} |")
+                     f"{_us(op[0] if op else None)} | {ratio} | {over} | {thread} | {gpu} | {gbs} |")
     return "\n".join(lines)
 
 
@@ -303,7 +328,7 @@ def page() -> str:
             out += ["", f"## Speed on {title}: {speed['device']} (driver {speed['driver']})", "",
                     f"Medians of {r0['rounds']} interleaved rounds; small tensors {r0['number']} calls a round "
                     "(dispatch-bound), large ones fewer (kernel-bound). CPU µs: process time of the enqueueing "
-                    "loop per call; GPU µs: between two profiling markers around the loop, per call (kernels and "
+                    "loop per call (the driver's own threads included); thread: the calling thread's CPU time alone; GPU µs: between two profiling markers around the loop, per call (kernels and "
                     "the gaps between them). The runtime's convolution plans with a Find first, which does not "
                     "answer on this driver: no op column there.", "", speed_table(speed)]
     return "\n".join(out) + "\n"
@@ -317,6 +342,8 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=None, help="MIOpen's kernel caches (default: under --out)")
     ap.add_argument("--find-timeout", type=float, default=120.0, help="seconds a Find-running check may take")
     ap.add_argument("--bench", action="store_true", help="add the speed figures")
+    ap.add_argument("--bench-only", action="store_true",
+                    help="the speed figures alone (no checks): <name>.json holds only them (e.g. to compare trees)")
     ap.add_argument("--probe-find", action="store_true",
                     help="add a Find run with MIOPEN_FIND_MODE=NORMAL alone (the other Find settings off)")
     ap.add_argument("--gemm-lib", type=Path, help="the MIOpenGEMM build's libMIOpen.so.1 (RNN, GEMM convolutions)")
@@ -337,6 +364,8 @@ def main() -> int:
             extra[build] = path
     out = args.out or Path(tempfile.mkdtemp(prefix="ocl-suite-"))
     out.mkdir(parents=True, exist_ok=True)
+    if args.bench_only:
+        return bench_only(args.lib, args.cache or out / "cache", extra.get("gemm"), out / f"{args.name}.json")
     result = run_suite(args.lib, args.cache or out / "cache", args.find_timeout, args.bench,
                        out / f"{args.name}.partial.json", probe=args.probe_find, extra=extra)
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")

@@ -125,11 +125,11 @@ def speed(rounds: int = 6, small_number: int = 200, large_number: int = 5, large
         for call in live.values():
             call()
         q.finish()
-        got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in live}
+        got: dict[str, list[tuple[float, ...]]] = {k: [] for k in live}
         for k in range(rounds):
             for side, call in list(live.items())[::1 if k % 2 == 0 else -1]:  # the order of the sides alternates
                 got[side].append(_time(q, call, number))
-        med = {side: tuple(statistics.median(v[i] for v in vals) for i in range(3)) for side, vals in got.items()}
+        med = {side: tuple(statistics.median(v[i] for v in vals) for i in range(4)) for side, vals in got.items()}
         rows.append({"case": name, "large": big, "bytes": nbytes, "number": number, "rounds": rounds,
                      **{side: med.get(side) for side in ("raw", "typed", "op")}})
     return {"device": f"{dev.platform.name.strip()}: {dev.name.strip()}", "driver": dev.driver_version, "rows": rows}

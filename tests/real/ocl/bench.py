@@ -140,25 +140,27 @@ def _cases(q: Any, h: miopen.Handle, large: bool) -> list[tuple[str, dict[str, S
 _KEEP: list[object] = []
 
 
-def _time(q: Any, call: Side, number: int) -> tuple[float, float, float]:
-    """(CPU s, wall s, GPU s) per call over `number` calls."""
+def _time(q: Any, call: Side, number: int) -> tuple[float, float, float, float]:
+    """(CPU s, wall s, GPU s, the calling thread's CPU s) per call over `number` calls. The process's CPU time
+    also holds the driver's own threads (NVIDIA's run beside the caller while kernels complete); the thread's
+    holds only what the caller ran: the op layer's Python and the enqueueing."""
     pcl = cl()
     q.finish()
     e0 = pcl.enqueue_marker(q)
-    c0, w0 = time.process_time(), time.perf_counter()
+    c0, t0, w0 = time.process_time(), time.thread_time(), time.perf_counter()
     for _ in range(number):
         call()
-    c1 = time.process_time()
+    c1, t1 = time.process_time(), time.thread_time()
     e1 = pcl.enqueue_marker(q)
     q.finish()
     w1 = time.perf_counter()
     gpu = (e1.profile.end - e0.profile.end) * 1e-9
-    return (c1 - c0) / number, (w1 - w0) / number, gpu / number
+    return (c1 - c0) / number, (w1 - w0) / number, gpu / number, (t1 - t0) / number
 
 
 def speed(rounds: int = 6, small_number: int = 400, large_number: int = 40, large: bool = True
           ) -> dict[str, object]:
-    """Every case on small and large shapes: {side: (cpu, wall, gpu) medians} per case, and the device. The sides
+    """Every case on small and large shapes: {side: (cpu, wall, gpu, thread cpu) medians} per case, and the device. The sides
     take turns going first (the first loop after a drain ran slower on PoCL); a large case's loop is long enough
     (`large_number` calls) that its first call, after the drain, weighs little on the per-call CPU figure."""
     pcl = cl()
@@ -172,11 +174,11 @@ def speed(rounds: int = 6, small_number: int = 400, large_number: int = 40, larg
             for call in live.values():  # warm: kernel builds, the runtime's caches
                 call()
             q.finish()
-            got: dict[str, list[tuple[float, float, float]]] = {k: [] for k in live}
+            got: dict[str, list[tuple[float, ...]]] = {k: [] for k in live}
             for k in range(rounds):
                 for side, call in list(live.items())[::1 if k % 2 == 0 else -1]:  # the order of the sides alternates
                     got[side].append(_time(q, call, number))
-            med = {side: tuple(statistics.median(v[i] for v in vals) for i in range(3)) for side, vals in got.items()}
+            med = {side: tuple(statistics.median(v[i] for v in vals) for i in range(4)) for side, vals in got.items()}
             rows.append({"case": name, "large": big, "bytes": nbytes, "number": number, "rounds": rounds,
                          **{side: med.get(side) for side in sides}})
     return {"device": f"{dev.platform.name.strip()}: {dev.name.strip()}", "driver": dev.driver_version, "rows": rows}
