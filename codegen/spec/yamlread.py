@@ -87,11 +87,11 @@ class _Frame:
 
     def __init__(self, container: Any, is_map: bool, anchor: str | None, start: int, depth: int,
                  parent: _Frame | None) -> None:
+        self.container: Any = container
+        self.is_map: bool = is_map
         # where it sits in its parent: the key or the index there (its YAML path part, made by `part` on an error)
-        self.in_map = parent.is_map if parent is not None else None
+        self.in_map: bool | None = parent.is_map if parent is not None else None
         self.at: Any = None if parent is None else parent.key if parent.is_map else len(parent.container)
-        self.container = container
-        self.is_map = is_map
         self.key: Any = None
         self.expect_key = True
         self.keys: dict[Any, Any] = {}  # key identity -> its event's start mark (duplicates)
