@@ -1,11 +1,14 @@
 """SHA-256, the generator's one hash (cache keys, the header's and the inputs' digests).
 
-CPython's own implementation where the interpreter has it: `hashlib` prefers OpenSSL's, and loading libcrypto
-costs every parse a few milliseconds; the digests are the same (tests compare them). Elsewhere, hashlib's.
+OpenSSL's, through hashlib, where the process has imported hashlib already (a render has: Jinja's bytecode cache
+imports it), which hashes several times faster (a render hashes megabytes: the spec and its cache entries); else
+CPython's own implementation where the interpreter has it, since hashlib loads libcrypto, which would cost every
+parse a few milliseconds. Elsewhere, hashlib's. The digests are the same (tests compare them).
 """
 
 from __future__ import annotations
 
+import sys
 from os import PathLike
 from typing import TYPE_CHECKING
 
@@ -13,12 +16,18 @@ if TYPE_CHECKING:
     from hashlib import sha256
 else:
     try:
-        from _sha2 import sha256  # CPython 3.12 and later
+        from _sha2 import sha256 as _own  # CPython 3.12 and later
     except ImportError:
         try:
-            from _sha256 import sha256  # CPython 3.11
+            from _sha256 import sha256 as _own  # CPython 3.11
         except ImportError:  # another interpreter
-            from hashlib import sha256
+            from hashlib import sha256 as _own
+
+    def sha256(data=b"", /):
+        """A SHA-256 hash object over `data` (hashlib's where hashlib is loaded, else CPython's own)."""
+        hashlib = sys.modules.get("hashlib")
+        return hashlib.sha256(data) if hashlib is not None else _own(data)
+
 
 __all__ = ["file_sha256", "sha256"]
 

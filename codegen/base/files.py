@@ -360,6 +360,26 @@ def _owned(real: Path, shown: Path) -> list[PurePosixPath]:
     return earlier
 
 
+def unchanged(out_dir: Path, files: dict[str, bytes]) -> set[str]:
+    """The names among `files` that an earlier render left in `out_dir` with exactly these bytes: listed in its
+    marker, a regular file (not a symlink). None of them where the marker is missing or damaged."""
+    marker = out_dir / OUTPUT_MARKER
+    try:
+        listed = {str(rel) for rel in _read_marker(marker)} if marker.is_file() else set()
+    except (CodegenError, OSError):
+        return set()
+    same = set()
+    for name in listed.intersection(files):
+        path = out_dir / name
+        try:
+            st = path.lstat()
+            if stat.S_ISREG(st.st_mode) and st.st_size == len(files[name]) and path.read_bytes() == files[name]:
+                same.add(name)
+        except OSError:
+            continue
+    return same
+
+
 def _aside(real: Path) -> tuple[Path, Path]:
     """Where the next tree is built, and where the replaced one waits for removal (both beside `real`)."""
     return real.with_name(f".{real.name}.miogen-new"), real.with_name(f".{real.name}.miogen-old")

@@ -13,7 +13,7 @@ from pathlib import Path
 from .. import GENERATOR_VERSION
 from ..base import escape
 from ..base.errors import CodegenError
-from ..base.files import write_tree
+from ..base.files import unchanged, write_tree
 from .direct import DIRECT_ALIASES
 from ..base.cache import private_cache, read_entry, remembered, write_entry
 from ..base.digest import sha256
@@ -52,14 +52,19 @@ def _shared_banner(plans: tuple[Plan, ...]) -> str:
             f"# and their annotations (sha256 of their banners {combined}). Do not edit: run `make generate`.")
 
 
-def _check_python(out: dict[str, str]) -> None:
-    """Every rendered Python file compiles. Compiling the largest ones is most of a render, so a text
-    that compiled once is remembered (an empty entry keyed by its sha256 and the Python version, whose
-    grammar decides): a pure function's memo, never a text that failed."""
-    folder = private_cache(f"syntax-py{sys.version_info[0]}.{sys.version_info[1]}")
-    for name, text in out.items():
-        if not name.endswith((".py", ".pyi")):
-            continue
+def _check_python(out: dict[str, str], output: Path | None = None) -> None:
+    """Every rendered Python file compiles. Compiling the largest ones is most of a render, so a text is compiled
+    only where it is new: a file an earlier render left in `output` with these very bytes (`files.unchanged`) was
+    compiled by that render before it was written, and a text that compiled once is remembered (an empty entry
+    keyed by its sha256 and the Python version, whose grammar decides): a pure function's memo, never a text that
+    failed."""
+    python = {name: text for name, text in out.items() if name.endswith((".py", ".pyi"))}
+    if output is not None:
+        encoded = {name: text.encode("utf-8", "surrogatepass") for name, text in python.items()}
+        for name in unchanged(output, encoded):
+            del python[name]
+    folder = private_cache(f"syntax-py{sys.version_info[0]}.{sys.version_info[1]}") if python else None
+    for name, text in python.items():
         key = f"compiles\0{sys.version}\0{sha256_text(text)}"
         if folder is not None and read_entry(folder, key) == b"":
             continue
@@ -106,8 +111,10 @@ def _function_releases(plans: tuple[Plan, ...]) -> list[tuple[str, tuple[str, ..
     return [(n, tuple(vs), tuple(stable.get(n, []))) for n, vs in sorted(declared.items())]
 
 
-def render(*plans: Plan, records: Mapping[Version, ReleaseRecord] | None = None) -> dict[str, str]:
-    """Relative path -> text of every generated file, for one release or several.
+def render(*plans: Plan, records: Mapping[Version, ReleaseRecord] | None = None,
+           output: Path | None = None) -> dict[str, str]:
+    """Relative path -> text of every generated file, for one release or several; each Python file compiles
+    (`output`: the directory they are for, whose files an earlier render left unchanged are not compiled again).
 
     Files identical across releases (the facade modules, `_support`, `errors`, the release table)
     are written once; each release's raw ctypes layer and typed API sit in its own sub-package
@@ -154,7 +161,7 @@ def render(*plans: Plan, records: Mapping[Version, ReleaseRecord] | None = None)
         ctx = {**base, "p": p, "banner": p.banner_info, "version": str(p.spec.version), "module": mod}
         for name in RELEASE_OUTPUTS:
             out[f"{mod}/{name}"] = env.get_template("release/" + name + ".j2").render(ctx)
-    _check_python(out)
+    _check_python(out, output)
     return out
 
 
@@ -220,4 +227,4 @@ def generate(spec_paths: list[Path], ann_path: Path, target: Target, out_dir: Pa
         info = banner(spec_path.name, spec_sha, ann_sha)
         key = f"plan\0{spec_sha}\0{ann_sha}\0{inputs.hexdigest()}\0{info}"
         plans.append(remembered(key, Plan, functools.partial(planned, spec_path, data, info)))
-    return write_tree(render(*plans, records=load_records(history)), out_dir)
+    return write_tree(render(*plans, records=load_records(history), output=out_dir), out_dir)

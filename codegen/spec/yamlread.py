@@ -82,20 +82,30 @@ def error(source: str, line: int | None, parts: list[str], text: str) -> SpecErr
 class _Frame:
     """An open mapping or sequence."""
 
-    __slots__ = ("container", "is_map", "key", "expect_key", "keys", "anchor", "start", "deepest", "depth", "part")
+    __slots__ = ("container", "is_map", "key", "expect_key", "keys", "anchor", "start", "deepest", "depth", "at",
+                 "in_map")
 
     def __init__(self, container: Any, is_map: bool, anchor: str | None, start: int, depth: int,
-                 part: str | None) -> None:
-        self.part = part  # where it sits in its parent (a YAML path part; None for the root)
-        self.container = container
-        self.is_map = is_map
+                 parent: _Frame | None) -> None:
+        self.container: Any = container
+        self.is_map: bool = is_map
+        # where it sits in its parent: the key or the index there (its YAML path part, made by `part` on an error)
+        self.in_map: bool | None = parent.is_map if parent is not None else None
+        self.at: Any = None if parent is None else parent.key if parent.is_map else len(parent.container)
         self.key: Any = None
         self.expect_key = True
-        self.keys: dict[Any, int] = {}  # key identity -> line (duplicates)
+        self.keys: dict[Any, Any] = {}  # key identity -> its event's start mark (duplicates)
         self.anchor = anchor
         self.start = start  # nodes before it (for an anchor's size)
         self.deepest = depth  # deepest level inside (for an anchor's height)
         self.depth = depth
+
+    @property
+    def part(self) -> str | None:
+        """Its YAML path part in its parent (None for the root)."""
+        if self.in_map is None:
+            return None
+        return rules.key_part(self.at) if self.in_map else f"[{self.at}]"
 
 
 def too_large(source: str) -> SpecError:
@@ -128,7 +138,7 @@ class _Reader:
         self.stack: list[_Frame] = []
 
     def fail(self, event: Any, text: str, extra: str | None = None) -> SpecError:
-        parts = [f.part for f in self.stack if f.part is not None]
+        parts = [part for part in (f.part for f in self.stack) if part is not None]
         if self.stack:  # the element of the innermost one being read
             top = self.stack[-1]
             if not top.is_map:
@@ -198,7 +208,10 @@ class _Reader:
             as_key = top is not None and top.is_map and top.expect_key
             if kind is scalar_event:
                 total += 1
-                value, tag = self.scalar(event, as_key)
+                value = event.value  # a plain string, its spelling resolved before: no call (most of a spec)
+                tag = _RESOLVED.get((value, event.implicit)) if event.tag is None else None
+                if tag != _STR_TAG:
+                    value, tag = self.scalar(event, as_key)
                 if event.anchor is not None:
                     anchors[event.anchor] = (value, 1, 0)
             elif kind is map_start or kind is seq_start:
@@ -212,12 +225,11 @@ class _Reader:
                     raise self.fail(event, f"nesting deeper than {MAX_YAML_DEPTH} levels")
                 total += 1
                 container: Any = {} if is_map else []
+                frame = _Frame(container, is_map, event.anchor, total - 1, len(stack) + 1, top)
                 if top is None:
-                    root, part = container, None
+                    root = container
                 else:
-                    part = f"[{len(top.container)}]" if not top.is_map else rules.key_part(top.key)
                     self._attach(top, container)
-                frame = _Frame(container, is_map, event.anchor, total - 1, len(stack) + 1, part)
                 stack.append(frame)
                 for f in open_anchors:
                     f.deepest = max(f.deepest, frame.depth)
@@ -264,16 +276,18 @@ class _Reader:
                 ident = value if tag == _STR_TAG else (
                     type(value).__name__, value if isinstance(value, (int, float, bool)) or value is None
                     else repr(value))
-                line = event.start_mark.line + 1
                 first = top.keys.get(ident)
                 if first is not None:
-                    raise self.fail(event, f"duplicate key {short(value)} (first at line {first}); YAML keeps only "
-                                           f"the last, so one of them would be lost", rules.key_part(value))
-                top.keys[ident] = line
+                    raise self.fail(event, f"duplicate key {short(value)} (first at line {first.line + 1}); YAML "
+                                           f"keeps only the last, so one of them would be lost", rules.key_part(value))
+                top.keys[ident] = event.start_mark
                 top.key = value
                 top.expect_key = False
+            elif top.is_map:
+                top.container[top.key] = value
+                top.expect_key = True
             else:
-                self._attach(top, value)
+                top.container.append(value)
 
     @staticmethod
     def _attach(top: _Frame, value: Any) -> None:

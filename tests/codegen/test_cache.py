@@ -177,9 +177,10 @@ def test_a_damaged_entry_is_a_miss_that_is_written_again(tmp_path: Path, inputs:
     loaded = (spec_io.load(inputs["spec"]), load_annotations(inputs["annotations"]))
     for n, entry in enumerate(entries):
         other = next(data for p, data in originals.items() if _kind(p, root) != _kind(entry, root))
-        for how, damaged in _damages(entry, other):
+        for m, (how, damaged) in enumerate(_damages(entry, other)):
             entry.write_bytes(damaged)
-            assert _render(inputs, tmp_path / f"out{n}", str(root), monkeypatch) == expected, (entry, how)
+            # a new directory: a file an earlier render left unchanged there is not compiled again
+            assert _render(inputs, tmp_path / f"out{n}-{m}", str(root), monkeypatch) == expected, (entry, how)
             # what `miogen check --annotations` reads (a render that finds its plan reads neither)
             assert (spec_io.load(inputs["spec"]), load_annotations(inputs["annotations"])) == loaded, (entry, how)
             rewritten = entry.read_bytes()
@@ -188,3 +189,24 @@ def test_a_damaged_entry_is_a_miss_that_is_written_again(tmp_path: Path, inputs:
     assert _render(inputs, tmp_path / "last", str(root), monkeypatch) == expected
     assert work.take() == {"plan": 0, "template": 0, "syntax": 0}
     assert _entries(root) == entries
+
+
+def test_a_changed_file_that_does_not_compile_is_refused_over_earlier_output(
+        tmp_path: Path, inputs: dict[str, Path], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A render into the directory of an earlier one compiles only the files it changes, and a changed file that
+    is not valid Python fails the render whether the cache is cold, warm or off: the directory stays as it was."""
+    from miogen.base.errors import CodegenError
+
+    out = tmp_path / "out"
+    warm = str(tmp_path / "warm")
+    before = _render(inputs, out, warm, monkeypatch)
+    work = _Work(monkeypatch)
+    assert _render(inputs, out, str(tmp_path / "cold"), monkeypatch) == before
+    assert work.take()["syntax"] == 0  # every file as the earlier render left it
+    _append(inputs["templates"] / "release" / "raw.py.j2", "def (:\n")
+    for cache_dir in (str(tmp_path / "cold-again"), warm, ""):
+        with pytest.raises(CodegenError, match=r"raw\.py is not valid Python"):
+            _render(inputs, out, cache_dir, monkeypatch)
+        assert work.take()["syntax"] >= 1
+        assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()
+                and p.name != ".miogen-output" and "__pycache__" not in p.parts} == before

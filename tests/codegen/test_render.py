@@ -278,6 +278,56 @@ def test_syntax_check_remembers_only_texts_that_compiled(tmp_path: Path, monkeyp
     assert compiled == ["a.py", "b.pyi"]
 
 
+def test_syntax_check_skips_only_files_an_earlier_render_left_unchanged(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the cache off, a rendered text is not compiled where the output directory holds it byte for byte as
+    an earlier render wrote it (listed in its marker, a regular file); a changed text is compiled (a bad one
+    fails), and so is an identical file no render listed, one behind a symlink, or any where the marker is
+    missing or damaged."""
+    from miogen.base.errors import CodegenError
+    from miogen.base.files import OUTPUT_MARKER, write_tree
+    from miogen.render import package as render
+
+    compiled: list[str] = []
+
+    def spy(text: str, name: str, mode: str) -> object:
+        compiled.append(name)
+        return compile(text, name, mode)
+
+    monkeypatch.setattr(render, "compile", spy, raising=False)
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
+    good = {"a.py": "x = 1\n", "sub/b.pyi": "def f() -> int: ...\n"}
+    out = tmp_path / "out"
+    write_tree(good, out)
+
+    def checked(texts: dict[str, str]) -> list[str]:
+        compiled.clear()
+        render._check_python(texts, out)
+        return sorted(compiled)
+
+    assert checked(good) == []
+    assert checked({**good, "c.py": "y = 2\n"}) == ["c.py"]  # new
+    assert checked({**good, "a.py": "x = 2\n"}) == ["a.py"]  # changed
+    for bad in ("def (:\n", "x = 1\ndef (:\n"):
+        with pytest.raises(CodegenError, match="a.py is not valid Python"):
+            render._check_python({**good, "a.py": bad}, out)
+    (out / "d.py").write_text("z = 3\n")  # beside the render's files, not listed by it
+    assert checked({**good, "d.py": "z = 3\n"}) == ["d.py"]
+    (tmp_path / "elsewhere.py").write_text("x = 1\n")
+    (out / "a.py").unlink()
+    (out / "a.py").symlink_to(tmp_path / "elsewhere.py")
+    assert checked(good) == ["a.py"]
+    (out / "a.py").unlink()
+    (out / "a.py").write_text("x = 1\n")
+    assert checked(good) == []
+    marker = out / OUTPUT_MARKER
+    listed = marker.read_text()
+    marker.write_text(listed + "../outside\n")  # damaged
+    assert checked(good) == ["a.py", "sub/b.pyi"]
+    marker.unlink()
+    assert checked(good) == ["a.py", "sub/b.pyi"]
+
+
 def test_plans_are_remembered_and_change_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`generate` takes a spec's plan from the per-user cache when the spec, annotations, target, banner and
     history are the same; the output is the same with the cache off, cold, warm or corrupt, and a changed input
