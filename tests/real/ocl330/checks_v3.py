@@ -1,5 +1,5 @@
 """Find 2.0 computing (conv problem forward, against numpy), the HIP-only 3.x beta ops refused clearly, and OpTensor
-on 1-D and 2-D tensors (computing only on a 3.3.0 rebuilt with the project's recipe patch: differences.PATCH_OPTENSOR)."""
+on 1-D and 2-D tensors (computing only on a 3.3.0 rebuilt with the project's patch: differences.PATCH_OPTENSOR)."""
 
 from __future__ import annotations
 
