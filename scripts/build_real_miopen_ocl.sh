@@ -3,7 +3,7 @@
 # (tests/real/kernels/test_real_miopen_ocl*.py). Runs the recipe of ../shared (build.sh: Debian packages, the source
 # without the AMD-GPU databases, its patches, cmake, make; as root) with the project's own patches for that release
 # (scripts/real-miopen-ocl-patches/<release>/*.diff) applied after the recipe's. 2.17.0: 18-28 min, 3.3.0: 26-40 min
-# on 2 cores.
+# on 2 quiet cores (3.3.0: well over an hour at nice 15 beside other work; src/kernel.cpp alone takes 30 min there).
 #
 #   scripts/build_real_miopen_ocl.sh [options]      (also: make real-miopen-ocl REAL_MIOPEN_OCL_ARGS="...")
 #
