@@ -81,7 +81,7 @@ help:
 	@echo "make lock                refresh requirements.lock (newest allowed versions, hashed), rebuild the venv, run the suite"
 	@echo "make bench               speed benchmarks: one interleaved run, a table with goals"
 	@echo "make real-miopen         rebuild the real libMIOpen 2.17.0 the tests use (Debian, ~25 min; not part of make test)"
-	@echo "make real-miopen-ocl     rebuild the real libMIOpen 2.17.0 with its OpenCL backend (the PoCL numerics; ~25 min, root)"
+	@echo "make real-miopen-ocl     rebuild an OpenCL libMIOpen: 2.17.0, or 3.3.0 with --release 3.3.0 (PoCL numerics; 25-40 min, root)"
 	@echo "make real-miopen-debian  build (or reuse) the cached Debian sid root with the real MIOpen 3.4.0 and 3.5.1 (~5 min)"
 	@echo "make clean               remove the venv and the scratch folders"
 	@echo "make help                this list"
@@ -232,8 +232,9 @@ REAL_MIOPEN_ARGS ?=
 real-miopen:
 	bash scripts/build_real_miopen.sh $(REAL_MIOPEN_ARGS)
 
-# The real libMIOpen 2.17.0 with MIOpen's OpenCL backend (../shared/real-miopen-ocl), from that folder's recipe:
-# `make real-miopen-ocl REAL_MIOPEN_OCL_ARGS="--source ~/src/MIOpen.git --half ~/src/half.git --pack"` (--help).
+# A real libMIOpen with MIOpen's OpenCL backend, from the recipe of ../shared/real-miopen-ocl (2.17.0) or, with
+# --release 3.3.0, ../shared/real-miopen-ocl-330, plus scripts/real-miopen-ocl-patches/<release>/ (see its --help):
+# `make real-miopen-ocl REAL_MIOPEN_OCL_ARGS="--release 3.3.0 --source ~/src/MIOpen.git --half ~/src/half.git"`
 REAL_MIOPEN_OCL_ARGS ?=
 real-miopen-ocl:
 	bash scripts/build_real_miopen_ocl.sh $(REAL_MIOPEN_OCL_ARGS)

@@ -10,7 +10,8 @@ outside the repository, checked by its README's sha256):
 - `OPENCL_GEMM` (../shared/real-miopen-ocl-gemm): the same with MIOpenGEMM (libmiopengemm.so.1 unpacked beside it):
   RNN and the GEMM convolutions compute; $MIOGEN_REAL_MIOPEN_OCL_GEMM, required by
   `MIOGEN_REQUIRE_REAL_MIOPEN_OCL_GEMM=1`.
-- `OPENCL_330` (../shared/real-miopen-ocl-330): MIOpen 3.3.0's OpenCL build; $MIOGEN_REAL_MIOPEN_OCL_330, required
+- `OPENCL_330` (../shared/real-miopen-ocl-330): MIOpen 3.3.0's OpenCL build; $MIOGEN_REAL_MIOPEN_OCL_330 (a file, or
+  the folder of one, as `make real-miopen-ocl REAL_MIOPEN_OCL_ARGS="--release 3.3.0 ..."` writes it: WORK/out), required
   by `MIOGEN_REQUIRE_REAL_MIOPEN_OCL_330=1`.
 """
 
@@ -41,6 +42,25 @@ def _sha256(path: Path) -> str:
         for chunk in iter(lambda: f.read(1 << 20), b""):
             h.update(chunk)
     return h.hexdigest()
+
+
+def has_sha256(path: Path, sha256: str) -> bool:
+    """Whether the file `path` has this sha256; a match is remembered (size and mtime) in a stamp beside it, so a
+    session does not hash 280 MB again."""
+    if not path.is_file():
+        return False
+    st = path.stat()
+    stamp = path.with_suffix(".verified")
+    key = f"{st.st_size} {st.st_mtime_ns} {sha256}"
+    try:
+        if stamp.read_text() == key:
+            return True
+    except OSError:
+        pass
+    if _sha256(path) != sha256:
+        return False
+    stamp.write_text(key)
+    return True
 
 
 @dataclass(frozen=True)
@@ -74,32 +94,13 @@ class SharedLibrary:
         """A per-machine folder of this build, outside the repository, reused across runs."""
         return _cache_root() / self.folder / self.sha256[:16]
 
-    def _verified(self, path: Path) -> bool:
-        """Whether `path` is the library the README describes; the sha256 of a file already checked is remembered
-        (size and mtime) in a stamp beside it, so a session does not hash 280 MB again."""
-        if not path.is_file():
-            return False
-        st = path.stat()
-        stamp = path.with_suffix(".verified")
-        key = f"{st.st_size} {st.st_mtime_ns} {self.sha256}"
-        try:
-            if stamp.read_text() == key:
-                return True
-        except OSError:
-            pass
-        if _sha256(path) != self.sha256:
-            return False
-        stamp.write_text(key)
-        return True
-
     def _unpack_one(self, name: str, sha256: str) -> Path | None:
         """../shared/<folder>/<name>.xz unpacked into the cache folder (checked by its sha256); None without it."""
         packed = self.shared / f"{name}.xz"
         if not packed.is_file():
             return None
         out = self.cache_dir() / name
-        lib = SharedLibrary(self.folder, sha256, self.env, self.require_env)
-        if lib._verified(out):
+        if has_sha256(out, sha256):
             return out
         out.parent.mkdir(parents=True, exist_ok=True)
         tmp = out.with_suffix(f".tmp{os.getpid()}")

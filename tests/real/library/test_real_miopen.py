@@ -288,6 +288,28 @@ def test_build_script() -> None:
         subprocess.run(["shellcheck", str(script), str(REPO / ".ci" / "run")], check=True)
 
 
+def test_build_script_ocl() -> None:
+    """scripts/build_real_miopen_ocl.sh (make real-miopen-ocl) parses, answers --help naming both releases, refuses
+    another release by name; every folder of scripts/real-miopen-ocl-patches is a release it builds, and every patch
+    there opens with its own header before the first diff."""
+    import shutil
+
+    script = REPO / "scripts" / "build_real_miopen_ocl.sh"
+    subprocess.run(["bash", "-n", str(script)], check=True)
+    helped = subprocess.run(["bash", str(script), "--help"], capture_output=True, text=True, check=True)
+    assert "--release R" in helped.stdout and "2.17.0" in helped.stdout and "3.3.0" in helped.stdout
+    bad = subprocess.run(["bash", str(script), "--release", "3.4.0"], capture_output=True, text=True)
+    assert bad.returncode != 0 and "--release must be 2.17.0 or 3.3.0; got '3.4.0'" in bad.stderr
+    patches = sorted((REPO / "scripts" / "real-miopen-ocl-patches").glob("*/*.diff"))
+    assert patches
+    for p in patches:
+        assert p.parent.name in ("2.17.0", "3.3.0"), p
+        header = p.read_text().split("\ndiff ", 1)[0].split("\n--- ", 1)[0]
+        assert header.strip() and not header.startswith(("diff ", "--- ")), f"{p}: no header of its own"
+    if shutil.which("shellcheck"):
+        subprocess.run(["shellcheck", str(script)], check=True)
+
+
 def test_worker_uses_the_real_library(real: Worker) -> None:
     assert real.info["version"] == "2.17.0"
     assert real.info["pid"] != client.os.getpid()

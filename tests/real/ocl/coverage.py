@@ -26,13 +26,14 @@ def _cell(text: str) -> str:
 
 
 def markdown() -> str:
-    """The table: each row's 2.17.0 outcome and reason, and 3.3.0's where it differs (tests/real/ocl330)."""
-    from ..ocl330.differences import DIFFERENCES
+    """The table: each row's 2.17.0 outcome and reason, and 3.3.0's (../shared's library) where it differs
+    (tests/real/ocl330)."""
+    from ..ocl330.differences import DIFFERENCES, UNPATCHED
 
     table = rows()
     lines = ["| op | dtype | path | result (2.17.0) | reason | 3.3.0 | check |", "|---|---|---|---|---|---|---|"]
     for (op, dt, path), (outcome, reason, check) in table.items():
-        other = DIFFERENCES.get((op, dt, path))
+        other = DIFFERENCES.get((op, dt, path)) or UNPATCHED.get((op, dt, path))
         v330 = "same" if other is None else f"**{other[0]}**: {_cell(other[1])}"
         lines.append(f"| {op} | {dt} | {path} | {outcome} | {_cell(reason)} | {v330} | `{check}` |")
     counts: dict[str, int] = {}

@@ -1,4 +1,5 @@
-"""Find 2.0 computing (conv problem forward, against numpy) and the HIP-only 3.x beta ops refused clearly."""
+"""Find 2.0 computing (conv problem forward, against numpy), the HIP-only 3.x beta ops refused clearly, and OpTensor
+on 1-D and 2-D tensors (computing only on a 3.3.0 rebuilt with the project's patch: differences.PATCH_OPTENSOR)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ import numpy as np
 import miopen
 
 from ..ocl.checks_conv import _conv_ref
-from ..ocl.common import desc, dev, handle, queue, rng, zeros
+from ..ocl.checks_tensor import _op_ref
+from ..ocl.common import close, desc, dev, handle, queue, rng, zeros
 
 
 def find2_conv_forward() -> dict[str, Any]:
@@ -118,3 +120,29 @@ def dropout_hip_only() -> str:
         assert isinstance(exc, miopen.MIOpenError) and int(exc.status) == 7
         return str(exc)
     raise AssertionError("SetDropoutDescriptor did not fail on 3.3.0's OpenCL build")
+
+
+def op_tensor_1d_2d() -> dict[str, float]:
+    """OpTensor add, mul, min, max on 1-D and 2-D tensors, B full and broadcast (every axis), alpha1 1.5, alpha2 -2,
+    beta 0 and 0.5, against float64 numpy; sizes that need more than one work-group and, in 3.3.0's kernels, more
+    than one pass of the grid. Returns {"<op> <rank>-D": max abs error} (each case asserted within 2e-5)."""
+    h = handle()
+    r = rng(14)
+    ops = {"add": miopen.TensorOp.miopenTensorOpAdd, "mul": miopen.TensorOp.miopenTensorOpMul,
+           "min": miopen.TensorOp.miopenTensorOpMin, "max": miopen.TensorOp.miopenTensorOpMax}
+    cases = [([1000], [1000]), ([1000], [1]), ([13, 37], [13, 37]), ([13, 37], [1, 37]), ([13, 37], [13, 1]),
+             ([13, 37], [1, 1]), ([300, 70], [1, 70])]
+    out: dict[str, float] = {}
+    for dims, bdims in cases:
+        a, b, c = (r.standard_normal(int(np.prod(x))).astype(np.float32) for x in (dims, bdims, dims))
+        for beta in (0.0, 0.5):
+            for name, op in ops.items():
+                cd = dev(c)
+                miopen.op_tensor(h, op, 1.5, desc(dims), dev(a).ptr, -2.0, desc(bdims), dev(b).ptr, beta,
+                                 desc(dims), cd.ptr)
+                want = _op_ref(name, a.reshape(dims).astype(np.float64), b.reshape(bdims).astype(np.float64),
+                               c.reshape(dims).astype(np.float64), 1.5, -2.0, beta)
+                err = close(cd.read().reshape(dims), want, f"OpTensor {name} {dims} B {bdims} beta {beta}")
+                key = f"{name} {len(dims)}-D"
+                out[key] = max(out.get(key, 0.0), err)
+    return out
