@@ -19,6 +19,7 @@ On the device machine `tests/gpu/ocl_nvidia.sh` sets the machine up and runs it 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import sys
@@ -228,7 +229,8 @@ def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial:
         functions.update(funcs)
         if more is not None and "rows" in more and speed is not None and "rows" in speed:
             speed["rows"] += more["rows"]
-    return {"device": device, "library": f"MIOpen {version} (OpenCL backend)",
+    sha = hashlib.sha256(lib.read_bytes()).hexdigest()
+    return {"device": device, "library": f"MIOpen {version} (OpenCL backend; libMIOpen.so.1 sha256 {sha[:16]})",
             "extra": {b: str(p.name) for b, p in (extra or {}).items()}, "rows": rows, "seconds": seconds,
             "functions": functions, "total_s": round(time.perf_counter() - started, 1), "speed": speed}
 
@@ -314,7 +316,7 @@ def page() -> str:
     for name, title in COLUMNS:
         if name in runs:
             r = runs[name]
-            out.append(f"- **{title}**: {r['device']}; {len(r['rows'])} rows in {r['total_s']} s.")
+            out.append(f"- **{title}**: {r['device']}; {r['library']}; {len(r['rows'])} rows in {r['total_s']} s.")
     out += ["", "| op | dtype | path | " + " | ".join(heads) + " |", "|---|---|---|" + "---|" * len(heads)]
     for key in keys:
         out.append(f"| {' | '.join(coverage._cell(k) for k in key)} | "
