@@ -70,7 +70,7 @@ python3 -m tests.gpu.ocl_suite --lib "$W/lib/libMIOpen.so.1" --name nvidia --out
 fi
 # the numeric suite again on 3.3.0 (where it differs from 2.17.0: tests/real/ocl330/differences.py)
 if [[ " $RUNS " == *" 330 "* ]] && [ -f "$W/v330/libMIOpen.so.1" ]; then
-    MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS=1 python3 -m tests.gpu.ocl_suite --lib "$W/v330/libMIOpen.so.1" \
+    python3 -m tests.gpu.ocl_suite --lib "$W/v330/libMIOpen.so.1" --env MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS=1 \
         --name nvidia330 --out "$OUT" --cache "$W/cache330" --find-timeout "${OCL_FIND_TIMEOUT:-75}" 2>&1 \
         | tee "$OUT/log330"
 fi

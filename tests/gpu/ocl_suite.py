@@ -172,12 +172,14 @@ def run_extra(build: str, lib: Path, cache: Path, timeout: float, bench: bool
 
 
 def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial: Path | None = None,
-              check_timeout: float = 150.0, probe: bool = False, extra: dict[str, Path] | None = None
-              ) -> dict[str, Any]:
+              check_timeout: float = 150.0, probe: bool = False, extra: dict[str, Path] | None = None,
+              env: dict[str, str] | None = None) -> dict[str, Any]:
     """Every check, then the speed figures, then the `EXTRA` checks of the builds in `extra` (build -> library);
-    the rows so far are written to `partial` after each check."""
+    the rows so far are written to `partial` after each check. `env`: MIOpen variables every worker gets (a worker
+    inherits none of this process's)."""
     order = sorted(CLAIMS, key=lambda n: (n in SPECIAL or n in FINDS, n in LAST, n))
-    main = Worker(lib, None, cache=cache, extra_env=FIND_ENV)
+    env = env or {}
+    main = Worker(lib, None, cache=cache, extra_env={**FIND_ENV, **env})
     started = time.perf_counter()
     rows: list[list[str]] = []
     seconds: dict[str, float] = {}
@@ -193,8 +195,8 @@ def run_suite(lib: Path, cache: Path, find_timeout: float, bench: bool, partial:
             timeout = (find_timeout if name in FINDS or name in LAST or name == "ocl.checks_misc:find_default_mode"
                        else check_timeout)
             if name in SPECIAL or name in FINDS or name in LAST:
-                fresh, env = SPECIAL.get(name, (False, FIND_ENV))
-                w = Worker(lib, None, cache=None if fresh else cache, extra_env=env)
+                fresh, own = SPECIAL.get(name, (False, FIND_ENV))
+                w = Worker(lib, None, cache=None if fresh else cache, extra_env={**own, **env})
                 try:
                     result: Any = w.call(name, timeout=timeout)
                 except WorkerError as exc:
@@ -344,6 +346,9 @@ def main() -> int:
     ap.add_argument("--cache", type=Path, default=None, help="MIOpen's kernel caches (default: under --out)")
     ap.add_argument("--find-timeout", type=float, default=120.0, help="seconds a Find-running check may take")
     ap.add_argument("--bench", action="store_true", help="add the speed figures")
+    ap.add_argument("--env", action="append", default=[], metavar="NAME=VALUE",
+                    help="a MIOpen variable every worker gets (workers inherit none), e.g. "
+                         "MIOPEN_DEBUG_ENABLE_DEPRECATED_SOLVERS=1 for 3.3.0's convolutions off AMD GPUs")
     ap.add_argument("--bench-only", action="store_true",
                     help="the speed figures alone (no checks): <name>.json holds only them (e.g. to compare trees)")
     ap.add_argument("--probe-find", action="store_true",
@@ -369,7 +374,8 @@ def main() -> int:
     if args.bench_only:
         return bench_only(args.lib, args.cache or out / "cache", extra.get("gemm"), out / f"{args.name}.json")
     result = run_suite(args.lib, args.cache or out / "cache", args.find_timeout, args.bench,
-                       out / f"{args.name}.partial.json", probe=args.probe_find, extra=extra)
+                       out / f"{args.name}.partial.json", probe=args.probe_find, extra=extra,
+                       env=dict(item.split("=", 1) for item in args.env))
     (out / f"{args.name}.json").write_text(json.dumps(result, indent=1, ensure_ascii=False) + "\n")
     print(f"\n{result['device']}: {len(result['rows'])} rows in {result['total_s']} s\n")
     print(table(result["rows"]))
