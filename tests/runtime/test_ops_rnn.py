@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ..conftest import Libs
+from .standins import ClArray, ClBuffer
 
 pytestmark = pytest.mark.usefixtures("libs")
 
@@ -285,36 +286,6 @@ def test_hidden_dims_layers_directions(libs: Libs, prime: Primer, layers: int, b
     assert since(libs, n) == []
 
 
-class _Mem:
-    """A stand-in for a pyopencl buffer: `int_ptr`, `size`, `release()` (watched: `watch_releases`)."""
-
-    def __init__(self, ptr: int, size: int) -> None:
-        self.int_ptr, self.size = ptr, size
-
-    def release(self) -> None:
-        pass  # like pyopencl: the stale address stays
-
-
-class _Array:
-    """A stand-in for a pyopencl Array: base_data, offset, shape, strides in bytes, numpy dtype."""
-
-    def __init__(self, ptr: int, shape: tuple[int, ...], dtype: str = F32) -> None:
-        import numpy as np
-
-        from miopen.layout import packed_strides
-
-        self.dtype = np.dtype(dtype)
-        self.base_data, self.offset, self.shape = _Mem(ptr, self.dtype.itemsize * _prod(shape)), 0, shape
-        self.strides = tuple(self.dtype.itemsize * s for s in packed_strides(shape))
-
-
-def _prod(dims: tuple[int, ...]) -> int:
-    n = 1
-    for d in dims:
-        n *= d
-    return n
-
-
 _POSITIONS = ("x", "hx", "cx", "w", "y", "hy", "cy")
 #: what may happen to one argument of an LSTM step between two calls
 _CHANGES = ("new buffer", "short buffer", "release", "offset", "equal shape", "other shape", "narrower shape",
@@ -335,12 +306,12 @@ def _change(args: dict[str, Any], name: str, change: str, fresh: Any) -> None:
         elif change == "None" and name not in ("x", "w", "y"):
             args[name] = None
         else:
-            args[name] = _Array(fresh(), dims)
+            args[name] = ClArray(fresh(), dims)
         return
     if change == "new buffer":
-        a.base_data = _Mem(fresh(), a.base_data.size)
+        a.base_data = ClBuffer(fresh(), a.base_data.size)
     elif change == "short buffer":
-        a.base_data = _Mem(fresh(), a.base_data.size - 4)
+        a.base_data = ClBuffer(fresh(), a.base_data.size - 4)
     elif change == "release":
         a.base_data.release()
     elif change == "offset":
@@ -364,10 +335,10 @@ def _change(args: dict[str, Any], name: str, change: str, fresh: Any) -> None:
         if name not in ("x", "w", "y"):
             args[name] = None
     elif change == "Tensor":
-        dims = a.shape if isinstance(a, _Array) else a.dims
+        dims = a.shape if isinstance(a, ClArray) else a.dims
         args[name] = Tensor.make(fresh(), dims, F32)
     elif change == "new array":
-        args[name] = _Array(fresh(), a.shape if isinstance(a, _Array) else a.dims)
+        args[name] = ClArray(fresh(), a.shape if isinstance(a, ClArray) else a.dims)
 
 
 def _outcome(libs: Libs, call: Any) -> object:
@@ -398,14 +369,14 @@ def _check_steps(libs: Libs, steps: list[Any]) -> None:
     from miopen.descriptors import clear_descriptor_caches, tensor_descriptor
     from miopen.ops.rnn import RNN
 
-    watch_releases(_Mem)
+    watch_releases(ClBuffer)
     libs.reset()
     libs.set_out("miopenGetRNNWorkspaceSize/numBytes", WS_BYTES)
     libs.set_out("miopenGetRNNParamsSize/numBytes", PARAMS_BYTES)
     addresses = iter(range(0x100000, 0x10000000, 0x1000))
     fresh = functools.partial(next, addresses)
-    args: dict[str, Any] = {name: _Array(fresh(), (1, 4, 8 if name == "x" else 16)) for name in _POSITIONS}
-    args["w"] = _Array(fresh(), (PARAMS_BYTES // 4,))
+    args: dict[str, Any] = {name: ClArray(fresh(), (1, 4, 8 if name == "x" else 16)) for name in _POSITIONS}
+    args["w"] = ClArray(fresh(), (PARAMS_BYTES // 4,))
     rnn = RNN(8, 16, 1, mode="lstm")
     try:
         for step in ["again", "again", "again", *steps]:  # the third call on: the fast paths
@@ -453,8 +424,8 @@ def test_forward_inference_alternating_states_read_no_layout(libs: Libs, monkeyp
     from miopen.ops import rnn as rnn_mod
 
     script_sizes(libs)
-    x, y, w = _Array(0x1000, (1, 4, 8)), _Array(0x2000, (1, 4, 16)), _Array(0x3000, (PARAMS_BYTES // 4,))
-    a, b = [_Array(0x10000 + i * 0x1000, (1, 4, 16)) for i in range(2)], [_Array(0x20000 + i * 0x1000, (1, 4, 16))
+    x, y, w = ClArray(0x1000, (1, 4, 8)), ClArray(0x2000, (1, 4, 16)), ClArray(0x3000, (PARAMS_BYTES // 4,))
+    a, b = [ClArray(0x10000 + i * 0x1000, (1, 4, 16)) for i in range(2)], [ClArray(0x20000 + i * 0x1000, (1, 4, 16))
                                                                          for i in range(2)]
     rnn = rnn_mod.RNN(8, 16, 1, mode="lstm")
     for k in range(3):
@@ -470,7 +441,7 @@ def test_forward_inference_alternating_states_read_no_layout(libs: Libs, monkeyp
     calls = [e for e in since(libs, n) if e[""] == "miopenRNNForwardInference"]
     assert [(e["hx"], e["hy"]) for e in calls] == [(str(0x10000), str(0x20000)), (str(0x20000), str(0x10000))] * 2
     assert reads == []
-    b[0].base_data = _Mem(0x30000, b[0].base_data.size)  # a state's buffer swapped: read again, and passed
+    b[0].base_data = ClBuffer(0x30000, b[0].base_data.size)  # a state's buffer swapped: read again, and passed
     n = mark(libs)
     rnn.forward_inference(x, a[0], a[1], w, y, b[0], b[1])
     assert len(reads) == 1 and one(libs, "miopenRNNForwardInference", n)["hy"] == str(0x30000)
