@@ -196,6 +196,58 @@ def layout_of(obj: object) -> tuple[int, Layout] | None:
     return ptr, meta
 
 
+#: what `same_layouts` re-checks of an op's tensor arguments: (position, the object itself) of each absent one (None)
+#: and each `Tensor` (a value: its layout is its own for life; it holds no memory); (position, its `layout_of`
+#: answer) of each pyopencl Array (the answer its layout memo holds: no reference to the array or its buffer); the
+#: ids of those arrays' buffers (checked against the released ones)
+LayoutRecord = tuple[tuple[tuple[int, object], ...], tuple[tuple[int, tuple[int, Layout]], ...], frozenset[int]]
+
+
+def record_layouts(objs: tuple[object, ...], generation: int) -> LayoutRecord | None:
+    """What `same_layouts` needs to tell, on a later call, that `objs` (None for an absent one), objects
+    `layout_of` has just answered for, would get the same answers: None unless each is None, a `Tensor` or a
+    pyopencl Array whose layout memo holds for `generation` (PyTorch-like tensors and interface objects are read
+    afresh on every call). Keeps no array and no buffer alive."""
+    fixed: list[tuple[int, object]] = []
+    arrays: list[tuple[int, tuple[int, Layout]]] = []
+    buffers = []
+    for i, obj in enumerate(objs):
+        kind = type(obj)
+        if obj is None or kind is Tensor:
+            fixed.append((i, obj))
+        elif kind in _CL_TYPES:
+            memo = obj.__dict__.get(_LAYOUT_MEMO)
+            if memo is None or memo[4] != generation:
+                return None
+            arrays.append((i, memo[5]))
+            buffers.append(id(memo[0]))
+        else:
+            return None
+    return tuple(fixed), tuple(arrays), frozenset(buffers)
+
+
+def same_layouts(objs: tuple[object, ...], record: LayoutRecord) -> bool:
+    """Whether `layout_of` would give `objs` the answers it gave when `record` was made (`record_layouts`): the
+    same absent ones and `Tensor`s; for each pyopencl Array, its layout memo still the one that made its answer
+    (each memo makes an answer of its own) and still true (`layout_of`'s memo check: the same buffer, shape,
+    strides and dtype objects, offset 0; no buffer released since). One frame, no hashing; the caller checks that
+    the descriptor-cache generation is the record's."""
+    fixed, arrays, buffers = record
+    for i, obj in fixed:
+        if objs[i] is not obj:
+            return False
+    try:
+        for i, parts in arrays:
+            attrs = objs[i].__dict__
+            memo = attrs[_LAYOUT_MEMO]
+            if (memo[5] is not parts or memo[0] is not attrs["base_data"] or memo[1] is not attrs["shape"]
+                    or memo[2] is not attrs["strides"] or memo[3] is not attrs["dtype"] or attrs["offset"]):
+                return False
+    except Exception:  # noqa: BLE001 - another kind of object, or a part removed since: the full path decides
+        return False
+    return not RELEASED or RELEASED.keys().isdisjoint(buffers)
+
+
 #: __cuda_array_interface__ (type, shape, strides, typestr) already checked -> (dims, strides, data type); bounded
 _CAI_META: dict[tuple[type, object, object, str], Layout] = {}
 _CAI_META_MAX = 1024

@@ -68,24 +68,26 @@ class ShapeMemo(Generic[_V]):
         (an unhashable mode or argument: the full path checks and reports it)."""
         last = self._last
         generation = _generation[0]
-        entry = None
         if last is not None and last[2] == generation:
             try:
                 if last[0] == key:
-                    entry = last[1]
+                    for desc in last[1][0]:
+                        if desc._ptr is None:
+                            break  # a descriptor closed since: the entry made after it, if any, is in _items
+                    else:
+                        return last[1][1]
             except Exception:  # noqa: BLE001 - a part whose == raises: the lookup below decides
                 pass
+        try:
+            entry = self._items.get(key)
+        except TypeError:
+            return None
         if entry is None:
-            try:
-                entry = self._items.get(key)
-            except TypeError:
-                return None
-            if entry is None:
-                return None
-            self._last = (key, entry, generation)
+            return None
         for desc in entry[0]:
             if desc._ptr is None:
                 return None
+        self._last = (key, entry, generation)
         return entry[1]
 
     def put(self, key: Hashable, generation: int, descs: tuple[HandleBase, ...], value: _V) -> None:

@@ -7,6 +7,7 @@ to backward), and every bad input must raise before any MIOpen call.
 
 from __future__ import annotations
 
+import functools
 import gc
 import struct
 from collections.abc import Callable, Iterator
@@ -1444,3 +1445,115 @@ def test_cuda_array_interface_seen_before_skips_only_the_repeated_checks(libs: L
     for k in range(tensor_mod._CAI_META_MAX + 5):
         as_tensor(cai(shape=(k + 1,)))
         assert len(tensor_mod._CAI_META) <= tensor_mod._CAI_META_MAX
+
+
+_BN_ARGS = ("x", "y", "weight", "bias", "running_mean", "running_var")
+_BN_CHANGES = ("new buffer", "short buffer", "release", "offset", "narrower shape", "other dtype", "other strides",
+               "None", "Tensor", "new array")
+
+
+def _bn_change(args: dict[str, Any], name: str, change: str, fresh: Callable[[], int]) -> None:
+    import numpy as np
+
+    from miopen.tensor import Tensor
+
+    from .standins import ClArray, ClBuffer
+
+    a, dims = args[name], ((1, 4, 8, 8) if name in ("x", "y") else (4,))
+    if change == "None":
+        if name.startswith("running"):
+            args[name] = None
+    elif change == "Tensor":
+        args[name] = Tensor.make(fresh(), dims, "float32")
+    elif change == "new array" or not isinstance(a, ClArray):
+        args[name] = ClArray(fresh(), dims)
+    elif change == "new buffer":
+        a.base_data = ClBuffer(fresh(), a.base_data.size)
+    elif change == "short buffer":
+        a.base_data = ClBuffer(fresh(), a.base_data.size - 4)
+    elif change == "release":
+        a.base_data.release()
+    elif change == "offset":
+        a.offset = 4
+    elif change == "narrower shape":  # the strides object kept
+        a.shape = (2,) if len(a.shape) == 1 else (1, 2, 8, 8)
+    elif change == "other dtype":
+        a.dtype = np.dtype("float16")
+    elif change == "other strides":
+        a.strides = tuple(2 * s for s in a.strides)
+
+
+def test_batch_norm_inference_repeated_calls_equal_the_full_checks(libs: Libs) -> None:
+    """Each change to one argument of batch_norm_forward_inference between calls (a buffer swapped, released or too
+    short, an offset, another shape, dtype or strides, None for the statistics, a Tensor, a new array), another mode
+    or epsilon, a closed cached descriptor, the caches cleared, each twice: every call (its fast paths: the very objects of its last call, the layouts of earlier calls)
+    passes MIOpen what the full checks pass (the memos forgotten) for the same arguments, or raises their error."""
+    from miopen._generated._pointers import watch_releases
+    from miopen.descriptors import clear_descriptor_caches, tensor_descriptor
+    from miopen.ops import batchnorm
+
+    from .standins import ClArray, ClBuffer
+
+    watch_releases(ClBuffer)
+    fn = "miopenBatchNormalizationForwardInference"
+
+    def outcome(args: dict[str, Any]) -> object:
+        n = len(libs.log())
+        try:
+            batchnorm.batch_norm_forward_inference(**args)
+        except Exception as exc:  # noqa: BLE001 - compared by type and message
+            return type(exc), str(exc)
+        return [e for e in libs.log()[n:] if e[""] == fn]
+
+    def full(args: dict[str, Any]) -> object:
+        memo = batchnorm._INFERENCE
+        saved = dict(memo._items), memo._last, batchnorm._LAST_INFERENCE[0]
+        memo._clear()
+        batchnorm._LAST_INFERENCE[0] = None
+        try:
+            return outcome(args)
+        finally:  # the fast paths' state as the call before left it
+            memo._items.clear()
+            memo._items.update(saved[0])
+            memo._last, batchnorm._LAST_INFERENCE[0] = saved[1], saved[2]
+
+    events: list[Any] = ["close a descriptor", "clear caches", "per-activation mode", "another epsilon",
+                         *[(name, change) for name in _BN_ARGS for change in _BN_CHANGES]]
+    addresses = iter(range(0x100000, 0x10000000, 0x1000))
+    fresh = functools.partial(next, addresses)
+    for event in events:
+        libs.reset()
+        args: dict[str, Any] = {name: ClArray(fresh(), (1, 4, 8, 8) if name in ("x", "y") else (4,))
+                                for name in _BN_ARGS}
+        for step in ["again", "again", "again", event, "again", event, "again"]:  # the third call on: the fast paths
+            if step == "clear caches":  # (as a library change does): the descriptors made next are others
+                clear_descriptor_caches()
+                libs.set_out("miopenCreateTensorDescriptor/tensorDesc", fresh())
+            elif step == "close a descriptor":
+                tensor_descriptor("float32", (1, 4, 8, 8)).close()
+            elif step == "per-activation mode":
+                args["mode"] = "per_activation"
+            elif step == "another epsilon":
+                args["epsilon"] = 1e-3
+            elif step != "again":
+                _bn_change(args, *step, fresh)
+            got, want = outcome(args), full(args)
+            assert got == want, (event, step)
+
+
+def test_shape_memo_after_a_closed_descriptor_finds_the_entry_made_again(libs: Libs) -> None:
+    """The entry of a memo's last hit whose descriptor is closed is not an answer; the entry the full path puts for
+    the same key is found on the next call (the last hit does not hide it)."""
+    from miopen.descriptors import cache_generation, tensor_descriptor
+    from miopen.ops._common import ShapeMemo
+
+    memo: ShapeMemo[str] = ShapeMemo()
+    old = tensor_descriptor("float32", (3, 5, 7))
+    memo.put("k", cache_generation(), (old,), "old")
+    assert memo.get("k") == "old"
+    old.close()
+    assert memo.get("k") is None
+    new = tensor_descriptor("float32", (3, 5, 7))
+    assert new is not old and new._ptr is not None
+    memo.put("k", cache_generation(), (new,), "new")
+    assert memo.get("k") == "new" and memo.get("k") == "new"

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from ..conftest import Libs
+from .standins import ClArray, ClBuffer
 
 pytestmark = pytest.mark.usefixtures("libs")
 
@@ -283,6 +284,168 @@ def test_hidden_dims_layers_directions(libs: Libs, prime: Primer, layers: int, b
     with pytest.raises(ShapeError, match=r"hx must have dims \(%d, 2, 16\)" % first):
         rnn.forward_inference(T(0x1000, (4, 2, 8)), T(0x5000, wrong), None, W(), T(0x2000, (4, 2, out)))
     assert since(libs, n) == []
+
+
+_POSITIONS = ("x", "hx", "cx", "w", "y", "hy", "cy")
+#: what may happen to one argument of an LSTM step between two calls
+_CHANGES = ("new buffer", "short buffer", "release", "offset", "equal shape", "other shape", "narrower shape",
+            "other dtype", "other strides", "None", "Tensor", "new array", "deleted offset")
+
+
+def _change(args: dict[str, Any], name: str, change: str, fresh: Any) -> None:
+    """Apply `change` to argument `name` of `args` (`fresh()`: a new buffer address)."""
+    import numpy as np
+
+    from miopen.tensor import Tensor
+
+    a = args[name]
+    if a is None or isinstance(a, Tensor):
+        dims = (PARAMS_BYTES // 4,) if name == "w" else (1, 4, 8 if name == "x" else 16)
+        if change == "Tensor":
+            args[name] = Tensor.make(fresh(), dims, F32)
+        elif change == "None" and name not in ("x", "w", "y"):
+            args[name] = None
+        else:
+            args[name] = ClArray(fresh(), dims)
+        return
+    if change == "new buffer":
+        a.base_data = ClBuffer(fresh(), a.base_data.size)
+    elif change == "short buffer":
+        a.base_data = ClBuffer(fresh(), a.base_data.size - 4)
+    elif change == "release":
+        a.base_data.release()
+    elif change == "offset":
+        a.offset = 4
+    elif change == "deleted offset":
+        a.__dict__.pop("offset", None)
+    elif change == "equal shape":
+        a.shape = tuple(list(a.shape))  # an equal tuple, another object
+    elif change == "other shape":
+        from miopen.layout import packed_strides
+
+        a.shape = (a.shape[0] // 2,) if len(a.shape) == 1 else (1, 2, a.shape[-1])
+        a.strides = tuple(a.dtype.itemsize * s for s in packed_strides(a.shape))
+    elif change == "narrower shape":  # the strides object kept
+        a.shape = (a.shape[0] // 2,) if len(a.shape) == 1 else (1, 2, a.shape[-1])
+    elif change == "other dtype":
+        a.dtype = np.dtype("float16")
+    elif change == "other strides":
+        a.strides = tuple(2 * s for s in a.strides)
+    elif change == "None":
+        if name not in ("x", "w", "y"):
+            args[name] = None
+    elif change == "Tensor":
+        dims = a.shape if isinstance(a, ClArray) else a.dims
+        args[name] = Tensor.make(fresh(), dims, F32)
+    elif change == "new array":
+        args[name] = ClArray(fresh(), a.shape if isinstance(a, ClArray) else a.dims)
+
+
+def _outcome(libs: Libs, call: Any) -> object:
+    """The arguments `miopenRNNForwardInference` got from `call` (but the RNN descriptor: each RNN has its own),
+    or its error."""
+    n = mark(libs)
+    try:
+        call()
+    except Exception as exc:  # noqa: BLE001 - compared by type and message
+        return type(exc), str(exc)
+    e = dict(one(libs, "miopenRNNForwardInference", n))
+    del e["rnnDesc"]
+    return e
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+_STEPS = st.lists(st.one_of(st.just("again"), st.just("swap states"), st.just("clear caches"),
+                            st.just("close a descriptor"), st.tuples(st.sampled_from(_POSITIONS),
+                                                                     st.sampled_from(_CHANGES))),
+                  min_size=1, max_size=12)
+
+
+def _check_steps(libs: Libs, steps: list[Any]) -> None:
+    """Three calls, then each step followed by a call: one RNN's call (its fast paths) equals a new RNN's."""
+    from miopen._generated._pointers import watch_releases
+    from miopen.descriptors import clear_descriptor_caches, tensor_descriptor
+    from miopen.ops.rnn import RNN
+
+    watch_releases(ClBuffer)
+    libs.reset()
+    libs.set_out("miopenGetRNNWorkspaceSize/numBytes", WS_BYTES)
+    libs.set_out("miopenGetRNNParamsSize/numBytes", PARAMS_BYTES)
+    addresses = iter(range(0x100000, 0x10000000, 0x1000))
+    fresh = functools.partial(next, addresses)
+    args: dict[str, Any] = {name: ClArray(fresh(), (1, 4, 8 if name == "x" else 16)) for name in _POSITIONS}
+    args["w"] = ClArray(fresh(), (PARAMS_BYTES // 4,))
+    rnn = RNN(8, 16, 1, mode="lstm")
+    try:
+        for step in ["again", "again", "again", *steps]:  # the third call on: the fast paths
+            if step == "swap states":
+                args["hx"], args["cx"], args["hy"], args["cy"] = args["hy"], args["cy"], args["hx"], args["cx"]
+            elif step == "clear caches":  # (as a library change does): the descriptors made next are others
+                clear_descriptor_caches()
+                libs.set_out("miopenCreateTensorDescriptor/tensorDesc", fresh())
+            elif step == "close a descriptor":
+                tensor_descriptor(F32, (1, 4, 16)).close()
+            elif step != "again":
+                _change(args, *step, fresh)
+            a = dict(args)
+            got = _outcome(libs, lambda: rnn.forward_inference(**a))
+            with RNN(8, 16, 1, mode="lstm") as full:
+                want = _outcome(libs, lambda: full.forward_inference(**a))
+            assert got == want, (step, steps)
+    finally:
+        rnn.close()
+
+
+def test_forward_inference_each_change_equals_the_full_checks(libs: Libs) -> None:
+    """Each change to one argument of an LSTM step between calls (a buffer swapped, released or too short, an offset
+    set or deleted, an equal or another shape (strides kept or not), another dtype or strides, None for a state, a Tensor, a new array),
+    and each event (the states of the call before: an LSTM loop alternates hx/hy; a closed cached descriptor; the
+    caches cleared), then the same again: one RNN's call (its fast paths: the objects of its last two calls, their
+    layouts) passes MIOpen what a new RNN passes for the same arguments (the full checks), or raises its error."""
+    events: list[Any] = ["swap states", "close a descriptor", "clear caches"]
+    for step in [*events, *[(name, change) for name in _POSITIONS for change in _CHANGES]]:
+        _check_steps(libs, [step, "again", step, "again"])
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(steps=_STEPS)
+def test_forward_inference_repeated_calls_equal_the_full_checks(libs: Libs, steps: list[Any]) -> None:
+    """Any sequence of those changes and events, each followed by a call: each call of one RNN equals a new
+    RNN's (the arguments MIOpen gets, or the error)."""
+    _check_steps(libs, steps)
+
+
+def test_forward_inference_alternating_states_read_no_layout(libs: Libs, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An LSTM loop that alternates two sets of states (hy of one step the hx of the next) on the same arrays reads
+    no layout again after its first calls: the objects of the last two calls are recognised as they are."""
+    from miopen.ops import rnn as rnn_mod
+
+    script_sizes(libs)
+    x, y, w = ClArray(0x1000, (1, 4, 8)), ClArray(0x2000, (1, 4, 16)), ClArray(0x3000, (PARAMS_BYTES // 4,))
+    a, b = [ClArray(0x10000 + i * 0x1000, (1, 4, 16)) for i in range(2)], [ClArray(0x20000 + i * 0x1000, (1, 4, 16))
+                                                                         for i in range(2)]
+    rnn = rnn_mod.RNN(8, 16, 1, mode="lstm")
+    for k in range(3):
+        src, dst = (a, b) if k % 2 == 0 else (b, a)
+        rnn.forward_inference(x, src[0], src[1], w, y, dst[0], dst[1])
+    reads: list[object] = []
+    real = rnn_mod._layouts
+    monkeypatch.setattr(rnn_mod, "_layouts", lambda *objs: reads.append(objs) or real(*objs))
+    n = mark(libs)
+    for k in range(4):
+        src, dst = (a, b) if k % 2 == 0 else (b, a)
+        rnn.forward_inference(x, src[0], src[1], w, y, dst[0], dst[1])
+    calls = [e for e in since(libs, n) if e[""] == "miopenRNNForwardInference"]
+    assert [(e["hx"], e["hy"]) for e in calls] == [(str(0x10000), str(0x20000)), (str(0x20000), str(0x10000))] * 2
+    assert reads == []
+    b[0].base_data = ClBuffer(0x30000, b[0].base_data.size)  # a state's buffer swapped: read again, and passed
+    n = mark(libs)
+    rnn.forward_inference(x, a[0], a[1], w, y, b[0], b[1])
+    assert len(reads) == 1 and one(libs, "miopenRNNForwardInference", n)["hy"] == str(0x30000)
+    rnn.close()
 
 
 # --------------------------------------------------------------------------- backward and the reserve
