@@ -31,7 +31,9 @@ class ParseOptions:
 MAX_HEADER_BYTES = 16 << 20
 #: the most files the include graph of one parse may hold
 MAX_INCLUDED_FILES = 4096
-_INCLUDE = re.compile(rb'^[ \t]*#[ \t]*(include_next|include|import)[ \t]*(<[^>\n]*>|"[^"\n]*")', re.M)
+#: an include directive from its `#` (a pattern led by a literal is searched for fast; that only blanks precede the
+#: `#` on its line is checked apart)
+_INCLUDE = re.compile(rb'#[ \t]*(include_next|include|import)[ \t]*(<[^>\n]*>|"[^"\n]*")')
 #: what the include check allows (its errors say it)
 INCLUDE_RULE = "miogen reads only regular files of at most " + f"{MAX_HEADER_BYTES} bytes through #include"
 
@@ -100,16 +102,22 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
     clang (which reports a missing file itself). The error names the include chain, file:line:col."""
     quote, angled = search_path(args)
     seen: set[str] = {os.path.realpath(header)}
+    resolved: set[tuple[bytes, str, str]] = set()
     todo: list[tuple[str, bytes, tuple[str, ...]]] = [(str(header), data, ())]
     while todo:
         path, text, chain = todo.pop()
         here = os.path.dirname(path)
         for m in _INCLUDE.finditer(text):
+            line_start = text.rfind(b"\n", 0, m.start()) + 1
+            if text[line_start:m.start()].strip(b" \t"):
+                continue  # not a directive: text precedes the `#` on its line
             directive, spelled = m.group(1), m.group(2).decode("utf-8", "replace")
+            # what the search below depends on: an include resolved once resolves the same again
+            key = (directive, spelled, here if spelled[0] == '"' or directive == b"include_next" else "")
+            if key in resolved:
+                continue
+            resolved.add(key)
             name = spelled[1:-1]
-            line = text.count(b"\n", 0, m.start(2)) + 1
-            col = m.start(2) - (text.rfind(b"\n", 0, m.start(2)) + 1) + 1
-            where = f"{shown(path)}:{line}:{col}"
             dirs = ([here] if spelled[0] == '"' else []) + (quote if spelled[0] == '"' else angled)
             if directive == b"include_next" and here in dirs:
                 dirs = dirs[dirs.index(here) + 1:]
@@ -124,6 +132,7 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
             if real in seen:
                 continue
             seen.add(real)
+            where = _where(path, text, m.start(2))
             if len(seen) > MAX_INCLUDED_FILES:
                 raise HeaderError(f"{where}: the include graph holds more than {MAX_INCLUDED_FILES} files; refusing "
                                   f"to parse it" + _chain(chain))
@@ -133,6 +142,13 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
             except HeaderError as exc:
                 raise HeaderError(f"{exc}{_chain(chain)}") from None
             todo.append((found, included, (*chain, where)))
+
+
+def _where(path: str, text: bytes, at: int) -> str:
+    """file:line:col of byte offset `at` of `text`."""
+    line = text.count(b"\n", 0, at) + 1
+    col = at - (text.rfind(b"\n", 0, at) + 1) + 1
+    return f"{shown(path)}:{line}:{col}"
 
 
 def _chain(chain: tuple[str, ...]) -> str:

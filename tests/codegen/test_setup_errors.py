@@ -366,10 +366,11 @@ def _hostile(tmp_path: Path, kind: str) -> Path:
 
 
 @pytest.mark.parametrize("kind", ["dev-zero", "fifo", "huge", "symlink"])
-@pytest.mark.parametrize("how", ["direct", "quoted", "nested", "header"])
+@pytest.mark.parametrize("how", ["direct", "quoted", "nested", "shadowed", "shadowed-first", "header"])
 def test_hostile_includes_are_refused_before_clang_reads_them(tmp_path: Path, kind: str, how: str) -> None:
     """A header whose include graph reaches /dev/zero, a FIFO, a file over the size limit or a symlink to
-    /dev/zero (included <...> through -I, "..." beside it, through another header, or passed as the header itself)
+    /dev/zero (included <...> through -I, "..." beside it, through another header, through a header whose
+    `#include "same.h"` is spelled as a harmless one's in another folder (included before or after it), or passed as the header itself)
     fails at once with the include chain (file:line:col) and how to fix it; the parse runs in a child process
     killed after a timeout, so a hang fails the test instead of hanging it."""
     import subprocess
@@ -385,7 +386,16 @@ def test_hostile_includes_are_refused_before_clang_reads_them(tmp_path: Path, ki
     if how == "nested":
         (inc / "middle.h").write_text(f"/* a header */\n  #  include {spelled}\n")
         spelled = "<middle.h>"
-    h.write_text(f"#include <stddef.h>\n#include {spelled}\nint x;\n")
+    if how.startswith("shadowed"):  # `#include "same.h"` twice, from two folders: each resolved from its own folder
+        for sub in ("good", "evil"):
+            (inc / sub).mkdir()
+            (inc / sub / "top.h").write_text('/* a header */\n  #  include "same.h"\n')
+        (inc / "good" / "same.h").write_text("int harmless;\n")
+        (inc / "evil" / "same.h").symlink_to(bad)
+        first, second = ("evil", "good") if how == "shadowed-first" else ("good", "evil")
+        h.write_text(f"#include <stddef.h>\n#include <{first}/top.h>\n#include <{second}/top.h>\nint x;\n")
+    else:
+        h.write_text(f"#include <stddef.h>\n#include {spelled}\nint x;\n")
     header = bad if how == "header" else h
     code = ("import sys\nfrom pathlib import Path\nfrom miogen.parse.headers import ParseOptions\nfrom miogen.parse.parser import parse_header\n"
             "from miogen.base.errors import HeaderError\nfrom tests.helpers import target\n"
@@ -397,6 +407,10 @@ def test_hostile_includes_are_refused_before_clang_reads_them(tmp_path: Path, ki
     out = r.stdout
     if how == "header":
         assert ("not a regular file" in out or "larger than" in out) and "Traceback" not in r.stderr, out
+        return
+    if how.startswith("shadowed"):
+        line = 2 if how == "shadowed-first" else 3
+        assert f"{inc / 'evil' / 'top.h'}:2:14: #include" in out and f"included from {h}:{line}:10" in out, out
         return
     assert f"{h}:2:10: #include" in out or (how == "nested" and f"{inc / 'middle.h'}:2:14: #include" in out), out
     assert ("not a regular file" in out or "larger than" in out) and "fix:" in out, out
