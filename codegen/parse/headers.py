@@ -103,15 +103,11 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
     quote, angled = search_path(args)
     seen: set[str] = {os.path.realpath(header)}
     resolved: set[tuple[bytes, str, str]] = set()
-    todo: list[tuple[str, bytes, tuple[str, ...]]] = [(str(header), data, ())]
+    todo: list[tuple[str, list[_Directive], tuple[str, ...]]] = [(str(header), _directives(data), ())]
     while todo:
-        path, text, chain = todo.pop()
+        path, directives, chain = todo.pop()
         here = os.path.dirname(path)
-        for m in _INCLUDE.finditer(text):
-            line_start = text.rfind(b"\n", 0, m.start()) + 1
-            if text[line_start:m.start()].strip(b" \t"):
-                continue  # not a directive: text precedes the `#` on its line
-            directive, spelled = m.group(1), m.group(2).decode("utf-8", "replace")
+        for directive, spelled, line, col in directives:
             # what the search below depends on: an include resolved once resolves the same again
             key = (directive, spelled, here if spelled[0] == '"' or directive == b"include_next" else "")
             if key in resolved:
@@ -132,23 +128,60 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
             if real in seen:
                 continue
             seen.add(real)
-            where = _where(path, text, m.start(2))
+            where = f"{shown(path)}:{line}:{col}"
             if len(seen) > MAX_INCLUDED_FILES:
                 raise HeaderError(f"{where}: the include graph holds more than {MAX_INCLUDED_FILES} files; refusing "
                                   f"to parse it" + _chain(chain))
-            shown_to = shown(found) + (f" (-> {shown(real)})" if real != os.path.abspath(found) else "")
+            what = f"{where}: #include {spelled} is {shown(found)}" + (
+                f" (-> {shown(real)})" if real != os.path.abspath(found) else "")
             try:
-                included = _read_bounded(Path(found), f"{where}: #include {spelled} is {shown_to}")
+                included = _included(found, real, what)
             except HeaderError as exc:
                 raise HeaderError(f"{exc}{_chain(chain)}") from None
             todo.append((found, included, (*chain, where)))
 
 
-def _where(path: str, text: bytes, at: int) -> str:
-    """file:line:col of byte offset `at` of `text`."""
-    line = text.count(b"\n", 0, at) + 1
-    col = at - (text.rfind(b"\n", 0, at) + 1) + 1
-    return f"{shown(path)}:{line}:{col}"
+#: an include directive of a file: (directive, the name as spelled with its <> or "", line, column of the name)
+_Directive = tuple[bytes, str, int, int]
+#: the directives of each file a check of this process read, by its real path, with the stat they are of (the
+#: parse of the next release reads the same system headers)
+_SCANNED: dict[str, tuple[tuple[int, ...], list[_Directive]]] = {}
+_SCANNED_MAX = 8192
+
+
+def _directives(text: bytes) -> list[_Directive]:
+    """The include directives of `text`, in order."""
+    out: list[_Directive] = []
+    line, counted = 1, 0
+    for m in _INCLUDE.finditer(text):
+        line_start = text.rfind(b"\n", 0, m.start()) + 1
+        if text[line_start:m.start()].strip(b" \t"):
+            continue  # not a directive: text precedes the `#` on its line
+        line += text.count(b"\n", counted, line_start)
+        counted = line_start
+        out.append((m.group(1), m.group(2).decode("utf-8", "replace"), line, m.start(2) - line_start + 1))
+    return out
+
+
+def _included(found: str, real: str, what: str) -> list[_Directive]:
+    """The directives of the included file `found` (real path `real`): read (`_read_bounded`, its errors start
+    with `what`) unless this process read it before and its stat is the same."""
+    try:
+        st = os.stat(found)
+    except OSError:
+        st = None
+    ident = None
+    if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_HEADER_BYTES:
+        ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+        known = _SCANNED.get(real)
+        if known is not None and known[0] == ident:
+            return known[1]
+    directives = _directives(_read_bounded(Path(found), what))
+    if ident is not None:
+        if len(_SCANNED) >= _SCANNED_MAX:
+            _SCANNED.clear()
+        _SCANNED[real] = (ident, directives)
+    return directives
 
 
 def _chain(chain: tuple[str, ...]) -> str:

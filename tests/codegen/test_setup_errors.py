@@ -416,3 +416,23 @@ def test_hostile_includes_are_refused_before_clang_reads_them(tmp_path: Path, ki
     assert ("not a regular file" in out or "larger than" in out) and "fix:" in out, out
     if how == "nested":
         assert f"included from {h}:2:10" in out, out
+
+
+def test_include_check_reads_a_changed_file_again(tmp_path: Path) -> None:
+    """The include check keeps each file's directives for the next parse of the process (the system headers every
+    release includes), by the file's stat: a header changed since, to include a file over the size limit, is read
+    again and refused."""
+    from miogen.parse.headers import MAX_HEADER_BYTES, check_includes
+
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    with open(inc / "huge.h", "wb") as fh:
+        fh.truncate(MAX_HEADER_BYTES + 1)  # sparse: costs no disk
+    (inc / "mid.h").write_text("int harmless;\n")
+    h = tmp_path / "miopen.h"
+    h.write_text("#include <mid.h>\n")
+    args = ["-I", str(inc)]
+    check_includes(h, h.read_bytes(), args)  # passes, and keeps mid.h's (no) directives
+    (inc / "mid.h").write_text("#include <huge.h>\n")
+    with pytest.raises(HeaderError, match=r"mid\.h:1:10: #include <huge\.h> is .*larger than"):
+        check_includes(h, h.read_bytes(), args)
