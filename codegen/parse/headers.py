@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
+import pickle
 import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
 
 from . import preamble
+from ..base import cache
 from .clang_env import find_builtin_include
 from ..base.errors import HeaderError, shown
 from ..spec.target import Target
@@ -101,6 +103,9 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
     the parse's own search path, as clang does. An include that names a macro, or that no folder holds, is left to
     clang (which reports a missing file itself). The error names the include chain, file:line:col."""
     quote, angled = search_path(args)
+    scanned = len(_SCANNED_NEW)
+    if not _SCANNED_LOADED:
+        _load_scanned()
     seen: set[str] = {os.path.realpath(header)}
     resolved: set[tuple[bytes, str, str]] = set()
     todo: list[tuple[str, list[_Directive], tuple[str, ...]]] = [(str(header), _directives(data), ())]
@@ -139,14 +144,53 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
             except HeaderError as exc:
                 raise HeaderError(f"{exc}{_chain(chain)}") from None
             todo.append((found, included, (*chain, where)))
+    if len(_SCANNED_NEW) != scanned:
+        _store_scanned()
 
 
 #: an include directive of a file: (directive, the name as spelled with its <> or "", line, column of the name)
 _Directive = tuple[bytes, str, int, int]
-#: the directives of each file a check of this process read, by its real path, with the stat they are of (the
-#: parse of the next release reads the same system headers)
+#: the directives of each file a check read, by its real path, with the stat they are of: what the next check
+#: finds of a file whose stat is the same (the system headers of every parse), in this process and, through the
+#: per-user cache, in the next
 _SCANNED: dict[str, tuple[tuple[int, ...], list[_Directive]]] = {}
 _SCANNED_MAX = 8192
+#: the real paths this process scanned (what `_store_scanned` adds to the per-user cache's entry)
+_SCANNED_NEW: set[str] = set()
+_SCANNED_LOADED: list[bool] = []
+#: the per-user cache's folder and entry of the directives
+_STORE = ("includes", "include directives")
+
+
+def _load_scanned() -> None:
+    """`_SCANNED` from the per-user cache (once a process; a missing or damaged entry is a miss)."""
+    _SCANNED_LOADED.append(True)
+    folder = cache.private_cache(_STORE[0])
+    data = cache.read_entry(folder, _STORE[1]) if folder is not None else None
+    if data is None:
+        return
+    try:
+        kept = pickle.loads(data)
+    except Exception:  # noqa: BLE001 - what this generator wrote for this key, yet unreadable: scanned again
+        return
+    if type(kept) is dict and len(kept) <= _SCANNED_MAX:
+        _SCANNED.update(kept)
+
+
+def _store_scanned() -> None:
+    """What this process scanned, added to the per-user cache's entry (the entry is rewritten whole)."""
+    folder = cache.private_cache(_STORE[0])
+    if folder is None:
+        return
+    kept = {path: _SCANNED[path] for path in _SCANNED_NEW if path in _SCANNED}
+    data = cache.read_entry(folder, _STORE[1])
+    try:
+        earlier = pickle.loads(data) if data is not None else {}
+    except Exception:  # noqa: BLE001 - damaged: replaced by this process's
+        earlier = {}
+    if type(earlier) is dict and len(earlier) + len(kept) <= _SCANNED_MAX:
+        kept = {**earlier, **kept}
+    cache.write_entry(folder, _STORE[1], pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), keep=1)
 
 
 def _directives(text: bytes) -> list[_Directive]:
@@ -180,7 +224,9 @@ def _included(found: str, real: str, what: str) -> list[_Directive]:
     if ident is not None:
         if len(_SCANNED) >= _SCANNED_MAX:
             _SCANNED.clear()
+            _SCANNED_NEW.clear()
         _SCANNED[real] = (ident, directives)
+        _SCANNED_NEW.add(real)
     return directives
 
 

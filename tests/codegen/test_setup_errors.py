@@ -436,3 +436,39 @@ def test_include_check_reads_a_changed_file_again(tmp_path: Path) -> None:
     (inc / "mid.h").write_text("#include <huge.h>\n")
     with pytest.raises(HeaderError, match=r"mid\.h:1:10: #include <huge\.h> is .*larger than"):
         check_includes(h, h.read_bytes(), args)
+
+
+def test_include_check_keeps_directives_for_the_next_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The next process (the module's memory emptied) finds the directives of a file the check read in the per-user
+    cache and reads it only when its stat changed; with the cache off it reads every file."""
+    from miogen.parse import headers
+
+    inc = tmp_path / "inc"
+    inc.mkdir()
+    (inc / "mid.h").write_text("#include <leaf.h>\n")
+    (inc / "leaf.h").write_text("int leaf;\n")
+    h = tmp_path / "miopen.h"
+    h.write_text("#include <mid.h>\n")
+    args = ["-I", str(inc)]
+    reads: list[str] = []
+    read_bounded = headers._read_bounded
+
+    def counted(path: Path, what: str) -> bytes:
+        reads.append(path.name)
+        return read_bounded(path, what)
+
+    def next_process() -> list[str]:
+        reads.clear()
+        for memo in (headers._SCANNED, headers._SCANNED_NEW, headers._SCANNED_LOADED):
+            memo.clear()
+        headers.check_includes(h, h.read_bytes(), args)
+        return sorted(reads)
+
+    monkeypatch.setattr(headers, "_read_bounded", counted)
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path / "cache"))
+    assert next_process() == ["leaf.h", "mid.h"]
+    assert next_process() == []
+    (inc / "leaf.h").write_text("int leaf, changed;\n")
+    assert next_process() == ["leaf.h"]
+    monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
+    assert next_process() == ["leaf.h", "mid.h"]
