@@ -6,6 +6,7 @@ import os
 import pickle
 import re
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -209,7 +210,8 @@ def _directives(text: bytes) -> list[_Directive]:
 
 def _included(found: str, real: str, what: str) -> list[_Directive]:
     """The directives of the included file `found` (real path `real`): read (`_read_bounded`, its errors start
-    with `what`) unless this process read it before and its stat is the same."""
+    with `what`) unless a check read it before (this process, or one that kept it in the per-user cache) and its
+    stat is the same."""
     try:
         st = os.stat(found)
     except OSError:
@@ -221,7 +223,9 @@ def _included(found: str, real: str, what: str) -> list[_Directive]:
         if known is not None and known[0] == ident:
             return known[1]
     directives = _directives(_read_bounded(Path(found), what))
-    if ident is not None:
+    # a file changed just before it was read may change again within its filesystem's time resolution, the same
+    # stat then vouching for other text: it is read again each time (as a preamble is rebuilt, `preamble.RACY_NS`)
+    if ident is not None and max(ident[3], ident[4]) < time.time_ns() - preamble.RACY_NS:
         if len(_SCANNED) >= _SCANNED_MAX:
             _SCANNED.clear()
             _SCANNED_NEW.clear()

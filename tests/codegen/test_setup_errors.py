@@ -418,29 +418,35 @@ def test_hostile_includes_are_refused_before_clang_reads_them(tmp_path: Path, ki
         assert f"included from {h}:2:10" in out, out
 
 
-def test_include_check_reads_a_changed_file_again(tmp_path: Path) -> None:
+def test_include_check_reads_a_changed_file_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The include check keeps each file's directives for the next parse of the process (the system headers every
     release includes), by the file's stat: a header changed since, to include a file over the size limit, is read
-    again and refused."""
+    again and refused (its size and mtime the same, its ctime not)."""
+    from miogen.parse import preamble
     from miogen.parse.headers import MAX_HEADER_BYTES, check_includes
+
+    monkeypatch.setattr(preamble, "RACY_NS", 0)  # files changed just now are kept too (the next test: they are not)
 
     inc = tmp_path / "inc"
     inc.mkdir()
     with open(inc / "huge.h", "wb") as fh:
         fh.truncate(MAX_HEADER_BYTES + 1)  # sparse: costs no disk
-    (inc / "mid.h").write_text("int harmless;\n")
+    (inc / "mid.h").write_text("int harmless_abc;\n")
+    os.utime(inc / "mid.h", (1_000_000_000, 1_000_000_000))
     h = tmp_path / "miopen.h"
     h.write_text("#include <mid.h>\n")
     args = ["-I", str(inc)]
     check_includes(h, h.read_bytes(), args)  # passes, and keeps mid.h's (no) directives
-    (inc / "mid.h").write_text("#include <huge.h>\n")
+    (inc / "mid.h").write_text("#include <huge.h>\n")  # the same size and (below) mtime: only its ctime tells
+    os.utime(inc / "mid.h", (1_000_000_000, 1_000_000_000))
     with pytest.raises(HeaderError, match=r"mid\.h:1:10: #include <huge\.h> is .*larger than"):
         check_includes(h, h.read_bytes(), args)
 
 
 def test_include_check_keeps_directives_for_the_next_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The next process (the module's memory emptied) finds the directives of a file the check read in the per-user
-    cache and reads it only when its stat changed; with the cache off it reads every file."""
+    cache and reads it only when its stat changed; a file changed just now is read every time (a filesystem's
+    coarse times could give the same stat to other text); with the cache off it reads every file."""
     from miogen.parse import headers
 
     inc = tmp_path / "inc"
@@ -467,8 +473,12 @@ def test_include_check_keeps_directives_for_the_next_process(tmp_path: Path, mon
     monkeypatch.setattr(headers, "_read_bounded", counted)
     monkeypatch.setenv("MIOGEN_CACHE_DIR", str(tmp_path / "cache"))
     assert next_process() == ["leaf.h", "mid.h"]
+    assert next_process() == ["leaf.h", "mid.h"]  # not kept: changed just now
+    monkeypatch.setattr(headers.preamble, "RACY_NS", 0)  # as if changed a while ago
+    assert next_process() == ["leaf.h", "mid.h"]
     assert next_process() == []
     (inc / "leaf.h").write_text("int leaf, changed;\n")
     assert next_process() == ["leaf.h"]
+    assert next_process() == []
     monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
     assert next_process() == ["leaf.h", "mid.h"]
