@@ -9,18 +9,26 @@ keys (YAML keeps the last), merge keys (which hide duplicates), keys that are no
 recursive aliases, and tags other than the core schema's. Scalars are resolved and constructed as
 PyYAML's SafeLoader does (once per distinct spelling). Limits are in docs/limits.md.
 
+A document in the layout miogen writes its specs in (codegen/spec/yamlwrite.py's `direct`: block
+mappings of name keys, sequences in them not indented, one-line flow collections, plain and single-quoted
+printable ASCII scalars) is read line by line without libyaml (`_direct`, a third of the time), with what
+libyaml reads it as; it declines anything else, and libyaml reads that (and says what is wrong with it).
+
 Line numbers of errors found later in the data (a wrong type under some key) come from `line_of`,
 which composes the node tree of the text only then.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import re
 from typing import Any
 
 from . import rules
 from .rules import short
+from .yamlwrite import BLOCK_INDICATOR, FIRST_INDICATORS, PLAIN
 from ..base.errors import SpecError
 
 # PyYAML is imported where a file is read, not with this module: a parse that finds its target facts in
@@ -120,6 +128,12 @@ def read(text: str, source: str) -> Any:
     YAML path on anything malformed or over a limit."""
     if len(text) > MAX_YAML_BYTES:
         raise too_large(source)
+    data = _direct(text)
+    return data if data is not _DECLINED else _through_libyaml(text, source)
+
+
+def _through_libyaml(text: str, source: str) -> Any:
+    """`read` of any document: one pass over libyaml's events."""
     import yaml
 
     loader = _loader(text)
@@ -296,6 +310,233 @@ class _Reader:
             top.expect_key = True
         else:
             top.container.append(value)
+
+
+# --------------------------------------------------------------------------- the direct reader
+
+_DECLINED = object()
+#: a character the direct reader declines: all but printable ASCII and the line break
+_NOT_DIRECT = re.compile(r"[^\n -~]")
+#: a block mapping's key (a name) and its `:`, then a space or the line's end
+_NAME_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: |$)")
+#: one piece of a flow collection: a bracket, a separator, a single-quoted scalar (its text) or a plain one
+_FLOW_PIECE = re.compile(r"([\[\]{}])|(, |: )|'((?:[^']|'')*)'|(" + PLAIN.pattern + ")", re.ASCII)
+_PLAIN_IMPLICIT = (True, False)  # a plain scalar's event
+#: one-line flow collections read -> (data, nodes, depth), shared by every read (each read takes a copy); bounded
+_FLOWS: dict[str, tuple[Any, int, int]] = {}
+
+
+@functools.cache
+def _resolver() -> tuple[Any, Any, frozenset[str]]:
+    """PyYAML's resolver and constructor of SafeLoader's types (libyaml's loader has these two), and the first
+    characters of a plain scalar that may read as another type than a string (its implicit resolvers')."""
+    import yaml
+
+    resolver = yaml.resolver.Resolver()
+    return resolver, yaml.constructor.SafeConstructor(), frozenset(resolver.yaml_implicit_resolvers)
+
+
+def _plain(value: str) -> Any:
+    """The value of the plain scalar `value` as SafeLoader constructs it (YAML 1.1's implicit types; the spellings
+    resolved and constructed shared with `_Reader.scalar`); _DECLINED for a merge key or a spelling PyYAML refuses."""
+    resolver, constructor, typed = _resolver()
+    if value[0] not in typed:
+        return value
+    rkey = (value, _PLAIN_IMPLICIT)
+    tag = _RESOLVED.get(rkey)
+    if tag is None:
+        import yaml
+
+        tag = resolver.resolve(yaml.ScalarNode, value, _PLAIN_IMPLICIT)
+        if len(_RESOLVED) < _CACHE_MAX:
+            _RESOLVED[rkey] = tag
+    if tag == _STR_TAG:
+        return value
+    out = _SCALARS.get((tag, value), _MISSING)
+    if out is _MISSING:
+        if tag == _MERGE_TAG:
+            return _DECLINED
+        import yaml
+
+        try:
+            out = constructor.construct_object(yaml.ScalarNode(tag, value))
+        except Exception:  # noqa: BLE001 - libyaml's reading says what is wrong with it
+            return _DECLINED
+        finally:
+            constructor.constructed_objects.clear()
+        if len(_SCALARS) < _CACHE_MAX:
+            _SCALARS[(tag, value)] = out
+    return out
+
+
+def _flow(text: str) -> tuple[Any, int, int] | None:
+    """The one-line flow collection `text`: (its data, its nodes, its depth); None where the direct reader
+    declines it (pieces not in the layout, a key that is no string, a duplicate key)."""
+    stack: list[list[Any]] = []  # [container, is a mapping, state, key]; states: 0 opened, 1 after `, `,
+    # 2 after an entry, 3 after a key, 4 after `: `
+    root: Any = _DECLINED
+    nodes = deepest = pos = 0
+    for match in _FLOW_PIECE.finditer(text):
+        if match.start() != pos or root is not _DECLINED:
+            return None
+        pos = match.end()
+        bracket, separator, quoted, plain = match.groups()
+        top = stack[-1] if stack else None
+        if separator is not None:
+            if top is None or separator != (", " if top[2] == 2 else ": " if top[2] == 3 else None):
+                return None
+            top[2] = 1 if separator == ", " else 4
+            continue
+        value: Any
+        if bracket is not None and bracket in "]}":
+            if top is None or top[2] not in (0, 2) or top[1] != (bracket == "}"):
+                return None
+            value = stack.pop()[0]
+            top = stack[-1] if stack else None
+        elif bracket is not None:  # where it may not stand, its end finds (as a key too)
+            nodes += 1
+            stack.append([{} if bracket == "{" else [], bracket == "{", 0, None])
+            deepest = max(deepest, len(stack))
+            continue
+        else:
+            nodes += 1
+            value = quoted.replace("''", "'") if quoted is not None else _plain(plain)
+            if top is None or value is _DECLINED:
+                return None
+            if top[1] and top[2] in (0, 1):  # a key
+                if type(value) is not str or value in top[0]:
+                    return None
+                top[2], top[3] = 3, value
+                continue
+        if top is None:
+            root = value
+        elif top[1] and top[2] == 4:
+            top[0][top[3]] = value
+            top[2] = 2
+        elif not top[1] and top[2] in (0, 1):
+            top[0].append(value)
+            top[2] = 2
+        else:
+            return None
+    if pos != len(text) or root is _DECLINED:
+        return None
+    return root, nodes, deepest
+
+
+def _copy(value: Any) -> Any:
+    """A copy of the containers of `value` (its scalars shared: immutable)."""
+    if type(value) is dict:
+        return {k: v if type(v) not in (dict, list) else _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [v if type(v) not in (dict, list) else _copy(v) for v in value]
+    return value
+
+
+def _direct(text: str) -> Any:
+    """The data of `text` where it is in the layout of yamlwrite.direct (a mapping at the root), read as libyaml
+    reads it, within the limits; _DECLINED for anything else."""
+    if not text.endswith("\n") or _NOT_DIRECT.search(text) is not None:
+        return _DECLINED
+    root: dict[str, Any] = {}
+    stack: list[tuple[Any, int, bool]] = [(root, 0, True)]  # (container, indentation, is a mapping)
+    pending: tuple[dict[str, Any], str, int] | None = None  # a key whose value starts on the next line
+    nodes = 1
+    flows = _FLOWS
+    key_match = _NAME_KEY.match
+    for line in text.split("\n")[:-1]:
+        content = line.lstrip(" ")
+        indent = len(line) - len(content)
+        item = content[:2] == "- "
+        if pending is not None:
+            mapping, key, at = pending
+            pending = None
+            if indent == at + 2 and not item:
+                new: Any = {}
+            elif indent == at and item:
+                new = []
+            else:
+                return _DECLINED
+            mapping[key] = new
+            stack.append((new, indent, not item))
+            nodes += 1
+            if len(stack) >= MAX_YAML_DEPTH:
+                return _DECLINED
+        else:
+            top = stack[-1]
+            while top[1] > indent or (top[1] == indent and not top[2] and not item):
+                stack.pop()
+                if not stack:
+                    return _DECLINED
+                top = stack[-1]
+            if top[1] != indent:
+                return _DECLINED
+        container, at, is_map = stack[-1]
+        if not is_map:  # a sequence's item: a value, or a mapping's first entry
+            if not item:
+                return _DECLINED
+            content = content[2:]
+            if key_match(content) is None or content[0] in "'[{":
+                value = _block_value(content, flows)
+                if value is _DECLINED or len(stack) + value[2] >= MAX_YAML_DEPTH:
+                    return _DECLINED
+                nodes += value[1]
+                container.append(value[0])
+                continue
+            container = {}
+            stack[-1][0].append(container)
+            at = indent + 2
+            stack.append((container, at, True))
+            nodes += 1
+            if len(stack) >= MAX_YAML_DEPTH:
+                return _DECLINED
+        match = key_match(content)
+        if match is None:
+            return _DECLINED
+        key = match.group(1)
+        if key in container or _plain(key) is not key:
+            return _DECLINED
+        nodes += 1
+        rest = content[match.end():]
+        if not rest:
+            if content[-1] != ":":
+                return _DECLINED
+            pending = (container, key, at)
+            continue
+        value = _block_value(rest, flows)
+        if value is _DECLINED or len(stack) + value[2] >= MAX_YAML_DEPTH:
+            return _DECLINED
+        nodes += value[1]
+        container[key] = value[0]
+    if pending is not None or nodes > MAX_YAML_NODES:
+        return _DECLINED
+    return root
+
+
+def _block_value(text: str, flows: dict[str, tuple[Any, int, int]]) -> Any:
+    """(data, nodes, depth) of a block mapping's value or a sequence's item on its line; _DECLINED where the direct
+    reader declines it."""
+    first = text[:1]
+    if first == "[" or first == "{":
+        done = flows.get(text)
+        if done is None:
+            read = _flow(text)
+            if read is None:
+                return _DECLINED
+            done = read
+            if len(flows) < _CACHE_MAX:
+                flows[text] = done
+        return _copy(done[0]), done[1], done[2]
+    if first == "'":
+        inner = text[1:-1]
+        if len(text) < 2 or text[-1] != "'" or "'" in inner.replace("''", ""):
+            return _DECLINED
+        return inner.replace("''", "'"), 1, 0
+    if not first or first in FIRST_INDICATORS or first == " " or text[-1] == " " or \
+            (first in "?:-" and text[1:2] in ("", " ")) or text[:3] in ("---", "...") or \
+            BLOCK_INDICATOR.search(text) is not None:
+        return _DECLINED
+    value = _plain(text)
+    return _DECLINED if value is _DECLINED else (value, 1, 0)
 
 
 def line_of(text: str, parts: list[str]) -> int | None:
