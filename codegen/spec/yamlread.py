@@ -315,10 +315,11 @@ class _Reader:
 # --------------------------------------------------------------------------- the direct reader
 
 _DECLINED = object()
-#: a character the direct reader declines: all but printable ASCII and the line break
-_NOT_DIRECT = re.compile(r"[^\n -~]")
-#: a block mapping's key (a name) and its `:`, then a space or the line's end
-_NAME_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):(?: |$)")
+#: the characters the direct reader takes: printable ASCII and the line break
+_DIRECT_BYTES = bytes([10, *range(32, 127)])
+#: a line of the direct layout: its indentation, a sequence item's `- `, a key (a name) with its value or none
+#: (the value on the lines below), or a value alone
+_LINE = re.compile(r"( *)(- )?(?:([A-Za-z_][A-Za-z0-9_]*):(?: (.+))?|(.+))")
 #: one piece of a flow collection: a bracket, a separator, a single-quoted scalar (its text) or a plain one
 _FLOW_PIECE = re.compile(r"([\[\]{}])|(, |: )|'((?:[^']|'')*)'|(" + PLAIN.pattern + ")", re.ASCII)
 _PLAIN_IMPLICIT = (True, False)  # a plain scalar's event
@@ -435,35 +436,38 @@ def _copy(value: Any) -> Any:
 def _direct(text: str) -> Any:
     """The data of `text` where it is in the layout of yamlwrite.direct (a mapping at the root), read as libyaml
     reads it, within the limits; _DECLINED for anything else."""
-    if not text.endswith("\n") or _NOT_DIRECT.search(text) is not None:
+    if not text.endswith("\n") or not text.isascii() or text.encode("ascii").translate(None, _DIRECT_BYTES):
         return _DECLINED
+    lines = text.split("\n")
+    lines.pop()
+    nodes = 3 * len(lines)  # at most a container, a key and a value a line; and each flow collection's
     root: dict[str, Any] = {}
     stack: list[tuple[Any, int, bool]] = [(root, 0, True)]  # (container, indentation, is a mapping)
     pending: tuple[dict[str, Any], str, int] | None = None  # a key whose value starts on the next line
-    nodes = 1
-    flows = _FLOWS
-    key_match = _NAME_KEY.match
-    for line in text.split("\n")[:-1]:
-        content = line.lstrip(" ")
-        indent = len(line) - len(content)
-        item = content[:2] == "- "
+    names: dict[str, bool] = {}  # key -> read as this string
+    line_match = _LINE.fullmatch
+    for line in lines:
+        match = line_match(line)
+        if match is None:
+            return _DECLINED
+        spaces, item, key, rest, alone = match.groups()
+        indent = len(spaces)
         if pending is not None:
-            mapping, key, at = pending
+            mapping, name, at = pending
             pending = None
-            if indent == at + 2 and not item:
+            if indent == at + 2 and item is None:
                 new: Any = {}
-            elif indent == at and item:
+            elif indent == at and item is not None:
                 new = []
             else:
                 return _DECLINED
-            mapping[key] = new
-            stack.append((new, indent, not item))
-            nodes += 1
+            mapping[name] = new
+            stack.append((new, indent, item is None))
             if len(stack) >= MAX_YAML_DEPTH:
                 return _DECLINED
         else:
             top = stack[-1]
-            while top[1] > indent or (top[1] == indent and not top[2] and not item):
+            while top[1] > indent or (top[1] == indent and not top[2] and item is None):
                 stack.pop()
                 if not stack:
                     return _DECLINED
@@ -472,71 +476,65 @@ def _direct(text: str) -> Any:
                 return _DECLINED
         container, at, is_map = stack[-1]
         if not is_map:  # a sequence's item: a value, or a mapping's first entry
-            if not item:
+            if item is None:
                 return _DECLINED
-            content = content[2:]
-            if key_match(content) is None or content[0] in "'[{":
-                value = _block_value(content, flows)
-                if value is _DECLINED or len(stack) + value[2] >= MAX_YAML_DEPTH:
+            if key is None:
+                value = _value(alone, len(stack))
+                if value is _DECLINED:
                     return _DECLINED
-                nodes += value[1]
                 container.append(value[0])
+                nodes += value[1]
                 continue
             container = {}
             stack[-1][0].append(container)
             at = indent + 2
             stack.append((container, at, True))
-            nodes += 1
             if len(stack) >= MAX_YAML_DEPTH:
                 return _DECLINED
-        match = key_match(content)
-        if match is None:
+        elif key is None or item is not None:
             return _DECLINED
-        key = match.group(1)
-        if key in container or _plain(key) is not key:
+        ok = names.get(key)
+        if ok is None:
+            ok = names[key] = _plain(key) is key
+        if not ok or key in container:
             return _DECLINED
-        nodes += 1
-        rest = content[match.end():]
-        if not rest:
-            if content[-1] != ":":
-                return _DECLINED
+        if rest is None:
             pending = (container, key, at)
             continue
-        value = _block_value(rest, flows)
-        if value is _DECLINED or len(stack) + value[2] >= MAX_YAML_DEPTH:
+        value = _value(rest, len(stack))
+        if value is _DECLINED:
             return _DECLINED
-        nodes += value[1]
         container[key] = value[0]
+        nodes += value[1]
     if pending is not None or nodes > MAX_YAML_NODES:
         return _DECLINED
     return root
 
 
-def _block_value(text: str, flows: dict[str, tuple[Any, int, int]]) -> Any:
-    """(data, nodes, depth) of a block mapping's value or a sequence's item on its line; _DECLINED where the direct
-    reader declines it."""
-    first = text[:1]
+def _value(text: str, depth: int) -> Any:
+    """(data, flow nodes) of a block mapping's value or a sequence's item (`text`, at the nesting `depth`), as the
+    direct reader reads it; _DECLINED where it declines it."""
+    first = text[0]
     if first == "[" or first == "{":
-        done = flows.get(text)
+        done = _FLOWS.get(text)
         if done is None:
             read = _flow(text)
             if read is None:
                 return _DECLINED
             done = read
-            if len(flows) < _CACHE_MAX:
-                flows[text] = done
-        return _copy(done[0]), done[1], done[2]
+            if len(_FLOWS) < _CACHE_MAX:
+                _FLOWS[text] = done
+        return _DECLINED if depth + done[2] >= MAX_YAML_DEPTH else (_copy(done[0]), done[1])
     if first == "'":
         inner = text[1:-1]
         if len(text) < 2 or text[-1] != "'" or "'" in inner.replace("''", ""):
             return _DECLINED
-        return inner.replace("''", "'"), 1, 0
-    if not first or first in FIRST_INDICATORS or first == " " or text[-1] == " " or \
-            (first in "?:-" and text[1:2] in ("", " ")) or text[:3] in ("---", "...") or \
-            BLOCK_INDICATOR.search(text) is not None:
+        return inner.replace("''", "'"), 0
+    if first in FIRST_INDICATORS or first == " " or text[-1] == " " or (first in "?:-" and text[1:2] in ("", " ")) \
+            or text[:3] in ("---", "...") or BLOCK_INDICATOR.search(text) is not None:
         return _DECLINED
     value = _plain(text)
-    return _DECLINED if value is _DECLINED else (value, 1, 0)
+    return _DECLINED if value is _DECLINED else (value, 0)
 
 
 def line_of(text: str, parts: list[str]) -> int | None:
