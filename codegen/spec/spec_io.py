@@ -172,7 +172,7 @@ def _build_converter(tp: Any) -> Converter:
 
         return mapping
     if dataclasses.is_dataclass(tp):
-        return functools.partial(_from_mapping, tp)
+        return functools.partial(_from_mapping, tp)  # type: ignore[arg-type]
     if tp is bool:
         def boolean(v: Any) -> Any:
             if not isinstance(v, bool):
