@@ -108,6 +108,9 @@ $(STAMP): pyproject.toml $(LOCK) $(subst $(space),\ ,$(VENV))/.pkg-files
 
 # setup.py lists the packages (one per release directory of generated/)
 $(STAMP): setup.py
+# and compiles the templates into the link tree (a template edited since is compiled where a render uses it,
+# and kept in the per-user cache; reinstalling puts it among the shipped ones again)
+$(STAMP): $(filter %.j2,$(PKG_FILES))
 
 venv: $(STAMP)
 

@@ -5,9 +5,11 @@ specs/miopen/X.Y.Z.yaml) is found here, so a release `make upgrade` adds is in t
 editable install without any edit."""
 
 import re
+import sys
 from pathlib import Path
 
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 _HERE = Path(__file__).resolve().parent
 
@@ -25,4 +27,21 @@ _PACKAGES = [
 _RELEASES = sorted(f"miopen._generated.{d.name}" for d in (_HERE / "generated").iterdir()
                    if re.fullmatch(r"v\d+_\d+_\d+", d.name) and (d / "__init__.py").is_file())
 
-setup(packages=_PACKAGES + _RELEASES)
+
+class _BuildPy(build_py):
+    """build_py, then the templates compiled into the built package (miogen/templates/__compiled__/, as pip
+    compiles .pyc files; a template changed since is compiled where it is used): in the wheel, and in the
+    editable install's link tree, which takes a build output that is not a source file as a copy."""
+
+    def run(self) -> None:
+        super().run()
+        sys.path.insert(0, str(_HERE))  # the generator's source, as `codegen`
+        from codegen.render.jinja_env import compile_shipped
+
+        self.compiled = [str(p) for p in compile_shipped(Path(self.build_lib) / "miogen")]
+
+    def get_outputs(self, include_bytecode: bool = True) -> list[str]:
+        return [*super().get_outputs(include_bytecode), *getattr(self, "compiled", [])]
+
+
+setup(packages=_PACKAGES + _RELEASES, cmdclass={"build_py": _BuildPy})

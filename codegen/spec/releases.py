@@ -115,6 +115,6 @@ class Releases:
                 raise CodegenError(f"{path}: no functions section; is this a miogen spec?")
             for entry in ("\n" + functions).split(_ENTRY)[1:]:
                 name = entry.partition("\n")[0]
-                if _NAME.fullmatch(name):
-                    first.setdefault(name, str(version) if version != oldest else f"{version} or earlier")
+                if name not in first and _NAME.fullmatch(name):  # an earlier release's name: taken already
+                    first[name] = str(version) if version != oldest else f"{version} or earlier"
         return first

@@ -7,6 +7,7 @@ Serialisation is driven by the model's dataclass fields (their order, defaults a
 from __future__ import annotations
 
 import dataclasses
+import functools
 import os
 import stat
 import types
@@ -171,7 +172,7 @@ def _build_converter(tp: Any) -> Converter:
 
         return mapping
     if dataclasses.is_dataclass(tp):
-        return lambda v: _from_mapping(tp, v)  # type: ignore[arg-type]
+        return functools.partial(_from_mapping, tp)  # type: ignore[arg-type]
     if tp is bool:
         def boolean(v: Any) -> Any:
             if not isinstance(v, bool):
@@ -206,8 +207,7 @@ def _build_converter(tp: Any) -> Converter:
     raise TypeError(f"unsupported type {tp}")  # pragma: no cover
 
 
-_FIELDS: dict[tuple[type, tuple[str, ...]], list[tuple[str, str, bool, Converter]]] = {}
-_ALLOWED: dict[tuple[type, tuple[str, ...]], frozenset[str]] = {}
+_FIELDS: dict[tuple[type, tuple[str, ...]], tuple[list[tuple[str, str, bool, Converter]], frozenset[str]]] = {}
 
 
 def _checked(conv: Converter, check: validate.FieldCheck | None) -> Converter:
@@ -223,26 +223,25 @@ def _checked(conv: Converter, check: validate.FieldCheck | None) -> Converter:
     return run
 
 
-def _field_plan(cls: type, skip: tuple[str, ...]) -> list[tuple[str, str, bool, Converter]]:
-    """(yaml key, attribute, required, converter) per field of `cls`."""
+def _field_plan(cls: type, skip: tuple[str, ...]) -> tuple[list[tuple[str, str, bool, Converter]], frozenset[str]]:
+    """(yaml key, attribute, required, converter) per field of `cls`, and the keys allowed."""
     key = (cls, skip)
-    plan = _FIELDS.get(key)
-    if plan is None:
+    done = _FIELDS.get(key)
+    if done is None:
         hints = _hints(cls)
-        plan = _FIELDS[key] = [
+        plan = [
             (_key(f), f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
              _checked(_converter(hints[f.name]), validate.field_check(cls, f.name, hints[f.name])))
             for f in dataclasses.fields(cls) if f.name not in skip
         ]
-        _ALLOWED[key] = frozenset(k for k, *_ in plan)
-    return plan
+        done = _FIELDS[key] = (plan, frozenset(k for k, *_ in plan))
+    return done
 
 
 def _from_mapping(cls: type[T], data: Any, skip: tuple[str, ...] = ()) -> T:
     if not isinstance(data, dict):
         raise _Invalid(f"expected a mapping for {cls.__name__}; got {_typename(data)}")
-    plan = _field_plan(cls, skip)
-    allowed = _ALLOWED[(cls, skip)]
+    plan, allowed = _field_plan(cls, skip)
     if not allowed.issuperset(data):
         extra = next(k for k in data if k not in allowed)
         names = ", ".join(k for k, *_ in plan)

@@ -9,18 +9,26 @@ keys (YAML keeps the last), merge keys (which hide duplicates), keys that are no
 recursive aliases, and tags other than the core schema's. Scalars are resolved and constructed as
 PyYAML's SafeLoader does (once per distinct spelling). Limits are in docs/limits.md.
 
+A document in the layout miogen writes its specs in (codegen/spec/yamlwrite.py's `direct`: block
+mappings of name keys, sequences in them not indented, one-line flow collections, plain and single-quoted
+printable ASCII scalars) is read line by line without libyaml (`_direct`, a third of the time), with what
+libyaml reads it as; it declines anything else, and libyaml reads that (and says what is wrong with it).
+
 Line numbers of errors found later in the data (a wrong type under some key) come from `line_of`,
 which composes the node tree of the text only then.
 """
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import os
+import re
 from typing import Any
 
 from . import rules
 from .rules import short
+from .yamlwrite import BLOCK_INDICATOR, FIRST_INDICATORS, PLAIN
 from ..base.errors import SpecError
 
 # PyYAML is imported where a file is read, not with this module: a parse that finds its target facts in
@@ -120,6 +128,12 @@ def read(text: str, source: str) -> Any:
     YAML path on anything malformed or over a limit."""
     if len(text) > MAX_YAML_BYTES:
         raise too_large(source)
+    data = _direct(text)
+    return data if data is not _DECLINED else _through_libyaml(text, source)
+
+
+def _through_libyaml(text: str, source: str) -> Any:
+    """`read` of any document: one pass over libyaml's events."""
     import yaml
 
     loader = _loader(text)
@@ -296,6 +310,231 @@ class _Reader:
             top.expect_key = True
         else:
             top.container.append(value)
+
+
+# --------------------------------------------------------------------------- the direct reader
+
+_DECLINED = object()
+#: the characters the direct reader takes: printable ASCII and the line break
+_DIRECT_BYTES = bytes([10, *range(32, 127)])
+#: a line of the direct layout: its indentation, a sequence item's `- `, a key (a name) with its value or none
+#: (the value on the lines below), or a value alone
+_LINE = re.compile(r"( *)(- )?(?:([A-Za-z_][A-Za-z0-9_]*):(?: (.+))?|(.+))")
+#: one piece of a flow collection: a bracket, a separator, a single-quoted scalar (its text) or a plain one
+_FLOW_PIECE = re.compile(r"([\[\]{}])|(, |: )|'((?:[^']|'')*)'|(" + PLAIN.pattern + ")", re.ASCII)
+_PLAIN_IMPLICIT = (True, False)  # a plain scalar's event
+#: one-line flow collections read -> (data, nodes, depth), shared by every read (each read takes a copy); bounded
+_FLOWS: dict[str, tuple[Any, int, int]] = {}
+
+
+@functools.cache
+def _resolver() -> tuple[Any, Any, frozenset[str]]:
+    """PyYAML's resolver and constructor of SafeLoader's types (libyaml's loader has these two), and the first
+    characters of a plain scalar that may read as another type than a string (its implicit resolvers')."""
+    import yaml
+
+    resolver = yaml.resolver.Resolver()
+    return resolver, yaml.constructor.SafeConstructor(), frozenset(resolver.yaml_implicit_resolvers)
+
+
+def _plain(value: str) -> Any:
+    """The value of the plain scalar `value` as SafeLoader constructs it (YAML 1.1's implicit types; the spellings
+    resolved and constructed shared with `_Reader.scalar`); _DECLINED for a merge key or a spelling PyYAML refuses."""
+    resolver, constructor, typed = _resolver()
+    if value[0] not in typed:
+        return value
+    rkey = (value, _PLAIN_IMPLICIT)
+    tag = _RESOLVED.get(rkey)
+    if tag is None:
+        import yaml
+
+        tag = resolver.resolve(yaml.ScalarNode, value, _PLAIN_IMPLICIT)
+        if len(_RESOLVED) < _CACHE_MAX:
+            _RESOLVED[rkey] = tag
+    if tag == _STR_TAG:
+        return value
+    out = _SCALARS.get((tag, value), _MISSING)
+    if out is _MISSING:
+        if tag == _MERGE_TAG:
+            return _DECLINED
+        import yaml
+
+        try:
+            out = constructor.construct_object(yaml.ScalarNode(tag, value))
+        except Exception:  # noqa: BLE001 - libyaml's reading says what is wrong with it
+            return _DECLINED
+        finally:
+            constructor.constructed_objects.clear()
+        if len(_SCALARS) < _CACHE_MAX:
+            _SCALARS[(tag, value)] = out
+    return out
+
+
+def _flow(text: str) -> tuple[Any, int, int] | None:
+    """The one-line flow collection `text`: (its data, its nodes, its depth); None where the direct reader
+    declines it (pieces not in the layout, a key that is no string, a duplicate key)."""
+    stack: list[list[Any]] = []  # [container, is a mapping, state, key]; states: 0 opened, 1 after `, `,
+    # 2 after an entry, 3 after a key, 4 after `: `
+    root: Any = _DECLINED
+    nodes = deepest = pos = 0
+    for match in _FLOW_PIECE.finditer(text):
+        if match.start() != pos or root is not _DECLINED:
+            return None
+        pos = match.end()
+        bracket, separator, quoted, plain = match.groups()
+        top = stack[-1] if stack else None
+        if separator is not None:
+            if top is None or separator != (", " if top[2] == 2 else ": " if top[2] == 3 else None):
+                return None
+            top[2] = 1 if separator == ", " else 4
+            continue
+        value: Any
+        if bracket is not None and bracket in "]}":
+            if top is None or top[2] not in (0, 2) or top[1] != (bracket == "}"):
+                return None
+            value = stack.pop()[0]
+            top = stack[-1] if stack else None
+        elif bracket is not None:  # where it may not stand, its end finds (as a key too)
+            nodes += 1
+            stack.append([{} if bracket == "{" else [], bracket == "{", 0, None])
+            deepest = max(deepest, len(stack))
+            continue
+        else:
+            nodes += 1
+            value = quoted.replace("''", "'") if quoted is not None else _plain(plain)
+            if top is None or value is _DECLINED:
+                return None
+            if top[1] and top[2] in (0, 1):  # a key
+                if type(value) is not str or value in top[0]:
+                    return None
+                top[2], top[3] = 3, value
+                continue
+        if top is None:
+            root = value
+        elif top[1] and top[2] == 4:
+            top[0][top[3]] = value
+            top[2] = 2
+        elif not top[1] and top[2] in (0, 1):
+            top[0].append(value)
+            top[2] = 2
+        else:
+            return None
+    if pos != len(text) or root is _DECLINED:
+        return None
+    return root, nodes, deepest
+
+
+def _copy(value: Any) -> Any:
+    """A copy of the containers of `value` (its scalars shared: immutable)."""
+    if type(value) is dict:
+        return {k: v if type(v) not in (dict, list) else _copy(v) for k, v in value.items()}
+    if type(value) is list:
+        return [v if type(v) not in (dict, list) else _copy(v) for v in value]
+    return value
+
+
+def _direct(text: str) -> Any:
+    """The data of `text` where it is in the layout of yamlwrite.direct (a mapping at the root), read as libyaml
+    reads it, within the limits; _DECLINED for anything else."""
+    if not text.endswith("\n") or not text.isascii() or text.encode("ascii").translate(None, _DIRECT_BYTES):
+        return _DECLINED
+    lines = text.split("\n")
+    lines.pop()
+    nodes = 3 * len(lines)  # at most a container, a key and a value a line; and each flow collection's
+    root: dict[str, Any] = {}
+    stack: list[tuple[Any, int, bool]] = [(root, 0, True)]  # (container, indentation, is a mapping)
+    pending: tuple[dict[str, Any], str, int] | None = None  # a key whose value starts on the next line
+    names: dict[str, bool] = {}  # key -> read as this string
+    line_match = _LINE.fullmatch
+    for line in lines:
+        match = line_match(line)
+        if match is None:
+            return _DECLINED
+        spaces, item, key, rest, alone = match.groups()
+        indent = len(spaces)
+        if pending is not None:
+            mapping, name, at = pending
+            pending = None
+            if indent == at + 2 and item is None:
+                new: Any = {}
+            elif indent == at and item is not None:
+                new = []
+            else:
+                return _DECLINED
+            mapping[name] = new
+            stack.append((new, indent, item is None))
+            if len(stack) >= MAX_YAML_DEPTH:
+                return _DECLINED
+        else:
+            top = stack[-1]
+            while top[1] > indent or (top[1] == indent and not top[2] and item is None):
+                stack.pop()
+                if not stack:
+                    return _DECLINED
+                top = stack[-1]
+            if top[1] != indent:
+                return _DECLINED
+        container, at, is_map = stack[-1]
+        if not is_map:  # a sequence's item: a value, or a mapping's first entry
+            if item is None:
+                return _DECLINED
+            if key is None:
+                value = _value(alone, len(stack))
+                if value is _DECLINED:
+                    return _DECLINED
+                container.append(value[0])
+                nodes += value[1]
+                continue
+            container = {}
+            stack[-1][0].append(container)
+            at = indent + 2
+            stack.append((container, at, True))
+            if len(stack) >= MAX_YAML_DEPTH:
+                return _DECLINED
+        elif key is None or item is not None:
+            return _DECLINED
+        ok = names.get(key)
+        if ok is None:
+            ok = names[key] = _plain(key) is key
+        if not ok or key in container:
+            return _DECLINED
+        if rest is None:
+            pending = (container, key, at)
+            continue
+        value = _value(rest, len(stack))
+        if value is _DECLINED:
+            return _DECLINED
+        container[key] = value[0]
+        nodes += value[1]
+    if pending is not None or nodes > MAX_YAML_NODES:
+        return _DECLINED
+    return root
+
+
+def _value(text: str, depth: int) -> Any:
+    """(data, flow nodes) of a block mapping's value or a sequence's item (`text`, at the nesting `depth`), as the
+    direct reader reads it; _DECLINED where it declines it."""
+    first = text[0]
+    if first == "[" or first == "{":
+        done = _FLOWS.get(text)
+        if done is None:
+            read = _flow(text)
+            if read is None:
+                return _DECLINED
+            done = read
+            if len(_FLOWS) < _CACHE_MAX:
+                _FLOWS[text] = done
+        return _DECLINED if depth + done[2] >= MAX_YAML_DEPTH else (_copy(done[0]), done[1])
+    if first == "'":
+        inner = text[1:-1]
+        if len(text) < 2 or text[-1] != "'" or "'" in inner.replace("''", ""):
+            return _DECLINED
+        return inner.replace("''", "'"), 0
+    if first in FIRST_INDICATORS or first == " " or text[-1] == " " or (first in "?:-" and text[1:2] in ("", " ")) \
+            or text[:3] in ("---", "...") or BLOCK_INDICATOR.search(text) is not None:
+        return _DECLINED
+    value = _plain(text)
+    return _DECLINED if value is _DECLINED else (value, 0)
 
 
 def line_of(text: str, parts: list[str]) -> int | None:

@@ -34,9 +34,9 @@ _LONGEST = WIDTH - 256  # the longest line `direct` writes
 # could start or end it differently (libyaml's analysis: no `,[]{}?:#'"!|>%@\`` and no leading `-` or `.`
 # before a non-digit, no leading or trailing space, no line break). Such a string is written plain unless
 # YAML 1.1's implicit types would read it back as something else; then in single quotes.
-_PLAIN = re.compile(r"(?:[A-Za-z0-9_]|[-+.][0-9])(?:[A-Za-z0-9_.+\-()*&/<>=~^$ ]*[A-Za-z0-9_.+\-()*&/<>=~^$])?",
-                    re.ASCII)
-# YAML 1.1's implicit types (PyYAML's resolver) for the strings _PLAIN admits: a string starting with a
+PLAIN = re.compile(r"(?:[A-Za-z0-9_]|[-+.][0-9])(?:[A-Za-z0-9_.+\-()*&/<>=~^$ ]*[A-Za-z0-9_.+\-()*&/<>=~^$])?",
+                   re.ASCII)
+# YAML 1.1's implicit types (PyYAML's resolver) for the strings PLAIN admits: a string starting with a
 # letter or `_` can only read back as a bool or null; one starting with a digit, sign or dot as a number
 # or a timestamp.
 _WORDS = frozenset("yes Yes YES no No NO true True TRUE false False FALSE on On ON off Off OFF null Null NULL".split())
@@ -94,7 +94,7 @@ def _new_scalar(value: Any) -> str:
         raise _Declined
     if value == "":
         return "''"
-    if _PLAIN.fullmatch(value) is None:
+    if PLAIN.fullmatch(value) is None:
         raise _Declined
     first = value[0]
     if (first in "0123456789+-." and _number().fullmatch(value)) or value in _WORDS:
@@ -107,8 +107,8 @@ def _new_scalar(value: Any) -> str:
 # indicator (one of `#,[]{}&*!|>'"%@`` or `?:-` before a space first; `: ` or ` #` later) and YAML 1.1 would read
 # it back as a string (no number, bool, null, merge or value), else in single quotes (`'` doubled). Anything else
 # is declined.
-_FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
-_BLOCK_INDICATOR = re.compile(r": | #|:$")
+FIRST_INDICATORS = frozenset("#,[]{}&*!|>'\"%@`")
+BLOCK_INDICATOR = re.compile(r": | #|:$")
 _SIGNS = frozenset(("~", "<<", "="))  # null, merge and value: the other strings YAML 1.1 reads as no string
 _BLOCK_SCALARS: dict[str, str] = {}
 
@@ -133,8 +133,8 @@ def _new_block_scalar(value: str) -> str:
         raise _Declined
     first = value[0]
     follows_space = len(value) == 1 or value[1] == " "
-    indicator = first in _FIRST_INDICATORS or (first in "?:-" and follows_space) or \
-        _BLOCK_INDICATOR.search(value, 1) is not None
+    indicator = first in FIRST_INDICATORS or (first in "?:-" and follows_space) or \
+        BLOCK_INDICATOR.search(value, 1) is not None
     resolved = (first in "0123456789+-." and _number().fullmatch(value)) or value in _WORDS or value in _SIGNS
     if not indicator and not resolved:
         return value

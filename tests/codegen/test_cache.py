@@ -1,11 +1,14 @@
 """The per-user cache (codegen/base/cache.py and its users): every key covers what its output depends on, nothing is
-loaded from a folder or file others may write, and a damaged entry is a miss that is written again."""
+loaded from a folder or file others may write, and a damaged entry is a miss that is written again. And the compiled
+templates the package ships (codegen/render/jinja_env.py): used only for the very template, settings and Python."""
 
 from __future__ import annotations
 
 import os
+import sys
 import shutil
 import stat
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -32,6 +35,7 @@ def inputs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str
     shutil.copytree(jinja_env.TEMPLATES, paths["templates"])
     shutil.copytree(render.SUPPORT, paths["support"], ignore=shutil.ignore_patterns("__pycache__"))
     monkeypatch.setattr(jinja_env, "TEMPLATES", paths["templates"])
+    monkeypatch.setattr(jinja_env, "SHIPPED", tmp_path / "in" / "none shipped")  # the copies have none compiled
     monkeypatch.setattr(render, "SUPPORT", paths["support"])
     monkeypatch.setattr(cache, "_FINGERPRINT", [])
     yield paths
@@ -210,3 +214,115 @@ def test_a_changed_file_that_does_not_compile_is_refused_over_earlier_output(
         assert work.take()["syntax"] >= 1
         assert {str(p.relative_to(out)): p.read_bytes() for p in out.rglob("*") if p.is_file()
                 and p.name != ".miogen-output" and "__pycache__" not in p.parts} == before
+
+
+def _ship(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    """The copied templates compiled as a build ships them (`compile_shipped`), into a package of their own that
+    renders then use."""
+    package = tmp_path / "package"
+    files = jinja_env.compile_shipped(package)
+    monkeypatch.setattr(jinja_env, "SHIPPED", package.joinpath(*jinja_env.SHIPPED_IN_PACKAGE))
+    return files
+
+
+def _templates_stored(root: Path) -> list[Path]:
+    return [p for p in _entries(root) if _kind(p, root) == "template"] if root.exists() else []
+
+
+def test_shipped_templates_are_used_with_the_cache_empty_or_off(tmp_path: Path, inputs: dict[str, Path],
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every template compiled into the package (one file each): a render with the per-user cache empty or off
+    compiles none and stores none, and renders the bytes of a render with none shipped."""
+    expected = _render(inputs, tmp_path / "none", "", monkeypatch)
+    files = _ship(tmp_path, monkeypatch)
+    assert len(files) == len(list(inputs["templates"].rglob("*.j2")))
+    work = _Work(monkeypatch)
+    for cache_dir in (str(tmp_path / "cold"), ""):
+        assert _render(inputs, tmp_path / f"out{len(cache_dir)}", cache_dir, monkeypatch) == expected
+        assert work.take()["template"] == 0, cache_dir
+    assert _templates_stored(tmp_path / "cold") == []
+
+
+def test_shipped_templates_are_the_same_bytes_wherever_built(tmp_path: Path) -> None:
+    """A build (a process of its own) is deterministic: two builds in other folders with other hash seeds write the
+    same files, byte for byte."""
+    code = "import sys; from pathlib import Path; from miogen.render import jinja_env; " \
+           "jinja_env.compile_shipped(Path(sys.argv[1]))"
+    contents = []
+    for seed in ("1", "2"):
+        root = tmp_path / f"build {seed}"
+        r = subprocess.run([sys.executable, "-c", code, str(root)], env={**os.environ, "PYTHONHASHSEED": seed},
+                           capture_output=True, text=True, check=False)
+        assert r.returncode == 0, r.stderr
+        contents.append({p.name: p.read_bytes() for p in root.joinpath(*jinja_env.SHIPPED_IN_PACKAGE).iterdir()})
+    assert contents[0] and contents[0] == contents[1]
+
+
+def test_a_template_changed_since_it_was_shipped_is_compiled(tmp_path: Path, inputs: dict[str, Path],
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """A template edited after the package was built (as in the editable install) is compiled from its source,
+    never taken from its stale shipped code: its change is in the output, and it alone is compiled (and kept
+    in the per-user cache); the others still come from the package."""
+    _ship(tmp_path, monkeypatch)
+    _append(inputs["templates"] / "api.py.j2", "# a changed template\n")
+    _append(inputs["templates"] / "release" / "raw.py.j2", "# a changed release template\n")
+    work = _Work(monkeypatch)
+    got = _render(inputs, tmp_path / "out", str(tmp_path / "cold"), monkeypatch)
+    assert got["api.py"].endswith(b"# a changed template\n")
+    assert next(v for k, v in got.items() if k.endswith("/raw.py")).endswith(b"# a changed release template\n")
+    assert work.take()["template"] == 2
+    assert len(_templates_stored(tmp_path / "cold")) == 2
+    assert got == _render(inputs, tmp_path / "off", "", monkeypatch)
+
+
+def _another_python(path: Path) -> None:
+    """The file as a Python of another version would have written it (Jinja's header names the version)."""
+    import pickle
+
+    data = path.read_bytes()
+    here = pickle.dumps((sys.version_info[0] << 24) | sys.version_info[1], 2)
+    other = pickle.dumps((sys.version_info[0] << 24) | (sys.version_info[1] + 1), 2)
+    head = jinja2.bccache.bc_magic
+    assert data.startswith(head) and head.endswith(here)
+    path.write_bytes(head[: -len(here)] + other + data[len(head):])
+
+
+@pytest.mark.parametrize("change", ["Jinja's version", "compile settings", "the filters", "another Python",
+                                    "truncated", "empty"])
+def test_shipped_templates_of_another_environment_are_not_used(tmp_path: Path, inputs: dict[str, Path],
+                                                              monkeypatch: pytest.MonkeyPatch, change: str) -> None:
+    """Shipped code compiled for another Jinja, other compile settings, other filters (a filter of a constant runs
+    when a template is compiled) or another Python, or a file cut short: every template is compiled, and the
+    output is that of a render with none shipped."""
+    files = _ship(tmp_path, monkeypatch)
+    if change == "Jinja's version":
+        monkeypatch.setattr(jinja2, "__version__", jinja2.__version__ + ".post1")
+    elif change == "compile settings":
+        monkeypatch.setattr(jinja_env, "OPTIONS", {**jinja_env.OPTIONS, "keep_trailing_newline": False})
+    elif change == "the filters":
+        monkeypatch.setattr(jinja_env, "_definition", lambda: "other filters")
+    else:
+        for path in files:
+            if change == "another Python":
+                _another_python(path)
+            else:
+                path.write_bytes(path.read_bytes()[: 40] if change == "truncated" else b"")
+    work = _Work(monkeypatch)
+    got = _render(inputs, tmp_path / "out", str(tmp_path / "cold"), monkeypatch)
+    assert work.take()["template"] == len(_templates_stored(tmp_path / "cold")) > 0
+    monkeypatch.setattr(jinja_env, "SHIPPED", tmp_path / "none shipped")
+    assert got == _render(inputs, tmp_path / "none", "", monkeypatch)
+
+
+def test_the_installed_package_ships_its_compiled_templates() -> None:
+    """The package this suite imports (the editable install of `make venv`: its link tree) ships every template
+    compiled from its current source, so a render with the per-user cache empty compiles none."""
+    env = jinja_env._plain()
+    settings = jinja_env.settings(env)
+    for name in env.list_templates(extensions=["j2"]):
+        bucket = jinja2.bccache.Bucket(env, name, jinja2.BytecodeCache().get_source_checksum(
+            (jinja_env.TEMPLATES / name).read_text(encoding="utf-8")))
+        path = jinja_env.SHIPPED / jinja_env.shipped_name(name, settings)
+        assert path.is_file(), f"{name}: not shipped (make venv builds the link tree with it)"
+        bucket.bytecode_from_string(path.read_bytes())
+        assert bucket.code is not None, f"{name}: shipped, but of another source (make venv compiles it again)"

@@ -123,6 +123,25 @@ def test_installed_miogen_parses_checks_renders_and_diffs(installed: Path, tmp_p
     assert r.stdout == "3.4.1\n", r.stderr
 
 
+def test_installed_miogen_ships_its_templates_compiled(installed: Path, tmp_path: Path) -> None:
+    """The wheel holds every template compiled (setup.py's build step), so a render with the per-user cache empty
+    compiles none: it stores no compiled template there, only the other work it did."""
+    python = str(installed / "python")
+    r = _run([python, "-c", "from miogen.render import jinja_env as j; print(j.SHIPPED); print(j.TEMPLATES)"],
+             installed)
+    assert r.returncode == 0, r.stderr
+    shipped, templates = map(Path, r.stdout.split())
+    assert len(list(shipped.iterdir())) == len(list(templates.rglob("*.j2"))) > 0
+    spec = tmp_path / "spec.yaml"
+    spec.write_text(dumps(fixture_spec(True)))
+    cache = tmp_path / "cache"
+    r = _run([str(installed / "miogen"), "render", str(spec), "--annotations", str(FIXTURE_ANNOTATIONS), "-o",
+              str(tmp_path / "pkg")], tmp_path, MIOGEN_CACHE_DIR=str(cache))
+    assert r.returncode == 0, r.stderr
+    stored = {p.parent.name.partition("-")[0] for p in cache.rglob("*") if p.is_file()}
+    assert "models" in stored and "templates" not in stored, stored
+
+
 def test_installed_miogen_upgrade_and_abi_check(installed: Path, tmp_path: Path) -> None:
     miogen = str(installed / "miogen")
     # upgrade needs the user's spec directory when there is no checkout

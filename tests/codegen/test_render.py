@@ -199,15 +199,17 @@ def test_every_committed_release_renders(tmp_path: Path) -> None:
 def test_compiled_templates_are_cached_privately_and_change_nothing(tmp_path: Path,
                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
     """Templates compiled once are kept in $MIOGEN_CACHE_DIR (0700, this user's); the output is the same with
-    the cache cold, warm, or off (MIOGEN_CACHE_DIR empty); a directory others may write is never used."""
+    the cache cold, warm, or off (MIOGEN_CACHE_DIR empty); a directory others may write is never used. (None
+    shipped here: tests/codegen/test_cache.py tests those.)"""
     import os
     import stat
 
     from miogen.render import jinja_env
 
+    monkeypatch.setattr(jinja_env, "SHIPPED", tmp_path / "none shipped")
     _, expected = fixture_files()
     monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
-    assert jinja_env._bytecode_cache() is None
+    assert jinja_env._bytecode_cache().folder is None
     assert fixture_files()[1] == expected
     cache = tmp_path / "cache"
     monkeypatch.setenv("MIOGEN_CACHE_DIR", str(cache))
@@ -216,11 +218,11 @@ def test_compiled_templates_are_cached_privately_and_change_nothing(tmp_path: Pa
     assert stored and stat.S_IMODE(stored[0].parent.stat().st_mode) == 0o700
     assert fixture_files()[1] == expected  # warm: loads what it stored
     stored[0].parent.chmod(0o777)
-    assert jinja_env._bytecode_cache() is None  # others may write there: not trusted
+    assert jinja_env._bytecode_cache().folder is None  # others may write there: not trusted
     blocked = tmp_path / "file"
     blocked.write_text("")
     monkeypatch.setenv("MIOGEN_CACHE_DIR", str(blocked))
-    assert jinja_env._bytecode_cache() is None
+    assert jinja_env._bytecode_cache().folder is None
     assert os.path.isfile(blocked)
 
 

@@ -509,3 +509,134 @@ def test_block_text_is_spelt_as_libyaml_spells_it(text: str) -> None:
         return
     assert f"k: {mine}\n" == yaml.dump({"k": text}, Dumper=yaml.CSafeDumper, width=yamlwrite.WIDTH,
                                        allow_unicode=True)
+
+
+def test_the_direct_reader_reads_every_committed_spec_as_libyaml_does() -> None:
+    """Every committed spec (every target's), as miogen wrote it, is read line by line (yamlread's direct reader,
+    not declined), to what libyaml reads; the hand-written files (comments, multi-line scalars) go through libyaml."""
+    from ..helpers import REPO
+
+    for path in sorted(REPO.glob("specs/*/*.yaml")):
+        text = path.read_text(encoding="utf-8")
+        direct = yamlread._direct(text)
+        if path.name[0].isdigit():
+            assert direct is not yamlread._DECLINED, path
+        if direct is not yamlread._DECLINED:
+            assert direct == yamlread._through_libyaml(text, path.name), path
+
+
+#: keys and values the direct reader takes, and others near them
+_ODD_KEYS = ["on", "null", "1", "x y", "a:b", "'a'", "[a]", "-", "?", "~", "<<", "&x", "a#", "a "]
+_KEYS = (st.sampled_from([*"abcdefghijklmnopqrstu", "k_1", "Key2", "_"]), st.sampled_from(_ODD_KEYS))
+_VALUE_LISTS = ([
+    "x", "y z", "a  b", "1", "-1", "007", "0x1F", "1_000", "1.5", "1.2.3", ".inf", "2001-01-01", "yes", "Off", "null",
+    "~", "''", "'q''s'", "'a: b'", "a'b", 'a"b', "a:b", "a#b", "-x", "?x", ":x", "(a) <b> c=d ~e ^f $g /h *i &j",
+    "[]", "{}", "[a, b]", "{a: 1, b: [c, 'd']}", "[[a], {b: c}]", "[yes, 0o7, '1', 1.0e+3]", "{'k': v}", "[[], {}]"], [
+    "a: b", "a #b", "#c", "-", "- x", "? x", "&a x", "*a", "!!str 1", "|", ">", "%x", "@x", "`x", "---", "...", "a ",
+    " a", "'", "'a'b'", "<<", "=", "[a,b]", "[ a]", "[a, ]", "[a: b]", "{a: 1, a: 2}", "{a}", "{a: }", "{1: a}",
+    "[a] b", "[a, b", "{a: [b}]", "[a, *b]", "[a}", "{a: b]", "[a, b}}", "{a, b}", "{a: b: c}", "[a, , b]", "[, a]",
+    "[a]]", "{[a]: b}", "[a[b]]", "{a: b{c: d}}", "'a' b", "a\tb", "\u00e9", "a\rb", "a\x85b", "a\u2028b", "\ufeffa"])
+_VALUES = (st.sampled_from(_VALUE_LISTS[0]), st.sampled_from(_VALUE_LISTS[1]))
+
+
+@st.composite
+def _layout_like(draw: st.DrawFn) -> str:
+    """A document in the direct layout (block mappings, sequences not indented in them, items that are mappings)
+    of random keys and values (half of the documents only of those the direct reader takes), some lines then
+    moved, prefixed or doubled, and a random end."""
+    lines: list[str] = []
+    odd = draw(st.booleans())
+    keys, values = (st.one_of(*_KEYS), st.one_of(*_VALUES)) if odd else (_KEYS[0], _VALUES[0])
+
+    def mapping(indent: str, lead: str, depth: int) -> None:
+        for n in range(draw(st.integers(1, 3))):
+            head = f"{lead if n == 0 else indent}{draw(keys)}"
+            kind = draw(st.sampled_from(["value", "value", "mapping", "sequence"] if depth < 3 else ["value"]))
+            if kind == "value":
+                lines.append(f"{head}: {draw(values)}")
+            else:
+                lines.append(f"{head}:")
+                if kind == "mapping":
+                    mapping(indent + "  ", indent + "  ", depth + 1)
+                else:
+                    sequence(indent, depth + 1)
+
+    def sequence(indent: str, depth: int) -> None:
+        for _ in range(draw(st.integers(1, 3))):
+            if depth < 3 and draw(st.booleans()):
+                mapping(indent + "  ", indent + "- ", depth + 1)
+            else:
+                lines.append(f"{indent}- {draw(values)}")
+
+    mapping("", "", 0)
+    for _ in range(draw(st.sampled_from([0, 0, 0, 1, 2]))):
+        n = draw(st.integers(0, len(lines) - 1))
+        how = draw(st.sampled_from(["indent", "outdent", "item", "double", "bare"]))
+        if how == "indent":
+            lines[n] = " " * draw(st.integers(1, 2)) + lines[n]
+        elif how == "outdent":
+            lines[n] = lines[n][2:]
+        elif how == "item":
+            lines[n] = "- " + lines[n]
+        elif how == "double":
+            lines.insert(n, lines[n])
+        else:
+            lines[n] = lines[n].rsplit(": ", 1)[0] + ":"
+    return "\n".join(lines) + (draw(st.sampled_from(["\n", "\n", "", "\n\n", "\n# c\n", " \n"])) if odd else "\n")
+
+
+def test_the_direct_reader_shares_no_container() -> None:
+    """One flow collection written twice, and read twice: four containers (a flow read before is copied), so that
+    changing one changes no other."""
+    text = "a: {b: [c]}\nd: {b: [c]}\n"
+    first, second = yamlread._direct(text), yamlread._direct(text)
+    tops = [first["a"], first["d"], second["a"], second["d"]]
+    inner = [t["b"] for t in tops]
+    assert len({id(t) for t in tops}) == len({id(i) for i in inner}) == 4 and first == second
+
+
+def test_the_direct_reader_reads_each_key_and_value_as_libyaml_does_or_declines() -> None:
+    """Each key and value near the layout, alone as a block mapping's entry, a sequence's item and a flow item: the
+    direct reader declines it or reads what libyaml reads (which then accepts it)."""
+    keys, values = ["a", "_", *_ODD_KEYS], [*_VALUE_LISTS[0], *_VALUE_LISTS[1]]
+    texts = [f"{k}: x\n" for k in keys] + [f"k: {v}\n" for v in values] + [f"k:\n- {v}\n" for v in values] + \
+        [f"k: [{v}]\n" for v in values] + [f"k: {{a: {v}}}\n" for v in values] + [f"k: {{{k}: x}}\n" for k in keys]
+    taken = 0
+    for text in texts:
+        direct = yamlread._direct(text)
+        if direct is not yamlread._DECLINED:
+            taken += 1
+            assert direct == yamlread._through_libyaml(text, "t.yaml"), text
+    assert taken > len(texts) / 3
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(text=_layout_like())
+def test_the_direct_reader_reads_what_libyaml_reads_or_declines(text: str) -> None:
+    """A text near the layout miogen writes: the direct reader declines it, or reads what yamlread's libyaml reading
+    gives (which then accepts it: no duplicate key, no other error)."""
+    direct = yamlread._direct(text)
+    if direct is not yamlread._DECLINED:
+        assert direct == yamlread._through_libyaml(text, "t.yaml"), text
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_the_direct_reader_reads_the_direct_writers_text(data: st.DataObject) -> None:
+    """What the direct writer writes of random structures (those of the writer's test above) reads back through
+    the direct reader as through libyaml, the flow collections it has read before too."""
+    from miogen.spec import yamlwrite
+    from miogen.spec.spec_io import _plan
+
+    scalars = st.one_of(st.none(), st.booleans(), st.integers(-10**20, 10**20),
+                        st.sampled_from(["a", "b c", "", "1", "yes", "-1", "x-y", "on", "a: b", "it's", "#x"]))
+    values = st.recursive(scalars, lambda inner: st.one_of(
+        st.lists(inner, max_size=3).map(tuple), st.dictionaries(st.sampled_from(["a", "b", "on", ""]), inner, max_size=3),
+        st.builds(_Row, inner, inner), st.builds(_Flows, inner, inner)), max_leaves=12)
+    obj = data.draw(st.one_of(st.builds(_Row, values, values), st.builds(_Flows, values, values)))
+    text = yamlwrite.direct(obj, _plan)
+    if text is not None:
+        expected = yamlread._through_libyaml(text, "t.yaml")
+        for _ in range(2):
+            direct = yamlread._direct(text)
+            assert direct is yamlread._DECLINED or direct == expected, text
