@@ -170,12 +170,7 @@ class _Reader:
         tag = event.tag
         value = event.value
         if tag is None or tag == "!":
-            rkey = (value, event.implicit)
-            tag = _RESOLVED.get(rkey)
-            if tag is None:
-                tag = self.loader.resolve(yaml.ScalarNode, value, event.implicit)
-                if len(_RESOLVED) < _CACHE_MAX:
-                    _RESOLVED[rkey] = tag
+            tag = _implicit_tag(self.loader.resolve, value, event.implicit)
         if tag == _STR_TAG:
             return value, tag
         key = (tag, value)
@@ -337,20 +332,26 @@ def _resolver() -> tuple[Any, Any, frozenset[str]]:
     return resolver, yaml.constructor.SafeConstructor(), frozenset(resolver.yaml_implicit_resolvers)
 
 
+def _implicit_tag(resolve: Any, value: str, implicit: tuple[bool, bool]) -> str:
+    """The tag PyYAML's resolver (`resolve`) gives an untagged scalar spelt `value`, remembered per spelling."""
+    rkey = (value, implicit)
+    tag: str | None = _RESOLVED.get(rkey)
+    if tag is None:
+        import yaml
+
+        tag = resolve(yaml.ScalarNode, value, implicit)
+        if len(_RESOLVED) < _CACHE_MAX:
+            _RESOLVED[rkey] = tag
+    return tag
+
+
 def _plain(value: str) -> Any:
     """The value of the plain scalar `value` as SafeLoader constructs it (YAML 1.1's implicit types; the spellings
     resolved and constructed shared with `_Reader.scalar`); _DECLINED for a merge key or a spelling PyYAML refuses."""
     resolver, constructor, typed = _resolver()
     if value[0] not in typed:
         return value
-    rkey = (value, _PLAIN_IMPLICIT)
-    tag = _RESOLVED.get(rkey)
-    if tag is None:
-        import yaml
-
-        tag = resolver.resolve(yaml.ScalarNode, value, _PLAIN_IMPLICIT)
-        if len(_RESOLVED) < _CACHE_MAX:
-            _RESOLVED[rkey] = tag
+    tag = _implicit_tag(resolver.resolve, value, _PLAIN_IMPLICIT)
     if tag == _STR_TAG:
         return value
     out = _SCALARS.get((tag, value), _MISSING)
