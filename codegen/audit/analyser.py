@@ -4,13 +4,13 @@ functions it is passed to) into `Fact`s."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, replace
 
+from ..base.record import record, replace
 from .cppsrc import KEYWORDS, CppDef, Source, SourceFile, split_args
 from .idioms import Idioms
 
 
-@dataclass(frozen=True)
+@record
 class Fact:
     """One thing the implementation does with a parameter."""
 
@@ -66,7 +66,7 @@ _CSTYLE = re.compile(r"\(\s*(?:const\s+)?([A-Za-z_][\w:]*)\s*(?:const\s*)?(\*+)\
 _NOT_DECL = frozenset({"return", "else", "case", "new", "throw", "delete", "co_return", "and", "or", "not", "goto"})
 
 
-@dataclass
+@record(frozen=False)
 class _Ctx:
     d: CppDef
     f: SourceFile

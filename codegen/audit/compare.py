@@ -4,9 +4,9 @@ into per-parameter, per-function and whole-audit reports."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Literal
 
+from ..base.record import field, record
 from ..semantics.resolved import FunctionSem, ParamSem
 from ..spec.releases import Version
 from .analyser import Fact, _HOST, first_of
@@ -17,7 +17,7 @@ Status = Literal["agree", "disagree", "explained", "needs-vocabulary", "unverifi
 _RANK = {"disagree": 4, "needs-vocabulary": 3, "explained": 2, "unverified": 1, "agree": 0}
 
 
-@dataclass(frozen=True)
+@record
 class Check:
     kind: str
     status: Status
@@ -28,7 +28,7 @@ class Check:
     review: bool = False  # added by a note (the heuristics did not find it)
 
 
-@dataclass(frozen=True)
+@record
 class ParamReport:
     name: str
     c: str
@@ -44,7 +44,7 @@ class ParamReport:
         return max((c.status for c in self.checks), key=lambda s: _RANK[s])
 
 
-@dataclass(frozen=True)
+@record
 class FunctionReport:
     name: str
     where: tuple[str, ...]
@@ -52,14 +52,14 @@ class FunctionReport:
     problem: str | None = None  # no implementation found, or its signature differs
 
 
-@dataclass(frozen=True)
+@record
 class RecordField:
     record: str
     field: str
     facts: tuple[Fact, ...]
 
 
-@dataclass(frozen=True)
+@record
 class AuditReport:
     target: str
     version: Version

@@ -12,9 +12,9 @@ Used by `miogen.audit`; it knows C++, not any particular library.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..base.record import field, record
 from ..base.errors import CodegenError
 
 #: Words that look like `name(` but never name a function being defined or called.
@@ -46,7 +46,7 @@ _QUALIFIERS = re.compile(r"\s*(?:const|noexcept(?:\s*\([^()]*\))?|override|final
 _IDENT = re.compile(r"[A-Za-z_]\w*")
 
 
-@dataclass(frozen=True)
+@record
 class CppParam:
     """One parameter of a definition: its name (None when unnamed), type text, reference-ness."""
 
@@ -56,7 +56,7 @@ class CppParam:
     has_default: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class CppDef:
     """A function (or constructor) definition."""
 
@@ -79,14 +79,14 @@ class CppDef:
         return required <= nargs and (self.variadic or nargs <= len(self.params))
 
 
-@dataclass
+@record(frozen=False)
 class SourceFile:
     path: str
     text: str  # cleaned text (comments/strings blanked, preprocessor lines dropped, local macros expanded)
     pairs: dict[int, int] = field(default_factory=dict)  # every bracket's offset -> its partner's
 
 
-@dataclass
+@record(frozen=False)
 class Source:
     root: Path
     files: list[SourceFile]

@@ -4,14 +4,14 @@ cast, throw macros and logging calls."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..base.record import field, record
 from ..base.errors import CodegenError
 from ..spec.spec_io import load_as
 
 
-@dataclass(frozen=True)
+@record
 class ReadIdiom:
     """A library helper that reads a host scalar: `pattern` (a regex, `{p}` = the pointer) reads it `as`."""
 
@@ -19,7 +19,7 @@ class ReadIdiom:
     read_as: str  # a scalar type name, `element` (the tensor's element type) or `float-or-double`
 
 
-@dataclass(frozen=True)
+@record
 class Idioms:
     schema_version: int
     source_dirs: tuple[str, ...]  # where the implementation lives, relative to the source root

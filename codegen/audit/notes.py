@@ -3,10 +3,10 @@ finding needs, and manual findings; applied to the reports by release."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
+from ..base.record import field, record, replace
 from ..base.errors import CodegenError
 from ..semantics.annotations import in_range
 from ..spec.releases import Version
@@ -19,7 +19,7 @@ CheckKind = Literal["direction", "memory", "nullable", "scalar-type", "length", 
 CHECK_KINDS: tuple[str, ...] = ("direction", "memory", "nullable", "scalar-type", "length", "address", "fields", "output")
 
 
-@dataclass(frozen=True)
+@record
 class AuditNote:
     """Our judgement on one check of one parameter (`specs/<target>/audit-notes.yaml`)."""
 
@@ -32,7 +32,7 @@ class AuditNote:
     until: Version | None = None  # the last
 
 
-@dataclass(frozen=True)
+@record
 class AuditNotes:
     schema_version: int
     notes: dict[str, dict[str, tuple[AuditNote, ...]]] = field(default_factory=dict)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from ..base.record import asdict
 from .analyser import Fact
 from .compare import AuditReport, _summary
 from .vocabulary import FORMS
@@ -23,9 +24,9 @@ def to_json(r: AuditReport) -> str:
             "name": f.name, "where": list(f.where), "problem": f.problem,
             "params": [{
                 "name": p.name, "c": p.c, "handle": p.handle, "status": p.status,
-                "annotation": {k: getattr(p.view, k) for k in p.view.__dataclass_fields__},
+                "annotation": asdict(p.view),
                 "facts": [_fact_dict(x) for x in p.facts],
-                "checks": [{k: getattr(c, k) for k in c.__dataclass_fields__} for c in p.checks],
+                "checks": [asdict(c) for c in p.checks],
             } for p in f.params],
         } for f in r.functions],
         "records": [{"record": x.record, "field": x.field, "facts": [_fact_dict(y) for y in x.facts]}

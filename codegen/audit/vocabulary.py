@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal, assert_never
 
+from ..base.record import record
 from ..semantics.resolved import FunctionSem, ParamSem
 from ..semantics import annotation_forms, forms
 
@@ -27,7 +27,7 @@ FORMS: dict[str, str] = {
 }
 
 
-@dataclass(frozen=True)
+@record
 class AnnView:
     """The resolved annotation of one parameter, normalised for comparison with the implementation."""
 
@@ -106,7 +106,7 @@ def _missing(form: str) -> Literal["disagree", "needs-vocabulary"]:
     return "disagree" if expressible(form) else "needs-vocabulary"
 
 
-@dataclass(frozen=True)
+@record
 class Traits:
     """What a parameter's form means to the audit's checks."""
 

@@ -3,10 +3,10 @@ else the names of a parse without the macro."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..base.record import replace
 from . import conditionals
 from .clang_env import cindex
 from ..spec.target import Target

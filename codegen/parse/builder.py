@@ -4,10 +4,10 @@ typedefs), and the check that the header is the target's."""
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from ..base.record import replace
 from . import doc, roles
 from ..spec import literals, rules, validate
 from .clang_env import cindex

@@ -7,9 +7,9 @@ import pickle
 import re
 import stat
 import time
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.record import record
 from . import preamble
 from ..base import cache
 from .clang_env import find_builtin_include
@@ -17,7 +17,7 @@ from ..base.errors import HeaderError, shown
 from ..spec.target import Target
 
 
-@dataclass(frozen=True)
+@record
 class ParseOptions:
     """How to run clang over a header."""
 

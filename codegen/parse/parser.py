@@ -11,9 +11,9 @@ unknown types into `int`.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
+from ..base.record import replace
 from .. import GENERATOR_VERSION
 from ..spec import rules, validate
 from .clang_env import cindex

@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ctypes
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 
+from ..base.record import record
 from .callthrough import CallResult, run_call_through
 from .cxx import compile_cpp
 from .layout import check_layout, probe_source
@@ -19,7 +19,7 @@ from ..spec.releases import Version
 from ..spec.target import Target
 
 
-@dataclass
+@record(frozen=False)
 class Report:
     library: str
     version: Version

@@ -4,11 +4,11 @@
 from __future__ import annotations
 
 import ctypes
-from dataclasses import dataclass
 from types import ModuleType
 from typing import Any, assert_never
 
 
+from ..base.record import record
 from ..semantics import annotation_forms, forms
 from ..semantics.resolved import FunctionSem, ParamSem, Semantics
 from ..spec.model import CType, Spec, flat_fields, flat_fields_grouped
@@ -16,7 +16,7 @@ from ..semantics.stubvalues import (count_of, fixed_outputs, last_enum, length_s
                          out_int, out_ptr, wide)
 
 
-@dataclass
+@record(frozen=False)
 class CallResult:
     function: str
     problems: list[str]

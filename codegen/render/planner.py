@@ -5,10 +5,10 @@ written as Python source strings the templates paste. Deterministic: header orde
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Any, assert_never
 
 
+from ..base.record import replace
 from . import docstrings
 from ..semantics import annotation_forms, forms, naming
 from ..semantics.resolved import FieldSem, FunctionSem, ParamSem, Semantics

@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 
+from ..base.record import record
 from ..spec.ctypes_map import ctype
 from ..spec.model import Spec
 from ..spec.target import Target
 
 
-@dataclass(frozen=True)
+@record
 class ParamPlan:
     """How the typed wrapper takes, converts, passes and returns one C parameter."""
 
@@ -29,7 +29,7 @@ class ParamPlan:
     note: str | None = None  # a line for the docstring (what None means, how the value is encoded)
 
 
-@dataclass(frozen=True)
+@record
 class FunctionPlan:
     """One typed wrapper: its parameters' plans, ctypes prototype, result and docstring."""
 
@@ -70,7 +70,7 @@ class FunctionPlan:
         return tuple(p.py for p in self.params if p.py)
 
 
-@dataclass(frozen=True)
+@record
 class EnumPlan:
     """An IntEnum of the typed API: its ctypes type and members."""
 
@@ -80,7 +80,7 @@ class EnumPlan:
     members: tuple[tuple[str, int], ...]
 
 
-@dataclass(frozen=True)
+@record
 class FieldPlan:
     """A field of a record's Python NamedTuple and its conversion from ctypes."""
 
@@ -90,7 +90,7 @@ class FieldPlan:
     convert: str  # expression converting `c.<name>` to Python
 
 
-@dataclass(frozen=True)
+@record
 class RecordPlan:
     """A ctypes Structure/Union and its Python NamedTuple."""
 
@@ -106,7 +106,7 @@ class RecordPlan:
     alias: str | None = None  # the typedef name, when it differs from the struct's name
 
 
-@dataclass(frozen=True)
+@record
 class HandlePlan:
     """A handle class: the functions that create it and the one that destroys it."""
 
@@ -117,7 +117,7 @@ class HandlePlan:
     owner: str | None
 
 
-@dataclass(frozen=True)
+@record
 class CallbackPlan:
     """A CFUNCTYPE of a function-pointer typedef."""
 
@@ -127,7 +127,7 @@ class CallbackPlan:
     argtypes: tuple[str, ...]
 
 
-@dataclass(frozen=True)
+@record
 class TablePlan:
     """An element table of the release: module constants `_ET_<name>` (value -> encoding) and `_EN_<name>`
     (value -> constant name)."""
@@ -137,7 +137,7 @@ class TablePlan:
     names: str  # dict literal
 
 
-@dataclass(frozen=True)
+@record
 class QueryPlan:
     """A module helper reading the element type of a descriptor (rules.element_queries)."""
 
@@ -149,7 +149,7 @@ class QueryPlan:
     arg_names: str  # the status error's argument mapping
 
 
-@dataclass(frozen=True)
+@record
 class ExtentPlan:
     """A module helper reading the bytes a descriptor spans (rules.extent_queries), for the buffer checks."""
 
@@ -163,7 +163,7 @@ class ExtentPlan:
     table: str  # the element table sizing the type
 
 
-@dataclass(frozen=True)
+@record
 class Plan:
     """Everything the templates render of one release."""
 

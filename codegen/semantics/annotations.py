@@ -6,10 +6,10 @@ against one release is `resolve.py`'s job.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Protocol
 
+from ..base.record import field, record
 from ..base.errors import CodegenError
 from ..spec import model, validate
 from ..spec.releases import Version
@@ -25,7 +25,7 @@ ENCODINGS: tuple[str, ...] = ("float16", "bfloat16", "float32", "float64", "int8
 # --------------------------------------------------------------------------- the file
 
 
-@dataclass(frozen=True)
+@record
 class LengthCall:
     """An array whose length comes from another call (e.g. GetTensorDescriptorSize).
 
@@ -38,7 +38,7 @@ class LengthCall:
     args: dict[str, str] = field(default_factory=dict)
 
 
-@dataclass(frozen=True, kw_only=True)
+@record(kw_only=True)
 class FormNotes:
     """The annotation forms (annotation_forms.FORMS: one `Form.key` each), declared here once: a parameter's note
     (ParamNote, what annotations.yaml says) and its resolved semantics (resolved.ParamSem) both carry them, under
@@ -58,7 +58,7 @@ class FormNotes:
     returned: bool | None = None  # an output count that is also returned as a value of its own
 
 
-@dataclass(frozen=True)
+@record
 class ParamNote(FormNotes):
     """A hand-written note on one parameter (annotations.yaml): what its header cannot tell."""
 
@@ -75,7 +75,7 @@ class ParamNote(FormNotes):
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Variant:
     """Parameter annotations for some releases only (their implementation differs): merged over `params`,
     key by key, for the releases from `since` to `until`."""
@@ -86,7 +86,7 @@ class Variant:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class FunctionNote:
     """A function's notes: its parameters', the releases declaring it, its variants."""
 
@@ -97,7 +97,7 @@ class FunctionNote:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Ownership:
     """A handle type's lifetime: the functions creating and destroying it, the handle owning it."""
 
@@ -109,7 +109,7 @@ class Ownership:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ElementTable:
     """How MIOpen lays out one value of each constant of a type enum (e.g. what `visit_float` reads for
     miopenHalf): the encoding of each constant. Constants a release lacks are skipped; a constant
@@ -121,7 +121,7 @@ class ElementTable:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ElementQuery:
     """How a wrapper reads the element type of a descriptor: `call` with the descriptor, its out enum
     `result`, and NULL for every other pointer parameter (which must be annotated nullable)."""
@@ -131,7 +131,7 @@ class ElementQuery:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ExtentQuery:
     """How a wrapper reads the bytes a descriptor spans, to check a buffer it describes (the parameter named as the
     buffer plus `suffix`): `call` with the descriptor gives its element type (`type`, sized by the element table
@@ -146,7 +146,7 @@ class ExtentQuery:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class FieldNote:
     """Semantics of one pointer field of a record the API takes by pointer (the vocabulary of parameters)."""
 
@@ -157,7 +157,7 @@ class FieldNote:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class RecordNote:
     """A record's notes: its fields' and the releases declaring it."""
 
@@ -167,7 +167,7 @@ class RecordNote:
     why: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Rules:
     """Rules that apply to every function (counts, nullable and scratch buffers, element tables)."""
 
@@ -183,7 +183,7 @@ class Rules:
     buffer_sizes: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
+@record
 class Annotations:
     """The target's annotations.yaml."""
 

@@ -10,53 +10,53 @@ BufferField, AddressField; one `field_gate`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import ClassVar, Literal, TypeAlias
 
+from ..base.record import record
 from ..spec.model import CType
 
 # --------------------------------------------------------------------------- the tagged forms
 
 
-@dataclass(frozen=True)
+@record
 class _Form:
     """What every parameter form has: `shape`, the annotation shape it refines."""
 
     shape: ClassVar[str]
 
 
-@dataclass(frozen=True)
+@record
 class ByValue(_Form):
     """Passed by value (a handle, an enum, a number, a stream, a function pointer)."""
 
     shape: ClassVar[str] = "value"
 
 
-@dataclass(frozen=True)
+@record
 class Value(ByValue):
     """A by-value argument the caller passes."""
 
 
-@dataclass(frozen=True)
+@record
 class Length(ByValue):
     """A by-value length the wrapper fills in from the input sequences it sizes."""
 
 
-@dataclass(frozen=True)
+@record
 class Callback(_Form):
     """A C function pointer: a Python callable wrapped in the typedef's CFUNCTYPE."""
 
     shape: ClassVar[str] = "callback"
 
 
-@dataclass(frozen=True)
+@record
 class Opaque(_Form):
     """An address passed through untouched."""
 
     shape: ClassVar[str] = "opaque"
 
 
-@dataclass(frozen=True)
+@record
 class Buffer(_Form):
     """A device address (untyped `void *`, or typed: `typed`)."""
 
@@ -64,107 +64,107 @@ class Buffer(_Form):
     typed: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class String(_Form):
     """A NUL-terminated C string."""
 
     shape: ClassVar[str] = "string"
 
 
-@dataclass(frozen=True)
+@record
 class InString(String):
     """Read by the callee: a str encoded (or bytes) passed as it is."""
 
 
-@dataclass(frozen=True)
+@record
 class OutString(String):
     """Written by the callee into a buffer the wrapper allocates."""
 
 
-@dataclass(frozen=True)
+@record
 class Blob(_Form):
     """Bytes with a length."""
 
     shape: ClassVar[str] = "blob"
 
 
-@dataclass(frozen=True)
+@record
 class InBlob(Blob):
     """Read by the callee: bytes passed with their length."""
 
 
-@dataclass(frozen=True)
+@record
 class OutBlob(Blob):
     """Written by the callee into a buffer the wrapper allocates."""
 
 
-@dataclass(frozen=True)
+@record
 class Array(_Form):
     """A sequence of elements."""
 
     shape: ClassVar[str] = "array"
 
 
-@dataclass(frozen=True)
+@record
 class InArray(Array):
     """An input sequence with a length; `per` values per unit of it."""
 
     per: int = 1
 
 
-@dataclass(frozen=True)
+@record
 class OutArray(Array):
     """An output (or in-out: `reads`) sequence the wrapper allocates, cut by a count where one is named."""
 
     reads: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class ElementArray(Array):
     """A sequence whose element type another argument gives (`element_of`)."""
 
     out: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class ByPointer(_Form):
     """One element passed by pointer."""
 
     shape: ClassVar[str] = "scalar"
 
 
-@dataclass(frozen=True)
+@record
 class HostScalar(ByPointer):
     """A host `void *` scaling factor (alpha/beta), read as `reads` (float, double, or None: what is passed)."""
 
     reads: Literal["float", "double"] | None = None
 
 
-@dataclass(frozen=True)
+@record
 class ElementScalar(ByPointer):
     """A host `void *` scalar in the element type another argument gives (`scalar: element`)."""
 
     out: bool = False
 
 
-@dataclass(frozen=True)
+@record
 class InScalar(ByPointer):
     """An input value the wrapper passes by pointer."""
 
 
-@dataclass(frozen=True)
+@record
 class InOutScalar(ByPointer):
     """A value passed by pointer that the callee reads and updates; the wrapper returns the new one."""
 
 
-@dataclass(frozen=True)
+@record
 class OutScalar(ByPointer):
     """An output the wrapper allocates and returns; `holds`: what the written address holds."""
 
     holds: str | None = None
 
 
-@dataclass(frozen=True)
+@record
 class Count(ByPointer):
     """An output count the wrapper passes (it cuts output arrays); `returned`: data of its own too."""
 
@@ -181,7 +181,7 @@ ParamForm: TypeAlias = (Value | Length | Callback | Opaque | Buffer | InString |
 # --------------------------------------------------------------------------- forms of record fields
 
 
-@dataclass(frozen=True)
+@record
 class _FieldForm:
     """The form of a pointer field of a record the API takes by pointer (annotations.FieldNote's shape)."""
 
@@ -189,7 +189,7 @@ class _FieldForm:
     memory: ClassVar[Literal["host", "device"]]  # where it points unless the annotation says
 
 
-@dataclass(frozen=True)
+@record
 class HandleField(_FieldForm):
     """A pointer to one handle (a descriptor variable): the caller gives the handle object."""
 
@@ -197,7 +197,7 @@ class HandleField(_FieldForm):
     memory: ClassVar[Literal["host", "device"]] = "host"
 
 
-@dataclass(frozen=True)
+@record
 class BufferField(_FieldForm):
     """A `void *` to device memory."""
 
@@ -205,7 +205,7 @@ class BufferField(_FieldForm):
     memory: ClassVar[Literal["host", "device"]] = "device"
 
 
-@dataclass(frozen=True)
+@record
 class AddressField(_FieldForm):
     """A `void *` host address passed through."""
 

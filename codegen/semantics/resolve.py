@@ -9,12 +9,11 @@ the common cases; the file's `functions:` section holds the exceptions.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
-from dataclasses import replace
 from functools import partial
 from typing import Any, TypeVar
 
+from ..base.record import fields, replace
 from ..base.errors import NamingError, SpecError
 from ..spec import model, validate
 from ..spec.releases import Version
@@ -150,7 +149,7 @@ def _merged_params(note: FunctionNote, version: Version) -> dict[str, ParamNote]
             continue
         for pname, pnote in variant.params.items():
             base = params.get(pname, ParamNote())
-            params[pname] = replace(base, **{f.name: getattr(pnote, f.name) for f in dataclasses.fields(pnote)
+            params[pname] = replace(base, **{f.name: getattr(pnote, f.name) for f in fields(pnote)
                                              if getattr(pnote, f.name) is not None})
     return params
 
@@ -237,7 +236,7 @@ def _resolve_function(f: model.Function, ann: Annotations, version: Version
 #: what a parameter note may set (every key of annotations.yaml's parameter entries but its release range and why),
 #: read off ParamNote: its placement (direction, memory, shape, length, ...) and its forms (annotations.FormNotes,
 #: which ParamSem carries too), each copied by name
-APPLIED: tuple[str, ...] = tuple(f.name for f in dataclasses.fields(ParamNote) if f.name not in ("since", "until", "why"))
+APPLIED: tuple[str, ...] = tuple(f.name for f in fields(ParamNote) if f.name not in ("since", "until", "why"))
 
 
 def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
@@ -246,7 +245,7 @@ def _apply(sem: ParamSem, pn: ParamNote) -> ParamSem:
         v = getattr(pn, k)
         if v is not None:
             changes[k] = v
-    return replace(sem, **changes)  # type: ignore[arg-type]
+    return replace(sem, **changes)
 
 
 # --------------------------------------------------------------------------- run-time element types, records

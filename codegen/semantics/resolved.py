@@ -3,10 +3,10 @@ library, the driver and the audit read), and the tagged form each parameter is c
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Literal
 
+from ..base.record import field, record
 from ..spec import model
 from . import forms
 from .forms import (Buffer, Callback, Count, ElementArray, ElementScalar, HostScalar, InArray, InBlob, InOutScalar,
@@ -14,7 +14,7 @@ from .forms import (Buffer, Callback, Count, ElementArray, ElementScalar, HostSc
 from .annotations import ElementQuery, ExtentQuery, FormNotes, LengthCall
 
 
-@dataclass(frozen=True)
+@record
 class ParamSem(FormNotes):
     """Final semantics of one parameter (by-value ones get shape `value`), with its annotation forms (FormNotes;
     `element_table` resolved to the default table where none is named)."""
@@ -41,7 +41,7 @@ class ParamSem(FormNotes):
         return classify(self)
 
 
-@dataclass(frozen=True)
+@record
 class FunctionSem:
     """A function of one release with its parameters' resolved meaning."""
 
@@ -56,7 +56,7 @@ class FunctionSem:
         raise KeyError(name)
 
 
-@dataclass(frozen=True)
+@record
 class HandleSem:
     """A handle type of one release with its resolved lifetime."""
 
@@ -67,7 +67,7 @@ class HandleSem:
     owner: str | None
 
 
-@dataclass(frozen=True)
+@record
 class FieldSem:
     """A pointer field of a record with its resolved meaning."""
 
@@ -83,7 +83,7 @@ class FieldSem:
         return forms.classify_field(self.shape)
 
 
-@dataclass(frozen=True)
+@record
 class RecordSem:
     """A record whose pointer fields have semantics: the typed API converts them element by element."""
 
@@ -91,7 +91,7 @@ class RecordSem:
     fields: dict[str, FieldSem]
 
 
-@dataclass(frozen=True)
+@record
 class TableSem:
     """An element table of one release: enum value -> encoding (constants of this release only)."""
 
@@ -101,7 +101,7 @@ class TableSem:
     names: dict[int, str]  # enum value -> constant name
 
 
-@dataclass(frozen=True)
+@record
 class Semantics:
     """A release's spec and the annotations, resolved together (what the planner reads)."""
 

@@ -3,14 +3,14 @@ paste (valid for every committed release)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 
+from ..base.record import record
 from ..base.errors import CodegenError
 from ..spec import model
 from ..spec.releases import Version
 from .annotations import Annotations
 
-@dataclass(frozen=True)
+@record
 class OpenParam:
     """A pointer parameter the rules leave open: what an annotation must decide."""
 

@@ -9,11 +9,11 @@ Additions, constness-only changes and beta -> stable promotions are compatible.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from collections.abc import Mapping
 from typing import Any
 
+from ..base.record import asdict, record
 from ..base.errors import CodegenError
 from .model import CType, Enum, Function, Record, Spec
 from .records import ReleaseRecord
@@ -21,7 +21,7 @@ from .releases import Version, by_version
 from .target import target_for
 
 
-@dataclass(frozen=True)
+@record
 class Change:
     kind: str  # e.g. function-removed, constant-renumbered
     item: str  # the C name (function, enum, constant, struct, handle)
@@ -29,7 +29,7 @@ class Change:
     breaking: bool
 
 
-@dataclass(frozen=True)
+@record
 class Diff:
     old: Version
     new: Version

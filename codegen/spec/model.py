@@ -1,4 +1,4 @@
-"""The API model: frozen dataclasses that a spec YAML file serialises one to one.
+"""The API model: frozen records (codegen/base/record.py) that a spec YAML file serialises one to one.
 
 Everything here is derived from a header by the parser (names, types, values, layout,
 flags); the only prose is the header's own words for a function and its parameters (`Function.brief`,
@@ -7,9 +7,9 @@ flags); the only prose is the header's own words for a function and its paramete
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal
 
+from ..base.record import field, record
 from .releases import Version
 
 SCHEMA_VERSION = 1
@@ -37,7 +37,7 @@ def _meta(
     return {"key": key, "omit_default": omit_default, "flow": flow, "flow_items": flow_items}
 
 
-@dataclass(frozen=True)
+@record
 class CType:
     """A normalised C type: a named base type under `depth` pointers.
 
@@ -73,7 +73,7 @@ class CType:
         return text + (f"[{self.array}]" if self.array is not None else "")
 
 
-@dataclass(frozen=True)
+@record
 class RoleSource:
     """Provenance of each part of a `Role`."""
 
@@ -82,7 +82,7 @@ class RoleSource:
     shape: Provenance
 
 
-@dataclass(frozen=True)
+@record
 class Role:
     """Proposed role of a pointer parameter, each part with its provenance."""
 
@@ -92,7 +92,7 @@ class Role:
     source: RoleSource
 
 
-@dataclass(frozen=True)
+@record
 class Param:
     """A parameter: its name (None where the header gives none), C spelling, type, default argument, doc tag,
     proposed role and the header's `@param` text."""
@@ -107,7 +107,7 @@ class Param:
     doc: str | None = field(default=None, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class Function:
     """An API function: its return type and parameters, Doxygen group, beta and deprecated flags, and the header's
     description of it (its `@brief`)."""
@@ -123,7 +123,7 @@ class Function:
     brief: str | None = field(default=None, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class EnumConstant:
     """One constant of an enum; `alias_of` names the constant it is defined as (`A = B`)."""
 
@@ -134,7 +134,7 @@ class EnumConstant:
     deprecated: bool = field(default=False, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class Enum:
     """An enum: its underlying integer type and constants in header order."""
 
@@ -145,7 +145,7 @@ class Enum:
     beta: bool = field(default=False, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class Field:
     """A struct/union member; an anonymous nested record has `name` None and `record` set."""
 
@@ -156,7 +156,7 @@ class Field:
     record: Record | None = field(default=None, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class Record:
     """A struct or union with its layout as clang computes it (bytes)."""
 
@@ -171,7 +171,7 @@ class Record:
     beta: bool = field(default=False, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class Callback:
     """A function-pointer typedef."""
 
@@ -181,7 +181,7 @@ class Callback:
     beta: bool = field(default=False, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class Handle:
     """An opaque handle: `typedef struct <tag> *<name>` over an empty struct."""
 
@@ -191,7 +191,7 @@ class Handle:
     beta: bool = field(default=False, metadata=_meta(omit_default=True))
 
 
-@dataclass(frozen=True)
+@record
 class Typedef:
     """Any other typedef the API uses (e.g. the accelerator queue)."""
 
@@ -200,7 +200,7 @@ class Typedef:
     c: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class HeaderInfo:
     """The parsed header: its file name and the sha256 of its bytes."""
 
@@ -208,7 +208,7 @@ class HeaderInfo:
     sha256: str
 
 
-@dataclass(frozen=True)
+@record
 class ParseInfo:
     """How the header was parsed: the language and the macros defined."""
 
@@ -217,7 +217,7 @@ class ParseInfo:
     defines: tuple[str, ...] = field(metadata=_meta(flow=True))
 
 
-@dataclass(frozen=True)
+@record
 class Spec:
     """One release's API as parsed from its header (the spec YAML's root)."""
 

@@ -7,9 +7,9 @@ it adds; the renderer carries the records into the generated package (`_releases
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..base.record import field, record
 from ..base.files import write_file
 from .releases import Version
 from .spec_io import load_as
@@ -27,7 +27,7 @@ _HEAD = """\
 """
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseRecord:
     """One committed release's record (every field may be empty: unknown)."""
 
@@ -37,7 +37,7 @@ class ReleaseRecord:
     library: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ReleaseRecords:
     """The records file: release (X.Y.Z) -> its record."""
 

@@ -6,10 +6,10 @@ The generated package's own copy (codegen/support/_selection.py) is separate: it
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
 
+from ..base.record import record
 from ..base.errors import CodegenError
 
 #: the pin file of a spec directory: the release `make test` and `make upgrade` start from
@@ -64,7 +64,7 @@ _ENTRY = "\n- name: "
 _NAME = re.compile(r"\S+")
 
 
-@dataclass(frozen=True)
+@record
 class Releases:
     """The committed releases of one spec directory."""
 

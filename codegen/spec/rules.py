@@ -9,7 +9,7 @@ Every string that reaches generated code (Python or C++) is one of:
 - or free text (`TEXT`: printable characters only), which the templates must escape
   (`codegen/base/escape.py`).
 
-`RULES` maps each string field of every dataclass read from YAML (`(class name, field)`, and
+`RULES` maps each string field of every record read from YAML (`(class name, field)`, and
 `(class name, field, "key")` for mapping keys) to its rule; `tests/codegen/test_validate.py` fails when a
 string field has no rule. A field typed `Version` (a release, and the `since:`/`until:` of a range) needs no
 entry: it is read as `VERSION` allows and held as a `releases.Version`. `spec_io` applies the rules while converting YAML (errors name the file,

@@ -1,12 +1,11 @@
 """Spec YAML <-> model, with strict validation that names the YAML path of a bad key.
 
-Serialisation is driven by the model's dataclass fields (their order, defaults and
+Serialisation is driven by the model's record fields (their order, defaults and
 `metadata`), so load -> dump reproduces a dumped file byte for byte.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import stat
@@ -16,6 +15,7 @@ from pathlib import Path
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from ..base.record import Field, MISSING, fields, is_record
 from ..base import cache
 from . import model, rules, validate, yamlread, yamlwrite
 from ..base.digest import sha256
@@ -33,7 +33,7 @@ def _hints(cls: type) -> dict[str, Any]:
     return _HINTS[cls]
 
 
-def _key(f: dataclasses.Field[Any]) -> str:
+def _key(f: Field) -> str:
     return str(f.metadata.get("key") or f.name)
 
 
@@ -47,7 +47,7 @@ _PLAN: dict[type, list[tuple[str, str, Any, bool, bool, bool]] | None] = {}
 
 def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]] | None:
     """(attribute, key, default or MISSING, omit when default, flow, flow items) per field; None for a class
-    that is not a dataclass."""
+    that is not a record."""
     plan = _PLAN.get(cls, False)
     if plan is False:
         plan = _PLAN[cls] = [
@@ -59,13 +59,13 @@ def _plan(cls: type) -> list[tuple[str, str, Any, bool, bool, bool]] | None:
                 bool(f.metadata.get("flow")),
                 bool(f.metadata.get("flow_items")),
             )
-            for f in dataclasses.fields(cls)
-        ] if dataclasses.is_dataclass(cls) else None
+            for f in fields(cls)
+        ] if is_record(cls) else None
     return plan  # type: ignore[return-value]
 
 
 def dumps(spec: Any) -> str:
-    """YAML text of a model object (a spec, or any dataclass of the model)."""
+    """YAML text of a model object (a spec, or any record of the model)."""
     return yamlwrite.dumps(spec, _plan)
 
 
@@ -171,8 +171,8 @@ def _build_converter(tp: Any) -> Converter:
             return out
 
         return mapping
-    if dataclasses.is_dataclass(tp):
-        return functools.partial(_from_mapping, tp)  # type: ignore[arg-type]
+    if is_record(tp):
+        return functools.partial(_from_mapping, tp)
     if tp is bool:
         def boolean(v: Any) -> Any:
             if not isinstance(v, bool):
@@ -230,9 +230,9 @@ def _field_plan(cls: type, skip: tuple[str, ...]) -> tuple[list[tuple[str, str, 
     if done is None:
         hints = _hints(cls)
         plan = [
-            (_key(f), f.name, f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING,
+            (_key(f), f.name, f.default is MISSING and f.default_factory is MISSING,
              _checked(_converter(hints[f.name]), validate.field_check(cls, f.name, hints[f.name])))
-            for f in dataclasses.fields(cls) if f.name not in skip
+            for f in fields(cls) if f.name not in skip
         ]
         done = _FIELDS[key] = (plan, frozenset(k for k, *_ in plan))
     return done
@@ -291,7 +291,7 @@ def loads(text: str, source: str = "<spec>") -> model.Spec:
 
 
 def load_as(cls: type[T], path: Path, skip: tuple[str, ...] = ()) -> T:
-    """Load and validate any YAML file into the dataclass `cls` (errors name the YAML path); a file loaded
+    """Load and validate any YAML file into the record class `cls` (errors name the YAML path); a file loaded
     before comes from the per-user cache (`cache.remembered`)."""
     data = read_bytes(path)
     return _remembered(data, cls, skip, lambda: loads_as(cls, _decode(data, path), str(path), skip))

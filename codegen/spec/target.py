@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import builtins
-from dataclasses import dataclass
 from pathlib import Path
 
+from ..base.record import record
 from . import rules, validate
 from ..base.errors import CodegenError, SpecError
 from .model import Spec
@@ -22,7 +22,7 @@ DEFAULT_TARGET = TARGETS_DIR / "miopen" / "target.yaml"
 SPECS_DIR: Path | None = REPO_ROOT / "specs" / "miopen" if (REPO_ROOT / "specs" / "miopen" / "pinned").is_file() else None
 
 
-@dataclass(frozen=True)
+@record
 class DiagnosticHint:
     """A hint shown under a libclang diagnostic whose message contains `match`."""
 
@@ -30,7 +30,7 @@ class DiagnosticHint:
     hint: str
 
 
-@dataclass(frozen=True)
+@record
 class StatusException:
     """The exception class a status raises in the generated errors module (`also`: its second base)."""
 
@@ -39,7 +39,7 @@ class StatusException:
     since: Version | None = None  # the first release with this status (older specs lack the constant)
 
 
-@dataclass(frozen=True)
+@record
 class ExportedFunction:
     """A function the library exports that its header does not declare: its C declaration (our own spelling of
     the prototype), the first release exporting it and the first one without it (none: still exported)."""
@@ -50,7 +50,7 @@ class ExportedFunction:
     source: str = ""
 
 
-@dataclass(frozen=True)
+@record
 class ExportedFunctions:
     """specs/<target>/exported.yaml."""
 
@@ -61,7 +61,7 @@ class ExportedFunctions:
 EXPORTED_FILE = "exported.yaml"
 
 
-@dataclass(frozen=True)
+@record
 class Target:
     """The facts of one target library (specs/<target>/target.yaml)."""
 

@@ -8,13 +8,13 @@ valid (`mark_valid`, `ensure_valid`).
 
 from __future__ import annotations
 
-import dataclasses
 import types
 import typing
 import weakref
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from ..base.record import fields, is_frozen, is_record
 from . import literals, reserved
 from .ctypes_map import FLOAT_CTYPES, INT_BITS, int_range
 from .releases import Version
@@ -83,7 +83,7 @@ def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> FieldCheck | 
     if origin is dict:
         k_tp, v_tp = typing.get_args(tp)
         kcheck = _strings(k_tp, key_rule, None)
-        vcheck = _strings(v_tp, rule, None) if not dataclasses.is_dataclass(v_tp) else None
+        vcheck = _strings(v_tp, rule, None) if not is_record(v_tp) else None
         if kcheck is None and vcheck is None:
             return None
 
@@ -124,9 +124,9 @@ def unruled_fields(root: type) -> list[str]:
             return
         seen.add(cls)
         hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
+        for f in fields(cls):
             tp = hints[f.name]
-            for sub in _dataclasses_in(tp):
+            for sub in _records_in(tp):
                 visit(sub)
             if f.name == "path" and cls.__name__ == "Target":
                 continue  # not read from YAML
@@ -134,7 +134,7 @@ def unruled_fields(root: type) -> list[str]:
                 k_tp, v_tp = typing.get_args(tp)
                 if k_tp is str and (cls.__name__, f.name, "key") not in RULES:
                     missing.append(f"{cls.__name__}.{f.name} (keys)")
-                if _contains_str(v_tp) and not dataclasses.is_dataclass(v_tp) and (cls.__name__, f.name) not in RULES:
+                if _contains_str(v_tp) and not is_record(v_tp) and (cls.__name__, f.name) not in RULES:
                     missing.append(f"{cls.__name__}.{f.name}")
             elif _contains_str(tp) and (cls.__name__, f.name) not in RULES:
                 missing.append(f"{cls.__name__}.{f.name}")
@@ -143,19 +143,19 @@ def unruled_fields(root: type) -> list[str]:
     return missing
 
 
-def _dataclasses_in(tp: Any) -> Iterable[type]:
-    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+def _records_in(tp: Any) -> Iterable[type]:
+    if is_record(tp) and isinstance(tp, type):
         yield tp
     for a in typing.get_args(tp):
         if not isinstance(a, str):
-            yield from _dataclasses_in(a)
+            yield from _records_in(a)
 
 
 _HINTS: dict[type, dict[str, Any]] = {}
 
 
 #: frozen model objects already found valid, by identity (a parse shares its types and parameters, and
-#: hashing a frozen dataclass walks all of it); each is kept alive here so its id is not reused; bounded
+#: hashing a frozen record walks all of it); each is kept alive here so its id is not reused; bounded
 _VALID_MODELS: dict[int, Any] = {}
 _VALID_MAX = 200_000
 #: per class: what check_model needs of each field it looks at (see _class_fields)
@@ -168,7 +168,7 @@ _IMMUTABLE_LEAVES = (str, int, float, bool, type(None), Version)
 def _immutable_hint(tp: Any) -> bool:
     if tp in _IMMUTABLE_LEAVES:
         return True
-    if isinstance(tp, type) and dataclasses.is_dataclass(tp):
+    if isinstance(tp, type) and is_record(tp):
         return _immutable_class(tp)
     origin = typing.get_origin(tp)
     if origin is typing.Literal:
@@ -185,8 +185,8 @@ def _immutable_class(cls: type) -> bool:
         hints = _HINTS.get(cls)
         if hints is None:
             hints = _HINTS[cls] = typing.get_type_hints(cls)
-        known = _IMMUTABLE[cls] = bool(cls.__dataclass_params__.frozen and  # type: ignore[attr-defined]
-                                       all(_immutable_hint(hints[f.name]) for f in dataclasses.fields(cls)))
+        known = _IMMUTABLE[cls] = bool(is_frozen(cls) and
+                                       all(_immutable_hint(hints[f.name]) for f in fields(cls)))
     return known
 
 
@@ -198,7 +198,7 @@ def check_model(obj: Any) -> None:
     if valid.get(id(obj)) is obj:
         return
     cls = type(obj)
-    if hasattr(cls, "__dataclass_fields__"):  # a dataclass instance (a dataclass itself has type `type`)
+    if is_record(cls):  # a record instance (a record class itself has type `type`)
         fields = _FIELDS.get(cls)
         if fields is None:
             fields = _class_fields(cls)
@@ -226,7 +226,7 @@ def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, An
     if hints is None:
         hints = _HINTS[cls] = typing.get_type_hints(cls)
     out = []
-    for f in dataclasses.fields(cls):
+    for f in fields(cls):
         tp = hints[f.name]
         origin = typing.get_origin(tp)
         optional = origin is typing.Union or origin is types.UnionType
@@ -257,16 +257,16 @@ def _descend(value: Any) -> None:
     if isinstance(value, tuple):
         valid = _VALID_MODELS
         for i, x in enumerate(value):
-            if valid.get(id(x)) is not x and hasattr(type(x), "__dataclass_fields__"):
+            if valid.get(id(x)) is not x and is_record(type(x)):
                 try:
                     check_model(x)
                 except Violation as exc:
                     raise exc.within(f"[{i}]") from None
-    elif hasattr(type(value), "__dataclass_fields__"):
+    elif is_record(type(value)):
         check_model(value)
     elif isinstance(value, dict):
         for k, x in value.items():
-            if dataclasses.is_dataclass(x):
+            if is_record(x):
                 try:
                     check_model(x)
                 except Violation as exc:

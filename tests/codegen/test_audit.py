@@ -6,17 +6,16 @@ written for these tests); its report is compared byte for byte with tests/golden
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from miogen.base.record import replace
 from miogen import audit as A
 from miogen.audit import cppsrc
 from miogen.spec import model
@@ -234,7 +233,7 @@ def test_forms_agree_when_stated_disagree_when_not_and_need_vocabulary_when_unsa
     ps = fs.param("alpha")
     assert isinstance(ps.form, ElementScalar) and ps.element_of == "yDesc"
     facts = param("miopenScale", "alpha").facts
-    plain = dataclasses.replace(ps, scalar=None, element_of=None, element_table=None)
+    plain = replace(ps, scalar=None, element_of=None, element_table=None)
     stated = next(c for c in A.compare(fs, ps, facts, {}, []) if c.kind == "scalar-type")
     unstated = next(c for c in A.compare(fs, plain, facts, {}, []) if c.kind == "scalar-type")
     assert (stated.status, unstated.status, unstated.form) == ("agree", "disagree", "scalar-element-type")
@@ -244,7 +243,7 @@ def test_forms_agree_when_stated_disagree_when_not_and_need_vocabulary_when_unsa
     assert (unsayable.status, unsayable.form) == ("needs-vocabulary", "scalar-element-type")
     slices = sem.functions["miopenSlice"].param("slices")
     assert slices.per == 4
-    strides = dataclasses.replace(slices, per=None)
+    strides = replace(slices, per=None)
     got = next(c for c in A.compare(sem.functions["miopenSlice"], strides, param("miopenSlice", "slices").facts, {},
                                     []) if c.kind == "length")
     assert (got.status, got.form) == ("disagree", "length-multiple")

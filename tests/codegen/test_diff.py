@@ -6,11 +6,11 @@ import json
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from miogen.base.record import replace
 from miogen.spec import model
 from miogen.spec.diff import changes_document, diff
 from miogen.spec.spec_io import dumps, load

@@ -11,9 +11,9 @@ import functools
 import importlib
 import pydoc
 import re
-from dataclasses import replace
 import pytest
 
+from miogen.base.record import replace
 from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import FunctionNote, ParamNote, load_annotations
 from miogen.semantics.resolved import FunctionSem

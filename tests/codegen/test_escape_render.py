@@ -9,11 +9,11 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from miogen.base.record import replace
 from miogen.prove import cxx, layout, stublib
 from miogen.spec import validate
 from miogen.semantics.annotations import load_annotations

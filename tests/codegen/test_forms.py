@@ -8,7 +8,6 @@ behaviour is built. Every parameter is classified once into a tagged form refini
 from __future__ import annotations
 
 import ast
-import dataclasses
 import inspect
 import os
 import re
@@ -22,6 +21,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from miogen.base import record
 from miogen.semantics import annotation_forms, forms, resolved
 from miogen.semantics.annotations import FormNotes, ParamNote, load_annotations
 from miogen.semantics.resolved import ParamSem
@@ -47,7 +47,7 @@ def test_each_form_is_declared_once_for_yaml_and_model() -> None:
     """The forms' keys are the fields of one declaration (annotations.FormNotes), one each, which both what
     annotations.yaml says (ParamNote) and the resolved model (ParamSem) build on, declaring none again."""
     keys = [k for f in annotation_forms.FORMS for k in (f.key, *f.also_keys)]
-    declared = {f.name for f in dataclasses.fields(FormNotes)}
+    declared = {f.name for f in record.fields(FormNotes)}
     assert len(keys) == len(set(keys)) and set(keys) == declared, "FORMS' keys are not annotations.FormNotes' fields"
     for cls in (ParamNote, ParamSem):
         assert issubclass(cls, FormNotes), f"{cls.__name__} does not build on FormNotes"
@@ -101,7 +101,7 @@ _UNSAYABLE = {"scalar": "element", "null_means": "[1]", "element_of": "'a b'", "
               "holds": "the_pointer", "per": "two", "returned": "'yes'"}
 
 
-@pytest.mark.parametrize("key", [f.name for f in dataclasses.fields(FormNotes)])
+@pytest.mark.parametrize("key", [f.name for f in record.fields(FormNotes)])
 def test_the_loader_refuses_what_a_form_may_not_say(key: str, tmp_path: Path) -> None:
     """The one declaration types what annotations.yaml may write: anything else is refused by the loader with
     the file, line and YAML path of the value."""
@@ -180,7 +180,7 @@ def test_every_parameter_of_a_release_has_a_form_of_its_shape() -> None:
 def test_a_count_must_name_an_out_scalar(counted: str) -> None:
     """`count:` names the out scalar the callee writes its count to (a Count form); anything else is refused,
     naming the parameter, before any form is planned from it."""
-    from dataclasses import replace
+    from miogen.base.record import replace
 
     from miogen.semantics.suggest import AnnotationGateError
     from miogen.semantics.annotations import FunctionNote
@@ -286,11 +286,11 @@ def test_no_consumer_dispatches_on_the_form_with_an_isinstance_chain() -> None:
     assert not chains, f"isinstance chains on a form: {chains}"
 
 
-def test_the_form_is_a_closed_union_of_frozen_dataclasses() -> None:
+def test_the_form_is_a_closed_union_of_frozen_records() -> None:
     members = typing.get_args(forms.ParamForm)
     assert len(members) == len(set(members)) >= 18
     for cls in members:
-        assert dataclasses.is_dataclass(cls) and cls.__dataclass_params__.frozen, cls  # type: ignore[attr-defined]
+        assert record.is_frozen(cls), cls
         assert not any(issubclass(other, cls) for other in members if other is not cls), f"{cls} is no leaf"
     assert set(typing.get_args(forms.FieldForm)) == {forms.HandleField, forms.BufferField, forms.AddressField}
 
@@ -327,6 +327,6 @@ def test_every_note_key_resolves_to_a_semantics_field() -> None:
     applies each, and the resolved model has a field of the same name."""
     from miogen.semantics.resolve import APPLIED
 
-    note = {f.name for f in dataclasses.fields(ParamNote)}
+    note = {f.name for f in record.fields(ParamNote)}
     assert set(APPLIED) == note - {"since", "until", "why"}
-    assert set(APPLIED) <= {f.name for f in dataclasses.fields(ParamSem)}
+    assert set(APPLIED) <= {f.name for f in record.fields(ParamSem)}

@@ -17,13 +17,13 @@ import random
 import time
 import traceback
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
+from miogen.base.record import replace
 from miogen.spec import model
 from miogen.semantics.annotations import load_annotations
 from miogen.semantics.resolve import resolve

@@ -149,7 +149,7 @@ def test_installed_miogen_upgrade_and_abi_check(installed: Path, tmp_path: Path)
     assert r.returncode == 2 and "pass --specs DIR" in r.stderr, r.stderr
     specs = tmp_path / "specs"
     specs.mkdir()
-    from dataclasses import replace
+    from miogen.base.record import replace
 
     (specs / "3.4.0.yaml").write_text(dumps(replace(fixture_spec(True), version=Version(3, 4, 0))))
     (specs / "pinned").write_text("3.4.0\n")

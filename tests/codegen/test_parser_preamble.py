@@ -11,11 +11,11 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from miogen.base.record import replace
 from miogen.parse import preamble
 from miogen.base.errors import HeaderError, SpecError
 from miogen.parse.headers import ParseOptions, clang_args

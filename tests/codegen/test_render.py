@@ -7,11 +7,11 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from miogen.base.record import replace
 from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import FunctionNote, ParamNote, load_annotations
 from miogen.semantics.resolve import resolve

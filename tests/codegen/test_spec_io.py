@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 from pathlib import Path
 
 import pytest
@@ -10,6 +9,7 @@ import yaml
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from miogen.base import record
 from miogen.spec import spec_io, yamlread
 from miogen.base.errors import SpecError
 from miogen.spec.spec_io import RENAMED_KEYS, dumps, load, load_as, loads
@@ -136,7 +136,7 @@ def test_round_trip_of_committed_specs() -> None:
 
 
 def test_dump_quotes_what_would_read_back_as_another_type() -> None:
-    from dataclasses import replace
+    from miogen.base.record import replace
 
     spec = fixture_spec()
     odd = replace(spec, release="null", target="true", header=replace(spec.header, name="1.0"))
@@ -179,7 +179,7 @@ def test_a_large_spec_miogen_writes_it_reads_back() -> None:
     """Past the node count a spec of ~3,000 functions reaches (the old 500,000-node limit refused it), a
     dumped spec loads back equal; and no spec of MAX_YAML_BYTES in the format dumps writes can reach
     MAX_YAML_NODES (nodes per byte of every committed spec, and of this one, times the byte limit)."""
-    from dataclasses import replace
+    from miogen.base.record import replace
 
     import yaml
 
@@ -211,7 +211,7 @@ def test_the_direct_writer_gives_the_emitters_own_text(monkeypatch: pytest.Monke
     through libyaml, with the same result."""
     import subprocess
     import sys
-    from dataclasses import replace
+    from miogen.base.record import replace
 
     from miogen.spec import yamlwrite
     from miogen.spec.spec_io import _plan, dumps, dumps_events, load
@@ -390,7 +390,7 @@ def test_a_yaml_file_is_read_whole_when_it_is_longer_than_its_size_said(tmp_path
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_the_direct_writer_gives_libyamls_text_for_any_structure(data: st.DataObject) -> None:
-    """Random nestings of dataclasses (block, flow and flow-item fields, omitted defaults), dicts, tuples (empty
+    """Random nestings of records (block, flow and flow-item fields, omitted defaults), dicts, tuples (empty
     too), shared objects, long keys and lines past the width: the direct writer gives libyaml's own text or
     declines (a line past the width, always)."""
     from miogen.spec import yamlwrite
@@ -418,20 +418,20 @@ def test_the_direct_writer_gives_libyamls_text_for_any_structure(data: st.DataOb
         assert "w" * 3900 not in mine
 
 
-@dataclasses.dataclass(frozen=True)
+@record.record
 class _Row:
     """A block mapping; `y` left out when None."""
 
     x: object
-    y: object = dataclasses.field(default=None, metadata={"omit_default": True})
+    y: object = record.field(default=None, metadata={"omit_default": True})
 
 
-@dataclasses.dataclass(frozen=True)
+@record.record
 class _Flows:
     """`p` in flow style; each item of `q` in flow style; a key that YAML would read as a bool."""
 
-    p: object = dataclasses.field(metadata={"flow": True})
-    q: object = dataclasses.field(metadata={"flow_items": True, "key": "on"})
+    p: object = record.field(metadata={"flow": True})
+    q: object = record.field(metadata={"flow_items": True, "key": "on"})
 
 
 def test_the_cache_keeps_what_was_used_last_and_drops_stale_temporaries(tmp_path: Path,

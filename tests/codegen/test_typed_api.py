@@ -516,7 +516,7 @@ def test_direct_bindings_have_no_argtypes_and_the_prototypes_keep_theirs(fx: Bui
 
 def test_a_parameter_without_a_direct_form_uses_the_prototype() -> None:
     """A struct or a char by value has no form ctypes passes unconverted: that function calls `_raw.`."""
-    from dataclasses import replace
+    from miogen.base.record import replace
 
     from miogen.semantics.annotations import load_annotations
     from miogen.semantics.resolve import resolve

@@ -9,7 +9,6 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import hypothesis
 import pytest
 import yaml
 
+from miogen.base.record import replace
 from miogen.base import escape
 from miogen.spec import literals, model, rules, validate
 from miogen.semantics.annotations import Annotations, load_annotations

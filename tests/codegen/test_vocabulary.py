@@ -12,11 +12,11 @@ from __future__ import annotations
 import ctypes
 import math
 import struct
-from dataclasses import replace
 from typing import Any
 
 import pytest
 
+from miogen.base.record import replace
 from miogen.semantics import forms
 from miogen.semantics.suggest import AnnotationGateError
 from miogen.semantics.annotations import ElementQuery, FieldNote, FunctionNote, ParamNote, RecordNote, Variant, load_annotations

@@ -11,11 +11,11 @@ import re
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from miogen.base.record import replace
 from miogen.base.errors import HeaderError
 from miogen.parse.headers import ParseOptions
 from miogen.parse.parser import add_exported, parse_header
