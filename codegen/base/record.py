@@ -8,19 +8,21 @@ default factory, metadata, keyword-only), `__init__`, `__eq__` and `__hash__` ov
 
 Why not `dataclasses` itself: on Python 3.11 it imports `inspect` (with `ast`, `dis`, `tokenize`) and compiles
 each method of each class apart, about a millisecond a class; a `miogen parse` process makes two dozen
-classes and a render a hundred, before any work. Here each class's methods are one compile, and `inspect`
-is never imported (docs/speed.md has the figures). Explicit methods of a class body are kept, as
-dataclasses keeps them.
+classes and a render a hundred, before any work. Here `__init__` is a class's one compile (equality, hashing and
+repr are shared functions that fetch the fields in C), and `inspect` is never imported (docs/speed.md has the
+figures). Explicit methods of a class body are kept, as dataclasses keeps them.
 """
 
 from __future__ import annotations
 
+import operator
 import typing
-from types import MappingProxyType
 from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any, TypeVar, overload
 
-__all__ = ["MISSING", "Field", "FrozenInstanceError", "asdict", "field", "fields", "is_frozen", "is_record", "record", "replace"]
+__all__ = ["MISSING", "Field", "FrozenInstanceError", "asdict", "field", "fields", "is_frozen", "is_record", "record",
+           "replace"]
 
 T = TypeVar("T")
 C = TypeVar("C", bound=type)
@@ -35,6 +37,7 @@ class _Missing:
 MISSING: Any = _Missing()
 _FIELDS = "__record_fields__"  # on a record class: its fields, by name, in order
 _FROZEN = "__record_frozen__"  # on a record class: whether it is frozen
+_VALUES = "__record_values__"  # on a record class: its fields' values as a tuple (read by name in _eq, _hash)
 
 
 class FrozenInstanceError(AttributeError):
@@ -151,30 +154,17 @@ def _make(cls: type, frozen: bool, kw_only: bool) -> type:
         value = f"_factory_{f.name}() if {f.name} is _missing else {f.name}" if f.default_factory is not MISSING \
             else f.name
         body.append(f"    _set(self, {f.name!r}, {value})" if frozen else f"    self.{f.name} = {value}")
-    mine = "".join(f"self.{f.name}, " for f in every)
-    theirs = "".join(f"other.{f.name}, " for f in every)
-    shown = ", ".join(f"{f.name}={{self.{f.name}!r}}" for f in every)
-    source = (
-        f"def __init__(self, {', '.join(sig)}) -> None:\n" + ("\n".join(body) or "    pass") + "\n"
-        f"def __eq__(self, other):\n"
-        f"    if other.__class__ is self.__class__:\n"
-        f"        return ({mine}) == ({theirs})\n"
-        f"    return NotImplemented\n"
-        f"def __hash__(self):\n"
-        f"    return hash(({mine}))\n"
-        f"def __repr__(self):\n"
-        f"    return f\"{{self.__class__.__qualname__}}({shown})\"\n"
-    )
-    exec(source, names)  # noqa: S102 - the methods of the class, from its field names only
+    source = f"def __init__(self, {', '.join(sig)}) -> None:\n" + ("\n".join(body) or "    pass") + "\n"
+    exec(source, names)  # noqa: S102 - the class's __init__, from its field names only
+    setattr(cls, _VALUES, _values(tuple(f.name for f in every)))
     own = cls.__dict__
-    for name in ("__init__", "__eq__", "__repr__"):
+    names["__init__"].__qualname__ = f"{cls.__qualname__}.__init__"
+    for name, method in (("__init__", names["__init__"]), ("__eq__", _eq), ("__repr__", _repr)):
         if name not in own:
-            method = names[name]
-            method.__qualname__ = f"{cls.__qualname__}.{name}"
             setattr(cls, name, method)
     # a body that defines __eq__ has __hash__ None in its dict: not a hash of its own (as dataclasses reads it)
     if "__hash__" not in own or (own["__hash__"] is None and "__eq__" in own):
-        setattr(cls, "__hash__", names["__hash__"] if frozen else None)
+        setattr(cls, "__hash__", _hash if frozen else None)
     if frozen:
         for name, method in (("__setattr__", _refuse_set), ("__delattr__", _refuse_delete)):
             if name not in own:
@@ -182,6 +172,32 @@ def _make(cls: type, frozen: bool, kw_only: bool) -> type:
     if "__match_args__" not in own:
         setattr(cls, "__match_args__", tuple(f.name for f in positional))
     return cls
+
+
+def _values(names: tuple[str, ...]) -> Callable[[Any], tuple[Any, ...]]:
+    """A function giving a record's field values as a tuple, fetched in C."""
+    if len(names) > 1:
+        return operator.attrgetter(*names)
+    if names:
+        one = operator.attrgetter(names[0])
+        return lambda obj: (one(obj),)
+    return lambda obj: ()
+
+
+def _eq(self: Any, other: Any) -> Any:
+    if other.__class__ is self.__class__:
+        values = type(self).__record_values__
+        return values(self) == values(other)
+    return NotImplemented
+
+
+def _hash(self: Any) -> int:
+    return hash(type(self).__record_values__(self))
+
+
+def _repr(self: Any) -> str:
+    shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in getattr(type(self), _FIELDS))
+    return f"{type(self).__qualname__}({shown})"
 
 
 def _refuse_set(self: Any, name: str, value: Any) -> None:
