@@ -31,7 +31,17 @@ def _contains_str(tp: Any) -> bool:
     return any(_contains_str(a) for a in typing.get_args(tp) if typing.get_origin(tp) is not typing.Literal)
 
 
-_PASSED_MAX = 100_000  # strings remembered per rule check
+_PASSED_MAX = 100_000  # strings remembered per rule
+#: the strings each rule accepted (a name or a type recurs all over a spec, under several fields): checked once
+_PASSED: dict[Rule, set[str]] = {}
+
+
+def _accepted(rule: Rule) -> set[str]:
+    """The set of strings `rule` accepted so far (shared by every check of it)."""
+    passed = _PASSED.get(rule)
+    if passed is None:
+        passed = _PASSED[rule] = set()
+    return passed
 
 
 def _check_version(v: Any) -> None:
@@ -49,7 +59,7 @@ def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> FieldCheck | 
         if rule is None:
             return None
 
-        passed: set[str] = set()  # strings this rule accepted: a name or a type recurs all over a spec
+        passed = _accepted(rule)
 
         def check_str(v: Any) -> None:
             if type(v) is str and v in passed:
@@ -158,8 +168,9 @@ _HINTS: dict[type, dict[str, Any]] = {}
 #: hashing a frozen dataclass walks all of it); each is kept alive here so its id is not reused; bounded
 _VALID_MODELS: dict[int, Any] = {}
 _VALID_MAX = 200_000
-#: per class: what check_model needs of each field it looks at (see _class_fields)
-_FIELDS: dict[type, list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]] = {}
+#: per class: what check_model needs of each field it looks at (see _class_fields), and whether its objects are
+#: immutable (then one found valid is remembered)
+_FIELDS: dict[type, tuple[list[tuple[str, frozenset[Any] | set[str], bool, bool, FieldCheck]], bool]] = {}
 #: per class: whether its objects can never change (frozen, and nothing mutable inside by its type hints)
 _IMMUTABLE: dict[type, bool] = {}
 _IMMUTABLE_LEAVES = (str, int, float, bool, type(None), Version)
@@ -193,35 +204,42 @@ def _immutable_class(cls: type) -> bool:
 def check_model(obj: Any) -> None:
     """Apply the rules to an object built in memory (and everything in it); raises Violation.
 
-    A frozen object found valid once is not walked again."""
+    A frozen object found valid once is not walked again, nor is a string a rule accepted once checked again."""
     valid = _VALID_MODELS
     if valid.get(id(obj)) is obj:
         return
     cls = type(obj)
-    if hasattr(cls, "__dataclass_fields__"):  # a dataclass instance (a dataclass itself has type `type`)
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _class_fields(cls)
-        for name, literals, optional, check, nested in fields:
-            value = getattr(obj, name)
-            try:
-                if literals is not None and value not in literals and not (optional and value is None):
-                    raise Violation(f"expected one of {', '.join(map(str, literals))}; got {short(value)}")
-                if check is not None:
-                    check(value)
-                if nested and value is not None and valid.get(id(value)) is not value:  # a shared one checked
-                    _descend(value)
-            except Violation as exc:
-                raise exc.within(name) from None
-        if _immutable_class(cls):
-            if len(_VALID_MODELS) >= _VALID_MAX:
-                _VALID_MODELS.clear()
-            _VALID_MODELS[id(obj)] = obj
+    plan = _FIELDS.get(cls)
+    if plan is None:
+        if not hasattr(cls, "__dataclass_fields__"):  # not a dataclass instance (a dataclass itself has type `type`)
+            return
+        plan = _class_fields(cls)
+    fields, immutable = plan
+    for name, known, optional, shared, check in fields:
+        value = getattr(obj, name)
+        # what is certainly valid is passed here; anything else is checked in full
+        if value is None:
+            if optional:
+                continue
+        elif shared:
+            if valid.get(id(value)) is value:
+                continue
+        elif type(value) is str and value in known:
+            continue
+        try:
+            check(value)
+        except Violation as exc:
+            raise exc.within(name) from None
+    if immutable:
+        if len(valid) >= _VALID_MAX:
+            valid.clear()
+        valid[id(obj)] = obj
 
 
-def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]:
-    """Per field of `cls` that has a rule, Literal values or a model object inside it: (name, its Literal values
-    or None, whether None is allowed, its rule check or None, whether a model object can sit inside it)."""
+def _class_fields(cls: type) -> tuple[list[tuple[str, frozenset[Any] | set[str], bool, bool, FieldCheck]], bool]:
+    """Per field of `cls` that has a rule, Literal values or a model object inside it: (name, values certainly
+    valid (its Literal values, or the strings its rule accepted so far), whether None is allowed, whether its value
+    is a model object found valid by identity, its full check); and whether objects of `cls` are immutable."""
     hints = _HINTS.get(cls)
     if hints is None:
         hints = _HINTS[cls] = typing.get_type_hints(cls)
@@ -236,9 +254,30 @@ def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, An
         check = field_check(cls, f.name, hints[f.name])
         nested = not _plain_hint(hints[f.name])
         if literals is not None or check is not None or nested:  # a bool or an int field: nothing to check
-            out.append((f.name, literals, optional, check, nested))
-    _FIELDS[cls] = out
-    return out
+            rule = RULES.get((cls.__name__, f.name))
+            known: frozenset[Any] | set[str] = (
+                frozenset(literals) if literals is not None and check is None and not nested
+                else _accepted(rule) if tp is str and rule is not None and literals is None and not nested
+                else frozenset())
+            shared = nested and literals is None and check is None
+            out.append((f.name, known, optional, shared, _field_check(literals, optional, check, nested)))
+    plan = _FIELDS[cls] = (out, _immutable_class(cls))
+    return plan
+
+
+def _field_check(literals: tuple[Any, ...] | None, optional: bool, check: FieldCheck | None,
+                 nested: bool) -> FieldCheck:
+    """The full check of one field's value: its Literal values, its rule check, the model objects inside it."""
+
+    def full(value: Any) -> None:
+        if literals is not None and value not in literals and not (optional and value is None):
+            raise Violation(f"expected one of {', '.join(map(str, literals))}; got {short(value)}")
+        if check is not None:
+            check(value)
+        if nested and value is not None and _VALID_MODELS.get(id(value)) is not value:  # a shared one checked
+            _descend(value)
+
+    return full
 
 
 def _plain_hint(tp: Any) -> bool:
