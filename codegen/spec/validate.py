@@ -333,9 +333,12 @@ def check_spec(spec: Any) -> None:
         "union": {n for r in spec.records for n in (r.name, r.typedef) if n},
     }
     fixed = {"void": "void", "bool": "bool", "char": "char"}
+    passed: dict[int, Any] = {}  # types found well formed, by identity (a parse shares them; the spec keeps each alive)
 
     def check_type(t: Any, parts: list[str]) -> None:
         """`parts`: the YAML path of the type mapping itself."""
+        if passed.get(id(t)) is t:
+            return
         if t.depth < 0 or t.depth > MAX_POINTER_DEPTH:
             raise Violation(f"pointer depth {t.depth} (at most {MAX_POINTER_DEPTH})", [*parts, "depth"])
         if len(t.const) != t.depth + 1:
@@ -349,19 +352,22 @@ def check_spec(spec: Any) -> None:
             raise Violation(f"a {t.kind} type is named {fixed[t.kind]!r}; got {short(t.name)}", [*parts, "name"])
         if t.kind in ("opaque", "incomplete", "handle", "callback", "enum", "struct", "union") and c_name_problem(t.name):
             raise Violation(f"{short(t.name)}: {c_name_problem(t.name)}", [*parts, "name"])
+        passed[id(t)] = t
 
     constants = {e.name: {c.name for c in e.constants} for e in spec.enums}
 
     def check_params(params: Any, parts: list[str], with_defaults: bool) -> None:
         seen: dict[str, int] = {}
         for j, p in enumerate(params):
-            where = [*parts, "params", f"[{j}]"]
-            check_type(p.type, [*where, "type"])
+            if passed.get(id(p.type)) is not p.type:
+                check_type(p.type, [*parts, "params", f"[{j}]", "type"])
             if p.name is not None:
                 if p.name in seen:
-                    raise Violation(f"parameter {p.name} appears twice (also params[{seen[p.name]}])", [*where, "name"])
+                    raise Violation(f"parameter {p.name} appears twice (also params[{seen[p.name]}])",
+                                    [*parts, "params", f"[{j}]", "name"])
                 seen[p.name] = j
             if p.default is not None:
+                where = [*parts, "params", f"[{j}]"]
                 if not with_defaults:
                     raise Violation("callback parameters take no default argument", [*where, "default"])
                 why = literals.check_canonical(p.default, p.type, lambda name: constants.get(name))
@@ -441,9 +447,10 @@ def check_spec(spec: Any) -> None:
         check_type(c.returns, ["callbacks", f"[{i}]", "returns"])
         check_params(c.params, ["callbacks", f"[{i}]"], with_defaults=False)
     for i, f in enumerate(spec.functions):
-        claim(f.name, f"functions[{i}]", ["functions", f"[{i}]", "name"])
-        check_type(f.returns, ["functions", f"[{i}]", "returns"])
-        check_params(f.params, ["functions", f"[{i}]"], with_defaults=True)
+        where = ["functions", f"[{i}]"]
+        claim(f.name, f"functions[{i}]", [*where, "name"])
+        check_type(f.returns, [*where, "returns"])
+        check_params(f.params, where, with_defaults=True)
 
 
 def _flat_names(r: Any) -> list[str | None]:
