@@ -20,8 +20,9 @@ _COMMENT = re.compile(BLOCK_COMMENT + r"|//[^\n]*")
 _GROUP_EVENT = re.compile(r"@(addtogroup|defgroup)\s+(\w+)|@\{|@\}")
 _INGROUP = re.compile(r"@ingroup\s+(\w+)")
 # a parameter's text runs to the next command (`@x`, or a backslash one) or the end; written without a lazy `.*?` and
-# lookahead, which cost a look at every character
-_PARAM = re.compile(r"[@\\]param\s*(\[[^\]]*\])?\s*(\w+)((?:[^@\\]+|[@\\](?!\w))*)", re.S)
+# lookahead, which cost a look at every character, and starting with the literal `param` (the command's `@` or
+# backslash looked behind), which the regex engine finds faster than a character set
+_PARAM = re.compile(r"param(?<=[@\\]param)\s*(\[[^\]]*\])?\s*(\w+)((?:[^@\\]+|[@\\](?!\w))*)", re.S)
 _PAREN_TAG = re.compile(
     r"\(\s*(input\s*(?:/|and)\s*output|int?t?puts?|output)\b([^)]*)\)",
     re.I,
@@ -129,19 +130,33 @@ def params(comment: str | None) -> tuple[dict[str, ParamTag], dict[str, str]]:
     texts: dict[str, str] = {}
     if not comment or "param" not in comment:
         return tags, texts
-    search = _PAREN_TAG.search
+    known = _PARAM_TEXTS
     for bracket, name, text in _PARAM.findall(comment):
-        if name not in texts:
-            line = _one_line(text)
-            if line:
-                texts[name] = line
-        if bracket:
-            tags[name] = _bracket_tag(bracket, "optional" in text.lower())
-            continue
-        p = search(text)
-        if p:
-            tags[name] = _paren_tag(p.group(1), p.group(2))
+        done = known.get((bracket, text))
+        if done is None:  # a header repeats its parameter texts ("MIOpen handle (input)") many times
+            if len(known) >= _PARAM_TEXTS_MAX:
+                known.clear()
+            done = known[(bracket, text)] = _param_text(bracket, text)
+        tag, line = done
+        if line and name not in texts:
+            texts[name] = line
+        if tag is not None:
+            tags[name] = tag
     return tags, texts
+
+
+_PARAM_TEXTS: dict[tuple[str, str], tuple[ParamTag | None, str | None]] = {}  # bounded
+_PARAM_TEXTS_MAX = 4096
+
+
+def _param_text(bracket: str, text: str) -> tuple[ParamTag | None, str | None]:
+    """A `@param`'s tag (from its `[dir]`, else an `(input)`-style word in its text) and its text as one line."""
+    if bracket:
+        tag: ParamTag | None = _bracket_tag(bracket, "optional" in text.lower())
+    else:
+        p = _PAREN_TAG.search(text)
+        tag = _paren_tag(p.group(1), p.group(2)) if p else None
+    return tag, _one_line(text)
 
 
 def _undecorated(line: str) -> str:

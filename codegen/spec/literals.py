@@ -22,6 +22,7 @@ literals; `long double` literals are read at double precision.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -58,15 +59,18 @@ _INT = re.compile(
     rf"{_INT_SUFFIX}",
     re.ASCII,
 )
-_DEC_FLOAT = re.compile(
-    rf"(?P<body>(?:(?:{_DIGITS})?\.{_DIGITS}|{_DIGITS}\.)(?:[eE][+-]?{_DIGITS})?|{_DIGITS}[eE][+-]?{_DIGITS})"
-    r"(?P<suffix>[fFlL]?)",
-    re.ASCII,
-)
-_HEX_FLOAT = re.compile(
-    rf"(?P<body>0[xX](?:(?:{_HEXDIGITS})?\.{_HEXDIGITS}|{_HEXDIGITS}\.?)[pP][+-]?{_DIGITS})(?P<suffix>[fFlL]?)",
-    re.ASCII,
-)
+_DEC_FLOAT = (rf"(?P<body>(?:(?:{_DIGITS})?\.{_DIGITS}|{_DIGITS}\.)(?:[eE][+-]?{_DIGITS})?|{_DIGITS}[eE][+-]?{_DIGITS})"
+              r"(?P<suffix>[fFlL]?)")
+_HEX_FLOAT = rf"(?P<body>0[xX](?:(?:{_HEXDIGITS})?\.{_HEXDIGITS}|{_HEXDIGITS}\.?)[pP][+-]?{_DIGITS})(?P<suffix>[fFlL]?)"
+
+
+@functools.cache
+def _floats() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """_DEC_FLOAT and _HEX_FLOAT, compiled where a default argument is first read that is no integer (a parse seldom
+    meets one)."""
+    return re.compile(_DEC_FLOAT, re.ASCII), re.compile(_HEX_FLOAT, re.ASCII)
+
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
 _ULLONG_MAX = (1 << 64) - 1
 _FLT_FORMAT = struct.Struct("<f")
@@ -123,7 +127,8 @@ def _primary(s: str, text: str) -> Lit:
         if value > _ULLONG_MAX:
             raise LiteralError(f"{text!r} is too large for any C integer type")
         return Lit("int", value, "u" in suffix.lower())
-    m = _DEC_FLOAT.fullmatch(s) or _HEX_FLOAT.fullmatch(s)
+    dec_float, hex_float = _floats()
+    m = dec_float.fullmatch(s) or hex_float.fullmatch(s)
     if m:
         body, suffix = m.group("body").replace("'", ""), m.group("suffix")
         try:

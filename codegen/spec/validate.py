@@ -31,7 +31,17 @@ def _contains_str(tp: Any) -> bool:
     return any(_contains_str(a) for a in typing.get_args(tp) if typing.get_origin(tp) is not typing.Literal)
 
 
-_PASSED_MAX = 100_000  # strings remembered per rule check
+_PASSED_MAX = 100_000  # strings remembered per rule
+#: the strings each rule accepted (a name or a type recurs all over a spec, under several fields): checked once
+_PASSED: dict[Rule, set[str]] = {}
+
+
+def _accepted(rule: Rule) -> set[str]:
+    """The set of strings `rule` accepted so far (shared by every check of it)."""
+    passed = _PASSED.get(rule)
+    if passed is None:
+        passed = _PASSED[rule] = set()
+    return passed
 
 
 def _check_version(v: Any) -> None:
@@ -49,7 +59,7 @@ def _strings(tp: Any, rule: Rule | None, key_rule: Rule | None) -> FieldCheck | 
         if rule is None:
             return None
 
-        passed: set[str] = set()  # strings this rule accepted: a name or a type recurs all over a spec
+        passed = _accepted(rule)
 
         def check_str(v: Any) -> None:
             if type(v) is str and v in passed:
@@ -158,8 +168,9 @@ _HINTS: dict[type, dict[str, Any]] = {}
 #: hashing a frozen record walks all of it); each is kept alive here so its id is not reused; bounded
 _VALID_MODELS: dict[int, Any] = {}
 _VALID_MAX = 200_000
-#: per class: what check_model needs of each field it looks at (see _class_fields)
-_FIELDS: dict[type, list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]] = {}
+#: per class: what check_model needs of each field it looks at (see _class_fields), and whether its objects are
+#: immutable (then one found valid is remembered)
+_FIELDS: dict[type, tuple[list[tuple[str, frozenset[Any] | set[str], bool, bool, FieldCheck]], bool]] = {}
 #: per class: whether its objects can never change (frozen, and nothing mutable inside by its type hints)
 _IMMUTABLE: dict[type, bool] = {}
 _IMMUTABLE_LEAVES = (str, int, float, bool, type(None), Version)
@@ -193,35 +204,42 @@ def _immutable_class(cls: type) -> bool:
 def check_model(obj: Any) -> None:
     """Apply the rules to an object built in memory (and everything in it); raises Violation.
 
-    A frozen object found valid once is not walked again."""
+    A frozen object found valid once is not walked again, nor is a string a rule accepted once checked again."""
     valid = _VALID_MODELS
     if valid.get(id(obj)) is obj:
         return
     cls = type(obj)
-    if is_record(cls):  # a record instance (a record class itself has type `type`)
-        fields = _FIELDS.get(cls)
-        if fields is None:
-            fields = _class_fields(cls)
-        for name, literals, optional, check, nested in fields:
-            value = getattr(obj, name)
-            try:
-                if literals is not None and value not in literals and not (optional and value is None):
-                    raise Violation(f"expected one of {', '.join(map(str, literals))}; got {short(value)}")
-                if check is not None:
-                    check(value)
-                if nested and value is not None and valid.get(id(value)) is not value:  # a shared one checked
-                    _descend(value)
-            except Violation as exc:
-                raise exc.within(name) from None
-        if _immutable_class(cls):
-            if len(_VALID_MODELS) >= _VALID_MAX:
-                _VALID_MODELS.clear()
-            _VALID_MODELS[id(obj)] = obj
+    plan = _FIELDS.get(cls)
+    if plan is None:
+        if not is_record(cls):  # not a record instance (a record class itself has type `type`)
+            return
+        plan = _class_fields(cls)
+    fields, immutable = plan
+    for name, known, optional, shared, check in fields:
+        value = getattr(obj, name)
+        # what is certainly valid is passed here; anything else is checked in full
+        if value is None:
+            if optional:
+                continue
+        elif shared:
+            if valid.get(id(value)) is value:
+                continue
+        elif type(value) is str and value in known:
+            continue
+        try:
+            check(value)
+        except Violation as exc:
+            raise exc.within(name) from None
+    if immutable:
+        if len(valid) >= _VALID_MAX:
+            valid.clear()
+        valid[id(obj)] = obj
 
 
-def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, Any, bool]]:
-    """Per field of `cls` that has a rule, Literal values or a model object inside it: (name, its Literal values
-    or None, whether None is allowed, its rule check or None, whether a model object can sit inside it)."""
+def _class_fields(cls: type) -> tuple[list[tuple[str, frozenset[Any] | set[str], bool, bool, FieldCheck]], bool]:
+    """Per field of `cls` that has a rule, Literal values or a model object inside it: (name, values certainly
+    valid (its Literal values, or the strings its rule accepted so far), whether None is allowed, whether its value
+    is a model object found valid by identity, its full check); and whether objects of `cls` are immutable."""
     hints = _HINTS.get(cls)
     if hints is None:
         hints = _HINTS[cls] = typing.get_type_hints(cls)
@@ -236,9 +254,30 @@ def _class_fields(cls: type) -> list[tuple[str, tuple[Any, ...] | None, bool, An
         check = field_check(cls, f.name, hints[f.name])
         nested = not _plain_hint(hints[f.name])
         if literals is not None or check is not None or nested:  # a bool or an int field: nothing to check
-            out.append((f.name, literals, optional, check, nested))
-    _FIELDS[cls] = out
-    return out
+            rule = RULES.get((cls.__name__, f.name))
+            known: frozenset[Any] | set[str] = (
+                frozenset(literals) if literals is not None and check is None and not nested
+                else _accepted(rule) if tp is str and rule is not None and literals is None and not nested
+                else frozenset())
+            shared = nested and literals is None and check is None
+            out.append((f.name, known, optional, shared, _field_check(literals, optional, check, nested)))
+    plan = _FIELDS[cls] = (out, _immutable_class(cls))
+    return plan
+
+
+def _field_check(literals: tuple[Any, ...] | None, optional: bool, check: FieldCheck | None,
+                 nested: bool) -> FieldCheck:
+    """The full check of one field's value: its Literal values, its rule check, the model objects inside it."""
+
+    def full(value: Any) -> None:
+        if literals is not None and value not in literals and not (optional and value is None):
+            raise Violation(f"expected one of {', '.join(map(str, literals))}; got {short(value)}")
+        if check is not None:
+            check(value)
+        if nested and value is not None and _VALID_MODELS.get(id(value)) is not value:  # a shared one checked
+            _descend(value)
+
+    return full
 
 
 def _plain_hint(tp: Any) -> bool:
@@ -294,9 +333,12 @@ def check_spec(spec: Any) -> None:
         "union": {n for r in spec.records for n in (r.name, r.typedef) if n},
     }
     fixed = {"void": "void", "bool": "bool", "char": "char"}
+    passed: dict[int, Any] = {}  # types found well formed, by identity (a parse shares them; the spec keeps each alive)
 
     def check_type(t: Any, parts: list[str]) -> None:
         """`parts`: the YAML path of the type mapping itself."""
+        if passed.get(id(t)) is t:
+            return
         if t.depth < 0 or t.depth > MAX_POINTER_DEPTH:
             raise Violation(f"pointer depth {t.depth} (at most {MAX_POINTER_DEPTH})", [*parts, "depth"])
         if len(t.const) != t.depth + 1:
@@ -310,19 +352,22 @@ def check_spec(spec: Any) -> None:
             raise Violation(f"a {t.kind} type is named {fixed[t.kind]!r}; got {short(t.name)}", [*parts, "name"])
         if t.kind in ("opaque", "incomplete", "handle", "callback", "enum", "struct", "union") and c_name_problem(t.name):
             raise Violation(f"{short(t.name)}: {c_name_problem(t.name)}", [*parts, "name"])
+        passed[id(t)] = t
 
     constants = {e.name: {c.name for c in e.constants} for e in spec.enums}
 
     def check_params(params: Any, parts: list[str], with_defaults: bool) -> None:
         seen: dict[str, int] = {}
         for j, p in enumerate(params):
-            where = [*parts, "params", f"[{j}]"]
-            check_type(p.type, [*where, "type"])
+            if passed.get(id(p.type)) is not p.type:
+                check_type(p.type, [*parts, "params", f"[{j}]", "type"])
             if p.name is not None:
                 if p.name in seen:
-                    raise Violation(f"parameter {p.name} appears twice (also params[{seen[p.name]}])", [*where, "name"])
+                    raise Violation(f"parameter {p.name} appears twice (also params[{seen[p.name]}])",
+                                    [*parts, "params", f"[{j}]", "name"])
                 seen[p.name] = j
             if p.default is not None:
+                where = [*parts, "params", f"[{j}]"]
                 if not with_defaults:
                     raise Violation("callback parameters take no default argument", [*where, "default"])
                 why = literals.check_canonical(p.default, p.type, lambda name: constants.get(name))
@@ -402,9 +447,10 @@ def check_spec(spec: Any) -> None:
         check_type(c.returns, ["callbacks", f"[{i}]", "returns"])
         check_params(c.params, ["callbacks", f"[{i}]"], with_defaults=False)
     for i, f in enumerate(spec.functions):
-        claim(f.name, f"functions[{i}]", ["functions", f"[{i}]", "name"])
-        check_type(f.returns, ["functions", f"[{i}]", "returns"])
-        check_params(f.params, ["functions", f"[{i}]"], with_defaults=True)
+        where = ["functions", f"[{i}]"]
+        claim(f.name, f"functions[{i}]", [*where, "name"])
+        check_type(f.returns, [*where, "returns"])
+        check_params(f.params, where, with_defaults=True)
 
 
 def _flat_names(r: Any) -> list[str | None]:

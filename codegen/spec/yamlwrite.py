@@ -57,10 +57,28 @@ _NUMBER_RE = (
 )
 
 
+#: the letters a string _NUMBER_RE matches can hold, but for hex digits after `0x`: exponents, `.inf`, `.nan`, `0b`, and
+#: a timestamp's `T`/`t`/`Z`
+_NUMBER_LETTERS = frozenset("eEinfINFaANbTtZ")
+
+
 @functools.cache
 def _number() -> re.Pattern[str]:
-    """_NUMBER_RE, compiled when a string starting with a digit, sign or dot is first written."""
+    """_NUMBER_RE, compiled when a string `_is_number` cannot rule out is first written."""
     return re.compile(_NUMBER_RE, re.X)
+
+
+def _is_number(value: str) -> bool:
+    """Whether YAML 1.1 reads `value` as a number or a timestamp. Without the regex where `value` cannot be one, read
+    off _NUMBER_RE's alternatives: each has at most one `.`, and none but hex (which has an `x`) a letter outside
+    _NUMBER_LETTERS (a release `3.5.1` and a sha256 are written without compiling it); nor for a plain decimal
+    integer (its alternative `[-+]?(?:0|[1-9][0-9_]*)`: a default argument `-1`)."""
+    if value.count(".") > 1 or ("x" not in value and any(c.isalpha() and c not in _NUMBER_LETTERS for c in value)):
+        return False
+    digits = value[1:] if value[0] in "+-" else value
+    if digits.isascii() and digits.isdigit() and (digits == "0" or digits[0] != "0"):
+        return True
+    return _number().fullmatch(value) is not None
 
 
 class _Declined(Exception):
@@ -97,7 +115,7 @@ def _new_scalar(value: Any) -> str:
     if PLAIN.fullmatch(value) is None:
         raise _Declined
     first = value[0]
-    if (first in "0123456789+-." and _number().fullmatch(value)) or value in _WORDS:
+    if (first in "0123456789+-." and _is_number(value)) or value in _WORDS:
         return f"'{value}'"
     return value
 
@@ -135,7 +153,7 @@ def _new_block_scalar(value: str) -> str:
     follows_space = len(value) == 1 or value[1] == " "
     indicator = first in FIRST_INDICATORS or (first in "?:-" and follows_space) or \
         BLOCK_INDICATOR.search(value, 1) is not None
-    resolved = (first in "0123456789+-." and _number().fullmatch(value)) or value in _WORDS or value in _SIGNS
+    resolved = (first in "0123456789+-." and _is_number(value)) or value in _WORDS or value in _SIGNS
     if not indicator and not resolved:
         return value
     return "'" + value.replace("'", "''") + "'"
@@ -196,7 +214,7 @@ class _Writer:
     def flow(self, obj: Any) -> str:
         """`obj` in flow style."""
         if obj is None or type(obj) in _SCALAR_TYPES:
-            return _scalar(obj)
+            return _SCALARS.get((type(obj), obj)) or _scalar(obj)
         done = self.flows.get(id(obj))
         if done is not None:
             return done
@@ -224,8 +242,10 @@ class _Writer:
         """A block mapping at `indent`, its first key after `first` (`indent`, or a sequence item's `- `)."""
         out = self.out
         lead = first
+        block = _BLOCK_SCALARS
         for key, value, flow, items in entries:
-            text: Any = _block_scalar(value) if type(value) is str and not flow else self.inline(value, flow)
+            text: Any = (block.get(value) or _block_scalar(value)) if type(value) is str and not flow else \
+                self.inline(value, flow)
             if type(text) is str:
                 out.append(f"{lead}{key}: {text}\n")
             elif text is _BLOCK:
