@@ -205,7 +205,7 @@ def process_rounds(args: argparse.Namespace, tmp: Path) -> list[Row]:
             floor, own = _floors(wrap, parse[3:], [str(args.header), json.dumps(cargs)])
             cmds["floor_shims"] = [*wrap, py, "-c", f"import {', '.join(floor)}; {BARE_PARSE}", str(args.header),
                                    json.dumps(cargs)]
-            # and the model's classes made (miogen.spec.model: the frozen dataclasses every parse builds its spec of)
+            # and the model's classes made (miogen.spec.model: the frozen records every parse builds its spec of)
             cmds["floor_model_shims"] = [*wrap, py, "-c", f"import {', '.join(floor)}, miogen.spec.model; {BARE_PARSE}",
                                          str(args.header), json.dumps(cargs)]
             # and every module of miogen the parse imports: what is left above it is the parse's own work

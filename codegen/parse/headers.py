@@ -6,7 +6,9 @@ import os
 import pickle
 import re
 import stat
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from ..base.record import record
@@ -71,10 +73,15 @@ def _kind(mode: int) -> str:
 
 
 def _system_dirs() -> list[str]:
-    """The folders clang searches where no option names them (the libclang wheel has no resource folder)."""
-    import sysconfig
+    """The folders clang searches where no option names them (the libclang wheel has no resource folder). The
+    multiarch folder is the running Python's: CPython keeps it on `sys.implementation` (what sysconfig's MULTIARCH
+    says, without loading sysconfig's build data: ~80 KB of bytecode a parse)."""
+    multiarch = getattr(sys.implementation, "_multiarch", None)
+    if multiarch is None:
+        import sysconfig
 
-    multiarch = sysconfig.get_config_var("MULTIARCH") or ""
+        multiarch = sysconfig.get_config_var("MULTIARCH")
+    multiarch = multiarch or ""
     dirs = ["/usr/local/include", *([f"/usr/include/{multiarch}"] if multiarch else []), "/usr/include"]
     return [d for d in dirs if os.path.isdir(d)]
 
@@ -109,7 +116,7 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
         _load_scanned()
     seen: set[str] = {os.path.realpath(header)}
     resolved: set[tuple[bytes, str, str]] = set()
-    todo: list[tuple[str, list[_Directive], tuple[str, ...]]] = [(str(header), _directives(data), ())]
+    todo: list[tuple[str, list[_Directive], tuple[_Where, ...]]] = [(str(header), _directives(data), ())]
     while todo:
         path, directives, chain = todo.pop()
         here = os.path.dirname(path)
@@ -134,12 +141,16 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
             if real in seen:
                 continue
             seen.add(real)
-            where = f"{shown(path)}:{line}:{col}"
+            where = (path, line, col)  # spelled out only for an error (`_where`)
             if len(seen) > MAX_INCLUDED_FILES:
-                raise HeaderError(f"{where}: the include graph holds more than {MAX_INCLUDED_FILES} files; refusing "
-                                  f"to parse it" + _chain(chain))
-            what = f"{where}: #include {spelled} is {shown(found)}" + (
-                f" (-> {shown(real)})" if real != os.path.abspath(found) else "")
+                raise HeaderError(f"{_where(where)}: the include graph holds more than {MAX_INCLUDED_FILES} files; "
+                                  f"refusing to parse it" + _chain(chain))
+
+            def what(where: _Where = where, spelled: str = spelled, found: str = found,
+                     real: str = real) -> str:
+                return f"{_where(where)}: #include {spelled} is {shown(found)}" + (
+                    f" (-> {shown(real)})" if real != os.path.abspath(found) else "")
+
             try:
                 included = _included(found, real, what)
             except HeaderError as exc:
@@ -151,6 +162,8 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
 
 #: an include directive of a file: (directive, the name as spelled with its <> or "", line, column of the name)
 _Directive = tuple[bytes, str, int, int]
+#: where an include directive is: (the including file, line, column)
+_Where = tuple[str, int, int]
 #: the directives of each file a check read, by its real path, with the stat they are of: what the next check
 #: finds of a file whose stat is the same (the system headers of every parse), in this process and, through the
 #: per-user cache, in the next
@@ -208,9 +221,9 @@ def _directives(text: bytes) -> list[_Directive]:
     return out
 
 
-def _included(found: str, real: str, what: str) -> list[_Directive]:
+def _included(found: str, real: str, what: Callable[[], str]) -> list[_Directive]:
     """The directives of the included file `found` (real path `real`): read (`_read_bounded`, its errors start
-    with `what`) unless a check read it before (this process, or one that kept it in the per-user cache) and its
+    with `what()`) unless a check read it before (this process, or one that kept it in the per-user cache) and its
     stat is the same."""
     try:
         st = os.stat(found)
@@ -222,7 +235,7 @@ def _included(found: str, real: str, what: str) -> list[_Directive]:
         known = _SCANNED.get(real)
         if known is not None and known[0] == ident:
             return known[1]
-    directives = _directives(_read_bounded(Path(found), what))
+    directives = _directives(_read_bounded(Path(found), what()))
     # a file changed just before it was read may change again within its filesystem's time resolution, the same
     # stat then vouching for other text: it is read again each time (as a preamble is rebuilt, `preamble.RACY_NS`)
     if ident is not None and max(ident[3], ident[4]) < time.time_ns() - preamble.RACY_NS:
@@ -234,8 +247,14 @@ def _included(found: str, real: str, what: str) -> list[_Directive]:
     return directives
 
 
-def _chain(chain: tuple[str, ...]) -> str:
-    return "".join(f"\n  included from {w}" for w in reversed(chain))
+def _where(where: _Where) -> str:
+    """file:line:col of an include directive."""
+    path, line, col = where
+    return f"{shown(path)}:{line}:{col}"
+
+
+def _chain(chain: tuple[_Where, ...]) -> str:
+    return "".join(f"\n  included from {_where(w)}" for w in reversed(chain))
 
 
 def read_header(path: Path, target: Target) -> tuple[bytes, str]:

@@ -482,3 +482,22 @@ def test_include_check_keeps_directives_for_the_next_process(tmp_path: Path, mon
     assert next_process() == []
     monkeypatch.setenv("MIOGEN_CACHE_DIR", "")
     assert next_process() == ["leaf.h", "mid.h"]
+
+
+def test_the_system_folders_name_the_multiarch_folder_sysconfig_names(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The include check searches clang's default folders: the multiarch one as sysconfig's MULTIARCH names it,
+    read from `sys.implementation` where CPython keeps it, and from sysconfig where it does not."""
+    import sys
+    import sysconfig
+
+    from miogen.parse import headers
+
+    multiarch = sysconfig.get_config_var("MULTIARCH")
+    expected = [d for d in ("/usr/local/include", *([f"/usr/include/{multiarch}"] if multiarch else []), "/usr/include")
+                if os.path.isdir(d)]
+    assert headers._system_dirs() == expected
+    monkeypatch.delattr(sys.implementation, "_multiarch", raising=False)
+    assert headers._system_dirs() == expected
+    monkeypatch.setattr(sys.implementation, "_multiarch", "other-arch", raising=False)
+    monkeypatch.setattr(os.path, "isdir", lambda d: True)
+    assert headers._system_dirs() == ["/usr/local/include", "/usr/include/other-arch", "/usr/include"]
