@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from miogen.parse import builder, doc
@@ -129,6 +129,33 @@ def test_header_words_of_a_comment() -> None:
     assert doc.brief("/// First paragraph\n/// goes on.\n///\n/// Second.") == "First paragraph goes on."
     assert doc.brief("/*! @param x the x */") is None and doc.brief(None) is None
     assert doc.param_texts("/*! @brief nothing */") == {}
+
+
+@pytest.mark.parametrize("lead", [" * ", "  *", " ** ", "/// ", "///< ", "//! ", "//!<", "", "\t"])
+def test_a_param_text_over_lines_loses_each_line_s_decoration(lead: str) -> None:
+    comment = f"/** @param x the first\n{lead}second line\n{lead}third */"
+    assert doc.param_texts(comment) == {"x": "the first second line third"}
+    closed = f"/** @param x the first\n{lead}second line\n */"  # the comment's end on a line of its own
+    assert doc.param_texts(closed) == {"x": "the first second line"}
+
+
+def _line_by_line(text: str) -> str:
+    """The reference: each continued line without its decoration (` * `, `///`, `//!`), all joined by spaces."""
+    lines = text.split("\n")
+    return " ".join(" ".join([lines[0], *map(doc._undecorated, lines[1:])]).split())
+
+
+@example("x\n */")
+@given(st.lists(st.sampled_from(["\n", " ", "\t", "*", "/", "//", "///", "//!", "<", "*/", "x", "\r", "\x0b", "\x1c",
+                                 "\u3000", "@"]), max_size=14).map("".join))
+def test_a_text_s_lines_join_as_each_line_undecorated(text: str) -> None:
+    """doc.py joins a text's lines in one pass: the same as taking each line's decoration off (`_undecorated`)."""
+    doc._cleaned.cache_clear()
+    expected = _line_by_line(text.strip())
+    got = doc._cleaned(text.strip())
+    if expected.endswith("/"):
+        expected = doc._CLOSE.sub("", expected).rstrip()
+    assert got == (expected or None) or not expected.isprintable()
 
 
 _WORD_FRAGMENTS = st.sampled_from(["@brief", "@param", "[in]", "[out]", "\\param", "x", "handle", "text", " ", "\n",
