@@ -5,7 +5,8 @@ flags); the only prose is the header's own words for a function and its paramete
 `Param.doc`: optional, one line each, carried into the docstrings).
 """
 
-from __future__ import annotations
+# no `from __future__ import annotations`: the fields' annotations are objects made with the classes, so the spec's
+# readers and checks take them from `typing.get_type_hints` without compiling ~80 strings each process
 
 from typing import Literal
 
@@ -60,7 +61,7 @@ class CType:
         """Constness of what the outermost pointer points to."""
         return self.depth > 0 and self.const[self.depth - 1]
 
-    def pointee(self) -> CType:
+    def pointee(self) -> "CType":
         """The type one pointer level down (`int **` -> `int *`; a non-pointer stays itself)."""
         return CType(kind=self.kind, name=self.name, depth=max(self.depth - 1, 0),
                      const=self.const[: max(self.depth, 1)])
@@ -153,7 +154,7 @@ class Field:
     offset: int
     type: CType | None = field(default=None, metadata=_meta(omit_default=True, flow=True))
     c: str | None = field(default=None, metadata=_meta(omit_default=True))
-    record: Record | None = field(default=None, metadata=_meta(omit_default=True))
+    record: "Record | None" = field(default=None, metadata=_meta(omit_default=True))
 
 
 @record
