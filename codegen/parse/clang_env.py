@@ -10,6 +10,7 @@ from __future__ import annotations
 import ctypes
 import functools
 import os
+import sys
 from pathlib import Path
 from types import ModuleType
 
@@ -26,6 +27,8 @@ def cindex() -> ModuleType:
     except ImportError:
         raise SetupError("libclang is not installed: pip install libclang==18.1.1 (or run `make venv`)") from None
     try:
+        if not ci.Config.loaded and not ci.Config.library_file:
+            ci.Config.library_file = library_file(ci.Config.library_path)
         ci.conf.lib  # noqa: B018 - loads libclang.so
     except Exception as exc:  # cindex raises LibclangError, a plain Exception
         raise SetupError(f"cannot load libclang.so from the libclang wheel: {exc}") from None
@@ -39,6 +42,16 @@ def cindex() -> ModuleType:
         ci.c_interop_string.value = property(value)
         ci.c_interop_string._miogen_paths = True
     return ci  # type: ignore[no-any-return]
+
+
+def library_file(folder: str | None) -> str:
+    """The libclang file cindex loads (`Config.get_filename`: the platform's file name, in `folder` if it is there),
+    named from `sys.platform`: cindex asks `platform.system()`, and importing `platform` is a millisecond or two of
+    every parse."""
+    name = {"darwin": "libclang.dylib", "win32": "libclang.dll"}.get(sys.platform, "libclang.so")
+    if folder and os.path.isfile(folder + "/" + name):
+        return folder + "/" + name
+    return name
 
 
 def _has_builtins(d: Path) -> bool:

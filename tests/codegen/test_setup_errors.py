@@ -501,3 +501,28 @@ def test_the_system_folders_name_the_multiarch_folder_sysconfig_names(monkeypatc
     monkeypatch.setattr(sys.implementation, "_multiarch", "other-arch", raising=False)
     monkeypatch.setattr(os.path, "isdir", lambda d: True)
     assert headers._system_dirs() == ["/usr/local/include", "/usr/include/other-arch", "/usr/include"]
+
+
+@pytest.mark.parametrize("system, platform_name", [("Linux", "linux"), ("Darwin", "darwin"), ("Windows", "win32"),
+                                                    ("CYGWIN_NT-10.0", "cygwin"), ("FreeBSD", "freebsd14")])
+def test_the_libclang_file_is_the_one_cindex_would_load(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, system: str,
+                                                        platform_name: str) -> None:
+    """miogen names the libclang file itself (no `platform` import): the file cindex's own `get_filename` names on
+    each platform, in the wheel's folder where it is there, else the bare name for the loader to search."""
+    import platform
+    import sys
+
+    import clang.cindex as ci
+
+    monkeypatch.setattr(platform, "system", lambda: system)
+    monkeypatch.setattr(sys, "platform", platform_name)
+    for folder in (str(tmp_path), ci.Config.library_path):
+        for name in ("libclang.so", "libclang.dylib", "libclang.dll"):
+            (tmp_path / name).touch()
+        monkeypatch.setattr(ci.Config, "library_file", None)
+        monkeypatch.setattr(ci.Config, "library_path", folder)
+        assert clang_env.library_file(folder) == ci.Config().get_filename()
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    monkeypatch.setattr(ci.Config, "library_path", str(empty))
+    assert clang_env.library_file(str(empty)) == ci.Config().get_filename()
