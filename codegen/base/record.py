@@ -119,11 +119,18 @@ def record(cls: Any = None, /, *, frozen: bool = True, kw_only: bool = False) ->
     return make if cls is None else make(cls)
 
 
+#: names the generated `__init__` keeps for itself (a field of one of these names is refused)
+_RESERVED = ("self", "_set", "_missing")
+
+
 def _make(cls: type, frozen: bool, kw_only: bool) -> type:
+    """`cls` with its fields (its bases' first), `__init__` compiled from them, and the shared methods."""
     by_name: dict[str, Field] = {}
     for base in cls.__mro__[-1:0:-1]:
         by_name.update(getattr(base, _FIELDS, {}))
     for f in _own_fields(cls, kw_only):
+        if f.name in _RESERVED or f.name.startswith(("_factory_", "_default_")):
+            raise TypeError(f"{cls.__qualname__}.{f.name}: a field name record keeps for itself; rename the field")
         by_name[f.name] = f
     setattr(cls, _FIELDS, by_name)
     setattr(cls, _FROZEN, frozen)
@@ -229,7 +236,9 @@ def fields(class_or_instance: Any) -> tuple[Field, ...]:
 
 def replace(obj: T, /, **changes: Any) -> T:
     """A copy of the record `obj` with `changes` (field name -> value); TypeError for an unknown name."""
-    every: dict[str, Field] = getattr(type(obj), _FIELDS)
+    every: dict[str, Field] | None = getattr(type(obj), _FIELDS, None)
+    if every is None or isinstance(obj, type):
+        raise TypeError(f"replace() takes a record instance; got {type(obj).__qualname__}")
     unknown = changes.keys() - every.keys()
     if unknown:
         raise TypeError(f"{type(obj).__qualname__}.__init__() got an unexpected keyword argument "

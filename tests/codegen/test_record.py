@@ -202,6 +202,11 @@ def test_a_mutable_default_is_refused_as_dataclasses_refuses_it() -> None:
         field(default=1, default_factory=int)
     with pytest.raises(TypeError):
         fields(int)
+    with pytest.raises(TypeError):
+        replace(object())
+    for name in ("self", "_set", "_factory_x"):  # what the compiled __init__ keeps for itself
+        with pytest.raises(TypeError, match="rename"):
+            record.record(type("Named", (), {"__annotations__": {name: "int"}}))
 
 
 def test_the_module_imports_neither_dataclasses_nor_inspect() -> None:
