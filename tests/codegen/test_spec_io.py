@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from miogen.base import record
@@ -640,3 +640,30 @@ def test_the_direct_reader_reads_the_direct_writers_text(data: st.DataObject) ->
         for _ in range(2):
             direct = yamlread._direct(text)
             assert direct is yamlread._DECLINED or direct == expected, text
+
+
+_NUMBER_PIECES = st.sampled_from([*"0123456789+-._:eExXabfinTtZ ", "0x", "0b", ".inf", ".NaN", "-.Inf", "1e+3",
+                                  "2001-12-14", "t21:59:43", "12:30", "\t", "é", "٣"])
+
+
+@settings(max_examples=500, deadline=None)
+@example("08")  # no octal: a string
+@example("0")
+@example("2001-12-14t21:59:43.10Z")
+@example("2001-12-14 21:59:43.10 -5")
+@example("1.2.3")
+@example("0x1F")
+@example("-.Inf")
+@example("1e+3")
+@example("1.0E+3")
+@example("0b101")
+@example(".nan")
+@example("190:20:30.15")
+@given(st.lists(_NUMBER_PIECES, min_size=1, max_size=10).map("".join))
+def test_a_string_is_ruled_out_as_a_number_only_where_the_pattern_would_rule_it_out(text: str) -> None:
+    """The writer decides whether YAML 1.1 reads a string as a number without its pattern where it can (two dots, a
+    letter no number holds, a plain decimal integer): always the pattern's own answer."""
+    from miogen.spec import yamlwrite
+
+    if text[0] in "0123456789+-.":  # (the writer asks only for these)
+        assert yamlwrite._is_number(text) == (yamlwrite._number().fullmatch(text) is not None)
