@@ -57,7 +57,6 @@ class Builder:
         self._ctypes: dict[str, CType] = {}
         self._typed: dict[tuple[int, int, int], tuple[str, CType]] = {}
         self._params: dict[tuple[str, str | None, doc.ParamTag | None, str | None, str | None], Param] = {}
-        self._from_main = self.ci.conf.lib.clang_Location_isFromMainFile
         self.calls = hot_calls()
         TK = self.ci.TypeKind
         self._unsigned_kinds = (TK.CHAR_U, TK.UCHAR, TK.CHAR16, TK.CHAR32, TK.USHORT, TK.UINT, TK.ULONG, TK.ULONGLONG,
@@ -209,7 +208,7 @@ class Builder:
         location = c.location
         args = calls.arguments(c)
         # default arguments are rare: look for them only where the declaration's text has an `=`
-        defaults = bool(args) and self._may_have_defaults(c, location)
+        defaults = bool(args) and self._may_have_defaults(c)
         params = []
         cache = self._params
         typed = self._typed
@@ -243,10 +242,10 @@ class Builder:
             brief=doc.brief(comment),
         )
 
-    def _may_have_defaults(self, c: Any, location: Any) -> bool:
-        if not self._from_main(location):  # another file (or a macro): ask clang for each parameter
+    def _may_have_defaults(self, c: Any) -> bool:
+        main, _, start, _, end = self.calls.extent(c)
+        if not main:  # another file (or a macro): ask clang for each parameter
             return True
-        _, _, start, _, end = self.calls.extent(c)
         return b"=" in self.data[start:end]
 
     def _default(self, parm: Any, ctype: CType) -> str | None:

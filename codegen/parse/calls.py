@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import _thread
+import os
 from typing import Any
 
 from .clang_env import cindex
@@ -48,10 +49,12 @@ class HotCalls:
         # cindex's `SourceLocation.line`/`.offset` (its "instantiation" location is the expansion location)
         self._expansion = fn("clang_getExpansionLocation", [ci.SourceLocation, ctypes.c_void_p, uint_p, uint_p, uint_p],
                              None)
-        self._from_main = fn("clang_Location_isFromMainFile", [ci.SourceLocation], ctypes.c_int)
+        self._get_file = fn("clang_getFile", [ctypes.c_void_p, ctypes.c_char_p], ctypes.c_void_p)
+        self._file_is_equal = fn("clang_File_isEqual", [ctypes.c_void_p, ctypes.c_void_p], ctypes.c_int)
         # the expansion location's outputs, allocated once (a parse asks for thousands)
-        self._line, self._offset = ctypes.c_uint(), ctypes.c_uint()
-        self._line_p, self._offset_p = ctypes.byref(self._line), ctypes.byref(self._offset)
+        self._file, self._line, self._offset = ctypes.c_void_p(), ctypes.c_uint(), ctypes.c_uint()
+        self._file_p, self._line_p, self._offset_p = (ctypes.byref(self._file), ctypes.byref(self._line),
+                                                      ctypes.byref(self._offset))
         visitor = ctypes.CFUNCTYPE(ctypes.c_int, ci.Cursor, ci.Cursor, ctypes.py_object)
         self._visit = fn("clang_visitChildren", [ci.Cursor, visitor, ctypes.py_object], ctypes.c_uint)
 
@@ -111,9 +114,23 @@ class HotCalls:
         text = self._text(self._raw_comment(c))
         return None if text is None else text.decode("utf-8")
 
-    def _line_offset(self, loc: Any) -> tuple[int, int]:
-        self._expansion(loc, None, self._line_p, None, self._offset_p)
-        return self._line.value, self._offset.value
+    def _in_main(self, loc: Any, tu: Any) -> tuple[bool, int, int]:
+        """(whether the expansion location of `loc` is in the translation unit's main file, its line, its offset):
+        one call, where its file was seen before (each file handle's answer is kept on `tu`, whose files they are).
+        A macro location counts where its expansion is: the offset then indexes the main file's bytes, which is
+        what the callers ask it for (`clang_Location_isFromMainFile` says no to any macro location)."""
+        self._expansion(loc, self._file_p, self._line_p, None, self._offset_p)
+        handle = self._file.value
+        files: dict[int | None, bool] | None = getattr(tu, "_miogen_main_files", None)
+        if files is None:
+            files = tu._miogen_main_files = {None: False}
+        main = files.get(handle)
+        if main is None:
+            main_file = getattr(tu, "_miogen_main_file", None)
+            if main_file is None:
+                main_file = tu._miogen_main_file = self._get_file(tu.obj, os.fsencode(tu.spelling))
+            main = files[handle] = bool(self._file_is_equal(handle, main_file))
+        return main, self._line.value, self._offset.value
 
     def line(self, loc: Any) -> int:
         """`loc.line` of a `SourceLocation`."""
@@ -121,15 +138,17 @@ class HotCalls:
         return self._line.value
 
     def extent(self, c: Any) -> tuple[bool, int, int, int, int]:
-        """`c.extent` as (both ends in the main file, start line, start offset, end line, end offset): what
-        cindex's `extent.start`/`.end` give for `.line`/`.offset`, in seven calls instead of dozens; kept on the
-        cursor, as cindex keeps its own (the beta parse's span loop and the builder ask for the same ones)."""
+        """`c.extent` as (both ends' expansion locations in the main file, start line, start offset, end line, end
+        offset): what cindex's `extent.start`/`.end` give for `.line`/`.offset`, in five calls instead of dozens;
+        kept on the cursor, as cindex keeps its own (the beta parse's span loop and the builder ask for the same
+        ones)."""
         found: tuple[bool, int, int, int, int] | None = getattr(c, "_miogen_extent", None)
         if found is None:
             ext = self._extent(c)
-            start, end = self._range_start(ext), self._range_end(ext)
-            main = bool(self._from_main(start)) and bool(self._from_main(end))
-            found = c._miogen_extent = (main, *self._line_offset(start), *self._line_offset(end))
+            tu = c._tu
+            start_main, start_line, start_offset = self._in_main(self._range_start(ext), tu)
+            end_main, end_line, end_offset = self._in_main(self._range_end(ext), tu)
+            found = c._miogen_extent = (start_main and end_main, start_line, start_offset, end_line, end_offset)
         return found
 
     def enum_value(self, c: Any, unsigned: bool) -> int:

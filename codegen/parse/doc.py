@@ -5,8 +5,6 @@ The words leave this module as one line of printable text each (comment markers 
 most `spec.rules.MAX_TEXT` characters); everything else as normalised tokens (group names, in/out/inout, flags).
 """
 
-from __future__ import annotations
-
 import bisect
 import functools
 import re
@@ -40,7 +38,6 @@ _CLOSE = re.compile(r"\*+/\s*$")
 #: a line break and the next line's decoration (` * `, `/// `, `//! `: what `_undecorated` takes off), in one pass
 _DECORATION = re.compile(r"\n\s*(?:\*(?!/)\**|//[/!]<*)?")
 _BRIEF = re.compile(r"[@\\]brief\b")
-_SPACE = re.compile(r"\s+")
 
 
 class ParamTag(NamedTuple):
@@ -184,7 +181,7 @@ def _cleaned(text: str) -> str | None:
     if line.endswith("/"):
         line = _CLOSE.sub("", line).rstrip()
     if not line.isprintable():  # rare: a control or format character left
-        line = _SPACE.sub(" ", "".join(c if c.isprintable() else " " for c in line)).strip()
+        line = " ".join("".join(c if c.isprintable() else " " for c in line).split())
     if len(line) > MAX_TEXT:
         line = line[: MAX_TEXT - 3].rsplit(" ", 1)[0] + "..."
     return line or None

@@ -15,12 +15,11 @@ no search directory but the shims' holds one, that is known before any key or ma
 Without the per-user cache a PCH is built only for a second parse with the same arguments.
 """
 
-from __future__ import annotations
-
 import _thread
 import atexit
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import re
@@ -44,14 +43,21 @@ _FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's ow
 
 # bytes -> spaces but for identifier characters: split() then gives every identifier (and number) of a file
 _WORDS_ONLY = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))
-_SOURCE_DEFINES = re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M)
 _COMMENT = conditionals.COMMENT_OR_LITERAL
-_DIRECTIVE = re.compile(r"#[ \t]*([A-Za-z_]*)[ \t]*(.*)", re.S)
-_HEADER_NAME = re.compile(r'<([^>\n]*)>|"([^"\n]*)"')
-_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# pragmas before the preamble that leave its meaning and its errors alone (not `diagnostic error`, not `pack`)
-_SAFE_PRAGMA = re.compile(r"(?:once|(?:clang|GCC)[ \t]+diagnostic[ \t]+(?:push|pop|ignored))\b")
 _CONDITIONALS = frozenset(("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"))
+_Patterns = tuple[re.Pattern[bytes], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]
+
+
+@functools.cache
+def _patterns() -> _Patterns:
+    """The regexes of a preamble's build and checks, compiled at the first use (a parse over the shims makes no
+    preamble): a macro a file defines or undefines; a directive; an include's header name; an identifier; a pragma
+    before the preamble that leaves its meaning and its errors alone (not `diagnostic error`, not `pack`)."""
+    return (re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M),
+            re.compile(r"#[ \t]*([A-Za-z_]*)[ \t]*(.*)", re.S),
+            re.compile(r'<([^>\n]*)>|"([^"\n]*)"'),
+            re.compile(r"[A-Za-z_][A-Za-z0-9_]*"),
+            re.compile(r"(?:once|(?:clang|GCC)[ \t]+diagnostic[ \t]+(?:push|pop|ignored))\b"))
 
 
 class Preamble(NamedTuple):
@@ -215,7 +221,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
             return None
         usable = usable and not f.startswith(shim) and macro not in data  # the beta parse reads all includes
         identifiers.update(data.translate(_WORDS_ONLY).split())
-        defines.update(_SOURCE_DEFINES.findall(data))
+        defines.update(_patterns()[0].findall(data))
     # one variant per set of files found (the same arguments find the installed HIP headers, or the shims where
     # those are hidden): each keeps its own PCH and manifest, so switching between them rebuilds nothing
     variant = sha256(json.dumps(files).encode()).hexdigest()[:16]
@@ -337,6 +343,7 @@ def _directives(text: str, before: _Before, stop: int | None = None) -> bool:
                 break
         text = text if cut < 0 else text[:cut]
     text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n") if m.group(0)[0] == "/" else m.group(0), text)
+    _, directive, header_name, word, safe_pragma = _patterns()
     line = 0
     logical: list[tuple[int, str]] = []
     pending: list[str] = []
@@ -354,26 +361,26 @@ def _directives(text: str, before: _Before, stop: int | None = None) -> bool:
         s = content.strip()
         if not s:
             continue
-        m = _DIRECTIVE.fullmatch(s)
+        m = directive.fullmatch(s)
         if m is None:
             return False  # a declaration: it would come after the preamble's instead of before
         name, rest = m.groups()
         if name in ("include", "include_next", "import"):
-            h = _HEADER_NAME.match(rest)
+            h = header_name.match(rest)
             if h is None:
-                before.names.update(_WORD.findall(rest))  # a computed include
+                before.names.update(word.findall(rest))  # a computed include
             elif stop is not None and h.group(1) is not None:  # `<name>`, searched as the preamble's are
                 before.lines.setdefault(h.group(1), at)
         elif name in ("define", "undef"):
-            words = _WORD.findall(rest)
+            words = word.findall(rest)
             if not words:
                 return False
             before.defines.add(words[0])
             before.names.update(words)
         elif name in _CONDITIONALS:
-            before.names.update(_WORD.findall(rest))
+            before.names.update(word.findall(rest))
         elif name == "pragma":
-            if not _SAFE_PRAGMA.match(rest):
+            if not safe_pragma.match(rest):
                 return False
         elif name not in ("", "error", "warning"):
             return False

@@ -20,8 +20,6 @@ unsigned `-1`; miogen refuses it); non-finite floats (`1e309`); a negated unsign
 literals; `long double` literals are read at double precision.
 """
 
-from __future__ import annotations
-
 import functools
 import math
 import re
@@ -71,7 +69,7 @@ def _floats() -> tuple[re.Pattern[str], re.Pattern[str]]:
     return re.compile(_DEC_FLOAT, re.ASCII), re.compile(_HEX_FLOAT, re.ASCII)
 
 
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*", re.ASCII)
+_NAME = r"[A-Za-z_][A-Za-z0-9_]*"  # an enum constant (compiled at the first: most parses meet none)
 _ULLONG_MAX = (1 << 64) - 1
 _FLT_FORMAT = struct.Struct("<f")
 
@@ -143,7 +141,7 @@ def _primary(s: str, text: str) -> Lit:
             except OverflowError:
                 raise LiteralError(f"{text!r} overflows float") from None
         return Lit("float", real)
-    if _NAME.fullmatch(s):
+    if re.fullmatch(_NAME, s, re.ASCII):
         return Lit("name", s)
     if s[:1] in ("'", '"') or s[:2] in ("L'", 'L"', "u'", 'u"', "U'", 'U"') or s[:3] in ("u8'", 'u8"'):
         raise LiteralError(f"{text!r}: character and string literals are not supported as default arguments")

@@ -172,6 +172,11 @@ class Record:
     beta: bool = field(default=False, metadata=_meta(omit_default=True))
 
 
+# Field's one forward reference, made an object now that Record exists (from the string, `typing.get_type_hints`
+# would compile it: the first compile of a process costs a millisecond or two)
+Field.__annotations__["record"] = Record | None
+
+
 @record
 class Callback:
     """A function-pointer typedef."""

@@ -3,8 +3,6 @@ release's spec `<version>.yaml`, the pin file `pinned`, the release that added e
 
 The generated package's own copy (codegen/support/_selection.py) is separate: it ships without miogen."""
 
-from __future__ import annotations
-
 import re
 from pathlib import Path
 from typing import NamedTuple
@@ -36,7 +34,7 @@ class Version(NamedTuple):
         return f"v{self.major}_{self.minor}_{self.patch}"
 
     @classmethod
-    def parse(cls, text: str) -> Version:
+    def parse(cls, text: str) -> "Version":
         """'3.2.0' (or '3.02.0') -> Version(3, 2, 0); three ASCII numbers of up to six digits, else CodegenError."""
         m = _VERSION.fullmatch(text.strip()) if isinstance(text, str) else None
         if m is None:
@@ -61,7 +59,6 @@ def by_version(paths: list[Path]) -> list[Path]:
 
 #: a function of the dumped layout starts a line "- name: <name>" (its parameters' entries are indented)
 _ENTRY = "\n- name: "
-_NAME = re.compile(r"\S+")
 
 
 @record
@@ -73,7 +70,7 @@ class Releases:
     paths: dict[Version, Path]
 
     @classmethod
-    def of(cls, directory: Path) -> Releases:
+    def of(cls, directory: Path) -> "Releases":
         return cls(directory, {spec_version(p): p for p in by_version(list(directory.glob(SPEC_GLOB)))})
 
     @property
@@ -108,6 +105,7 @@ class Releases:
             raise CodegenError(f"--history {self.directory}: no committed specs (<version>.yaml) there")
         first: dict[str, str] = {}
         oldest = self.versions[0]
+        one_word = re.compile(r"\S+").fullmatch  # compiled here: a parse never reads the history
         for version, path in self.paths.items():
             text = path.read_text(encoding="utf-8")
             _, sep, functions = text.partition("\nfunctions:\n")
@@ -115,6 +113,6 @@ class Releases:
                 raise CodegenError(f"{path}: no functions section; is this a miogen spec?")
             for entry in ("\n" + functions).split(_ENTRY)[1:]:
                 name = entry.partition("\n")[0]
-                if name not in first and _NAME.fullmatch(name):  # an earlier release's name: taken already
+                if name not in first and one_word(name):  # an earlier release's name: taken already
                     first[name] = str(version) if version != oldest else f"{version} or earlier"
         return first

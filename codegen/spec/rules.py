@@ -19,8 +19,6 @@ line and YAML path); `check_model` applies them to objects built in memory (the 
 renderer makes are checked with their rules, in `naming.check_names`.
 """
 
-from __future__ import annotations
-
 import keyword
 import re
 from collections.abc import Callable
@@ -51,7 +49,7 @@ class Violation(Exception):
         self.message = message
         self.parts: list[str] = parts or []
 
-    def within(self, part: str) -> Violation:
+    def within(self, part: str) -> "Violation":
         self.parts.insert(0, part)
         return self
 

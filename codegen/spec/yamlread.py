@@ -312,11 +312,20 @@ class _Reader:
 _DECLINED = object()
 #: the characters the direct reader takes: printable ASCII and the line break
 _DIRECT_BYTES = bytes([10, *range(32, 127)])
-#: a line of the direct layout: its indentation, a sequence item's `- `, a key (a name) with its value or none
-#: (the value on the lines below), or a value alone
-_LINE = re.compile(r"( *)(- )?(?:([A-Za-z_][A-Za-z0-9_]*):(?: (.+))?|(.+))")
-#: one piece of a flow collection: a bracket, a separator, a single-quoted scalar (its text) or a plain one
-_FLOW_PIECE = re.compile(r"([\[\]{}])|(, |: )|'((?:[^']|'')*)'|(" + PLAIN.pattern + ")", re.ASCII)
+
+
+@functools.cache
+def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """The direct reader's regexes, compiled at its first read (a parse reads no YAML of this layout):
+
+    - a line of the direct layout: its indentation, a sequence item's `- `, a key (a name) with its value or
+      none (the value on the lines below), or a value alone;
+    - one piece of a flow collection: a bracket, a separator, a single-quoted scalar (its text) or a plain one.
+    """
+    return (re.compile(r"( *)(- )?(?:([A-Za-z_][A-Za-z0-9_]*):(?: (.+))?|(.+))"),
+            re.compile(r"([\[\]{}])|(, |: )|'((?:[^']|'')*)'|(" + PLAIN.pattern + ")", re.ASCII))
+
+
 _PLAIN_IMPLICIT = (True, False)  # a plain scalar's event
 #: one-line flow collections read -> (data, nodes, depth), shared by every read (each read takes a copy); bounded
 _FLOWS: dict[str, tuple[Any, int, int]] = {}
@@ -378,7 +387,7 @@ def _flow(text: str) -> tuple[Any, int, int] | None:
     # 2 after an entry, 3 after a key, 4 after `: `
     root: Any = _DECLINED
     nodes = deepest = pos = 0
-    for match in _FLOW_PIECE.finditer(text):
+    for match in _patterns()[1].finditer(text):
         if match.start() != pos or root is not _DECLINED:
             return None
         pos = match.end()
@@ -446,7 +455,7 @@ def _direct(text: str) -> Any:
     stack: list[tuple[Any, int, bool]] = [(root, 0, True)]  # (container, indentation, is a mapping)
     pending: tuple[dict[str, Any], str, int] | None = None  # a key whose value starts on the next line
     names: dict[str, bool] = {}  # key -> read as this string
-    line_match = _LINE.fullmatch
+    line_match = _patterns()[0].fullmatch
     for line in lines:
         match = line_match(line)
         if match is None:

@@ -4,6 +4,7 @@ that look for a substring first answer as their regular expressions alone do."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -30,12 +31,18 @@ miopenStatus_t miopenTestSugar(int a, miopenTestInt_t b, miopenTestInt2_t c, con
                                miopenTestInt_t* e, const int* f, int g[4], miopenTestInt_t h[],
                                struct miopenTestPair* i, miopenTestPair_t* j, const miopenTestPair_t* k);
 miopenTestInt_t miopenTestSugarResult(miopenTestInt_t x, int y);
+typedef struct miopenTestIncluded {
+#include "test_fields.h"
+} miopenTestIncluded_t;
 """
+#: the body of a struct of SUGAR, in a file of its own: cursors whose extents are outside the main file
+FIELDS = "int first;\nint second;\n"
 
 
 @pytest.fixture(scope="module")
 def tu(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Path, str]]:
     header = release_header(tmp_path_factory.mktemp("calls"), SUGAR)
+    (header.parent / "test_fields.h").write_text(FIELDS)
     text = header.read_text()
     tu = translation_unit(header, clang_args(ParseOptions(), target(), True), target())
     yield tu, header, text
@@ -52,11 +59,10 @@ def _cursors(tu: Any, header: Path) -> list[Any]:
     return out
 
 
-def _extent(c: Any) -> tuple[bool, int, int, int, int]:
-    ext = c.extent
-    from_main = cindex().conf.lib.clang_Location_isFromMainFile
-    return (bool(from_main(ext.start)) and bool(from_main(ext.end)), ext.start.line, ext.start.offset, ext.end.line,
-            ext.end.offset)
+def _extent(c: Any, header: Path) -> tuple[bool, int, int, int, int]:
+    ext = c.extent  # cindex's locations are the expansion locations (a macro location's: where it is expanded)
+    main = all(end.file is not None and os.path.samefile(end.file.name, header) for end in (ext.start, ext.end))
+    return main, ext.start.line, ext.start.offset, ext.end.line, ext.end.offset
 
 
 def test_children_spelling_extent_and_line_are_cindex_values(tu: tuple[Any, Path, str]) -> None:
@@ -72,8 +78,10 @@ def test_children_spelling_extent_and_line_are_cindex_values(tu: tuple[Any, Path
         assert calls.spelling(c) == c.spelling
         assert calls.line(c.location) == c.location.line
         first = calls.extent(c)
-        assert first == _extent(c)
+        assert first == _extent(c, header)
         assert calls.extent(c) is first  # kept on the cursor
+    outside = [calls.spelling(c) for c in cursors if not calls.extent(c)[0]]
+    assert set(outside) == {"first", "second"}  # the included struct body's fields (the rest: the main file)
 
 
 def test_typed_is_each_parameters_own_spelling_and_type(tu: tuple[Any, Path, str]) -> None:
