@@ -56,11 +56,16 @@ class Builder:
         # one translation unit: a type's spelling names one type, so its CType is computed once
         self._ctypes: dict[str, CType] = {}
         self._typed: dict[tuple[int, int, int], tuple[str, CType]] = {}
+        self._lower: bytes | None = None
         self._params: dict[tuple[str, str | None, doc.ParamTag | None, str | None, str | None], Param] = {}
         self.calls = hot_calls()
         TK = self.ci.TypeKind
         self._unsigned_kinds = (TK.CHAR_U, TK.UCHAR, TK.CHAR16, TK.CHAR32, TK.USHORT, TK.UINT, TK.ULONG, TK.ULONGLONG,
                                 TK.UINT128)
+        CK = self.ci.CursorKind
+        self._literal_kinds = frozenset(k.value for k in (CK.INTEGER_LITERAL, CK.FLOATING_LITERAL, CK.CHARACTER_LITERAL,
+                                                          CK.STRING_LITERAL, CK.CXX_BOOL_LITERAL_EXPR,
+                                                          CK.CXX_NULL_PTR_LITERAL_EXPR))
 
     # ------------------------------------------------------------------ types
     def _error(self, cursor: Any, message: str) -> HeaderError:
@@ -270,30 +275,29 @@ class Builder:
                 raise self._error(parm, f"default argument of {parm.spelling or 'a parameter'}: {exc}") from None
         return None
 
-    def enum(self, c: Any) -> Enum:
+    def enum(self, c: Any, upto: int | None = None) -> Enum:
+        """The enum of cursor `c`; `upto`: where the next declaration starts in the header's text (else its end)."""
         calls = self.calls
         constant_kind = self.ci.CursorKind.ENUM_CONSTANT_DECL.value
         enum_type = c.enum_type
         unsigned = enum_type.kind in self._unsigned_kinds  # as cindex's enum_value decides it
         constants: list[EnumConstant] = []
         first_by_value: dict[int, str] = {}
+        main, _, start, _, _ = calls.extent(c)
+        # a comment clang attaches to a constant lies inside the braces, or starts on the line the constant ends on
+        # (even after the `};`) and runs on in the comments right below: before the next declaration. Where the
+        # word is nowhere there, no constant is deprecated (`doc.is_deprecated` needs it) and none's is fetched.
+        deprecations = not main or b"deprecated" in self._lowered()[start:len(self.data) if upto is None else upto]
         for e in calls.children(c):
             if e._kind_id != constant_kind:
                 continue
             value = calls.enum_value(e, unsigned)
             name = calls.spelling(e)
-            extent = calls.extent(e)
-            alias = self._alias_target(e, extent) or first_by_value.get(value)
+            alias = self._alias_target(e) or first_by_value.get(value)
             first_by_value.setdefault(value, name)
-            constants.append(
-                EnumConstant(
-                    name=name,
-                    value=value,
-                    alias_of=alias,
-                    deprecated=doc.is_deprecated(calls.raw_comment(e) or self._trailing_comment(extent[4]),
-                                                 member=True),
-                )
-            )
+            deprecated = deprecations and doc.is_deprecated(
+                calls.raw_comment(e) or self._trailing_comment(calls.extent(e)[4]), member=True)
+            constants.append(EnumConstant(name=name, value=value, alias_of=alias, deprecated=deprecated))
         return Enum(
             name=calls.spelling(c),
             underlying=enum_type.get_canonical().spelling,
@@ -301,11 +305,25 @@ class Builder:
             group=self._group(c, calls.raw_comment(c)),
         )
 
+    def next_start(self, cursors: list[Any], i: int) -> int | None:
+        """Where the first declaration after `cursors[i]` (in the header's text, past its end) starts; None where
+        the next is in another file."""
+        _, _, _, _, end = self.calls.extent(cursors[i])
+        for c in cursors[i + 1:]:
+            main, _, start, _, _ = self.calls.extent(c)
+            if not main:
+                return None
+            if start > end:  # not a `typedef` around the enum, which starts before it
+                return start
+        return None
+
+    def _lowered(self) -> bytes:
+        """The header's bytes in ASCII lower case (made at the first ask)."""
+        if self._lower is None:
+            self._lower = self.data.lower()
+        return self._lower
+
     _TRAILING = re.compile(rb"[ \t]*,?[ \t]*(/\*.*?\*/|//[^\n]*)", re.S)
-    # an enumerator's own text: `NAME`, or `NAME = ...` with group 1 set when `...` is one identifier
-    # (comments may sit between tokens; anything else, such as a macro, takes clang's own look)
-    _ALIAS_TEXT = re.compile(rb"[A-Za-z_$][\w$]*(?:(?:\s|/\*.*?\*/|//[^\n]*)*=(?:\s|/\*.*?\*/|//[^\n]*)*"
-                             rb"(?:([A-Za-z_$][\w$]*)|.*))?", re.S)
 
     def _trailing_comment(self, end: int) -> str | None:
         """A member comment right after a declaration ending at offset `end` (and its comma) that clang did not
@@ -313,19 +331,29 @@ class Builder:
         m = self._TRAILING.match(self.data, end)
         return m.group(1).decode("utf-8") if m else None
 
-    def _alias_target(self, e: Any, extent: tuple[bool, int, int, int, int]) -> str | None:
-        """The constant this one (whose `HotCalls.extent` is `extent`) is defined as (`A = B`), if any."""
-        main, _, start, _, end = extent
-        if main:  # its text is in self.data: one token after `=`?
-            m = self._ALIAS_TEXT.fullmatch(self.data, start, end)
-            if m is None or m.group(1) is None:
-                return None  # no `= IDENTIFIER` of one token: not `A = B`
+    def _alias_target(self, e: Any) -> str | None:
+        """The constant this one is defined as (`A = B`), if any: the enum constant its initializer names, where
+        its tokens are exactly `A = B`."""
+        target = self._named_constant(e)
+        if target is None:
+            return None
+        expr = [t.spelling for t in e.get_tokens()]
+        return str(target.spelling) if len(expr) == 3 and expr[1] == "=" else None
+
+    def _named_constant(self, cursor: Any) -> Any:
+        """The first enum constant an expression under `cursor` names (depth first, as `walk_preorder`), or None;
+        a literal's cursor has no children and is not visited."""
         CK = self.ci.CursorKind
-        for ch in e.walk_preorder():
-            if ch.kind == CK.DECL_REF_EXPR and ch.referenced is not None and ch.referenced.kind == CK.ENUM_CONSTANT_DECL:
-                expr = [t.spelling for t in e.get_tokens()]
-                if len(expr) == 3 and expr[1] == "=":  # exactly `A = B`
-                    return str(ch.referenced.spelling)
+        for ch in self.calls.children(cursor):
+            kind = ch._kind_id
+            if kind == CK.DECL_REF_EXPR.value:
+                ref = ch.referenced
+                if ref is not None and ref.kind == CK.ENUM_CONSTANT_DECL:
+                    return ref
+            if kind not in self._literal_kinds:
+                found = self._named_constant(ch)
+                if found is not None:
+                    return found
         return None
 
     def record(self, c: Any, name: str | None, typedef: str | None, tag: str | None) -> Record:
@@ -392,12 +420,12 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
     callbacks: list[Callback] = []
     functions: list[Function] = []
     pending_records: dict[str, Any] = {}  # usr -> anonymous record cursor awaiting its typedef
-    for c in cursors:
+    for i, c in enumerate(cursors):
         k = c._kind_id  # cindex's `kind` makes an object of it
         if k == function_kind:
             functions.append(b.valid(c, b.function(c)))
         elif k == enum_kind and c.is_definition():
-            enums.append(b.valid(c, b.enum(c)))
+            enums.append(b.valid(c, b.enum(c, b.next_start(cursors, i))))
         elif k in record_kinds and c.is_definition():
             if not list(c.type.get_fields()):
                 continue  # the empty struct behind an opaque handle

@@ -71,6 +71,54 @@ def test_deprecation_from_doc_text() -> None:
     assert [f.name for f in s.functions if f.deprecated] == ["miopenConvolutionBackwardBias"]
 
 
+#: enum constants with their comments in every place clang attaches one (inside the braces, before or after the
+#: constant; on the line a constant ends, even after the `};`; merged with the line comments below it) or the
+#: parser reads one (a plain comment after the comma), and enums followed by declarations whose comments say
+#: "deprecated" (no constant's business)
+DEPRECATIONS = """
+typedef enum {
+    dA, /* deprecated here too: a plain comment after the comma */
+    dB  ///< a trailing doc comment
+} dEnum1_t; ///< deprecated after the typedef
+enum dEnum2 { dC, dD }; ///< deprecated after the braces
+enum dEnum3 { dE, dF }; ///< trailing
+                        ///< Deprecated on the line below
+enum dEnum4 {
+    /** @deprecated */
+    dG,
+    dH = dG, /*!< DEPRECATED */
+    dI /**< a block comment
+            running on: deprecated */
+};
+/** deprecated: the next declaration's comment */
+enum dEnum5 { dJ, dK };
+enum dEnum6 { dL /* not it */ };
+/** @deprecated the enum itself */
+enum dEnum7 { dM };
+"""
+
+
+def test_deprecated_constants_are_clangs_comments(tmp_path: Path) -> None:
+    """The class: a constant is deprecated exactly where its comment as clang attaches it (else a comment right
+    after it and its comma) has the word, wherever that comment sits; checked against cindex's own answers."""
+    from miogen.parse import doc
+    from miogen.parse.builder import Builder
+    from miogen.parse.clang_env import cindex
+    from miogen.parse.headers import clang_args
+    from miogen.parse.unit import top_level, translation_unit
+
+    header = release_header(tmp_path, DEPRECATIONS)
+    spec = parse_header(header, target(), ParseOptions())
+    tu = translation_unit(header, clang_args(ParseOptions(), target(), False), target())
+    trailing = Builder(header, header.read_text(), target())._trailing_comment
+    expected = {e.spelling: doc.is_deprecated(e.raw_comment or trailing(e.extent.end.offset), member=True)
+                for c in top_level(tu, header) if c.kind == cindex().CursorKind.ENUM_DECL
+                for e in c.get_children() if e.spelling.startswith("d")}
+    got = {c.name: c.deprecated for e in spec.enums for c in e.constants if c.name in expected}
+    assert got == expected
+    assert {name for name, deprecated in got.items() if deprecated} == {"dA", "dC", "dD", "dE", "dF", "dG", "dH", "dI"}
+
+
 def test_records_layout() -> None:
     s = fixture_spec()
     perf = s.record("miopenConvAlgoPerf_t")
