@@ -14,6 +14,7 @@ and without the macro, and compares) whenever the macro is used in any other way
 
 from __future__ import annotations
 
+import functools
 import re
 
 #: a block comment, unrolled: `/\*.*?\*/` would try its end at every character of a header's long doc comments
@@ -25,9 +26,39 @@ COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|' + BLOCK_COMMENT + r'|"(?:\\.|[^"\\\
 _DIRECTIVE = re.compile(r"^[ \t]*#[ \t]*([A-Za-z_]\w*)?((?:[^\n\\]|\\.)*)", re.M | re.S)
 
 
-def _blank(m: re.Match[str]) -> str:
-    s = m.group(0)
-    return s if s[0] in "\"'" else " " + "\n" * s.count("\n")
+@functools.lru_cache(maxsize=1)  # the header of the parse: its beta lines and its doc groups (codegen/parse/doc.py)
+def comments(text: str) -> tuple[tuple[int, int], ...]:
+    """(start, end) of each comment of `text` in order, from one scan that also passes its string and character
+    literals (a comment marker inside one starts none)."""
+    return tuple((m.start(), m.end()) for m in COMMENT_OR_LITERAL.finditer(text) if text[m.start()] == "/")
+
+
+def _code(text: str) -> str:
+    """`text` with each comment a space (its newlines kept, so line numbers stay)."""
+    pieces: list[str] = []
+    done = 0
+    for start, end in comments(text):
+        pieces += (text[done:start], " ", "\n" * text.count("\n", start, end))
+        done = end
+    pieces.append(text[done:])
+    return "".join(pieces)
+
+
+def _directives(code: str) -> list[re.Match[str]]:
+    """The directives of `code` (`_DIRECTIVE`'s matches, as `finditer` finds them), found from its `#` characters:
+    a regex starting with `^` would be tried at every line of a header's doc comments."""
+    out: list[re.Match[str]] = []
+    done = 0  # where the last directive (continued lines included) ends
+    i = code.find("#")
+    while i >= 0:
+        line_start = code.rfind("\n", 0, i) + 1
+        if not code[line_start:i].strip(" \t"):
+            m = _DIRECTIVE.match(code, line_start)
+            if m is not None:
+                out.append(m)
+                done = m.end()
+        i = code.find("#", max(i + 1, done))
+    return out
 
 
 def _word(text: str, i: int) -> bool:
@@ -52,7 +83,7 @@ def beta_lines(text: str, macro: str) -> frozenset[int] | None:
     the macro is used in a way this cannot decide (see the module doc)."""
     if macro not in text:
         return frozenset()
-    code = COMMENT_OR_LITERAL.sub(_blank, text)
+    code = _code(text)
     names = re.compile(rf"\b{re.escape(macro)}\b")
     positive = re.compile(rf"\s*(?:defined\s*\(\s*{re.escape(macro)}\s*\)|defined\s+{re.escape(macro)})\s*")
     mentions_at = _mentions(code, macro)
@@ -60,7 +91,7 @@ def beta_lines(text: str, macro: str) -> frozenset[int] | None:
     inside: set[int] = set()
     in_else = False  # in the #else branch of a beta block: only blank text until its #endif
     line, pos, seen = 1, 0, 0  # line number at offset pos; mentions accounted for
-    for m in _DIRECTIVE.finditer(code):
+    for m in _directives(code):
         if in_else and code[pos:m.start()].strip():
             return None  # the stable parse would see something here
         if seen < len(mentions_at) and mentions_at[seen] < m.start():

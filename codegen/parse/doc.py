@@ -10,12 +10,12 @@ import functools
 import re
 from typing import NamedTuple
 
-from .conditionals import BLOCK_COMMENT
+from .conditionals import comments
 from ..spec.model import DocTag
 from ..spec.rules import MAX_TEXT  # the longest text kept; a longer one is cut at a word with "..."
 
-_COMMENT = re.compile(BLOCK_COMMENT + r"|//[^\n]*")
 _GROUP_EVENT = re.compile(r"@(addtogroup|defgroup)\s+(\w+)|@\{|@\}")
+_GROUP_MARK = re.compile(r"@(?:addtogroup|defgroup|\{|\})")  # where a _GROUP_EVENT may start
 _INGROUP = re.compile(r"@ingroup\s+(\w+)")
 # a parameter's text runs to the next command (`@x`, or a backslash one) or the end; written without a lazy `.*?` and
 # lookahead, which cost a look at every character, and starting with the literal `param` (the command's `@` or
@@ -56,26 +56,29 @@ class GroupIndex:
         groups: list[str | None] = []
         stack: list[str | None] = []
         pending: str | None = None
+        spans = comments(text)
+        starts = [start for start, _ in spans]
         line_no, pos = 1, 0
-        for comment in _COMMENT.finditer(text):
-            if "@" not in comment.group(0):
+        for candidate in _GROUP_MARK.finditer(text):  # found in the whole text at once; kept where in a comment
+            at = candidate.start()
+            i = bisect.bisect_right(starts, at) - 1
+            if i < 0 or at >= spans[i][1]:
                 continue
-            line_no += text.count("\n", pos, comment.start())
-            pos = comment.start()
-            base_line = line_no
-            body = comment.group(0)
-            for ev in _GROUP_EVENT.finditer(body):
-                line = base_line + body.count("\n", 0, ev.start())
-                if ev.group(1):
-                    pending = ev.group(2)
-                    continue
-                if ev.group(0) == "@{":
-                    stack.append(pending)
-                    pending = None
-                elif stack:
-                    stack.pop()
-                lines.append(line)
-                groups.append(stack[-1] if stack else None)
+            ev = _GROUP_EVENT.match(text, at, spans[i][1])  # as the comment's own text alone would match
+            if ev is None:
+                continue
+            line_no += text.count("\n", pos, at)
+            pos = at
+            if ev.group(1):
+                pending = ev.group(2)
+                continue
+            if ev.group(0) == "@{":
+                stack.append(pending)
+                pending = None
+            elif stack:
+                stack.pop()
+            lines.append(line_no)
+            groups.append(stack[-1] if stack else None)
         self._lines = lines
         self._groups = groups
 

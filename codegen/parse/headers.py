@@ -114,7 +114,7 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
     scanned = len(_SCANNED_NEW)
     if not _SCANNED_LOADED:
         _load_scanned()
-    seen: set[str] = {os.path.realpath(header)}
+    seen: set[object] = {_identity(str(header), _stat(str(header)))}
     resolved: set[tuple[bytes, str, str]] = set()
     todo: list[tuple[str, list[_Directive], tuple[_Where, ...]]] = [(str(header), _directives(data), ())]
     while todo:
@@ -134,25 +134,26 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
             if os.path.isabs(name):
                 found = name if os.path.lexists(name) else None
             else:
-                found = next((os.path.join(d, name) for d in dirs if os.path.lexists(os.path.join(d, name))), None)
+                found = next((p for d in dirs if os.path.lexists(p := os.path.join(d, name))), None)
             if found is None:
                 continue
-            real = os.path.realpath(found)
-            if real in seen:
+            st = _stat(found)
+            ident = _identity(found, st)
+            if ident in seen:
                 continue
-            seen.add(real)
+            seen.add(ident)
             where = (path, line, col)  # spelled out only for an error (`_where`)
             if len(seen) > MAX_INCLUDED_FILES:
                 raise HeaderError(f"{_where(where)}: the include graph holds more than {MAX_INCLUDED_FILES} files; "
                                   f"refusing to parse it" + _chain(chain))
 
-            def what(where: _Where = where, spelled: str = spelled, found: str = found,
-                     real: str = real) -> str:
+            def what(where: _Where = where, spelled: str = spelled, found: str = found) -> str:
+                real = os.path.realpath(found)
                 return f"{_where(where)}: #include {spelled} is {shown(found)}" + (
                     f" (-> {shown(real)})" if real != os.path.abspath(found) else "")
 
             try:
-                included = _included(found, real, what)
+                included = _included(found, st, what)
             except HeaderError as exc:
                 raise HeaderError(f"{exc}{_chain(chain)}") from None
             todo.append((found, included, (*chain, where)))
@@ -164,12 +165,12 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
 _Directive = tuple[bytes, str, int, int]
 #: where an include directive is: (the including file, line, column)
 _Where = tuple[str, int, int]
-#: the directives of each file a check read, by its real path, with the stat they are of: what the next check
+#: the directives of each file a check read, by the path it was found at, with the stat they are of: what the next check
 #: finds of a file whose stat is the same (the system headers of every parse), in this process and, through the
 #: per-user cache, in the next
 _SCANNED: dict[str, tuple[tuple[int, ...], list[_Directive]]] = {}
 _SCANNED_MAX = 8192
-#: the real paths this process scanned (what `_store_scanned` adds to the per-user cache's entry)
+#: the paths this process scanned (what `_store_scanned` adds to the per-user cache's entry)
 _SCANNED_NEW: set[str] = set()
 _SCANNED_LOADED: list[bool] = []
 #: the per-user cache's folder and entry of the directives
@@ -221,18 +222,28 @@ def _directives(text: bytes) -> list[_Directive]:
     return out
 
 
-def _included(found: str, real: str, what: Callable[[], str]) -> list[_Directive]:
-    """The directives of the included file `found` (real path `real`): read (`_read_bounded`, its errors start
-    with `what()`) unless a check read it before (this process, or one that kept it in the per-user cache) and its
-    stat is the same."""
+def _stat(path: str) -> os.stat_result | None:
+    """The stat of the file `path` names (a link: its target's), or None (none there, a dangling link, no access)."""
     try:
-        st = os.stat(found)
+        return os.stat(path)
     except OSError:
-        st = None
+        return None
+
+
+def _identity(path: str, st: os.stat_result | None) -> object:
+    """What one file of the include graph is, however a path reaches it: its device and inode (from its stat
+    `st`); the path itself where it has no stat."""
+    return path if st is None else (st.st_dev, st.st_ino)
+
+
+def _included(found: str, st: os.stat_result | None, what: Callable[[], str]) -> list[_Directive]:
+    """The directives of the included file `found` (its stat `st`, None where it has none): read (`_read_bounded`,
+    its errors start with `what()`) unless a check read it before (this process, or one that kept it in the per-user
+    cache) and its stat is the same."""
     ident = None
     if st is not None and stat.S_ISREG(st.st_mode) and st.st_size <= MAX_HEADER_BYTES:
         ident = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        known = _SCANNED.get(real)
+        known = _SCANNED.get(found)
         if known is not None and known[0] == ident:
             return known[1]
     directives = _directives(_read_bounded(Path(found), what()))
@@ -242,8 +253,8 @@ def _included(found: str, real: str, what: Callable[[], str]) -> list[_Directive
         if len(_SCANNED) >= _SCANNED_MAX:
             _SCANNED.clear()
             _SCANNED_NEW.clear()
-        _SCANNED[real] = (ident, directives)
-        _SCANNED_NEW.add(real)
+        _SCANNED[found] = (ident, directives)
+        _SCANNED_NEW.add(found)
     return directives
 
 

@@ -3,12 +3,13 @@ parse gives, and headers whose beta conditionals that cannot decide fall back to
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from miogen.parse import parser
@@ -162,15 +163,63 @@ _SNIPPETS = ["/*", "*/", "*", "/", "//", '"', "'", "\\", "\n", "a", " ", "#", "*
 def test_the_comment_patterns_match_as_the_plain_ones(text: str) -> None:
     """The unrolled block-comment patterns (conditionals.COMMENT_OR_LITERAL, doc's comments) find what the plain
     `/\\*.*?\\*/` ones find, literals with a backslash-newline included."""
-    import re
-
-    from miogen.parse import conditionals, doc
+    from miogen.parse import conditionals
 
     def spans(pattern: re.Pattern[str]) -> list[tuple[int, int]]:
         return [m.span() for m in pattern.finditer(text)]
 
-    assert spans(conditionals.COMMENT_OR_LITERAL) == spans(re.compile(_PLAIN_COMMENT_OR_LITERAL, re.S))
-    assert spans(doc._COMMENT) == spans(re.compile(r"/\*.*?\*/|//[^\n]*", re.S))
+    plain = re.compile(_PLAIN_COMMENT_OR_LITERAL, re.S)
+    assert spans(conditionals.COMMENT_OR_LITERAL) == spans(plain)
+    conditionals.comments.cache_clear()
+    assert conditionals.comments(text) == tuple(s for s in spans(plain) if text[s[0]] == "/")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=st.lists(st.sampled_from([*_SNIPPETS, "#if X", "#endif", "\\\n", "\t", "x#"]), max_size=24).map("".join))
+@example(text="#if X\\\n#endif\n#endif")  # a continued directive's next line holds no directive of its own
+def test_the_code_and_its_directives_are_the_regexes_own(text: str) -> None:
+    """The class of a header's text seen by `beta_lines`: its code is what the comment-or-literal pattern's `sub`
+    gives (a comment: a space and its newlines), and its directives are what `_DIRECTIVE.finditer` finds."""
+    from miogen.parse import conditionals
+
+    conditionals.comments.cache_clear()
+
+    def blank(m: re.Match[str]) -> str:
+        return m.group(0) if m.group(0)[0] in "\"'" else " " + "\n" * m.group(0).count("\n")
+
+    code = conditionals._code(text)
+    assert code == conditionals.COMMENT_OR_LITERAL.sub(blank, text)
+    assert ([m.span() for m in conditionals._directives(code)] ==
+            [m.span() for m in conditionals._DIRECTIVE.finditer(code)])
+
+
+@settings(max_examples=2000, deadline=None)
+@given(text=st.lists(st.sampled_from(["/**", "*/", "//", "\n", " ", "@{", "@}", "@defgroup g", "@addtogroup h",
+                                      "@defgroup", "@", "{", '"', "x", "@ingroup g"]), max_size=24).map("".join))
+@example(text="//@defgroup\nx /**@{*/")  # a name after the comment's end is none of its
+@example(text='"/**@defgroup g @{*/"')  # a comment marker in a string literal starts no comment
+def test_the_group_index_is_each_comments_events(text: str) -> None:
+    """doc.GroupIndex finds the group events (`@addtogroup X`, `@defgroup X`, `@{`, `@}`) each comment's own text
+    holds, as a scan of each comment alone finds them, at their lines."""
+    from miogen.parse import conditionals, doc
+
+    conditionals.comments.cache_clear()
+    lines, groups, stack = [], [], []
+    pending = None
+    for start, end in conditionals.comments(text):
+        for ev in doc._GROUP_EVENT.finditer(text[start:end]):
+            if ev.group(1):
+                pending = ev.group(2)
+                continue
+            if ev.group(0) == "@{":
+                stack.append(pending)
+                pending = None
+            elif stack:
+                stack.pop()
+            lines.append(text.count("\n", 0, start + ev.start()) + 1)
+            groups.append(stack[-1] if stack else None)
+    index = doc.GroupIndex(text)
+    assert (index._lines, index._groups) == (lines, groups)
 
 
 @settings(max_examples=2000, deadline=None)
