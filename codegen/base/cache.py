@@ -12,19 +12,36 @@ from __future__ import annotations
 
 import contextlib
 import os
-import pickle
 import stat
 import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .. import GENERATOR_VERSION
 from .digest import sha256
 from .errors import shown
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from pickle import dumps as _dumps, loads as _loads
+else:
+    try:  # the C pickler alone, as `pickle` uses it: `pickle` itself (its pure-Python classes) costs every parse a
+        from _pickle import dumps as _dumps, loads as _loads  # millisecond
+    except ImportError:  # another interpreter
+        from pickle import dumps as _dumps, loads as _loads
+
+
+def pickled(obj: object) -> bytes:
+    """`obj` as pickle's bytes (its highest protocol)."""
+    return _dumps(obj, protocol=-1)
+
+
+def unpickled(data: bytes) -> object:
+    """What `pickled` made of an object."""
+    return _loads(data)
 
 #: loaded models kept (the least recently used are removed beyond it)
 MAX_MODELS = 64
@@ -202,14 +219,14 @@ def remembered(key: str, cls: type[T], build: Callable[[], T]) -> T:
     data = read_entry(folder, f"model\0{cls.__module__}.{cls.__qualname__}\0{key}")
     if data is not None:
         try:
-            obj = pickle.loads(data)
+            obj = unpickled(data)
             if type(obj) is cls:
                 return obj
         except Exception:  # noqa: BLE001 - a pickle of a class since changed: rebuilt below
             pass
     obj = build()
     try:
-        payload = pickle.dumps(obj, protocol=pickle.HIGHEST_PROTOCOL)
+        payload = pickled(obj)
     except Exception:  # noqa: BLE001 - a result pickle cannot hold: the next run rebuilds it
         return obj
     write_entry(folder, f"model\0{cls.__module__}.{cls.__qualname__}\0{key}", payload, MAX_MODELS)

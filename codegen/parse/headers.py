@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import pickle
 import re
 import stat
 import sys
@@ -185,7 +184,7 @@ def _load_scanned() -> None:
     if data is None:
         return
     try:
-        kept = pickle.loads(data)
+        kept = cache.unpickled(data)
     except Exception:  # noqa: BLE001 - what this generator wrote for this key, yet unreadable: scanned again
         return
     if type(kept) is dict and len(kept) <= _SCANNED_MAX:
@@ -200,12 +199,12 @@ def _store_scanned() -> None:
     kept = {path: _SCANNED[path] for path in _SCANNED_NEW if path in _SCANNED}
     data = cache.read_entry(folder, _STORE[1])
     try:
-        earlier = pickle.loads(data) if data is not None else {}
+        earlier = cache.unpickled(data) if data is not None else {}
     except Exception:  # noqa: BLE001 - damaged: replaced by this process's
         earlier = {}
     if type(earlier) is dict and len(earlier) + len(kept) <= _SCANNED_MAX:
         kept = {**earlier, **kept}
-    cache.write_entry(folder, _STORE[1], pickle.dumps(kept, protocol=pickle.HIGHEST_PROTOCOL), keep=1)
+    cache.write_entry(folder, _STORE[1], cache.pickled(kept), keep=1)
 
 
 def _directives(text: bytes) -> list[_Directive]:
