@@ -1,6 +1,9 @@
-"""The `miogen` command: `python -m miogen`, and the installed `miogen` script (`command`)."""
+"""The `miogen` command: `python -m miogen`, and the installed `miogen` script (`script`)."""
 
+import atexit
+import os
 import sys
+from typing import NoReturn
 
 from .base import gcpolicy
 
@@ -26,5 +29,26 @@ def command() -> int:
         return 2
 
 
+def end(status: int) -> NoReturn:
+    """End the process with `status` once its output is flushed and its exit handlers have run, without the
+    interpreter's teardown, which frees every module and object one by one (about 1% of a parse: mypy's
+    `hard_exit` does the same). Where the interpreter has no way to run the exit handlers first, an ordinary exit."""
+    run_handlers = getattr(atexit, "_run_exitfuncs", None)
+    if run_handlers is None:  # pragma: no cover - CPython has it
+        raise SystemExit(status)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):  # a closed pipe or stream: nothing more can reach it
+            pass
+    run_handlers()
+    os._exit(status)
+
+
+def script() -> NoReturn:
+    """The installed `miogen` script: `command`, then `end`."""
+    end(command())
+
+
 if __name__ == "__main__":
-    raise SystemExit(command())
+    end(command())

@@ -95,10 +95,10 @@ def top_level(tu: Any, header: Path, api_headers: tuple[str, ...] = ()) -> list[
             if kind in directives:
                 continue
             loc = ch.location
-            if in_system(loc):  # the HIP and C/C++ headers: quick to rule out
-                continue
-            if in_main(loc):
+            if in_main(loc):  # most of what a parse keeps: one question
                 out.append(ch)
+                continue
+            if in_system(loc):  # the HIP and C/C++ headers: quick to rule out
                 continue
             f = loc.file  # the expansion location: macro-made declarations count too
             if f is not None and (f.name == main or f.name in others):

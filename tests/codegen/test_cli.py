@@ -96,21 +96,35 @@ def test_check(tmp_path: Path) -> None:
 
 def test_console_script_is_declared() -> None:
     """The `miogen` command and `python -m miogen` run `__main__.command`: the collector's command thresholds,
-    then `cli.run` (main, then the shutdown's freeze)."""
+    then `cli.run` (main, then the shutdown's freeze); then `end` with its status."""
     import importlib
     import tomllib
 
     entry = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]["scripts"]["miogen"]
     module, _, attr = entry.partition(":")
-    assert (module, attr) == ("miogen.__main__", "command")
+    assert (module, attr) == ("miogen.__main__", "script")
     main = importlib.import_module(module)
-    assert "raise SystemExit(command())" in (REPO / "codegen" / "__main__.py").read_text()
-    calls: list[str] = []
+    assert 'if __name__ == "__main__":\n    end(command())' in (REPO / "codegen" / "__main__.py").read_text()
+    calls: list[object] = []
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr("miogen.base.gcpolicy.for_command", lambda: calls.append("thresholds"))
         mp.setattr("miogen.cli.run", lambda: calls.append("run") or 7)
-        assert getattr(main, attr)() == 7
-    assert calls == ["thresholds", "run"]
+        mp.setattr(main, "end", calls.append)
+        getattr(main, attr)()
+    assert calls == ["thresholds", "run", 7]
+
+
+@pytest.mark.parametrize("how", ["-m", "script"])
+def test_the_command_ends_with_its_status_its_output_and_its_exit_handlers(tmp_path: Path, how: str) -> None:
+    """`end` (the process's end without the interpreter's teardown) keeps what an ordinary exit does: the status,
+    everything printed (stdout and stderr, a pipe's buffers too), and the exit handlers run."""
+    code = ("import atexit, sys\nfrom miogen import __main__ as m\n"
+            "atexit.register(lambda: open(sys.argv[1], 'w').write('ran'))\n"
+            "m.command = lambda: (print('out ' * 5000), print('err', file=sys.stderr), 5)[-1]\n"
+            + ("m.end(m.command())\n" if how == "-m" else "m.script()\n"))
+    r = subprocess.run([sys.executable, "-c", code, str(tmp_path / "ran")], capture_output=True, text=True)
+    assert (r.returncode, r.stdout, r.stderr) == (5, "out " * 5000 + "\n", "err\n")
+    assert (tmp_path / "ran").read_text() == "ran"
 
 
 def test_unconfigured_version_h_gets_its_own_message(tmp_path: Path) -> None:
