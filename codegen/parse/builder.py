@@ -105,16 +105,18 @@ class Builder:
 
     def _new_ctype(self, t: Any, where: Any) -> CType:
         TK = self.ci.TypeKind
+        calls = self.calls
+        elaborated, pointer = TK.ELABORATED.value, TK.POINTER.value
         consts: list[bool] = []  # outermost first
         array: int | None = None
         cur = t
         while True:
-            const = cur.is_const_qualified()
-            while cur.kind == TK.ELABORATED:
-                cur = cur.get_named_type()
-            if cur.kind == TK.POINTER:
+            const = calls.is_const(cur)
+            while cur._kind_id == elaborated:
+                cur = calls.named_type(cur)
+            if cur._kind_id == pointer:
                 consts.append(const)
-                cur = cur.get_pointee()
+                cur = calls.pointee(cur)
                 continue
             if cur.kind == TK.INCOMPLETEARRAY:  # `T x[]` as a parameter is `T *x`
                 consts.append(False)
@@ -132,9 +134,8 @@ class Builder:
 
     def _base(self, t: Any, where: Any) -> tuple[BaseKind, str]:
         TK = self.ci.TypeKind
-        k = t.kind
-        if k == TK.TYPEDEF:
-            name = t.get_declaration().spelling
+        if t._kind_id == TK.TYPEDEF.value:  # the common case, in direct calls
+            name = self.calls.spelling(self.calls.type_declaration(t))
             if name in self.handles:
                 return "handle", name
             if name in self.callbacks:
@@ -155,6 +156,7 @@ class Builder:
                 return self._record_kind(canon) if canon.get_size() > 0 else "incomplete", name
             kind, _ = self._builtin(canon, where)
             return kind, name
+        k = t.kind
         if k == TK.RECORD:
             kind = self._record_kind(t) if t.get_size() > 0 else "incomplete"  # declared, never defined
             return kind, t.get_declaration().spelling

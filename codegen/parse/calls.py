@@ -37,6 +37,10 @@ class HotCalls:
         self._cursor_type = fn("clang_getCursorType", [ci.Cursor], ci.Type)
         self._result_type = fn("clang_getCursorResultType", [ci.Cursor], ci.Type)
         self._type_spelling = fn("clang_getTypeSpelling", [ci.Type], CXString)
+        self._is_const = fn("clang_isConstQualifiedType", [ci.Type], ctypes.c_uint)
+        self._named_type = fn("clang_Type_getNamedType", [ci.Type], ci.Type)
+        self._pointee = fn("clang_getPointeeType", [ci.Type], ci.Type)
+        self._type_declaration = fn("clang_getTypeDeclaration", [ci.Type], ci.Cursor)
         self._cstring = fn("clang_getCString", [CXString], ctypes.c_char_p)
         self._dispose = fn("clang_disposeString", [CXString], None)
         self._raw_comment = fn("clang_Cursor_getRawCommentText", [ci.Cursor], CXString)
@@ -105,6 +109,29 @@ class HotCalls:
     def result_type(self, c: Any) -> Any:
         """`c.result_type`, without the translation unit attached."""
         return self._result_type(c)
+
+    def is_const(self, t: Any) -> bool:
+        """`t.is_const_qualified()`."""
+        return bool(self._is_const(t))
+
+    def named_type(self, t: Any) -> Any:
+        """`t.get_named_type()` (an elaborated type's), with `t`'s translation unit attached as cindex does."""
+        out = self._named_type(t)
+        out._tu = t._tu
+        return out
+
+    def pointee(self, t: Any) -> Any:
+        """`t.get_pointee()`, with `t`'s translation unit attached."""
+        out = self._pointee(t)
+        out._tu = t._tu
+        return out
+
+    def type_declaration(self, t: Any) -> Any:
+        """`t.get_declaration()` of a type that has one (a typedef, a record, an enum), with `t`'s translation unit
+        attached."""
+        out = self._type_declaration(t)
+        out._tu = t._tu
+        return out
 
     def type_spelling(self, t: Any) -> str:
         return (self._text(self._type_spelling(t)) or b"").decode("utf-8")
