@@ -190,20 +190,20 @@ class Builder:
         for c in cursors:
             k = c._kind_id
             if k == enum_kind and c.is_definition():
-                self.enums.add(c.spelling)
+                self.enums.add(self.calls.spelling(c))
             elif k == typedef_kind:
                 canon = c.underlying_typedef_type.get_canonical()
                 if canon.kind == TK.POINTER:
                     pointee = canon.get_pointee()
                     if pointee.kind == TK.FUNCTIONPROTO:
-                        self.callbacks.add(c.spelling)
+                        self.callbacks.add(self.calls.spelling(c))
                     elif pointee.kind == TK.RECORD:
                         decl = pointee.get_declaration()
                         loc = decl.location.file
                         if loc is not None and loc.name in self.api_files and not list(pointee.get_fields()):
-                            self.handles[c.spelling] = decl.spelling
+                            self.handles[self.calls.spelling(c)] = decl.spelling
                 elif canon.kind == TK.ENUM:
-                    self.enums.add(c.spelling)
+                    self.enums.add(self.calls.spelling(c))
 
     def _group(self, cursor: Any, comment: str | None, location: Any = None) -> str | None:
         return doc.ingroup(comment) or self.groups.at(self.calls.line(location or cursor.location))
@@ -434,12 +434,14 @@ def build_spec(tu: Any, header: Path, text: str, target: Target, cursors: list[A
             if _is_anonymous_record(c):
                 pending_records[c.get_usr()] = c
             else:
-                records.append(b.valid(c, b.record(c, c.spelling, None, c.spelling)))
-                b.records[c.get_usr()] = c.spelling
+                name = b.calls.spelling(c)
+                records.append(b.valid(c, b.record(c, name, None, name)))
+                b.records[c.get_usr()] = name
         elif k == typedef_kind:
-            name = c.spelling
+            name = b.calls.spelling(c)
             if name in b.handles:
-                handles.append(b.valid(c, Handle(name=name, tag=b.handles[name], group=b._group(c, c.raw_comment))))
+                group = b._group(c, b.calls.raw_comment(c))
+                handles.append(b.valid(c, Handle(name=name, tag=b.handles[name], group=group)))
             elif name in b.callbacks:
                 callbacks.append(b.valid(c, b.callback(c)))
             elif name in b.enums:
