@@ -109,8 +109,12 @@ def _floors(wrap: list[str], parse_args: list[str], bare_args: list[str]) -> tup
                              check=True, capture_output=True, text=True)
         return set(json.loads(out.stdout.strip().splitlines()[-1]))
 
-    parse = ("import runpy, sys\nsys.argv[0] = 'miogen'\ntry:\n    runpy.run_module('miogen', run_name='__main__')\n"
+    # the command ends its process without the interpreter's teardown (`os._exit`): here it raises SystemExit instead,
+    # so the probe can print what was imported
+    parse = ("import os, runpy, sys\nsys.argv[0] = 'miogen'\ndef ended(status):\n    raise SystemExit(status)\n"
+             "os._exit = ended\ntry:\n    runpy.run_module('miogen', run_name='__main__')\n"
              "except SystemExit:\n    pass")
+    imported(parse, parse_args, _PRINT_MODULES)  # first: the per-user cache filled (a miss imports what writes it)
     stdlib = imported(parse, parse_args, _PRINT_MODULES) - imported(BARE_PARSE, bare_args, _PRINT_MODULES)
     own = imported(parse, parse_args, _PRINT_MIOGEN)
     return sorted(m for m in stdlib if not m.startswith("_")), sorted(own)

@@ -67,7 +67,9 @@ def test_a_parse_loads_none_of_what_it_does_without(tmp_path: Path) -> None:
     first `compile()` of a process sets up the compiler's syntax-tree types, about 9 million instructions."""
     from ..helpers import FIXTURE_HEADER
 
-    code = ("import runpy, sys, typing\nsys.argv = ['miogen', 'parse', sys.argv[1], '--beta', '-o', sys.argv[2]]\n"
+    # the command ends its process with `os._exit` (no teardown): here it raises SystemExit, so the probe can print
+    code = ("import os, runpy, sys, typing\nsys.argv = ['miogen', 'parse', sys.argv[1], '--beta', '-o', sys.argv[2]]\n"
+            "def ended(status):\n    raise SystemExit(status)\nos._exit = ended\n"
             "made = []\ninit = typing.ForwardRef.__init__\n"
             "def counted(self, arg, *a, **k):\n    made.append(arg)\n    init(self, arg, *a, **k)\n"
             "typing.ForwardRef.__init__ = counted\n"
