@@ -251,7 +251,7 @@ class Builder:
 
     def _may_have_defaults(self, c: Any) -> bool:
         main, _, start, _, end = self.calls.extent(c)
-        if not main:  # another file (or a macro): ask clang for each parameter
+        if not main:  # in another file: ask clang for each parameter
             return True
         return b"=" in self.data[start:end]
 

@@ -164,9 +164,9 @@ def check_includes(header: Path, data: bytes, args: list[str]) -> None:
 _Directive = tuple[bytes, str, int, int]
 #: where an include directive is: (the including file, line, column)
 _Where = tuple[str, int, int]
-#: the directives of each file a check read, by the path it was found at, with the stat they are of: what the next check
-#: finds of a file whose stat is the same (the system headers of every parse), in this process and, through the
-#: per-user cache, in the next
+#: the directives of each file a check read, by the path it was found at, with the stat they are of: what the next
+#: check finds of a file whose stat is the same (the system headers of every parse), in this process and, through
+#: the per-user cache, in the next
 _SCANNED: dict[str, tuple[tuple[int, ...], list[_Directive]]] = {}
 _SCANNED_MAX = 8192
 #: the paths this process scanned (what `_store_scanned` adds to the per-user cache's entry)
