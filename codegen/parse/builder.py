@@ -187,22 +187,23 @@ class Builder:
         CK = self.ci.CursorKind
         TK = self.ci.TypeKind
         enum_kind, typedef_kind = CK.ENUM_DECL.value, CK.TYPEDEF_DECL.value
+        calls = self.calls
         for c in cursors:
             k = c._kind_id
             if k == enum_kind and c.is_definition():
-                self.enums.add(self.calls.spelling(c))
+                self.enums.add(calls.spelling(c))
             elif k == typedef_kind:
-                canon = c.underlying_typedef_type.get_canonical()
-                if canon.kind == TK.POINTER:
-                    pointee = canon.get_pointee()
-                    if pointee.kind == TK.FUNCTIONPROTO:
+                canon = calls.canonical(calls.underlying(c))
+                if canon._kind_id == TK.POINTER.value:
+                    pointee = calls.pointee(canon)
+                    if pointee._kind_id == TK.FUNCTIONPROTO.value:
                         self.callbacks.add(self.calls.spelling(c))
-                    elif pointee.kind == TK.RECORD:
+                    elif pointee._kind_id == TK.RECORD.value:
                         decl = pointee.get_declaration()
                         loc = decl.location.file
                         if loc is not None and loc.name in self.api_files and not list(pointee.get_fields()):
                             self.handles[self.calls.spelling(c)] = decl.spelling
-                elif canon.kind == TK.ENUM:
+                elif canon._kind_id == TK.ENUM.value:
                     self.enums.add(self.calls.spelling(c))
 
     def _group(self, cursor: Any, comment: str | None, location: Any = None) -> str | None:

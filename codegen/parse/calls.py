@@ -41,6 +41,8 @@ class HotCalls:
         self._named_type = fn("clang_Type_getNamedType", [ci.Type], ci.Type)
         self._pointee = fn("clang_getPointeeType", [ci.Type], ci.Type)
         self._type_declaration = fn("clang_getTypeDeclaration", [ci.Type], ci.Cursor)
+        self._canonical = fn("clang_getCanonicalType", [ci.Type], ci.Type)
+        self._underlying = fn("clang_getTypedefDeclUnderlyingType", [ci.Cursor], ci.Type)
         self._cstring = fn("clang_getCString", [CXString], ctypes.c_char_p)
         self._dispose = fn("clang_disposeString", [CXString], None)
         self._raw_comment = fn("clang_Cursor_getRawCommentText", [ci.Cursor], CXString)
@@ -124,6 +126,18 @@ class HotCalls:
         """`t.get_pointee()`, with `t`'s translation unit attached."""
         out = self._pointee(t)
         out._tu = t._tu
+        return out
+
+    def canonical(self, t: Any) -> Any:
+        """`t.get_canonical()`, with `t`'s translation unit attached."""
+        out = self._canonical(t)
+        out._tu = t._tu
+        return out
+
+    def underlying(self, c: Any) -> Any:
+        """`c.underlying_typedef_type` of a typedef's cursor, with its translation unit attached."""
+        out = self._underlying(c)
+        out._tu = c._tu
         return out
 
     def type_declaration(self, t: Any) -> Any:
