@@ -5,6 +5,8 @@ The words leave this module as one line of printable text each (comment markers 
 most `spec.rules.MAX_TEXT` characters); everything else as normalised tokens (group names, in/out/inout, flags).
 """
 
+# no `from __future__ import annotations`: a NamedTuple's annotations made as strings are compiled when its class
+# is made (`typing.ForwardRef`), and a process's first compile costs a parse ~9 M instructions
 import bisect
 import functools
 import re

@@ -15,6 +15,8 @@ no search directory but the shims' holds one, that is known before any key or ma
 Without the per-user cache a PCH is built only for a second parse with the same arguments.
 """
 
+# no `from __future__ import annotations`: a NamedTuple's annotations made as strings are compiled when its class
+# is made (`typing.ForwardRef`), and a process's first compile costs a parse ~9 M instructions
 import _thread
 import atexit
 import contextlib

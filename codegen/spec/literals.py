@@ -20,6 +20,8 @@ unsigned `-1`; miogen refuses it); non-finite floats (`1e309`); a negated unsign
 literals; `long double` literals are read at double precision.
 """
 
+# no `from __future__ import annotations`: a NamedTuple's annotations made as strings are compiled when its class
+# is made (`typing.ForwardRef`), and a process's first compile costs a parse ~9 M instructions
 import functools
 import math
 import re

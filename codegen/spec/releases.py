@@ -3,6 +3,8 @@ release's spec `<version>.yaml`, the pin file `pinned`, the release that added e
 
 The generated package's own copy (codegen/support/_selection.py) is separate: it ships without miogen."""
 
+# no `from __future__ import annotations`: a NamedTuple's annotations made as strings are compiled when its class
+# is made (`typing.ForwardRef`), and a process's first compile costs a parse ~9 M instructions
 import re
 from pathlib import Path
 from typing import NamedTuple
