@@ -116,36 +116,27 @@ class HotCalls:
         """`t.is_const_qualified()`."""
         return bool(self._is_const(t))
 
+    # types and cursors made from another, with its translation unit attached as cindex attaches it (cindex's own
+    # methods, used on them later, read it)
     def named_type(self, t: Any) -> Any:
-        """`t.get_named_type()` (an elaborated type's), with `t`'s translation unit attached as cindex does."""
-        out = self._named_type(t)
-        out._tu = t._tu
-        return out
+        """`t.get_named_type()` (an elaborated type's)."""
+        return _attach(self._named_type(t), t)
 
     def pointee(self, t: Any) -> Any:
-        """`t.get_pointee()`, with `t`'s translation unit attached."""
-        out = self._pointee(t)
-        out._tu = t._tu
-        return out
+        """`t.get_pointee()`."""
+        return _attach(self._pointee(t), t)
 
     def canonical(self, t: Any) -> Any:
-        """`t.get_canonical()`, with `t`'s translation unit attached."""
-        out = self._canonical(t)
-        out._tu = t._tu
-        return out
+        """`t.get_canonical()`."""
+        return _attach(self._canonical(t), t)
 
     def underlying(self, c: Any) -> Any:
-        """`c.underlying_typedef_type` of a typedef's cursor, with its translation unit attached."""
-        out = self._underlying(c)
-        out._tu = c._tu
-        return out
+        """`c.underlying_typedef_type` of a typedef's cursor."""
+        return _attach(self._underlying(c), c)
 
     def type_declaration(self, t: Any) -> Any:
-        """`t.get_declaration()` of a type that has one (a typedef, a record, an enum), with `t`'s translation unit
-        attached."""
-        out = self._type_declaration(t)
-        out._tu = t._tu
-        return out
+        """`t.get_declaration()` of a type that has one (a typedef, a record, an enum)."""
+        return _attach(self._type_declaration(t), t)
 
     def type_spelling(self, t: Any) -> str:
         return (self._text(self._type_spelling(t)) or b"").decode("utf-8")
@@ -195,6 +186,12 @@ class HotCalls:
     def enum_value(self, c: Any, unsigned: bool) -> int:
         """`c.enum_value` of a constant of an enum whose type is `unsigned` as cindex tells it."""
         return int((self._enum_uvalue if unsigned else self._enum_value)(c))
+
+
+def _attach(made: Any, source: Any) -> Any:
+    """`made` with the translation unit of the cursor or type `source` it was made from."""
+    made._tu = source._tu
+    return made
 
 
 #: each thread's `HotCalls`, by its id (an id is reused only once its thread has ended); by `_thread`, the documented

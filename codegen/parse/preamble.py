@@ -21,7 +21,6 @@ import _thread
 import atexit
 import contextlib
 import ctypes
-import functools
 import json
 import os
 import re
@@ -47,19 +46,14 @@ _FLAGS = ("PARSE_SKIP_FUNCTION_BODIES", "PARSE_INCOMPLETE")  # as the parse's ow
 _WORDS_ONLY = bytes(c if chr(c).isascii() and (chr(c).isalnum() or c == ord("_")) else 32 for c in range(256))
 _COMMENT = conditionals.COMMENT_OR_LITERAL
 _CONDITIONALS = frozenset(("if", "ifdef", "ifndef", "elif", "elifdef", "elifndef", "else", "endif"))
-_Patterns = tuple[re.Pattern[bytes], re.Pattern[str], re.Pattern[str], re.Pattern[str], re.Pattern[str]]
-
-
-@functools.cache
-def _patterns() -> _Patterns:
-    """The regexes of a preamble's build and checks, compiled at the first use (a parse over the shims makes no
-    preamble): a macro a file defines or undefines; a directive; an include's header name; an identifier; a pragma
-    before the preamble that leaves its meaning and its errors alone (not `diagnostic error`, not `pack`)."""
-    return (re.compile(rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)", re.M),
-            re.compile(r"#[ \t]*([A-Za-z_]*)[ \t]*(.*)", re.S),
-            re.compile(r'<([^>\n]*)>|"([^"\n]*)"'),
-            re.compile(r"[A-Za-z_][A-Za-z0-9_]*"),
-            re.compile(r"(?:once|(?:clang|GCC)[ \t]+diagnostic[ \t]+(?:push|pop|ignored))\b"))
+# the regexes of a preamble's build and checks (compiled at their first use, re keeps them: a parse over the shims
+# makes no preamble)
+_SOURCE_DEFINES = rb"^[ \t]*#[ \t]*(?:define|undef)[ \t]+([A-Za-z_][A-Za-z0-9_]*)"  # re.M
+_DIRECTIVE = r"#[ \t]*([A-Za-z_]*)[ \t]*(.*)"  # re.S
+_HEADER_NAME = r'<([^>\n]*)>|"([^"\n]*)"'
+_WORD = r"[A-Za-z_][A-Za-z0-9_]*"
+# pragmas before the preamble that leave its meaning and its errors alone (not `diagnostic error`, not `pack`)
+_SAFE_PRAGMA = r"(?:once|(?:clang|GCC)[ \t]+diagnostic[ \t]+(?:push|pop|ignored))\b"
 
 
 class Preamble(NamedTuple):
@@ -223,7 +217,7 @@ def _build(ci: Any, folder: Path, key: str, args: list[str], target: Target, kee
             return None
         usable = usable and not f.startswith(shim) and macro not in data  # the beta parse reads all includes
         identifiers.update(data.translate(_WORDS_ONLY).split())
-        defines.update(_patterns()[0].findall(data))
+        defines.update(re.findall(_SOURCE_DEFINES, data, re.M))
     # one variant per set of files found (the same arguments find the installed HIP headers, or the shims where
     # those are hidden): each keeps its own PCH and manifest, so switching between them rebuilds nothing
     variant = sha256(json.dumps(files).encode()).hexdigest()[:16]
@@ -345,7 +339,8 @@ def _directives(text: str, before: _Before, stop: int | None = None) -> bool:
                 break
         text = text if cut < 0 else text[:cut]
     text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n") if m.group(0)[0] == "/" else m.group(0), text)
-    _, directive, header_name, word, safe_pragma = _patterns()
+    directive, header_name = re.compile(_DIRECTIVE, re.S), re.compile(_HEADER_NAME)
+    word, safe_pragma = re.compile(_WORD), re.compile(_SAFE_PRAGMA)
     line = 0
     logical: list[tuple[int, str]] = []
     pending: list[str] = []

@@ -314,16 +314,12 @@ _DECLINED = object()
 _DIRECT_BYTES = bytes([10, *range(32, 127)])
 
 
-@functools.cache
-def _patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
-    """The direct reader's regexes, compiled at its first read (a parse reads no YAML of this layout):
-
-    - a line of the direct layout: its indentation, a sequence item's `- `, a key (a name) with its value or
-      none (the value on the lines below), or a value alone;
-    - one piece of a flow collection: a bracket, a separator, a single-quoted scalar (its text) or a plain one.
-    """
-    return (re.compile(r"( *)(- )?(?:([A-Za-z_][A-Za-z0-9_]*):(?: (.+))?|(.+))"),
-            re.compile(r"([\[\]{}])|(, |: )|'((?:[^']|'')*)'|(" + PLAIN.pattern + ")", re.ASCII))
+#: a line of the direct layout: its indentation, a sequence item's `- `, a key (a name) with its value or none
+#: (the value on the lines below), or a value alone (compiled at its first use, re keeps it: a parse reads no
+#: YAML of this layout)
+_LINE = r"( *)(- )?(?:([A-Za-z_][A-Za-z0-9_]*):(?: (.+))?|(.+))"
+#: one piece of a flow collection: a bracket, a separator, a single-quoted scalar (its text) or a plain one (ASCII)
+_FLOW_PIECE = r"([\[\]{}])|(, |: )|'((?:[^']|'')*)'|(" + PLAIN.pattern + ")"
 
 
 _PLAIN_IMPLICIT = (True, False)  # a plain scalar's event
@@ -387,7 +383,7 @@ def _flow(text: str) -> tuple[Any, int, int] | None:
     # 2 after an entry, 3 after a key, 4 after `: `
     root: Any = _DECLINED
     nodes = deepest = pos = 0
-    for match in _patterns()[1].finditer(text):
+    for match in re.finditer(_FLOW_PIECE, text, re.ASCII):
         if match.start() != pos or root is not _DECLINED:
             return None
         pos = match.end()
@@ -455,7 +451,7 @@ def _direct(text: str) -> Any:
     stack: list[tuple[Any, int, bool]] = [(root, 0, True)]  # (container, indentation, is a mapping)
     pending: tuple[dict[str, Any], str, int] | None = None  # a key whose value starts on the next line
     names: dict[str, bool] = {}  # key -> read as this string
-    line_match = _patterns()[0].fullmatch
+    line_match = re.compile(_LINE).fullmatch
     for line in lines:
         match = line_match(line)
         if match is None:
